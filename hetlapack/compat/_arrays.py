@@ -1,0 +1,63 @@
+"""Wrap at the boundary: look at a user's array once, convert it once, the SciPy way."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from scipy.linalg.blas import find_best_blas_type
+
+from ..dispatch import Request
+
+
+def array_module(a) -> str:
+    """'numpy' for ndarrays (and subclasses) and array_likes; the top-level package name for other arrays."""
+    if isinstance(a, np.ndarray) or not hasattr(a, "__array_namespace__"):
+        return "numpy"
+    return type(a).__module__.split(".")[0]
+
+
+def peek(a):
+    """``a`` itself when it already has a shape and dtype, else ``np.asarray(a)`` (lists, ``__array__`` objects)."""
+    if hasattr(a, "shape") and hasattr(a, "dtype"):
+        return a
+    return np.asarray(a)
+
+
+@functools.cache
+def scipy_lapack_dtype(dtype: np.dtype) -> np.dtype | None:
+    """The dtype SciPy's LAPACK wrappers compute in for an input of ``dtype`` (None when SciPy rejects it)."""
+    if dtype.kind not in "biufc":
+        return None
+    return np.dtype(find_best_blas_type(dtype=dtype)[1])
+
+
+@functools.cache
+def numpy_linalg_dtype(dtype: np.dtype) -> np.dtype | None:
+    """The dtype numpy.linalg computes in (None for the types it rejects, such as float16 and longdouble)."""
+    if dtype.kind in "biu":
+        return np.dtype(np.float64)
+    return dtype if dtype.char in "fdFD" else None
+
+
+def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...] = ()) -> tuple[Request, object]:
+    """The dispatch request for ``a`` and the array to pass on (converted only when ``a`` had no shape)."""
+    arr = peek(a)
+    lapack = dtype_rule(np.dtype(arr.dtype)) if hasattr(arr, "dtype") else None
+    dtype = lapack if lapack is not None else np.dtype(arr.dtype)
+    return Request(op, tuple(arr.shape), dtype, array_module(arr), features), arr
+
+
+def validated(a, check_finite: bool) -> np.ndarray:
+    """SciPy's entry conversion: ``asarray_chkfinite`` when asked (its ValueError text), else ``asarray``."""
+    return np.asarray_chkfinite(a) if check_finite else np.asarray(a)
+
+
+def working_copy(a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> np.ndarray:
+    """A Fortran-ordered array of ``dtype`` the kernels may overwrite: ``a1`` itself only when the caller allowed
+    it (or ``a1`` is already a private copy of ``original``) and its layout fits; a copy otherwise."""
+    own = overwrite or (a1 is not original and not np.shares_memory(a1, np.asarray(original)))
+    fits = a1.dtype == dtype and a1.flags.f_contiguous and a1.flags.writeable and type(a1) is np.ndarray
+    if own and fits:
+        return a1
+    return np.array(a1, dtype=dtype, order="F", copy=True)

@@ -1,0 +1,82 @@
+"""Run a LAPACK-style operation along a Plan's accelerated path.
+
+Inputs and outputs here are LAPACK's (in-place Fortran arrays, tau, 0-based pivots, info codes); turning them
+into SciPy's or NumPy's return values is the shims' job. The host path never comes here: it is SciPy's own call.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from ..dispatch import Plan
+
+
+def _algorithm(op: str):
+    return importlib.import_module(f"hetlapack.algorithms.{op}")
+
+
+def _batched():
+    return importlib.import_module("hetlapack.batched.kernels")
+
+
+def _tiled_kwargs(plan: Plan) -> dict:
+    devices = None if all(d == "cpu" for d in plan.devices) else list(plan.devices)
+    return {"tile": plan.tile, "devices": devices, "placement": plan.placement}
+
+
+def potrf(plan: Plan, a: np.ndarray, lower: bool, clean: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Cholesky of ``a`` (a Fortran working copy on the hybrid path, any stack on the batched one) -> (c, info).
+
+    On the hybrid path a failure raises SciPy's LinAlgError from inside the runtime instead of returning info.
+    """
+    if plan.path == "batched":
+        return _batched().potrf(a, lower=lower, clean=clean)
+    _algorithm("potrf").potrf(a, lower=lower, **_tiled_kwargs(plan))
+    if clean:
+        zero_other_triangle(a, lower)
+    return a, np.zeros((), dtype=np.int32)
+
+
+def getrf(plan: Plan, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """LU with partial pivoting -> (lu, piv 0-based int32, info)."""
+    if plan.path == "batched":
+        return _batched().getrf(a)
+    piv, info = _algorithm("getrf").getrf(a, **_tiled_kwargs(plan))
+    return a, piv, np.asarray(info)
+
+
+def geqrf(plan: Plan, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Householder QR in LAPACK storage -> (qr, tau)."""
+    if plan.path == "batched":
+        return _batched().geqrf(a)
+    return a, _algorithm("geqrf").geqrf(a, **_tiled_kwargs(plan))
+
+
+def orgqr(plan: Plan, qr: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray:
+    """The first ``ncols`` columns of Q from ``geqrf``'s output."""
+    if plan.path == "batched":
+        return _batched().orgqr(qr, tau, ncols)
+    return _algorithm("geqrf").orgqr(qr, tau, ncols=ncols, **_tiled_kwargs(plan))
+
+
+def potrs(plan: Plan, c: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
+    """Solve with Cholesky factors (batched path only: single solves are one LAPACK call)."""
+    return _batched().potrs(c, b, lower=lower)
+
+
+def getrs(plan: Plan, lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: int) -> np.ndarray:
+    """Solve with LU factors (batched path only)."""
+    return _batched().getrs(lu, piv, b, trans=trans)
+
+
+_ZERO_BLOCK = 512
+
+
+def zero_other_triangle(a: np.ndarray, lower: bool) -> None:
+    """Zero the triangle a Cholesky factor does not use, in place, a block of columns at a time."""
+    n = a.shape[-1]
+    for start in range(0, n, _ZERO_BLOCK):
+        block = a[..., :, start:start + _ZERO_BLOCK]
+        block[...] = np.tril(block, -start) if lower else np.triu(block, -start)

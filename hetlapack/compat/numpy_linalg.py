@@ -1,0 +1,125 @@
+"""NumPy-exact ``cholesky`` and ``qr`` (``numpy.linalg`` signatures, errors, dtype rules and result types).
+
+Only exact ``numpy.ndarray`` inputs of finite values are accelerated; everything else (duck arrays with their own
+``__array_function__``, subclasses, lists, non-finite values, unsupported dtypes) goes to NumPy's own function, so
+NEP-18 dispatch and NumPy's errors stay NumPy's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.linalg import LinAlgError
+
+from ..dispatch import Plan, choose
+from . import _run
+from ._arrays import numpy_linalg_dtype, request
+from ._originals import numpy_functions as _numpy
+
+_ACCELERATED_QR_MODES = ("reduced", "complete", "r")
+
+
+def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, np.dtype] | None:
+    """The accelerated plan for ``a``, or None when NumPy's own function must handle it."""
+    if type(a) is not np.ndarray or a.ndim < 2 or numpy_linalg_dtype(a.dtype) is None:
+        return None
+    req, _ = request(op, a, dtype_rule=numpy_linalg_dtype, features=features)
+    plan = choose(req)
+    if plan.path == "host" or not np.isfinite(a).all():
+        return None
+    return plan, req.dtype
+
+
+def _work(plan: Plan, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if plan.path == "batched":
+        return a.astype(dtype, copy=False)
+    return np.array(a, dtype=dtype, order="F", copy=True)
+
+
+def cholesky(a, /, *, upper=False):
+    """
+    Cholesky decomposition (NumPy-compatible).
+
+    Returns the lower (or, with ``upper=True``, upper) triangular factor of each Hermitian positive-definite
+    matrix in ``a``, exactly as :func:`numpy.linalg.cholesky`.
+
+    Parameters
+    ----------
+    a : (..., M, M) array_like
+        Hermitian (symmetric if all elements are real), positive-definite input matrix.
+    upper : bool
+        If True, the result is the upper-triangular factor ``U`` with ``A = U^H U``; else ``L`` with
+        ``A = L L^H``.
+
+    Returns
+    -------
+    L : (..., M, M) array_like
+        Lower- (or upper-) triangular Cholesky factor of `a`.
+
+    Raises
+    ------
+    LinAlgError
+        If the decomposition fails, for example, if `a` is not positive-definite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetlapack.compat import numpy_linalg
+    >>> numpy_linalg.cholesky(np.array([[4.0, 2.0], [2.0, 5.0]]))
+    array([[2., 0.],
+           [1., 2.]])
+    """
+    chosen = _plan("potrf", a) if type(a) is np.ndarray and a.shape[-1:] == a.shape[-2:-1] else None
+    if chosen is None:
+        return _numpy["cholesky"](a, upper=upper)
+    plan, dtype = chosen
+    c, info = _run.potrf(plan, _work(plan, a, dtype), lower=not upper, clean=True)
+    if np.any(np.asarray(info) > 0):
+        raise LinAlgError("Matrix is not positive definite")
+    return np.ascontiguousarray(c)
+
+
+def qr(a, mode="reduced"):
+    """
+    Compute the qr factorization of a matrix (NumPy-compatible).
+
+    Factor ``a`` as ``q r`` with ``q`` orthonormal and ``r`` upper-triangular, exactly as
+    :func:`numpy.linalg.qr` (modes ``'reduced'``, ``'complete'``, ``'r'``, ``'raw'``).
+
+    Parameters
+    ----------
+    a : array_like, shape (..., M, N)
+        An array-like object with the dimensionality of at least 2.
+    mode : {'reduced', 'complete', 'r', 'raw'}, optional, default: 'reduced'
+        Which quantities to return (see :func:`numpy.linalg.qr`).
+
+    Returns
+    -------
+    When mode is 'reduced' or 'complete', a namedtuple ``(Q, R)``; when mode is 'r', the array R; when mode is
+    'raw', the tuple ``(h, tau)``.
+
+    Raises
+    ------
+    LinAlgError
+        If factoring fails.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetlapack.compat import numpy_linalg
+    >>> a = np.array([[3.0, 1.0], [4.0, 2.0]])
+    >>> q, r = numpy_linalg.qr(a)
+    >>> np.allclose(q @ r, a)
+    True
+    """
+    chosen = _plan("geqrf", a) if mode in _ACCELERATED_QR_MODES else None
+    if chosen is None:
+        return _numpy["qr"](a, mode=mode)
+    plan, dtype = chosen
+    packed, tau = _run.geqrf(plan, _work(plan, a, dtype))
+    m, n = packed.shape[-2:]
+    k = min(m, n)
+    r = np.ascontiguousarray(np.triu(packed if mode == "complete" else packed[..., :k, :]))
+    if mode == "r":
+        return r
+    q = _run.orgqr(plan, packed, tau, ncols=m if mode == "complete" else k)
+    return np.linalg._linalg.QRResult(np.ascontiguousarray(q), r)

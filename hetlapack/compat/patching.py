@@ -1,0 +1,101 @@
+"""``install()`` / ``uninstall()`` / ``patched()``: put hetlapack's functions where SciPy and NumPy code finds them.
+
+SciPy's own modules bind these names at import (``scipy.linalg._decomp_cholesky.cholesky``, ``from ._decomp_lu
+import lu_solve`` in ``scipy.linalg._solvers`` and so on), so every loaded ``scipy``/``numpy`` module whose global
+is one of the originals is rebound, and restored on ``uninstall``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+
+from . import numpy_linalg, scipy_linalg
+from ._originals import NUMPY_NAMES, SCIPY_NAMES, numpy_functions, scipy_functions
+
+_PREFIXES = ("scipy.", "numpy.")
+_ROOTS = ("scipy", "numpy")
+
+# (module name, global name) -> the original object that was there
+_replaced: dict[tuple[str, str], object] = {}
+
+
+def _replacements() -> dict[int, tuple[object, object]]:
+    """id(original) -> (original, replacement)."""
+    pairs = {}
+    for names, originals, module in ((SCIPY_NAMES, scipy_functions, scipy_linalg),
+                                     (NUMPY_NAMES, numpy_functions, numpy_linalg)):
+        for name in names:
+            replacement = getattr(module, name)
+            replacement.__hetlapack_original__ = originals[name]
+            pairs[id(originals[name])] = (originals[name], replacement)
+    return pairs
+
+
+def _modules() -> list[tuple[str, object]]:
+    return [(name, module) for name, module in list(sys.modules.items())
+            if module is not None and (name in _ROOTS or name.startswith(_PREFIXES))]
+
+
+def install() -> int:
+    """Replace SciPy's and NumPy's factorizations with hetlapack's everywhere they are bound.
+
+    Returns the number of module globals rebound. Idempotent; modules imported later are not touched, so call it
+    after importing the code that binds these names (``scipy.linalg`` itself is always covered).
+
+    Examples
+    --------
+    >>> import hetlapack.compat, scipy.linalg
+    >>> _ = hetlapack.compat.install()
+    >>> scipy.linalg.cholesky.__module__
+    'hetlapack.compat.scipy_linalg'
+    >>> hetlapack.compat.uninstall()
+    """
+    pairs = _replacements()
+    count = 0
+    for module_name, module in _modules():
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for attr, value in list(namespace.items()):
+            pair = pairs.get(id(value))
+            if pair is not None and value is pair[0]:
+                _replaced[(module_name, attr)] = value
+                setattr(module, attr, pair[1])
+                count += 1
+    return count
+
+
+def uninstall() -> None:
+    """Restore every global that :func:`install` rebound."""
+    for (module_name, attr), original in list(_replaced.items()):
+        module = sys.modules.get(module_name)
+        if module is not None:
+            setattr(module, attr, original)
+        del _replaced[(module_name, attr)]
+
+
+def installed() -> bool:
+    """Whether hetlapack's functions are installed in SciPy and NumPy now."""
+    return bool(_replaced)
+
+
+def leftover_originals() -> list[str]:
+    """``module.name`` of every loaded scipy/numpy global that still points at an original (empty once installed)."""
+    pairs = _replacements()
+    return [f"{module_name}.{attr}" for module_name, module in _modules()
+            for attr, value in list(getattr(module, "__dict__", {}).items())
+            if id(value) in pairs and value is pairs[id(value)][0]]
+
+
+@contextlib.contextmanager
+def patched() -> Iterator[None]:
+    """``with hetlapack.compat.patched():`` installs for the block and restores afterwards."""
+    already = installed()
+    install()
+    try:
+        yield
+    finally:
+        if not already:
+            uninstall()

@@ -1,0 +1,438 @@
+"""SciPy-exact ``cholesky``, ``cho_factor``, ``cho_solve``, ``qr``, ``lu_factor``, ``lu_solve`` and ``lu``.
+
+Each public function has SciPy's signature. It asks :func:`hetlapack.dispatch.choose` for a plan; the host path is
+SciPy's own function (captured at import), the batched and hybrid paths convert the input exactly as SciPy does and
+shape the result as SciPy returns it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from numpy.linalg import LinAlgError
+from scipy.linalg import LinAlgWarning
+from scipy.linalg.blas import find_best_blas_type
+
+from ..dispatch import Plan, choose
+from . import _run
+from ._arrays import request, validated, working_copy
+from ._originals import scipy_functions as _scipy
+
+_NOT_PD = "{}-th leading minor of the array is not positive definite"
+_SINGULAR = "Diagonal number {} is exactly zero. Singular matrix."
+_QR_MODES = ("full", "qr", "r", "economic", "raw")
+
+
+def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, object, np.dtype]:
+    req, arr = request(op, a, features=features)
+    return choose(req), arr, req.dtype
+
+
+def _first_failure(info: np.ndarray) -> tuple[tuple[int, ...], int] | None:
+    """The first matrix (in C order, as SciPy's batch loop meets them) whose info is positive."""
+    failed = np.argwhere(np.asarray(info) > 0)
+    if failed.size == 0:
+        return None
+    index = tuple(failed[0])
+    return index, int(np.asarray(info)[index])
+
+
+def _stack(a1: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    return a1.astype(dtype, copy=False)
+
+
+def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool):
+    """Common worker of ``cholesky`` and ``cho_factor`` on the accelerated paths: returns (c, info-checked)."""
+    plan, arr, dtype = _plan("potrf", a)
+    if plan.path == "host":
+        return None, plan, arr
+    a1 = validated(arr, check_finite)
+    if plan.path == "batched":
+        c, info = _run.potrf(plan, _stack(a1, dtype), lower, clean)
+        failure = _first_failure(info)
+        if failure is not None:
+            raise LinAlgError(_NOT_PD.format(failure[1]))
+        return np.ascontiguousarray(c), plan, arr
+    c, _ = _run.potrf(plan, working_copy(a1, a, dtype, overwrite_a), lower, clean)
+    return c, plan, arr
+
+
+def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+    """
+    Compute the Cholesky decomposition of a matrix (SciPy-compatible).
+
+    Returns ``L`` with ``A = L L^*`` or ``U`` with ``A = U^* U`` for a Hermitian positive-definite ``A``, exactly
+    as :func:`scipy.linalg.cholesky`; large matrices run on hetlapack's tiled runtime and stacks on its batched
+    kernels.
+
+    Parameters
+    ----------
+    a : (..., M, M) array_like
+        Matrix (or stack of matrices) to be decomposed.
+    lower : bool, optional
+        Whether to compute the lower- or upper-triangular factor. Default is upper-triangular.
+    overwrite_a : bool, optional
+        Whether to overwrite data in `a` (may improve performance).
+    check_finite : bool, optional
+        Whether to check that the input contains only finite numbers.
+
+    Returns
+    -------
+    c : (..., M, M) ndarray
+        Upper- or lower-triangular Cholesky factor of `a`; the other triangle is zero.
+
+    Raises
+    ------
+    LinAlgError
+        If the matrix is not positive definite (naming the leading minor, as SciPy).
+    ValueError
+        If `a` is not square or contains infs or NaNs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hetlapack.linalg as la
+    >>> a = np.array([[4.0, 2.0], [2.0, 5.0]])
+    >>> la.cholesky(a, lower=True)
+    array([[2., 0.],
+           [1., 2.]])
+    """
+    c, plan, arr = _cholesky(a, lower, overwrite_a, check_finite, clean=True)
+    if c is None:
+        return _scipy["cholesky"](arr, lower=lower, overwrite_a=overwrite_a, check_finite=check_finite)
+    return c
+
+
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+    """
+    Compute the Cholesky decomposition of a matrix, to use in cho_solve (SciPy-compatible).
+
+    As :func:`scipy.linalg.cho_factor`: the triangle not used by the factor holds what the input held there.
+
+    Parameters
+    ----------
+    a : (..., M, M) array_like
+        Matrix (or stack of matrices) to be decomposed.
+    lower : bool, optional
+        Whether to compute the upper or lower triangular factor (default: upper).
+    overwrite_a : bool, optional
+        Whether to overwrite data in `a` (may improve performance).
+    check_finite : bool, optional
+        Whether to check that the input contains only finite numbers.
+
+    Returns
+    -------
+    c : (..., M, M) ndarray
+        Matrix whose upper or lower triangle contains the Cholesky factor of `a`.
+    lower : bool or ndarray of bool
+        Whether the factor is in the lower triangle (an array of flags for stacks, as SciPy's batch support).
+
+    Raises
+    ------
+    LinAlgError
+        If the matrix is not positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hetlapack.linalg as la
+    >>> c, low = la.cho_factor(np.array([[9.0, 3.0], [3.0, 5.0]]))
+    >>> la.cho_solve((c, low), np.array([12.0, 8.0]))
+    array([1., 1.])
+    """
+    c, plan, arr = _cholesky(a, lower, overwrite_a, check_finite, clean=False)
+    if c is None:
+        return _scipy["cho_factor"](arr, lower=lower, overwrite_a=overwrite_a, check_finite=check_finite)
+    if plan.path == "batched":
+        return [c, np.full(c.shape[:-2], lower, dtype=bool)]
+    return c, lower
+
+
+def _batched_solve_operands(c, b, check_finite: bool):
+    """SciPy's batch rule for solves: ``b`` has 2 core dims when ``b.ndim >= 2``, else 1; batch dims broadcast."""
+    c1 = validated(c, check_finite)
+    b1 = validated(b, check_finite)
+    vector = b1.ndim == 1
+    core_b = 1 if vector else 2
+    if c1.ndim < 2 or c1.shape[-1] != c1.shape[-2] or c1.shape[-1] != b1.shape[-core_b]:
+        return None
+    batch = np.broadcast_shapes(c1.shape[:-2], b1.shape[:-core_b])
+    if batch == () or 0 in batch or b1.size == 0:
+        return None
+    dtype = np.dtype(find_best_blas_type((c1, b1))[1])
+    n = c1.shape[-1]
+    c2 = np.broadcast_to(c1, batch + c1.shape[-2:]).astype(dtype, copy=False)
+    b2 = b1[..., None] if vector else b1
+    b2 = np.broadcast_to(b2, batch + b2.shape[-2:]).astype(dtype, copy=False)
+    return c2, b2, vector, n
+
+
+def _solve_plan(op: str, c, b) -> Plan | None:
+    req, _ = request(op, c)
+    if np.ndim(b) == 0:
+        return None
+    return choose(req)
+
+
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    """
+    Solve ``A x = b`` given the Cholesky factorization of ``A`` (SciPy-compatible).
+
+    Parameters
+    ----------
+    (c, lower) : tuple, (array, bool)
+        Cholesky factorization of a, as given by cho_factor.
+    b : array
+        Right-hand side.
+    overwrite_b : bool, optional
+        Whether to overwrite data in b (may improve performance).
+    check_finite : bool, optional
+        Whether to check that the input matrices contain only finite numbers.
+
+    Returns
+    -------
+    x : array
+        The solution to the system ``A x = b``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hetlapack.linalg as la
+    >>> a = np.array([[9.0, 3.0], [3.0, 5.0]])
+    >>> x = la.cho_solve(la.cho_factor(a), np.array([1.0, 2.0]))
+    >>> np.allclose(a @ x, [1.0, 2.0])
+    True
+    """
+    c, lower = c_and_lower
+    plan = _solve_plan("potrs", c, b)
+    operands = None
+    if plan is not None and plan.path == "batched" and np.ndim(lower) == 0:
+        operands = _batched_solve_operands(c, b, check_finite)
+    if operands is None:
+        return _scipy["cho_solve"](c_and_lower, b, overwrite_b=overwrite_b, check_finite=check_finite)
+    c2, b2, vector, _ = operands
+    x = _run.potrs(plan, c2, b2, bool(lower))
+    return np.ascontiguousarray(x[..., 0] if vector else x)
+
+
+def lu_factor(a, overwrite_a=False, check_finite=True):
+    """
+    Compute pivoted LU decomposition of a matrix (SciPy-compatible).
+
+    ``A = P L U`` with ``L`` unit lower triangular and ``U`` upper triangular, packed into one array, and LAPACK's
+    0-based pivot indices, identical to :func:`scipy.linalg.lu_factor`.
+
+    Parameters
+    ----------
+    a : (..., M, N) array_like
+        Matrix (or stack of matrices) to decompose.
+    overwrite_a : bool, optional
+        Whether to overwrite data in A (may increase performance).
+    check_finite : bool, optional
+        Whether to check that the input matrix contains only finite numbers.
+
+    Returns
+    -------
+    lu : (..., M, N) ndarray
+        U in the upper triangle and L (unit diagonal not stored) in the lower triangle.
+    piv : (..., K) ndarray of int32
+        Pivot indices: row i of the matrix was interchanged with row piv[i]; ``K = min(M, N)``.
+
+    Warns
+    -----
+    LinAlgWarning
+        If a diagonal element of U is exactly zero (the factors are still returned).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hetlapack.linalg as la
+    >>> lu, piv = la.lu_factor(np.array([[2, 5, 8, 7], [5, 2, 2, 8], [7, 5, 6, 6], [5, 4, 4, 8]]))
+    >>> piv
+    array([2, 2, 3, 3], dtype=int32)
+    """
+    plan, arr, dtype = _plan("getrf", a)
+    if plan.path == "host":
+        return _scipy["lu_factor"](arr, overwrite_a=overwrite_a, check_finite=check_finite)
+    a1 = validated(arr, check_finite)
+    if plan.path == "batched":
+        lu, piv, info = _run.getrf(plan, _stack(a1, dtype))
+        for k in np.asarray(info).reshape(-1):
+            if k > 0:
+                warnings.warn(_SINGULAR.format(k), LinAlgWarning, stacklevel=2)
+        return [np.ascontiguousarray(lu), np.ascontiguousarray(piv, dtype=np.int32)]
+    lu, piv, info = _run.getrf(plan, working_copy(a1, a, dtype, overwrite_a))
+    if info > 0:
+        warnings.warn(_SINGULAR.format(int(info)), LinAlgWarning, stacklevel=2)
+    return lu, piv
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    """
+    Solve an equation system, ``a x = b``, given the LU factorization of ``a`` (SciPy-compatible).
+
+    Parameters
+    ----------
+    (lu, piv)
+        Factorization of the coefficient matrix a, as given by lu_factor.
+    b : array
+        Right-hand side.
+    trans : {0, 1, 2}, optional
+        Type of system to solve: 0 ``a x = b``, 1 ``a^T x = b``, 2 ``a^H x = b``.
+    overwrite_b : bool, optional
+        Whether to overwrite data in b (may increase performance).
+    check_finite : bool, optional
+        Whether to check that the input arrays contain only finite numbers.
+
+    Returns
+    -------
+    x : array
+        Solution to the system.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hetlapack.linalg as la
+    >>> a = np.array([[2.0, 5.0], [5.0, 2.0]])
+    >>> x = la.lu_solve(la.lu_factor(a), np.array([1.0, 1.0]))
+    >>> np.allclose(a @ x, [1.0, 1.0])
+    True
+    """
+    lu, piv = lu_and_piv
+    plan = _solve_plan("getrs", lu, b)
+    operands = None
+    if plan is not None and plan.path == "batched" and trans in (0, 1, 2):
+        operands = _batched_solve_operands(lu, b, check_finite)
+    if operands is None:
+        return _scipy["lu_solve"](lu_and_piv, b, trans=trans, overwrite_b=overwrite_b, check_finite=check_finite)
+    lu2, b2, vector, n = operands
+    piv2 = np.broadcast_to(np.asarray(piv), lu2.shape[:-2] + (n,))
+    x = _run.getrs(plan, lu2, piv2, b2, trans=trans)
+    return np.ascontiguousarray(x[..., 0] if vector else x)
+
+
+def _permutation(piv: np.ndarray, m: int) -> np.ndarray:
+    """Row order ``perm`` with ``A[perm] = L U`` from LAPACK's sequential row interchanges."""
+    perm = np.arange(m)
+    for i, p in enumerate(piv):
+        perm[i], perm[p] = perm[p], perm[i]
+    return perm
+
+
+def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
+    """
+    Compute LU decomposition of a matrix with partial pivoting (SciPy-compatible).
+
+    ``A = P @ L @ U`` as :func:`scipy.linalg.lu`, including ``permute_l`` and ``p_indices``.
+
+    Parameters
+    ----------
+    a : (..., M, N) array_like
+        Array to decompose.
+    permute_l : bool, optional
+        Perform the multiplication P*L (Default: do not permute).
+    overwrite_a : bool, optional
+        Whether to overwrite data in a (may improve performance).
+    check_finite : bool, optional
+        Whether to check that the input matrix contains only finite numbers.
+    p_indices : bool, optional
+        If True the permutation information is returned as row indices.
+
+    Returns
+    -------
+    (p, l, u) or (pl, u)
+        As :func:`scipy.linalg.lu`: the permutation (matrix or indices), unit lower triangular ``l`` of shape
+        (M, K) and upper triangular ``u`` of shape (K, N), ``K = min(M, N)``; with ``permute_l``, ``pl = p @ l``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hetlapack.linalg as la
+    >>> a = np.array([[2.0, 5.0], [5.0, 2.0]])
+    >>> p, l, u = la.lu(a)
+    >>> np.allclose(p @ l @ u, a)
+    True
+    """
+    plan, arr, dtype = _plan("getrf", a)
+    if plan.path != "hybrid" or np.shape(arr) == (1, 1):
+        return _scipy["lu"](arr, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
+                            p_indices=p_indices)
+    a1 = validated(arr, check_finite)
+    packed, piv, _ = _run.getrf(plan, working_copy(a1, a, dtype, overwrite_a))
+    m, n = packed.shape
+    k = min(m, n)
+    lower = np.tril(packed[:, :k], -1)
+    lower[np.diag_indices(k)] = 1
+    upper = np.ascontiguousarray(np.triu(packed[:k, :]))
+    p = np.argsort(_permutation(piv, m)).astype(np.int32)
+    if permute_l:
+        return np.ascontiguousarray(lower[p]), upper
+    lower = np.ascontiguousarray(lower)
+    if p_indices:
+        return p, lower, upper
+    perm_matrix = np.zeros((m, m), dtype=np.empty(0, dtype).real.dtype)
+    perm_matrix[np.arange(m), p] = 1
+    return perm_matrix, lower, upper
+
+
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """
+    Compute QR decomposition of a matrix (SciPy-compatible).
+
+    ``A = Q R`` with Q unitary/orthogonal and R upper triangular, exactly as :func:`scipy.linalg.qr` (LAPACK's
+    Householder sign convention, every mode). Column pivoting and an explicit ``lwork`` run on the host path.
+
+    Parameters
+    ----------
+    a : (..., M, N) array_like
+        Matrix to be decomposed.
+    overwrite_a : bool, optional
+        Whether data in `a` is overwritten (may improve performance).
+    lwork : int, optional
+        Work array size, lwork >= a.shape[1]. If None or -1, an optimal size is computed.
+    mode : {'full', 'r', 'economic', 'raw'}, optional
+        Which quantities to return (see :func:`scipy.linalg.qr`).
+    pivoting : bool, optional
+        Whether or not factorization should include pivoting for rank-revealing qr decomposition.
+    check_finite : bool, optional
+        Whether to check that the input matrix contains only finite numbers.
+
+    Returns
+    -------
+    Q : float or complex ndarray
+        Of shape (M, M), or (M, K) for ``mode='economic'``. Not returned if ``mode='r'``.
+    R : float or complex ndarray
+        Of shape (M, N), or (K, N) for ``mode in ['economic', 'raw']``.
+    P : int ndarray
+        Of shape (N,) for ``pivoting=True``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hetlapack.linalg as la
+    >>> a = np.array([[3.0, 1.0], [4.0, 2.0]])
+    >>> q, r = la.qr(a)
+    >>> np.allclose(q @ r, a)
+    True
+    """
+    features = tuple(name for name, used in (("pivoting=True", pivoting), ("lwork", lwork is not None),
+                                             ("mode='raw'", mode == "raw")) if used)
+    if mode not in _QR_MODES:
+        features = ("an invalid mode",)
+    plan, arr, dtype = _plan("geqrf", a, features)
+    if plan.path == "host":
+        return _scipy["qr"](arr, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
+                            check_finite=check_finite)
+    a1 = validated(arr, check_finite)
+    work = _stack(a1, dtype) if plan.path == "batched" else working_copy(a1, a, dtype, overwrite_a)
+    packed, tau = _run.geqrf(plan, work)
+    m, n = packed.shape[-2:]
+    k = min(m, n)
+    r = np.triu(packed if mode != "economic" or m < n else packed[..., :n, :])
+    if mode == "r":
+        return np.ascontiguousarray(r) if plan.path == "batched" else (r,)
+    q = _run.orgqr(plan, packed, tau, ncols=k if mode == "economic" else m)
+    if plan.path == "batched":
+        return [np.ascontiguousarray(q), np.ascontiguousarray(r)]
+    return q, r

@@ -1,0 +1,178 @@
+"""``choose``: the one place that decides a path. It returns a :class:`Plan` that explains itself."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import model
+from .hardware import detect
+from .options import Options, current
+from .plan import Plan
+
+#: Operations a factorization or solve maps to, by the public (SciPy/NumPy) name or the LAPACK name.
+OPS = {
+    "cholesky": "potrf", "cho_factor": "potrf", "potrf": "potrf",
+    "lu_factor": "getrf", "lu": "getrf", "getrf": "getrf",
+    "qr": "geqrf", "geqrf": "geqrf", "geqp3": "geqp3",
+    "cho_solve": "potrs", "potrs": "potrs",
+    "lu_solve": "getrs", "getrs": "getrs",
+}
+
+#: Operations each non-host path implements.
+TILED_OPS = frozenset({"potrf", "getrf", "geqrf"})
+BATCHED_OPS = frozenset({"potrf", "getrf", "geqrf", "potrs", "getrs"})
+
+#: dtypes the accelerated paths compute in; anything else is left to SciPy's own conversion on the host path.
+LAPACK_DTYPES = frozenset(np.dtype(c) for c in "fdFD")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What dispatch needs to know of a call: the operation, the input's shape and dtype, and features used."""
+
+    op: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    array_module: str = "numpy"
+    features: tuple[str, ...] = ()
+
+    @property
+    def batch(self) -> int:
+        return math.prod(self.shape[:-2])
+
+    @property
+    def core(self) -> tuple[int, int]:
+        return self.shape[-2], self.shape[-1]
+
+
+def _module_present(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _edge_case(req: Request) -> str | None:
+    """Why SciPy's own code must handle this input (errors and edge cases stay exactly SciPy's), or None."""
+    if len(req.shape) < 2:
+        return "not a matrix: SciPy's own checks apply"
+    if req.dtype not in LAPACK_DTYPES:
+        return f"dtype {req.dtype} is converted and checked by SciPy itself"
+    if 0 in req.shape:
+        return "empty input: nothing to factorize"
+    if req.op == "potrf" and req.core[0] != req.core[1]:
+        return "non-square input to a Cholesky factorization: SciPy's error applies"
+    return None
+
+
+def _hybrid_unavailable(req: Request) -> str | None:
+    if req.array_module != "numpy":
+        return f"{req.array_module} arrays stay on their device (use the gpu path)"
+    if req.op not in TILED_OPS:
+        return f"{req.op} has no tiled algorithm (one LAPACK call on the host does it)"
+    if len(req.shape) > 2:
+        return "it factorizes one matrix; stacks go to the batched or host path"
+    if req.features:
+        return f"{', '.join(req.features)} is implemented on the host path only"
+    if not _module_present(f"hetlapack.algorithms.{req.op}"):
+        return "the tiled algorithm is not installed"
+    return None
+
+
+def _batched_unavailable(req: Request) -> str | None:
+    if req.array_module != "numpy":
+        return f"{req.array_module} arrays need the GPU batched kernels, not built yet"
+    if req.op not in BATCHED_OPS:
+        return f"{req.op} has no batched kernel"
+    if len(req.shape) <= 2:
+        return "it takes stacks (..., m, n); this is a single matrix"
+    if req.features:
+        return f"{', '.join(req.features)} is implemented on the host path only"
+    if not _module_present("hetlapack.batched.kernels"):
+        return "the batched kernels are not installed"
+    return None
+
+
+def _gpu_unavailable(req: Request) -> str | None:
+    hardware = detect() if _module_present("cupy") else None
+    if hardware is None or not hardware.gpus:
+        return hardware.gpu_reason if hardware else "CuPy is not installed (pip install 'hetlapack[gpu]')"
+    return "the GPU-only path is not built yet"
+
+
+_PREDICTORS: dict[str, Callable[[Request], float]] = {
+    "host": lambda r: model.predict_host(r.op, *r.core, max(r.batch, 1), r.dtype),
+    "batched": lambda r: model.predict_batched(r.op, *r.core, r.batch, r.dtype),
+    "hybrid": lambda r: model.predict_tiled(r.op, *r.core, r.dtype),
+}
+
+_UNAVAILABLE: dict[str, Callable[[Request], str | None]] = {
+    "host": lambda r: None if r.array_module == "numpy" else f"{r.array_module} arrays are not moved to the host",
+    "batched": _batched_unavailable,
+    "gpu": _gpu_unavailable,
+    "hybrid": _hybrid_unavailable,
+}
+
+
+def _devices(path: str, options: Options) -> tuple:
+    if options.devices is not None:
+        return options.devices
+    return ("cpu",)
+
+
+def choose(req: Request, options: Options | None = None) -> Plan:
+    """Pick the path for ``req``: the user's forced path if it can run, else the cheapest by the cost model."""
+    options = current() if options is None else options
+    common = {"op": req.op, "shape": tuple(req.shape), "dtype": str(req.dtype)}
+    edge = _edge_case(req)
+    if edge is not None:
+        return Plan(path="host", reason=edge, **common)
+
+    unavailable = {path: why for path, check in _UNAVAILABLE.items() if (why := check(req)) is not None}
+    predicted = {path: predict(req) for path, predict in _PREDICTORS.items() if path not in unavailable}
+
+    if options.path is not None:
+        if options.path in unavailable:
+            raise ValueError(f"path {options.path!r} cannot be honoured for {req.op} on {req.dtype} "
+                             f"{tuple(req.shape)}: {unavailable[options.path]}")
+        path, forced, reason = options.path, True, "forced by hetlapack.using(path=...) or HETLAPACK_PATH"
+    else:
+        forced = False
+        candidates = dict(predicted)
+        if "batched" in candidates and req.core[1] > model.BATCHED_MAX_N:
+            del candidates["batched"]
+        path = min(candidates, key=candidates.get)
+        reason = _reason(path, req, predicted)
+
+    tile = None
+    if path == "hybrid":
+        tile = options.tile or model.tile_size(req.op, min(req.core))
+    return Plan(path=path, reason=reason, devices=_devices(path, options), tile=tile,
+                placement=options.placement or "owner", forced=forced,
+                predicted_s=predicted, unavailable=unavailable, **common)
+
+
+def _reason(path: str, req: Request, predicted: dict[str, float]) -> str:
+    others = {p: s for p, s in predicted.items() if p != path}
+    if path == "batched":
+        return (f"a stack of {req.batch} small matrices: one batched kernel beats {req.batch} LAPACK calls "
+                f"(batched kernels win up to n={model.BATCHED_MAX_N}, measured)")
+    if path == "hybrid":
+        return f"large enough that tiles on the runtime beat one LAPACK call ({_ratio(path, predicted)})"
+    if not others:
+        return "the only path that can run this input"
+    if req.batch > 1 and req.core[1] > model.BATCHED_MAX_N and "batched" in predicted:
+        return f"matrices of order {req.core[1]} > {model.BATCHED_MAX_N}: a LAPACK call per matrix wins (measured)"
+    return f"one LAPACK call is cheapest at this size ({_ratio(path, predicted)})"
+
+
+def _ratio(path: str, predicted: dict[str, float]) -> str:
+    runner_up = min((p for p in predicted if p != path), key=predicted.get, default=None)
+    if runner_up is None:
+        return "no other candidate"
+    return f"predicted {predicted[runner_up] / predicted[path]:.2f}x faster than {runner_up}"

@@ -1,0 +1,124 @@
+"""The cost model that prices each path: flop counts, measured efficiencies and the host's GEMM rate.
+
+Every heuristic of dispatch lives here as a named, documented value. Efficiencies are fractions of the host's
+GEMM rate measured on the reference machine (2 cores, OpenBLAS, float64, quiet) and interpolated in log n;
+``hetlapack calibrate`` and the runtime refine the rate for the machine at hand.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+
+import numpy as np
+
+#: Fraction of the GEMM rate that one LAPACK call reaches, by matrix order (scipy 1.17 + OpenBLAS, 2 threads).
+HOST_EFFICIENCY: dict[str, tuple[tuple[int, float], ...]] = {
+    "potrf": ((64, 0.03), (256, 0.10), (1000, 0.22), (2000, 0.30), (4000, 0.39), (8000, 0.46)),
+    "getrf": ((64, 0.04), (256, 0.15), (1000, 0.32), (2000, 0.40), (4000, 0.47), (8000, 0.66)),
+    "geqrf": ((64, 0.03), (256, 0.10), (1000, 0.20), (2000, 0.25), (4000, 0.29), (8000, 0.33)),
+}
+
+#: Fraction of the GEMM rate that the tiled runtime path reaches (measured with benchmarks/test_tile_*.py).
+TILE_EFFICIENCY: dict[str, tuple[tuple[int, float], ...]] = {
+    "potrf": ((256, 0.03), (1000, 0.20), (2000, 0.45), (4000, 0.60), (8000, 0.65)),
+    "getrf": ((256, 0.03), (1000, 0.20), (2000, 0.45), (4000, 0.60), (8000, 0.70)),
+    "geqrf": ((256, 0.03), (1000, 0.20), (2000, 0.45), (4000, 0.58), (8000, 0.62)),
+}
+
+#: Tile order per operation for the tiled path, by matrix order (larger matrices amortise bigger tiles).
+TILE_SIZE: dict[str, tuple[tuple[int, int], ...]] = {
+    "potrf": ((0, 192), (3000, 256), (6000, 384)),
+    "getrf": ((0, 192), (3000, 256), (6000, 384)),
+    "geqrf": ((0, 128), (3000, 192), (6000, 256)),
+}
+
+#: Seconds of Python overhead per LAPACK call made from a Python loop (SciPy's batch loop: about 5 µs a matrix).
+HOST_CALL_OVERHEAD_S = 5e-6
+
+#: Host memory copy bandwidth, bytes/s (the roofline bound of the batched path; seed 004 §4.1).
+MEMORY_BANDWIDTH_BPS = 25.4e9
+
+#: How far the batched kernels run above the bandwidth bound (measured ns/matrix over bound, benchmarks/test_batched_*).
+BATCHED_OVER_BOUND = 3.0
+
+#: Largest matrix order for which the batched kernels beat a loop of LAPACK calls (measured crossover).
+BATCHED_MAX_N = 64
+
+_COMPLEX_FLOP_FACTOR = 4.0
+
+
+def flops(op: str, m: int, n: int, complex_: bool = False) -> float:
+    """Real floating-point operations of one factorization (LAWN 41 counts)."""
+    k = min(m, n)
+    if op in ("potrf",):
+        count = n**3 / 3
+    elif op == "getrf":
+        count = max(m, n) * k**2 - k**3 / 3
+    elif op in ("geqrf", "geqp3"):
+        count = 2 * max(m, n) * k**2 - 2 * k**3 / 3
+    elif op in ("potrs", "getrs"):
+        count = 2 * m * m * n
+    else:
+        raise ValueError(f"no flop count for {op!r}")
+    return count * (_COMPLEX_FLOP_FACTOR if complex_ else 1.0)
+
+
+def _interpolate(table: tuple[tuple[int, float], ...], n: int) -> float:
+    """Piecewise-linear interpolation in log n, flat beyond the ends."""
+    if n <= table[0][0]:
+        return table[0][1] * n / table[0][0] if n > 0 else table[0][1]
+    for (n0, e0), (n1, e1) in zip(table, table[1:]):
+        if n <= n1:
+            t = (math.log(n) - math.log(n0)) / (math.log(n1) - math.log(n0))
+            return e0 + t * (e1 - e0)
+    return table[-1][1]
+
+
+def tile_size(op: str, n: int) -> int:
+    """The tile order for ``op`` on an order-``n`` matrix."""
+    chosen = TILE_SIZE.get(op, TILE_SIZE["potrf"])[0][1]
+    for threshold, tile in TILE_SIZE.get(op, TILE_SIZE["potrf"]):
+        if n >= threshold:
+            chosen = tile
+    return chosen
+
+
+@functools.cache
+def host_gemm_gflops(dtype_char: str = "d") -> float:
+    """The host's GEMM rate in GFLOP/s, measured once per process on a 512 matrix (a few milliseconds)."""
+    dtype = np.dtype(dtype_char)
+    n = 512
+    a = np.ones((n, n), dtype=dtype)
+    b = np.ones((n, n), dtype=dtype)
+    a @ b
+    best = math.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    factor = _COMPLEX_FLOP_FACTOR if dtype.kind == "c" else 1.0
+    return factor * 2 * n**3 / best / 1e9
+
+
+def predict_host(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:
+    """Seconds for ``batch`` LAPACK calls from Python (one call when the input is a single matrix)."""
+    eff = _interpolate(HOST_EFFICIENCY.get(op, HOST_EFFICIENCY["getrf"]), max(min(m, n), 1))
+    rate = host_gemm_gflops(dtype.char) * 1e9
+    per_call = flops(op, m, n, dtype.kind == "c") / (rate * eff)
+    return batch * (per_call + HOST_CALL_OVERHEAD_S)
+
+
+def predict_tiled(op: str, m: int, n: int, dtype: np.dtype) -> float:
+    """Seconds for the tiled runtime path on the host's cores."""
+    eff = _interpolate(TILE_EFFICIENCY.get(op, TILE_EFFICIENCY["getrf"]), max(min(m, n), 1))
+    rate = host_gemm_gflops(dtype.char) * 1e9
+    return flops(op, m, n, dtype.kind == "c") / (rate * eff)
+
+
+def predict_batched(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:
+    """Seconds for the batched kernels: the memory-bandwidth roofline (read + write every matrix) times the
+    measured distance from it."""
+    bytes_moved = 2 * batch * m * n * dtype.itemsize
+    return BATCHED_OVER_BOUND * bytes_moved / MEMORY_BANDWIDTH_BPS

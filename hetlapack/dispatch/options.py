@@ -1,0 +1,77 @@
+"""User overrides of dispatch: ``hetlapack.using(...)`` and the ``HETLAPACK_PATH`` environment variable."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from .plan import PATHS
+
+ENV_PATH = "HETLAPACK_PATH"
+
+
+@dataclass(frozen=True)
+class Options:
+    """Forced choices; ``None`` leaves the decision to the model."""
+
+    path: str | None = None
+    tile: int | None = None
+    devices: tuple | None = None
+    placement: str | None = None
+
+
+_current: contextvars.ContextVar[Options] = contextvars.ContextVar("hetlapack_options", default=Options())
+
+
+def _check_path(path: str | None, source: str) -> None:
+    if path is not None and path not in PATHS:
+        raise ValueError(f"{source}: unknown path {path!r}; expected one of {', '.join(PATHS)}")
+
+
+def current() -> Options:
+    """The options in force: those of the innermost ``using`` block, else ``HETLAPACK_PATH``, else none."""
+    options = _current.get()
+    if options.path is None:
+        env_path = os.environ.get(ENV_PATH) or None
+        _check_path(env_path, ENV_PATH)
+        if env_path is not None:
+            options = replace(options, path=env_path)
+    return options
+
+
+@contextlib.contextmanager
+def using(
+    path: str | None = None,
+    *,
+    tile: int | None = None,
+    devices: Sequence | None = None,
+    placement: str | None = None,
+) -> Iterator[Options]:
+    """Force dispatch choices inside a ``with`` block (nestable; thread- and task-local).
+
+    Examples
+    --------
+    >>> import numpy as np, hetlapack
+    >>> with hetlapack.using(path="host"):
+    ...     c = hetlapack.cholesky(np.eye(3) * 4)
+    """
+    _check_path(path, "using")
+    if tile is not None and (not isinstance(tile, int) or tile < 1):
+        raise ValueError(f"using: tile must be a positive integer, got {tile!r}")
+    if placement is not None and placement not in ("owner", "capability"):
+        raise ValueError(f"using: placement must be 'owner' or 'capability', got {placement!r}")
+    outer = _current.get()
+    options = Options(
+        path=path if path is not None else outer.path,
+        tile=tile if tile is not None else outer.tile,
+        devices=tuple(devices) if devices is not None else outer.devices,
+        placement=placement if placement is not None else outer.placement,
+    )
+    token = _current.set(options)
+    try:
+        yield options
+    finally:
+        _current.reset(token)

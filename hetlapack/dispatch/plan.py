@@ -1,0 +1,46 @@
+"""The Plan: which path a factorization takes, on which devices, and why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PATHS = ("host", "batched", "gpu", "hybrid")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A dispatch decision. ``str(plan)`` explains it to a person.
+
+    ``predicted_s`` maps every candidate path that could run this input to the model's predicted seconds
+    (a prediction, not a measurement); paths that cannot run it are listed in ``unavailable`` with the reason.
+    """
+
+    op: str
+    path: str
+    reason: str
+    shape: tuple[int, ...]
+    dtype: str
+    devices: tuple[str, ...] = ("cpu",)
+    tile: int | None = None
+    placement: str = "owner"
+    forced: bool = False
+    predicted_s: dict[str, float] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        lines = [
+            f"hetlapack plan for {self.op} on {self.dtype} {self.shape}",
+            f"  path:    {self.path}{' (forced)' if self.forced else ''}",
+            f"  devices: {', '.join(map(str, self.devices))}",
+            f"  tile:    {self.tile if self.tile is not None else '-'}"
+            + (f" (placement: {self.placement})" if self.path == "hybrid" else ""),
+            f"  reason:  {self.reason}",
+        ]
+        if self.predicted_s:
+            lines.append("  predicted seconds (model, not measured):")
+            for path, seconds in sorted(self.predicted_s.items(), key=lambda item: item[1]):
+                marker = "*" if path == self.path else " "
+                lines.append(f"   {marker} {path:<8} {seconds:.3g}")
+        for path, why in self.unavailable.items():
+            lines.append(f"     {path:<8} unavailable: {why}")
+        return "\n".join(lines)

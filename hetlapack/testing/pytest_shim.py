@@ -1,0 +1,76 @@
+"""A pytest plugin that runs any test suite against hetlapack's shims (``pytest -p hetlapack.testing.pytest_shim``).
+
+It installs hetlapack into SciPy and NumPy before test modules are imported, counts calls to every shim, and fails
+the run when the shim was not really used: a function never called, a module global or a parametrize value still
+pointing at SciPy's or NumPy's original.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+
+import pytest
+
+from ..compat import install, leftover_originals, numpy_linalg, scipy_linalg, uninstall
+from ..compat._originals import NUMPY_NAMES, SCIPY_NAMES, numpy_functions, scipy_functions
+
+calls: Counter = Counter()
+_problems: list[str] = []
+_shims: list[tuple[object, str, object]] = []
+
+
+def _counting(module, name: str, label: str) -> None:
+    shim = getattr(module, name)
+
+    @functools.wraps(shim)
+    def counted(*args, **kwargs):
+        calls[label] += 1
+        return shim(*args, **kwargs)
+
+    _shims.append((module, name, shim))
+    setattr(module, name, counted)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import numpy.linalg  # noqa: F401, PLC0415 - load every module that binds the names before patching
+    import scipy.linalg  # noqa: F401, PLC0415
+
+    for name in SCIPY_NAMES:
+        _counting(scipy_linalg, name, f"scipy.linalg.{name}")
+    for name in NUMPY_NAMES:
+        _counting(numpy_linalg, name, f"numpy.linalg.{name}")
+    install()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    originals = {id(f) for f in (*scipy_functions.values(), *numpy_functions.values())}
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        for key, value in params.items():
+            if id(value) in originals:
+                _problems.append(f"{item.nodeid}: parameter {key} is an original function")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _problems.extend(f"{where} still points at the original" for where in leftover_originals())
+    exercised = {label.split(".", 1)[0] for label in calls}
+    expected = {label for label in (*(f"scipy.linalg.{n}" for n in SCIPY_NAMES),
+                                    *(f"numpy.linalg.{n}" for n in NUMPY_NAMES))
+                if label.split(".", 1)[0] in exercised}
+    _problems.extend(f"{label} was never called through the shim" for label in sorted(expected - set(calls)))
+    uninstall()
+    for module, name, shim in _shims:
+        setattr(module, name, shim)
+    if _problems and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    terminalreporter.section("hetlapack shim")
+    for label, count in sorted(calls.items()):
+        terminalreporter.write_line(f"{label}: {count} calls")
+    for problem in _problems:
+        terminalreporter.write_line(f"PROBLEM: {problem}")
+    if not _problems:
+        terminalreporter.write_line("every global and parameter points at hetlapack; every shim was called")
