@@ -16,6 +16,7 @@ from ._arrays import numpy_linalg_dtype, request
 from ._originals import numpy_functions as _numpy
 
 _ACCELERATED_QR_MODES = ("reduced", "complete", "r")
+_NOT_PD = "Matrix is not positive definite"
 
 
 def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, np.dtype] | None:
@@ -72,9 +73,12 @@ def cholesky(a, /, *, upper=False):
     if chosen is None:
         return _numpy["cholesky"](a, upper=upper)
     plan, dtype = chosen
-    c, info = _run.potrf(plan, _work(plan, a, dtype), lower=not upper, clean=True)
+    try:
+        c, info = _run.potrf(plan, _work(plan, a, dtype), lower=not upper, clean=True)
+    except LinAlgError:
+        info = 1
     if np.any(np.asarray(info) > 0):
-        raise LinAlgError("Matrix is not positive definite")
+        raise LinAlgError(_NOT_PD)
     return np.ascontiguousarray(c)
 
 

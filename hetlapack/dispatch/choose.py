@@ -27,6 +27,12 @@ OPS = {
 TILED_OPS = frozenset({"potrf", "getrf", "geqrf"})
 BATCHED_OPS = frozenset({"potrf", "getrf", "geqrf", "potrs", "getrs"})
 
+#: Solves are O(n^2) companions of the factorizations: they have only the host and batched paths, and a forced
+#: path applies to them only when it is one of those (``using(path="hybrid")`` factorizes on the runtime and then
+#: solves with one LAPACK call).
+SOLVE_OPS = frozenset({"potrs", "getrs"})
+SOLVE_PATHS = ("host", "batched")
+
 #: dtypes the accelerated paths compute in; anything else is left to SciPy's own conversion on the host path.
 LAPACK_DTYPES = frozenset(np.dtype(c) for c in "fdFD")
 
@@ -136,11 +142,14 @@ def choose(req: Request, options: Options | None = None) -> Plan:
     unavailable = {path: why for path, check in _UNAVAILABLE.items() if (why := check(req)) is not None}
     predicted = {path: predict(req) for path, predict in _PREDICTORS.items() if path not in unavailable}
 
-    if options.path is not None:
-        if options.path in unavailable:
-            raise ValueError(f"path {options.path!r} cannot be honoured for {req.op} on {req.dtype} "
-                             f"{tuple(req.shape)}: {unavailable[options.path]}")
-        path, forced, reason = options.path, True, "forced by hetlapack.using(path=...) or HETLAPACK_PATH"
+    forced_path = options.path
+    if req.op in SOLVE_OPS and forced_path not in SOLVE_PATHS:
+        forced_path = None
+    if forced_path is not None:
+        if forced_path in unavailable:
+            raise ValueError(f"path {forced_path!r} cannot be honoured for {req.op} on {req.dtype} "
+                             f"{tuple(req.shape)}: {unavailable[forced_path]}")
+        path, forced, reason = forced_path, True, "forced by hetlapack.using(path=...) or HETLAPACK_PATH"
     else:
         forced = False
         candidates = dict(predicted)

@@ -1,0 +1,36 @@
+"""The ``hetlapack`` command: ``info``, ``demo``, ``trace`` and the other subcommands in :mod:`hetlapack.commands`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+#: Subcommand modules; each exposes ``register(subparsers)`` and sets ``func`` on its parser.
+COMMANDS = ("info", "demo", "trace")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hetlapack", description="Accelerated, SciPy-compatible LAPACK.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what dispatch and the runtime do")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"hetlapack.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"hetlapack.commands.{name}":
+                raise
+            continue
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,256 @@
+"""The SciPy contract of the shims, on every path that can run the input (host, hybrid, batched)."""
+
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+from numpy.linalg import LinAlgError
+from scipy.linalg import LinAlgWarning
+
+import hetlapack
+import hetlapack.linalg as la
+from hetlapack import testing
+from hetlapack.compat._originals import SCIPY_NAMES
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+SINGLE_PATHS = ["host", "hybrid"]
+TILE = 16
+
+
+def on(path):
+    return hetlapack.using(path=path, tile=TILE)
+
+
+@pytest.mark.parametrize("name", SCIPY_NAMES)
+def test_signature_and_docstring_match_scipy(name):
+    ours, theirs = getattr(la, name), getattr(sl, name)
+    assert inspect.signature(ours) == inspect.signature(theirs)
+    assert "Examples" in ours.__doc__ and "Parameters" in ours.__doc__
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [bool, np.int8, np.uint8, np.int16, np.int32, np.int64, np.float16, np.float32, np.float64, np.longdouble,
+     np.complex64, np.complex128, np.clongdouble],
+)
+@pytest.mark.parametrize("path", SINGLE_PATHS)
+def test_dtype_rules_equal_scipy(dtype, path):
+    a = np.eye(37, dtype=bool) if dtype is bool else (np.eye(37) * 4 + 1).astype(dtype)
+    with on(path):
+        assert la.cholesky(a).dtype == sl.cholesky(a).dtype
+        assert la.lu_factor(a)[0].dtype == sl.lu_factor(a)[0].dtype
+        assert la.qr(a)[0].dtype == sl.qr(a)[0].dtype
+
+
+@pytest.mark.parametrize("path", SINGLE_PATHS)
+@pytest.mark.parametrize("func", ["cholesky", "cho_factor", "lu_factor", "lu", "qr"])
+def test_check_finite(func, path):
+    a = testing.spd(33)
+    a[3, 5] = np.nan
+    with on(path), pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+        getattr(la, func)(a)
+
+
+@pytest.mark.parametrize("path", SINGLE_PATHS)
+def test_cholesky_errors_equal_scipy(path):
+    with on(path):
+        with pytest.raises(ValueError, match="expected to be square"):
+            la.cholesky(np.ones((3, 4)))
+        a = testing.spd(61)
+        a[40, 40] = -100.0
+        with pytest.raises(LinAlgError) as ours:
+            la.cholesky(a, lower=True)
+    with pytest.raises(LinAlgError) as theirs:
+        sl.cholesky(a, lower=True)
+    assert str(ours.value) == str(theirs.value) == "41-th leading minor of the array is not positive definite"
+
+
+@pytest.mark.parametrize("path", SINGLE_PATHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("lower", [False, True])
+@pytest.mark.parametrize("n", [1, 2, 17, 50])
+def test_cholesky_and_cho_factor_equal_scipy(path, dtype, lower, n):
+    a = testing.spd(n, dtype, seed=n)
+    a_other = a.copy()
+    with on(path):
+        c = la.cholesky(a, lower=lower)
+        cf, low = la.cho_factor(a, lower=lower)
+    ref = sl.cholesky(a, lower=lower)
+    ref_f, _ = sl.cho_factor(a, lower=lower)
+    assert testing.cholesky_residual(a, c, lower) < 50
+    tol = 50 * np.finfo(dtype).eps * n
+    np.testing.assert_allclose(c, ref, atol=tol, rtol=tol)
+    np.testing.assert_allclose(cf, ref_f, atol=tol, rtol=tol)
+    assert low is lower
+    assert c.flags.f_contiguous == ref.flags.f_contiguous and cf.flags.f_contiguous == ref_f.flags.f_contiguous
+    np.testing.assert_array_equal(a, a_other)
+
+
+@pytest.mark.parametrize("path", SINGLE_PATHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (31, 31), (50, 23), (23, 50)])
+def test_lu_factor_pivots_equal_scipy(path, dtype, shape):
+    a = testing.general(*shape, dtype=dtype, seed=sum(shape))
+    with on(path):
+        lu, piv = la.lu_factor(a)
+    ref_lu, ref_piv = sl.lu_factor(a)
+    assert piv.dtype == np.int32
+    np.testing.assert_array_equal(piv, ref_piv)
+    assert testing.lu_residual(a, lu, piv) < 50
+    assert lu.flags.f_contiguous == ref_lu.flags.f_contiguous
+
+
+@pytest.mark.parametrize("path", SINGLE_PATHS)
+def test_lu_factor_singular_warns_like_scipy(path):
+    a = testing.singular(40, rank=25)
+    with on(path), pytest.warns(LinAlgWarning, match="Diagonal number 26 is exactly zero. Singular matrix."):
+        lu, piv = la.lu_factor(a)
+    np.testing.assert_array_equal(piv, sl.lu_factor(a)[1]) if path == "host" else None
+    assert lu.shape == a.shape
+
+
+@pytest.mark.parametrize("path", SINGLE_PATHS)
+@pytest.mark.parametrize("kwargs", [{}, {"permute_l": True}, {"p_indices": True}])
+@pytest.mark.parametrize("shape", [(29, 29), (40, 21), (21, 40)])
+def test_lu_equal_scipy(path, kwargs, shape):
+    a = testing.general(*shape, seed=3)
+    with on(path):
+        ours = la.lu(a, **kwargs)
+    theirs = sl.lu(a, **kwargs)
+    assert len(ours) == len(theirs)
+    for x, y in zip(ours, theirs):
+        assert x.dtype == y.dtype and x.shape == y.shape and x.flags.c_contiguous == y.flags.c_contiguous
+        np.testing.assert_allclose(x, y, atol=1e-12)
+
+
+@pytest.mark.parametrize("path", SINGLE_PATHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mode", ["full", "r", "economic", "raw"])
+@pytest.mark.parametrize("shape", [(1, 1), (37, 37), (50, 23), (23, 50)])
+def test_qr_modes_equal_scipy(path, dtype, mode, shape):
+    a = testing.general(*shape, dtype=dtype, seed=7)
+    with hetlapack.using(tile=TILE):
+        ours = la.qr(a, mode=mode)
+    theirs = sl.qr(a, mode=mode)
+    if path == "hybrid" and mode != "raw":
+        with on(path):
+            ours = la.qr(a, mode=mode)
+    assert type(ours) is type(theirs) and len(ours) == len(theirs)
+    flat = lambda t: [x for item in t for x in (item if isinstance(item, tuple) else (item,))]  # noqa: E731
+    tol = 100 * np.finfo(dtype).eps * max(shape)
+    for x, y in zip(flat(ours), flat(theirs)):
+        assert x.shape == y.shape and x.dtype == y.dtype
+        assert x.flags.f_contiguous == y.flags.f_contiguous
+        np.testing.assert_allclose(x, y, atol=tol)
+
+
+def test_qr_pivoting_and_lwork_stay_on_host_and_cannot_be_forced():
+    a = testing.general(30, seed=1)
+    q, r, p = la.qr(a, pivoting=True)
+    assert p.dtype == np.int32
+    np.testing.assert_array_equal(p, sl.qr(a, pivoting=True)[2])
+    assert "pivoting" in hetlapack.explain("qr", a, pivoting=True).unavailable["hybrid"]
+    with hetlapack.using(path="hybrid"), pytest.raises(ValueError, match="cannot be honoured"):
+        la.qr(a, pivoting=True)
+
+
+@pytest.mark.parametrize("path", SINGLE_PATHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("func", ["cholesky", "cho_factor", "lu_factor", "lu", "qr"])
+def test_no_overwrite(path, dtype, order, func):
+    a = np.array(testing.spd(45, dtype, seed=5), order=order)
+    before = a.copy()
+    with on(path):
+        getattr(la, func)(a)
+    np.testing.assert_array_equal(a, before)
+
+
+@pytest.mark.parametrize("path", SINGLE_PATHS)
+def test_no_overwrite_through_array_interface(path):
+    class Wrapped:
+        def __init__(self, data):
+            self.data = data
+
+        def __array__(self, dtype=None, copy=None):
+            return self.data
+
+    data = testing.spd(40)
+    before = data.copy()
+    with on(path):
+        la.cholesky(Wrapped(data))
+        la.lu_factor(Wrapped(data))
+    np.testing.assert_array_equal(data, before)
+
+
+def test_overwrite_a_allowed_works_in_place_on_hybrid():
+    a = np.asfortranarray(testing.spd(64))
+    with on("hybrid"):
+        c = la.cholesky(a, lower=True, overwrite_a=True)
+    assert np.shares_memory(c, a)
+
+
+@pytest.mark.parametrize("path", SINGLE_PATHS)
+def test_non_contiguous_views(path):
+    big = testing.spd(80, seed=2)
+    a = big[::2, ::2]
+    with on(path):
+        c = la.cholesky(a, lower=True)
+        lu, piv = la.lu_factor(a[:, 3:])
+    assert testing.cholesky_residual(a, c, True) < 50
+    np.testing.assert_array_equal(piv, sl.lu_factor(a[:, 3:])[1])
+
+
+@pytest.mark.parametrize("path", SINGLE_PATHS)
+def test_ill_conditioned(path):
+    a = testing.ill_conditioned(60, cond=1e12, hermitian=True)
+    a = (a + a.T) / 2 + 1e-3 * np.eye(60)
+    g = testing.ill_conditioned(60, cond=1e12)
+    with on(path):
+        c = la.cholesky(a, lower=True)
+        lu, piv = la.lu_factor(g)
+        q, r = la.qr(g)
+    assert testing.cholesky_residual(a, c, True) < 50
+    assert testing.lu_residual(g, lu, piv) < 50
+    assert testing.qr_residual(g, q, r) < 50 and testing.orthogonality_residual(q) < 50
+
+
+def test_inputs_like_scipy_lists_matrices_masked():
+    a = testing.spd(5)
+    for value in (a.tolist(), np.asmatrix(a), np.ma.masked_array(a)):
+        np.testing.assert_allclose(la.cholesky(value), sl.cholesky(value))
+        np.testing.assert_allclose(la.lu_factor(value)[0], sl.lu_factor(value)[0])
+
+
+def test_empty_like_scipy():
+    for func in ("cholesky", "lu_factor", "qr"):
+        ours, theirs = getattr(la, func)(np.empty((0, 0))), getattr(sl, func)(np.empty((0, 0)))
+        ours, theirs = (ours if isinstance(ours, tuple) else (ours,)), (theirs if isinstance(theirs, tuple) else (theirs,))
+        assert [x.shape for x in ours] == [x.shape for x in theirs]
+
+
+@pytest.mark.parametrize("path", SINGLE_PATHS)
+def test_solves_after_factorizations(path):
+    a = testing.spd(50, seed=9)
+    b = testing.general(50, 3, seed=10)
+    with on(path):
+        x = la.cho_solve(la.cho_factor(a), b)
+        y = la.lu_solve(la.lu_factor(a), b)
+    np.testing.assert_allclose(a @ x, b, atol=1e-10)
+    np.testing.assert_allclose(a @ y, b, atol=1e-10)
+
+
+def test_linalg_falls_through_to_scipy():
+    assert la.solve is sl.solve and la.eigh is sl.eigh
+    assert {"cholesky", "solve", "explain", "svd"} <= set(dir(la))
+    with pytest.raises(AttributeError, match="no attribute 'not_a_function'"):
+        la.not_a_function  # noqa: B018
+
+
+def test_warnings_point_at_the_caller():
+    with warnings.catch_warnings(record=True) as caught, hetlapack.using(path="hybrid", tile=TILE):
+        warnings.simplefilter("always")
+        la.lu_factor(testing.singular(20))
+    assert caught and caught[0].filename == __file__

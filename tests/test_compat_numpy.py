@@ -1,0 +1,77 @@
+"""numpy.linalg.cholesky / qr shims: NumPy's signatures, errors, dtypes, result types and NEP-18 dispatch."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import hetlapack
+from hetlapack import testing
+from hetlapack.compat import numpy_linalg
+from hetlapack.compat._originals import numpy_functions
+
+PATHS = ["host", "hybrid"]
+
+
+@pytest.mark.parametrize("name", ["cholesky", "qr"])
+def test_signature(name):
+    assert inspect.signature(getattr(numpy_linalg, name)) == inspect.signature(numpy_functions[name])
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", [np.int64, np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_equal_numpy(path, dtype, upper):
+    a = (testing.spd(41, np.complex128 if np.dtype(dtype).kind == "c" else np.float64, seed=4) * 10).astype(dtype)
+    with hetlapack.using(path=path, tile=16):
+        ours = numpy_linalg.cholesky(a, upper=upper)
+    theirs = numpy_functions["cholesky"](a, upper=upper)
+    assert ours.dtype == theirs.dtype and ours.flags.c_contiguous == theirs.flags.c_contiguous
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4 if ours.dtype.char in "fF" else 1e-10, atol=1e-4)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_cholesky_error_equal_numpy(path):
+    a = testing.spd(40)
+    a[30, 30] = -1
+    with hetlapack.using(path=path, tile=16), pytest.raises(np.linalg.LinAlgError, match="Matrix is not positive definite"):
+        numpy_linalg.cholesky(a)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r", "raw"])
+@pytest.mark.parametrize("shape", [(40, 40), (50, 21), (21, 50)])
+def test_qr_equal_numpy(path, mode, shape):
+    a = testing.general(*shape, seed=8)
+    with hetlapack.using(path=path, tile=16):
+        ours = numpy_linalg.qr(a, mode=mode)
+    theirs = numpy_functions["qr"](a, mode=mode)
+    assert type(ours) is type(theirs)
+    for x, y in zip(*(o if isinstance(o, tuple) else (o,) for o in (ours, theirs))):
+        assert x.shape == y.shape and x.dtype == y.dtype
+        np.testing.assert_allclose(x, y, atol=1e-12)
+
+
+def test_unsupported_dtypes_keep_numpy_errors():
+    with pytest.raises(TypeError, match="float16 is unsupported"):
+        numpy_linalg.cholesky(np.eye(3, dtype=np.float16))
+
+
+def test_nep18_duck_arrays_go_to_numpy():
+    seen = []
+
+    class Duck:
+        def __array_function__(self, func, types, args, kwargs):
+            seen.append(func)
+            return "duck"
+
+    with hetlapack.compat.patched():
+        assert np.linalg.cholesky(Duck()) == "duck"
+        assert np.linalg.qr(Duck()) == "duck"
+    assert [f.__name__ for f in seen] == ["cholesky", "qr"]
+
+
+def test_subclasses_keep_numpy_wrapping():
+    m = np.asmatrix(testing.spd(4))
+    with hetlapack.compat.patched():
+        assert isinstance(np.linalg.cholesky(m), np.matrix)

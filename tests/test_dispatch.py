@@ -1,0 +1,83 @@
+"""Dispatch: explainable plans, forced paths, HETLAPACK_PATH, and the cost model's shape."""
+
+import numpy as np
+import pytest
+
+import hetlapack
+import hetlapack.linalg as la
+from hetlapack import testing
+from hetlapack.dispatch import PATHS, Request, choose, model
+
+
+def test_explain_is_printable_and_complete():
+    plan = hetlapack.explain("cholesky", np.eye(300))
+    text = str(plan)
+    assert plan.path in PATHS and plan.reason
+    assert "predicted seconds" in text and "host" in plan.predicted_s
+    assert "gpu" in plan.unavailable
+
+
+def test_explain_accepts_scipy_and_lapack_names():
+    a = np.eye(10)
+    assert hetlapack.explain("lu_factor", a).op == hetlapack.explain("getrf", a).op == "getrf"
+    with pytest.raises(ValueError, match="unknown operation"):
+        hetlapack.explain("svd", a)
+
+
+def test_small_matrices_go_to_host_large_to_hybrid():
+    assert choose(Request("potrf", (100, 100), np.dtype("d"))).path == "host"
+    assert choose(Request("potrf", (8000, 8000), np.dtype("d"))).path == "hybrid"
+
+
+def test_using_forces_and_restores():
+    a = testing.spd(30)
+    with hetlapack.using(path="hybrid", tile=8) as options:
+        plan = hetlapack.explain("cholesky", a)
+        assert plan.path == "hybrid" and plan.forced and plan.tile == 8 and options.tile == 8
+        with hetlapack.using(path="host"):
+            assert hetlapack.explain("cholesky", a).path == "host"
+        assert hetlapack.explain("cholesky", a).path == "hybrid"
+    assert not hetlapack.explain("cholesky", a).forced
+
+
+def test_path_that_cannot_be_honoured_raises():
+    with hetlapack.using(path="gpu"), pytest.raises(ValueError, match="'gpu' cannot be honoured"):
+        la.cholesky(np.eye(4))
+    with hetlapack.using(path="batched"), pytest.raises(ValueError, match="single matrix"):
+        la.lu_factor(np.eye(4))
+
+
+def test_unknown_path_and_bad_options_raise():
+    with pytest.raises(ValueError, match="unknown path"):
+        with hetlapack.using(path="fast"):
+            pass
+    with pytest.raises(ValueError, match="tile must be a positive integer"):
+        with hetlapack.using(tile=0):
+            pass
+
+
+def test_env_var_forces_path(monkeypatch):
+    a = testing.spd(20)
+    monkeypatch.setenv("HETLAPACK_PATH", "hybrid")
+    assert hetlapack.explain("cholesky", a).path == "hybrid"
+    monkeypatch.setenv("HETLAPACK_PATH", "nonsense")
+    with pytest.raises(ValueError, match="HETLAPACK_PATH: unknown path"):
+        hetlapack.explain("cholesky", a)
+
+
+def test_solves_follow_only_their_own_paths():
+    with hetlapack.using(path="hybrid"):
+        assert hetlapack.explain("cho_solve", np.eye(5)).path == "host"
+
+
+def test_edge_cases_stay_on_host_with_reason():
+    assert "empty" in choose(Request("potrf", (0, 0), np.dtype("d"))).reason
+    assert "square" in choose(Request("potrf", (3, 4), np.dtype("d"))).reason
+
+
+def test_model_counts_and_interpolates():
+    assert model.flops("potrf", 300, 300) == pytest.approx(300**3 / 3)
+    assert model.flops("getrf", 300, 300, complex_=True) == pytest.approx(4 * (300**3 - 300**3 / 3))
+    assert model.tile_size("potrf", 100) <= model.tile_size("potrf", 8000)
+    host = [model.predict_host("potrf", n, n, 1, np.dtype("d")) for n in (500, 1000, 2000)]
+    assert host == sorted(host)

@@ -1,0 +1,13 @@
+"""``import hetlapack`` stays light: no CuPy, no mpi4py, no matplotlib, no numba until a path needs them."""
+
+import subprocess
+import sys
+
+
+def test_import_does_not_load_optional_dependencies():
+    code = (
+        "import sys, hetlapack, hetlapack.linalg; "
+        "print(sorted(m for m in ('cupy', 'mpi4py', 'matplotlib', 'numba') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

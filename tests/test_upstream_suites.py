@@ -1,0 +1,42 @@
+"""SciPy's and NumPy's own tests for the replaced functions, run against the installed shim.
+
+Each suite runs twice in a subprocess from a directory outside the source tree: plain, and with the shim plugin
+(``-p hetlapack.testing.pytest_shim``, which patches before any test module is imported, counts the calls and fails
+the run if a global or parametrize value still points at an original). Both must pass with the same counts.
+"""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+SUITES = [
+    "scipy.linalg.tests.test_decomp_cholesky",
+    "scipy.linalg.tests.test_decomp_lu",
+    "scipy.linalg.tests.test_decomp",
+    "scipy.linalg.tests.test_batch",
+    "numpy.linalg.tests.test_linalg",
+]
+FLAGS = ["-q", "-p", "no:cacheprovider", "-W", "error", "-W", "ignore::pytest.PytestUnknownMarkWarning",
+         "-o", "addopts=", "--pyargs"]
+
+
+def _run(tmp_path, *extra: str) -> tuple[dict[str, int], str]:
+    proc = subprocess.run([sys.executable, "-m", "pytest", *extra, *FLAGS, *SUITES], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=900)
+    summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-2000:]
+    counts = {kind: int(num) for num, kind in re.findall(r"(\d+) (passed|failed|skipped|xfailed|errors?)", summary)}
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    return counts, proc.stdout
+
+
+@pytest.mark.slow
+def test_scipy_and_numpy_suites_pass_through_the_shim(tmp_path):
+    plain, _ = _run(tmp_path)
+    shimmed, output = _run(tmp_path, "-p", "hetlapack.testing.pytest_shim")
+    assert shimmed == plain and plain.get("passed", 0) > 1000
+    assert "every global and parameter points at hetlapack; every shim was called" in output
+    calls = dict(re.findall(r"^((?:scipy|numpy)\.linalg\.\w+): (\d+) calls$", output, re.M))
+    assert len(calls) == 9 and all(int(n) > 0 for n in calls.values()), calls
+    print("\n".join(f"{k}: {v}" for k, v in calls.items()), f"\nplain {plain}\nshimmed {shimmed}")
