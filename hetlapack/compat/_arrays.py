@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import operator
 
 import numpy as np
 from scipy.linalg.blas import find_best_blas_type
@@ -46,6 +47,13 @@ def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...]
     lapack = dtype_rule(np.dtype(arr.dtype)) if hasattr(arr, "dtype") else None
     dtype = lapack if lapack is not None else np.dtype(arr.dtype)
     return Request(op, tuple(arr.shape), dtype, array_module(arr), features), arr
+
+
+def check_flags(*flags) -> None:
+    """SciPy hands flags such as ``overwrite_a`` and ``lower`` to f2py, which rejects non-integers with this
+    TypeError; the accelerated paths reject the same values the same way."""
+    for flag in flags:
+        operator.index(flag)
 
 
 def validated(a, check_finite: bool) -> np.ndarray:

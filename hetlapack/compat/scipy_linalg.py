@@ -16,7 +16,7 @@ from scipy.linalg.blas import find_best_blas_type
 
 from ..dispatch import Plan, choose
 from . import _run
-from ._arrays import request, validated, working_copy
+from ._arrays import check_flags, request, validated, working_copy
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
@@ -42,18 +42,24 @@ def _stack(a1: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return a1.astype(dtype, copy=False)
 
 
+def _fortran_matrices(x: np.ndarray) -> np.ndarray:
+    """A stack whose every matrix is Fortran-ordered, as SciPy's batch loop stacks LAPACK's outputs."""
+    return np.swapaxes(np.ascontiguousarray(np.swapaxes(x, -1, -2)), -1, -2)
+
+
 def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool):
     """Common worker of ``cholesky`` and ``cho_factor`` on the accelerated paths: returns (c, info-checked)."""
     plan, arr, dtype = _plan("potrf", a)
     if plan.path == "host":
         return None, plan, arr
+    check_flags(lower, overwrite_a)
     a1 = validated(arr, check_finite)
     if plan.path == "batched":
         c, info = _run.potrf(plan, _stack(a1, dtype), lower, clean)
         failure = _first_failure(info)
         if failure is not None:
             raise LinAlgError(_NOT_PD.format(failure[1]))
-        return np.ascontiguousarray(c), plan, arr
+        return _fortran_matrices(c), plan, arr
     c, _ = _run.potrf(plan, working_copy(a1, a, dtype, overwrite_a), lower, clean)
     return c, plan, arr
 
@@ -213,7 +219,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
         return _scipy["cho_solve"](c_and_lower, b, overwrite_b=overwrite_b, check_finite=check_finite)
     c2, b2, vector, _ = operands
     x = _run.potrs(plan, c2, b2, bool(lower))
-    return np.ascontiguousarray(x[..., 0] if vector else x)
+    return np.ascontiguousarray(x[..., 0]) if vector else _fortran_matrices(x)
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True):
@@ -255,13 +261,14 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     plan, arr, dtype = _plan("getrf", a)
     if plan.path == "host":
         return _scipy["lu_factor"](arr, overwrite_a=overwrite_a, check_finite=check_finite)
+    check_flags(overwrite_a)
     a1 = validated(arr, check_finite)
     if plan.path == "batched":
         lu, piv, info = _run.getrf(plan, _stack(a1, dtype))
         for k in np.asarray(info).reshape(-1):
             if k > 0:
                 warnings.warn(_SINGULAR.format(k), LinAlgWarning, stacklevel=2)
-        return [np.ascontiguousarray(lu), np.ascontiguousarray(piv, dtype=np.int32)]
+        return [_fortran_matrices(lu), np.ascontiguousarray(piv, dtype=np.int32)]
     lu, piv, info = _run.getrf(plan, working_copy(a1, a, dtype, overwrite_a))
     if info > 0:
         warnings.warn(_SINGULAR.format(int(info)), LinAlgWarning, stacklevel=2)
@@ -309,7 +316,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     lu2, b2, vector, n = operands
     piv2 = np.broadcast_to(np.asarray(piv), lu2.shape[:-2] + (n,))
     x = _run.getrs(plan, lu2, piv2, b2, trans=trans)
-    return np.ascontiguousarray(x[..., 0] if vector else x)
+    return np.ascontiguousarray(x[..., 0]) if vector else _fortran_matrices(x)
 
 
 def _permutation(piv: np.ndarray, m: int) -> np.ndarray:
@@ -358,6 +365,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     if plan.path != "hybrid" or np.shape(arr) == (1, 1):
         return _scipy["lu"](arr, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)
+    check_flags(overwrite_a)
     a1 = validated(arr, check_finite)
     packed, piv, _ = _run.getrf(plan, working_copy(a1, a, dtype, overwrite_a))
     m, n = packed.shape
@@ -424,6 +432,7 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     if plan.path == "host":
         return _scipy["qr"](arr, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
                             check_finite=check_finite)
+    check_flags(overwrite_a)
     a1 = validated(arr, check_finite)
     work = _stack(a1, dtype) if plan.path == "batched" else working_copy(a1, a, dtype, overwrite_a)
     packed, tau = _run.geqrf(plan, work)
@@ -434,5 +443,5 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
         return np.ascontiguousarray(r) if plan.path == "batched" else (r,)
     q = _run.orgqr(plan, packed, tau, ncols=k if mode == "economic" else m)
     if plan.path == "batched":
-        return [np.ascontiguousarray(q), np.ascontiguousarray(r)]
+        return [_fortran_matrices(q), np.ascontiguousarray(r)]
     return q, r

@@ -153,7 +153,8 @@ def choose(req: Request, options: Options | None = None) -> Plan:
     else:
         forced = False
         candidates = dict(predicted)
-        if "batched" in candidates and req.core[1] > model.BATCHED_MAX_N:
+        if "batched" in candidates and (req.core[1] > model.BATCHED_MAX_N
+                                        or req.dtype not in model.BATCHED_DEFAULT_DTYPES):
             del candidates["batched"]
         path = min(candidates, key=candidates.get)
         reason = _reason(path, req, predicted)
@@ -175,6 +176,9 @@ def _reason(path: str, req: Request, predicted: dict[str, float]) -> str:
         return f"large enough that tiles on the runtime beat one LAPACK call ({_ratio(path, predicted)})"
     if not others:
         return "the only path that can run this input"
+    if "batched" in predicted and req.dtype not in model.BATCHED_DEFAULT_DTYPES:
+        return (f"{req.dtype} stacks stay on LAPACK so results match it to the last bit "
+                "(force path='batched' for the batched kernels)")
     if req.batch > 1 and req.core[1] > model.BATCHED_MAX_N and "batched" in predicted:
         return f"matrices of order {req.core[1]} > {model.BATCHED_MAX_N}: a LAPACK call per matrix wins (measured)"
     return f"one LAPACK call is cheapest at this size ({_ratio(path, predicted)})"

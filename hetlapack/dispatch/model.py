@@ -43,6 +43,12 @@ MEMORY_BANDWIDTH_BPS = 25.4e9
 #: How far the batched kernels run above the bandwidth bound (measured ns/matrix over bound, benchmarks/test_batched_*).
 BATCHED_OVER_BOUND = 3.0
 
+#: dtypes the batched path takes by default. In single precision its results differ from LAPACK's in the last
+#: bit (a different, not worse, rounding order), and SciPy's own batch tests demand agreement with a loop of LAPACK
+#: calls to rtol=1e-7, below float32 rounding; so single-precision stacks stay on LAPACK unless the batched path is
+#: forced with ``hetlapack.using(path="batched")``.
+BATCHED_DEFAULT_DTYPES = frozenset(np.dtype(c) for c in "dD")
+
 #: Largest matrix order for which the batched kernels beat a loop of LAPACK calls (measured crossover).
 BATCHED_MAX_N = 64
 

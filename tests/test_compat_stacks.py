@@ -1,0 +1,126 @@
+"""Stacks (..., m, n): SciPy's batch results, return types, errors and warnings on the batched and host paths."""
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+from numpy.linalg import LinAlgError
+from scipy.linalg import LinAlgWarning
+
+import hetlapack
+import hetlapack.linalg as la
+from hetlapack import testing
+from hetlapack.compat import numpy_linalg
+from hetlapack.compat._originals import numpy_functions
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+PATHS = ["host", "batched"]
+
+
+def tol(dtype):
+    return 200 * np.finfo(dtype).eps
+
+
+def assert_same(ours, theirs, dtype):
+    assert type(ours) is type(theirs)
+    ours, theirs = (ours, theirs) if isinstance(ours, (list, tuple)) else ((ours,), (theirs,))
+    assert len(ours) == len(theirs)
+    for x, y in zip(ours, theirs):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape and x.dtype == y.dtype and x.strides == y.strides
+        if x.dtype.kind in "biu":
+            np.testing.assert_array_equal(x, y)
+        else:
+            np.testing.assert_allclose(x, y, atol=tol(dtype), rtol=tol(dtype))
+
+
+def test_double_precision_stacks_of_small_matrices_go_batched_by_default():
+    assert hetlapack.explain("cholesky", testing.spd(8, batch=(1000,))).path == "batched"
+    plan = hetlapack.explain("cholesky", testing.spd(8, np.float32, batch=(1000,)))
+    assert plan.path == "host" and "last bit" in plan.reason
+    assert hetlapack.explain("lu_factor", testing.general(200, batch=(4,))).path == "host"
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("batch", [(5,), (2, 3)])
+def test_factorizations_equal_scipy_batch(path, dtype, batch):
+    a = testing.spd(6, dtype, seed=1, batch=batch)
+    g = testing.general(7, 5, dtype=dtype, seed=2, batch=batch)
+    with hetlapack.using(path=path):
+        ours = [la.cholesky(a), la.cholesky(a, lower=True), la.cho_factor(a), la.lu_factor(g),
+                la.lu_factor(np.swapaxes(g, -1, -2)), la.qr(g), la.qr(g, mode="economic"), la.qr(g, mode="r"),
+                la.qr(np.swapaxes(g, -1, -2))]
+    theirs = [sl.cholesky(a), sl.cholesky(a, lower=True), sl.cho_factor(a), sl.lu_factor(g),
+              sl.lu_factor(np.swapaxes(g, -1, -2)), sl.qr(g), sl.qr(g, mode="economic"), sl.qr(g, mode="r"),
+              sl.qr(np.swapaxes(g, -1, -2))]
+    for x, y in zip(ours, theirs):
+        assert_same(x, y, dtype)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("bshape", [(6,), (6, 2), (4, 6, 1), (3, 4, 6, 2)])
+def test_solves_broadcast_like_scipy(path, bshape):
+    a = testing.spd(6, seed=3, batch=(3, 4))
+    b = testing.random_matrix(bshape, seed=4)
+    with hetlapack.using(path=path):
+        ours = [la.cho_solve((sl.cholesky(a), False), b), la.lu_solve(sl.lu_factor(a), b),
+                la.lu_solve(sl.lu_factor(a), b, trans=1)]
+    theirs = [sl.cho_solve((sl.cholesky(a), False), b), sl.lu_solve(sl.lu_factor(a), b),
+              sl.lu_solve(sl.lu_factor(a), b, trans=1)]
+    for x, y in zip(ours, theirs):
+        assert_same(x, y, np.float64)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_first_non_spd_member_raises_scipy_error(path):
+    a = testing.spd(8, seed=5, batch=(3, 4))
+    a[1, 2, 5, 5] = -50.0
+    a[2, 0, 3, 3] = -50.0
+    with hetlapack.using(path=path), pytest.raises(LinAlgError, match="^6-th leading minor"):
+        la.cholesky(a)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_singular_members_warn_and_return_factors(path):
+    g = testing.general(6, seed=6, batch=(4,))
+    g[2, :, 4:] = 0
+    with hetlapack.using(path=path), pytest.warns(LinAlgWarning, match="Diagonal number 5 is exactly zero"):
+        lu, piv = la.lu_factor(g)
+    np.testing.assert_array_equal(piv, sl.lu_factor(g)[1])
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_stacks_not_modified_and_views_accepted(path, order):
+    a = np.array(testing.spd(5, seed=7, batch=(6,)), order=order)
+    before = a.copy()
+    view = testing.spd(10, seed=8, batch=(6,))[:, ::2, ::2]
+    with hetlapack.using(path=path):
+        la.cholesky(a)
+        la.lu_factor(a)
+        la.qr(a)
+        c = la.cholesky(view, lower=True)
+    np.testing.assert_array_equal(a, before)
+    for x, ci in zip(view, c):
+        assert testing.cholesky_residual(x, ci, True) < 50
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_numpy_stacks(path, mode):
+    a = testing.spd(6, seed=9, batch=(2, 3))
+    g = testing.general(7, 4, seed=9, batch=(5,))
+    with hetlapack.using(path=path):
+        c, u, q = numpy_linalg.cholesky(a), numpy_linalg.cholesky(a, upper=True), numpy_linalg.qr(g, mode=mode)
+    np.testing.assert_allclose(c, numpy_functions["cholesky"](a), atol=1e-13)
+    np.testing.assert_allclose(u, numpy_functions["cholesky"](a, upper=True), atol=1e-13)
+    ref = numpy_functions["qr"](g, mode=mode)
+    assert type(q) is type(ref)
+    for x, y in zip(*(o if isinstance(o, tuple) else (o,) for o in (q, ref))):
+        np.testing.assert_allclose(x, y, atol=1e-13)
+
+
+def test_empty_batches_like_scipy():
+    for func in ("cholesky", "lu_factor"):
+        with pytest.raises(ValueError, match="does not support zero-size batches"):
+            getattr(la, func)(np.empty((0, 3, 3)))
