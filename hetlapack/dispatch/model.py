@@ -37,6 +37,11 @@ TILE_SIZE: dict[str, tuple[tuple[int, int], ...]] = {
 #: Seconds of Python overhead per LAPACK call made from a Python loop (SciPy's batch loop: about 5 µs a matrix).
 HOST_CALL_OVERHEAD_S = 5e-6
 
+#: Fixed seconds of one call to the tiled runtime (starting workers, building the graph) and per inserted task
+#: (benchmarks/test_runtime_overhead.py measures the latter).
+RUNTIME_CALL_OVERHEAD_S = 3e-4
+RUNTIME_TASK_OVERHEAD_S = 2e-5
+
 #: Host memory copy bandwidth, bytes/s (the roofline bound of the batched path; seed 004 §4.1).
 MEMORY_BANDWIDTH_BPS = 25.4e9
 
@@ -74,7 +79,7 @@ def flops(op: str, m: int, n: int, complex_: bool = False) -> float:
 def _interpolate(table: tuple[tuple[int, float], ...], n: int) -> float:
     """Piecewise-linear interpolation in log n, flat beyond the ends."""
     if n <= table[0][0]:
-        return table[0][1] * n / table[0][0] if n > 0 else table[0][1]
+        return table[0][1]
     for (n0, e0), (n1, e1) in zip(table, table[1:]):
         if n <= n1:
             t = (math.log(n) - math.log(n0)) / (math.log(n1) - math.log(n0))
@@ -116,11 +121,20 @@ def predict_host(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:
     return batch * (per_call + HOST_CALL_OVERHEAD_S)
 
 
-def predict_tiled(op: str, m: int, n: int, dtype: np.dtype) -> float:
-    """Seconds for the tiled runtime path on the host's cores."""
+def tile_tasks(m: int, n: int, tile: int) -> int:
+    """About how many tasks a right-looking tile factorization inserts: one per (i, j, k) update plus panels."""
+    mt, nt = -(-m // tile), -(-n // tile)
+    kt = min(mt, nt)
+    return kt * mt * nt - (mt + nt) * kt * kt // 2 + kt**3 // 3 + mt * nt
+
+
+def predict_tiled(op: str, m: int, n: int, dtype: np.dtype, tile: int | None = None) -> float:
+    """Seconds for the tiled runtime path on the host's cores: compute plus the runtime's overheads."""
     eff = _interpolate(TILE_EFFICIENCY.get(op, TILE_EFFICIENCY["getrf"]), max(min(m, n), 1))
     rate = host_gemm_gflops(dtype.char) * 1e9
-    return flops(op, m, n, dtype.kind == "c") / (rate * eff)
+    tasks = tile_tasks(m, n, tile or tile_size(op, min(m, n)))
+    overhead = RUNTIME_CALL_OVERHEAD_S + tasks * RUNTIME_TASK_OVERHEAD_S
+    return flops(op, m, n, dtype.kind == "c") / (rate * eff) + overhead
 
 
 def predict_batched(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:

@@ -1,0 +1,139 @@
+"""``hetlapack bench``: run the pytest-benchmark suites in ``benchmarks/``, merge their JSON, print ratios, plot.
+
+Each suite runs in its own pytest process (a progress bar counts them); the merged file keeps pytest-benchmark's
+format, so ``pytest-benchmark compare`` reads it. Ratios are taken inside each benchmark group against the peers
+(SciPy, NumPy, torch…) timed in the same run. Benchmarks that record ``extra_info["n"]`` and ``["gflops"]`` are
+plotted as GFLOP/s against n; those that record ``["ns_per_matrix"]`` and ``["bound_ns"]`` against their bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+from collections import defaultdict
+
+from tqdm import tqdm
+
+import hetlapack
+
+PEER_PREFIXES = ("scipy", "numpy", "torch", "dask", "scalapack")
+
+
+def benchmarks_dir() -> pathlib.Path:
+    return pathlib.Path(hetlapack.__file__).resolve().parents[1] / "benchmarks"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("bench", help="run the benchmark suites against SciPy, NumPy and other peers")
+    parser.add_argument("--quick", action="store_true", help="CI-sized inputs (HETLAPACK_BENCH_QUICK=1)")
+    parser.add_argument("--output", default="bench-results", help="folder for JSON and PNG files")
+    parser.add_argument("--suite", action="append", default=[],
+                        help="only suites whose file name contains this (repeatable), e.g. potrf, batched")
+    parser.set_defaults(func=run)
+
+
+def _is_peer(name: str) -> bool:
+    return name.split("[", 1)[0].removeprefix("test_").startswith(PEER_PREFIXES)
+
+
+def ratio_rows(benchmarks: list[dict]) -> list[tuple[str, str, float, str, float]]:
+    """(group, hetlapack benchmark, its min seconds, peer, peer min / ours) for every pair in a group."""
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for bench in benchmarks:
+        groups[bench.get("group") or bench["name"]].append(bench)
+    rows = []
+    for group, members in sorted(groups.items()):
+        peers = [b for b in members if _is_peer(b["name"])]
+        for ours in (b for b in members if not _is_peer(b["name"])):
+            for peer in peers:
+                rows.append((group, ours["name"], ours["stats"]["min"], peer["name"],
+                             peer["stats"]["min"] / ours["stats"]["min"]))
+    return rows
+
+
+def _plot(benchmarks: list[dict], output: pathlib.Path) -> list[pathlib.Path]:
+    try:
+        import matplotlib  # noqa: PLC0415 - optional extra
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+    except ImportError:
+        print("matplotlib is not installed (pip install 'hetlapack[plot]'): no plots written")
+        return []
+    written = []
+    for key, ylabel, bound_key in (("gflops", "GFLOP/s", "dgemm_gflops"), ("ns_per_matrix", "ns per matrix", "bound_ns")):
+        series: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+        bounds: dict[str, dict[int, float]] = defaultdict(dict)
+        for bench in benchmarks:
+            info = bench.get("extra_info", {})
+            if key not in info or "n" not in info:
+                continue
+            op = info.get("op", (bench.get("group") or "").split()[0])
+            label = bench["name"].split("[", 1)[0].removeprefix("test_")
+            series[op][label].append((info["n"], info[key]))
+            if bound_key in info:
+                bounds[op][info["n"]] = info[bound_key]
+        for op, lines in series.items():
+            fig, ax = plt.subplots(figsize=(6, 4))
+            for label, points in sorted(lines.items()):
+                xs, ys = zip(*sorted(points))
+                ax.plot(xs, ys, marker="o", label=label)
+            if bounds[op]:
+                xs, ys = zip(*sorted(bounds[op].items()))
+                ax.plot(xs, ys, "k--", label=bound_key.replace("_", " "))
+            ax.set_xlabel("n")
+            ax.set_ylabel(ylabel)
+            ax.set_xscale("log", base=2)
+            if key == "ns_per_matrix":
+                ax.set_yscale("log")
+            ax.set_title(f"{op}: {ylabel}")
+            ax.legend(fontsize=7)
+            path = output / f"{op}_{key}.png"
+            fig.tight_layout()
+            fig.savefig(path, dpi=120)
+            plt.close(fig)
+            written.append(path)
+    return written
+
+
+def run(args: argparse.Namespace) -> int:
+    suites_dir = benchmarks_dir()
+    if not suites_dir.is_dir():
+        print(f"no benchmarks/ folder beside the package ({suites_dir}): run from a source checkout "
+              "installed with `pip install -e .`", file=sys.stderr)
+        return 2
+    suites = sorted(p for p in suites_dir.glob("test_*.py") if not args.suite or any(s in p.name for s in args.suite))
+    output = pathlib.Path(args.output)
+    output.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, HETLAPACK_BENCH_QUICK="1" if args.quick else os.environ.get("HETLAPACK_BENCH_QUICK", "0"))
+    merged: dict | None = None
+    failed = []
+    for suite in tqdm(suites, desc="bench", unit="suite"):
+        json_path = output / f"{suite.stem}.json"
+        proc = subprocess.run([sys.executable, "-m", "pytest", str(suite), "--benchmark-only", "-q",
+                               "-p", "no:cacheprovider", f"--benchmark-json={json_path}"],
+                              env=env, capture_output=True, text=True)
+        if proc.returncode not in (0, 5) or not json_path.exists():
+            failed.append(suite.name)
+            tqdm.write(f"{suite.name} failed:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
+            continue
+        data = json.loads(json_path.read_text())
+        if merged is None:
+            merged = data
+        else:
+            merged["benchmarks"].extend(data["benchmarks"])
+    if merged is None:
+        print("no benchmark ran", file=sys.stderr)
+        return 1
+    (output / "benchmarks.json").write_text(json.dumps(merged, indent=2))
+    print(f"\n{'group':<28} {'hetlapack':<34} {'seconds':>10}  {'peer':<28} {'speedup':>8}")
+    for group, ours, seconds, peer, speedup in ratio_rows(merged["benchmarks"]):
+        print(f"{group:<28} {ours:<34} {seconds:>10.4g}  {peer:<28} {speedup:>7.2f}x")
+    for path in _plot(merged["benchmarks"], output):
+        print(f"wrote {path}")
+    print(f"wrote {output / 'benchmarks.json'} (pytest-benchmark format)")
+    return 1 if failed else 0
