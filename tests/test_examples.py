@@ -1,6 +1,7 @@
 """Every example in examples/ runs, with a small size, and passes its own check."""
 
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -21,5 +22,15 @@ def test_example_runs(name):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.timeout(180)
+def test_mpi_example_runs_on_four_ranks():
+    mpiexec = shutil.which("mpiexec")
+    if mpiexec is None:
+        pytest.skip("mpiexec not on PATH (pip install '.[mpi]')")
+    proc = subprocess.run([mpiexec, "-n", "4", sys.executable, str(EXAMPLES / "mpi_cholesky.py"), "300"],
+                          capture_output=True, text=True, timeout=150)
+    assert proc.returncode == 0 and "2x2 grid" in proc.stdout, proc.stdout + proc.stderr
+
+
 def test_every_example_is_exercised():
-    assert {p.name for p in EXAMPLES.glob("*.py")} <= set(SMALL_ARGS) | {"mpi_cholesky.py"}
+    assert {p.name for p in EXAMPLES.glob("*.py")} == set(SMALL_ARGS) | {"mpi_cholesky.py"}

@@ -1,0 +1,167 @@
+"""Communication for the distributed factorizations: counted collectives and the all-ranks error agreement.
+
+Every payload that the factorizations move goes through these helpers, so :func:`traffic` can report the bytes
+each rank sent and received (the quantity the seed 003 §3.5 bounds). Broadcasts count the payload once as sent
+by the root and once as received by every other rank, whatever tree the MPI library uses underneath.
+"""
+
+from __future__ import annotations
+
+import pickle
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def mpi():
+    """The ``mpi4py.MPI`` module, imported on first use so that ``import hetlapack`` never loads MPI."""
+    from mpi4py import MPI
+
+    return MPI
+
+
+@dataclass
+class Traffic:
+    """Payload bytes and message count of the collectives this rank took part in."""
+
+    sent: int = 0
+    received: int = 0
+    messages: int = 0
+    by_kind: dict = field(default_factory=dict)
+
+    def add(self, kind: str, sent: int, received: int) -> None:
+        self.sent += sent
+        self.received += received
+        self.messages += 1
+        self.by_kind[kind] = self.by_kind.get(kind, 0) + received
+
+    def as_dict(self) -> dict:
+        return {"sent": self.sent, "received": self.received, "messages": self.messages, "by_kind": dict(self.by_kind)}
+
+
+_TRAFFIC = Traffic()
+
+
+def traffic() -> Traffic:
+    """This rank's counters since the last :func:`reset_traffic`."""
+    return _TRAFFIC
+
+
+def reset_traffic() -> None:
+    """Zero this rank's communication counters."""
+    global _TRAFFIC
+    _TRAFFIC = Traffic()
+
+
+def bcast_array(comm, array: np.ndarray | None, root: int, shape: tuple[int, ...], dtype) -> np.ndarray:
+    """Broadcast an array of known ``shape`` from ``root``; every rank returns a Fortran-ordered copy."""
+    if comm.size == 1:
+        return np.asfortranarray(array)
+    buf = np.asfortranarray(array) if comm.rank == root else np.empty(shape[::-1], dtype=dtype).T
+    if buf.size:
+        comm.Bcast(buf.T, root=root)
+    me_root = comm.rank == root
+    _TRAFFIC.add("bcast", buf.nbytes * (comm.size - 1) if me_root else 0, 0 if me_root else buf.nbytes)
+    return buf
+
+
+def allgather_rows(comm, rows: np.ndarray, width: int, dtype) -> list[np.ndarray]:
+    """Allgather row blocks of a common ``width``; returns the blocks of every rank, in rank order."""
+    if comm.size == 1:
+        return [rows]
+    counts = np.array(comm.allgather(rows.shape[0]), dtype=np.int64)
+    sendbuf = np.ascontiguousarray(rows, dtype=dtype)
+    recv = np.empty((int(counts.sum()), width), dtype=dtype)
+    sizes = counts * width
+    if recv.size:
+        offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        comm.Allgatherv(sendbuf, [recv, (sizes, offsets)])
+    _TRAFFIC.add("allgather", sendbuf.nbytes * (comm.size - 1), recv.nbytes - sendbuf.nbytes)
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    return [recv[bounds[r]:bounds[r + 1]] for r in range(comm.size)]
+
+
+def allgather_array(comm, array: np.ndarray) -> np.ndarray:
+    """Allgather equal-shaped arrays without pickling; row ``r`` of the result is rank ``r``'s array."""
+    sendbuf = np.ascontiguousarray(array)
+    if comm.size == 1:
+        return sendbuf[None]
+    recv = np.empty((comm.size, *sendbuf.shape), dtype=sendbuf.dtype)
+    comm.Allgather(sendbuf, recv)
+    _TRAFFIC.add("allgather", sendbuf.nbytes * (comm.size - 1), sendbuf.nbytes * (comm.size - 1))
+    return recv
+
+
+def allreduce_sum(comm, array: np.ndarray) -> np.ndarray:
+    """Elementwise sum of ``array`` over ``comm``, returned on every rank."""
+    if comm.size == 1:
+        return array
+    buf = np.ascontiguousarray(array)
+    out = np.empty_like(buf)
+    if buf.size:
+        comm.Allreduce(buf, out, op=mpi().SUM)
+    _TRAFFIC.add("allreduce", buf.nbytes, buf.nbytes)
+    return out
+
+
+def allgather_objects(comm, value):
+    """Allgather small Python objects (metadata such as dtypes), counted by their pickled size."""
+    if comm.size == 1:
+        return [value]
+    values = comm.allgather(value)
+    nbytes = len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    _TRAFFIC.add("allgather", nbytes * (comm.size - 1), sum(len(pickle.dumps(v)) for v in values) - nbytes)
+    return values
+
+
+def alltoall_rows(comm, outgoing: list[np.ndarray], incoming_counts: list[int], width: int, dtype) -> list[np.ndarray]:
+    """Personalised all-to-all of row blocks of a common ``width``: ``outgoing[r]`` goes to rank ``r``.
+
+    Every rank knows how many rows it gets from each rank (``incoming_counts``), so one ``Alltoallv`` moves them.
+    """
+    if comm.size == 1:
+        return outgoing
+    send_counts = np.array([block.shape[0] for block in outgoing], dtype=np.int64) * width
+    recv_counts = np.asarray(incoming_counts, dtype=np.int64) * width
+    sendbuf = np.concatenate([np.ascontiguousarray(block, dtype=dtype).ravel() for block in outgoing])
+    recvbuf = np.empty(int(recv_counts.sum()), dtype=dtype)
+    send_offsets = np.concatenate(([0], np.cumsum(send_counts)[:-1]))
+    recv_offsets = np.concatenate(([0], np.cumsum(recv_counts)[:-1]))
+    comm.Alltoallv([sendbuf, (send_counts, send_offsets)], [recvbuf, (recv_counts, recv_offsets)])
+    me = comm.rank
+    itemsize = np.dtype(dtype).itemsize
+    _TRAFFIC.add("alltoall", int(send_counts.sum() - send_counts[me]) * itemsize,
+                 int(recv_counts.sum() - recv_counts[me]) * itemsize)
+    return [recvbuf[o:o + c].reshape(rows, width) for o, c, rows in zip(recv_offsets, recv_counts, incoming_counts)]
+
+
+class RemoteRankError(RuntimeError):
+    """Raised on ranks that did not fail when another rank's exception could not be re-created there."""
+
+
+@contextmanager
+def agreed(comm):
+    """Run a local section on every rank of ``comm``; if any rank raised, every rank raises after it.
+
+    The exception of the lowest failing rank is re-raised on every rank (the failing rank raises its own), so a
+    ``LinAlgError`` from the rank that owns a diagonal block reaches all ranks with the same type and text and no
+    rank is left waiting in the next collective. Place one after each local section that can fail.
+    """
+    error = None
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - every failure must reach the other ranks
+        error = exc
+    if comm.size > 1 and comm.allreduce(error is not None, op=mpi().LOR):
+        try:
+            payload = pickle.dumps(error)
+        except Exception:  # noqa: BLE001 - unpicklable exceptions travel as text
+            payload = pickle.dumps(RemoteRankError(f"{type(error).__name__}: {error}"))
+        gathered = comm.allgather(payload if error is not None else None)
+        first = next(r for r, p in enumerate(gathered) if p is not None)
+        if error is None:
+            remote = pickle.loads(gathered[first])
+            raise remote from RemoteRankError(f"raised on rank {first} of {comm.size}")
+    if error is not None:
+        raise error

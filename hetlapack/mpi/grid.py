@@ -1,0 +1,73 @@
+"""A P x Q process grid over an MPI communicator, ranked row-major as BLACS's default grid."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+def _near_square(size: int) -> tuple[int, int]:
+    """The factorisation ``P * Q == size`` with ``P <= Q`` and ``P`` as large as possible."""
+    rows = max(p for p in range(1, math.isqrt(size) + 1) if size % p == 0)
+    return rows, size // rows
+
+
+@dataclass(frozen=True)
+class ProcessGrid:
+    """Rank ``r`` sits at process row ``r // Q`` and process column ``r % Q``.
+
+    ``row_comm`` links the ranks of one process row (it spans the process columns, for broadcasts along a row);
+    ``col_comm`` links the ranks of one process column. In ``row_comm`` a rank's rank is its process column, in
+    ``col_comm`` its process row.
+    """
+
+    comm: Any
+    nprow: int
+    npcol: int
+    myrow: int
+    mycol: int
+    row_comm: Any
+    col_comm: Any
+    column_major: bool = False
+
+    @classmethod
+    def create(cls, comm: Any = None, shape: tuple[int, int] | None = None) -> "ProcessGrid":
+        """A grid over ``comm`` (default ``MPI.COMM_WORLD``), ``shape=(P, Q)`` or as square as possible."""
+        if comm is None:
+            from ._comm import mpi
+
+            comm = mpi().COMM_WORLD
+        nprow, npcol = _near_square(comm.size) if shape is None else (int(shape[0]), int(shape[1]))
+        if nprow < 1 or npcol < 1 or nprow * npcol != comm.size:
+            raise ValueError(f"grid shape {shape} does not match the communicator's {comm.size} ranks")
+        myrow, mycol = divmod(comm.rank, npcol)
+        return cls(comm, nprow, npcol, myrow, mycol, comm.Split(myrow, mycol), comm.Split(mycol, myrow))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(P, Q)``."""
+        return self.nprow, self.npcol
+
+    @property
+    def size(self) -> int:
+        """Number of ranks, ``P * Q``."""
+        return self.nprow * self.npcol
+
+    def transposed(self) -> "ProcessGrid":
+        """The same ranks seen as a Q x P grid (rows and columns exchanged), for transposed views."""
+        return ProcessGrid(self.comm, self.npcol, self.nprow, self.mycol, self.myrow, self.col_comm, self.row_comm,
+                           not self.column_major)
+
+    def coords(self, rank: int) -> tuple[int, int]:
+        """``(process row, process column)`` of ``rank`` in this grid."""
+        if self.column_major:
+            return rank % self.nprow, rank // self.nprow
+        return divmod(rank, self.npcol)
+
+    def rank_of(self, prow: int, pcol: int) -> int:
+        """Rank in ``comm`` of the process at ``(prow, pcol)``."""
+        return pcol * self.nprow + prow if self.column_major else prow * self.npcol + pcol
+
+    def __repr__(self) -> str:
+        return f"ProcessGrid({self.nprow}x{self.npcol}, row={self.myrow}, col={self.mycol})"

@@ -1,0 +1,309 @@
+"""Checks of hetlapack.mpi run under ``mpiexec -n N python -m mpi4py check_factorizations.py PxQ [PxQ ...]``.
+
+Every rank runs every check on each named grid; the global matrices are rebuilt on every rank from a seed so each
+rank can compare with SciPy and check that errors carry SciPy's text everywhere. Rank 0 prints ``PASS name`` per
+check and a final ``SUMMARY passed=.. failed=..``; the exit status is 1 when any check failed on any rank.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+import warnings
+
+import numpy as np
+import scipy.linalg as sla
+from mpi4py import MPI
+
+import hetlapack.mpi as hm
+from hetlapack.mpi import _local
+from hetlapack.testing import (
+    cholesky_residual,
+    general,
+    ill_conditioned,
+    lu_residual,
+    orthogonality_residual,
+    qr_residual,
+    singular,
+    spd,
+)
+
+COMM = MPI.COMM_WORLD
+DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+RESIDUAL_LIMIT = 50.0
+CHECKS = []
+
+
+def check(fn):
+    CHECKS.append(fn)
+    return fn
+
+
+def scatter(a: np.ndarray, grid: hm.ProcessGrid, block, src=(0, 0)) -> hm.DistributedMatrix:
+    return hm.DistributedMatrix.from_global(a if COMM.rank == 0 else None, grid=grid, block=block, src=src)
+
+
+def gathered(matrix: hm.DistributedMatrix) -> np.ndarray:
+    """The global matrix on every rank (tests only)."""
+    return COMM.bcast(matrix.gather(root=0), root=0)
+
+
+def offsets(grid: hm.ProcessGrid) -> tuple[int, int]:
+    """A source process other than (0, 0) where the grid has one, to exercise ScaLAPACK's rsrc/csrc."""
+    return 1 % grid.nprow, 1 % grid.npcol
+
+
+def assert_raises_everywhere(exception, text: str, fn) -> None:
+    try:
+        fn()
+    except exception as exc:
+        assert str(exc) == text, f"{type(exc).__name__} text {str(exc)!r} != {text!r}"
+    else:
+        raise AssertionError(f"{exception.__name__} not raised on rank {COMM.rank}")
+
+
+# sizes: (n, block): one tile, exact tiles, prime n with a ragged last tile, n smaller than the block
+SQUARE_CASES = ((1, 4), (13, 4), (32, 8), (23, 16), (5, 8))
+
+
+@check
+def cholesky_matches_scipy(grid):
+    for dtype in DTYPES:
+        for n, nb in SQUARE_CASES:
+            a = spd(n, dtype=dtype, seed=n)
+            for lower in (True, False):
+                factor = gathered(hm.cholesky(scatter(a, grid, nb, offsets(grid)), lower=lower))
+                assert cholesky_residual(a, factor, lower) < RESIDUAL_LIMIT
+                reference = sla.cholesky(a, lower=lower)
+                tol = 100 * np.finfo(dtype).eps * np.abs(reference).max()
+                np.testing.assert_allclose(factor, reference, rtol=0, atol=tol)
+
+
+@check
+def cholesky_orders_and_views(grid):
+    base = spd(30, dtype=np.float64, seed=3)
+    for a in (np.asfortranarray(base), base[::-1, ::-1], np.kron(base, np.ones((2, 2)))[::2, ::2]):
+        factor = gathered(hm.cholesky(scatter(a, grid, 7), lower=True))
+        assert cholesky_residual(a, factor, True) < RESIDUAL_LIMIT
+
+
+@check
+def cholesky_leaves_input_unchanged(grid):
+    matrix = scatter(spd(20, dtype=np.complex128, seed=4), grid, 6)
+    before = matrix.local.copy()
+    hm.cholesky(matrix)
+    assert np.array_equal(matrix.local, before)
+    assert matrix.local.flags.f_contiguous
+
+
+@check
+def cholesky_not_positive_definite_raises_on_every_rank(grid):
+    for n, bad in ((17, 11), (9, 0), (12, 4)):
+        a = spd(n, dtype=np.float64, seed=5)
+        a[bad, bad] = -1.0
+        try:
+            sla.cholesky(a, lower=True)
+        except np.linalg.LinAlgError as exc:
+            text = str(exc)
+        assert_raises_everywhere(np.linalg.LinAlgError, text,
+                                 lambda: hm.cholesky(scatter(a, grid, 4), lower=True))
+
+
+@check
+def lu_matches_scipy_with_identical_pivots(grid):
+    shapes = ((1, 1), (13, 13), (32, 32), (29, 17), (17, 29), (5, 5))
+    for dtype, block in zip(DTYPES, (4, 8, 8, 4)):
+        for m, n in shapes:
+            a = general(m, n, dtype=dtype, seed=m + n)
+            lu, piv = hm.lu_factor(scatter(a, grid, block, offsets(grid)))
+            ref_lu, ref_piv = sla.lu_factor(a)
+            assert piv.dtype == np.int32 and np.array_equal(piv, ref_piv), (piv, ref_piv)
+            lu = gathered(lu)
+            assert lu_residual(a, lu, piv) < RESIDUAL_LIMIT
+            tol = 1e3 * np.finfo(dtype).eps * max(1.0, np.abs(ref_lu).max())
+            np.testing.assert_allclose(lu, ref_lu, rtol=0, atol=tol)
+
+
+@check
+def lu_and_qr_panels_wider_than_their_inner_block(grid):
+    for dtype in (np.float64, np.complex64):
+        a = general(75, 70, dtype=dtype, seed=14)
+        lu, piv = hm.lu_factor(scatter(a, grid, 40))
+        assert np.array_equal(piv, sla.lu_factor(a)[1])
+        assert lu_residual(a, gathered(lu), piv) < RESIDUAL_LIMIT
+        q, r = (gathered(x) for x in hm.qr(scatter(a, grid, 40), mode="economic"))
+        assert qr_residual(a, q, r) < RESIDUAL_LIMIT and orthogonality_residual(q) < RESIDUAL_LIMIT
+        assert np.array_equal(np.sign(np.diag(r).real), np.sign(np.diag(sla.qr(a, mode="r")[0]).real))
+
+
+@check
+def lu_ill_conditioned(grid):
+    a = ill_conditioned(24, cond=1e8, dtype=np.float64, seed=6)
+    lu, piv = hm.lu_factor(scatter(a, grid, 5))
+    assert np.array_equal(piv, sla.lu_factor(a)[1])
+    assert lu_residual(a, gathered(lu), piv) < RESIDUAL_LIMIT
+
+
+@check
+def lu_singular_warns_on_every_rank(grid):
+    a = singular(14, rank=9, dtype=np.float64, seed=7)
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        lu, piv = hm.lu_factor(scatter(a, grid, 4))
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        ref_lu, ref_piv = sla.lu_factor(a)
+    ours = [str(w.message) for w in ours if issubclass(w.category, sla.LinAlgWarning)]
+    theirs = [str(w.message) for w in theirs if issubclass(w.category, sla.LinAlgWarning)]
+    assert ours == theirs and len(ours) == 1, (ours, theirs)
+    assert np.array_equal(piv, ref_piv)
+
+
+@check
+def qr_matches_scipy_including_signs(grid):
+    shapes = ((1, 1), (13, 13), (29, 17), (17, 29))
+    for dtype in DTYPES:
+        for m, n in shapes:
+            a = general(m, n, dtype=dtype, seed=m * n)
+            for mode in ("economic", "full", "r") if dtype in (np.float64, np.complex64) else ("economic",):
+                ours = [gathered(x) for x in hm.qr(scatter(a, grid, 8, offsets(grid)), mode=mode)]
+                theirs = sla.qr(a, mode=mode)
+                assert [x.shape for x in ours] == [x.shape for x in theirs], mode
+                tol = 1e3 * np.finfo(dtype).eps * max(1.0, np.abs(a).max())
+                np.testing.assert_allclose(ours[-1], theirs[-1], rtol=0, atol=tol * max(m, n))
+                if mode != "r":
+                    q, r = ours
+                    assert qr_residual(a, q, r) < RESIDUAL_LIMIT
+                    assert orthogonality_residual(q) < RESIDUAL_LIMIT
+
+
+@check
+def solves_match_scipy(grid):
+    for dtype in DTYPES:
+        n = 11
+        tol = 1e3 * np.finfo(dtype).eps
+        a_spd, a_gen = spd(n, dtype=dtype, seed=8), general(n, dtype=dtype, seed=9)
+        b = general(n, 3, dtype=dtype, seed=10)
+        for lower in (True, False):
+            factor = hm.cholesky(scatter(a_spd, grid, 4), lower=lower)
+            x = hm.cho_solve((factor, lower), b)
+            np.testing.assert_allclose(x, sla.cho_solve(sla.cho_factor(a_spd, lower=lower), b), rtol=tol, atol=tol)
+        distributed_b = scatter(b, grid, 4)
+        x = gathered(hm.cho_solve((hm.cholesky(scatter(a_spd, grid, 4), lower=True), True), distributed_b))
+        np.testing.assert_allclose(a_spd @ x, b, rtol=0, atol=tol * 10)
+        lu_piv = hm.lu_factor(scatter(a_gen, grid, 4))
+        reference = sla.lu_factor(a_gen)
+        for trans in (0, 1, 2):
+            x = hm.lu_solve(lu_piv, b[:, 0], trans=trans)
+            assert x.shape == (n,)
+            np.testing.assert_allclose(x, sla.lu_solve(reference, b[:, 0], trans=trans), rtol=tol * 10, atol=tol * 10)
+
+
+@check
+def cholesky_traffic_within_the_two_d_volume(grid):
+    n, block = 96, 8
+    matrix = scatter(spd(n, seed=15), grid, block)
+    hm.reset_traffic()
+    hm.cholesky(matrix, lower=True)
+    volume = n * n / 2 * (1 / grid.nprow + 1 / grid.npcol) * matrix.dtype.itemsize
+    received = hm.traffic().received
+    assert received <= volume, (received, volume)
+    assert COMM.size == 1 or COMM.allreduce(received) > 0
+
+
+@check
+def from_function_builds_only_local_tiles(grid):
+    a = general(23, 17, dtype=np.complex64, seed=11)
+    calls = []
+
+    def tile(rows, cols):
+        calls.append((rows.start, cols.start))
+        return a[rows, cols]
+
+    built = hm.DistributedMatrix.from_function(23, 17, tile, block=(5, 4), grid=grid, src=offsets(grid))
+    assert built.dtype == np.complex64
+    assert np.array_equal(gathered(built), a)
+    assert all(built.row_owner(i) == grid.myrow and built.col_owner(j) == grid.mycol for i, j in calls)
+    total = COMM.allreduce(len(calls))
+    assert total == 5 * 5
+
+
+@check
+def descriptor_is_scalapack(grid):
+    matrix = hm.DistributedMatrix.zeros(23, 17, block=(5, 4), grid=grid, src=offsets(grid))
+    rsrc, csrc = offsets(grid)
+    mloc = hm.numroc(23, 5, grid.myrow, rsrc, grid.nprow)
+    assert list(matrix.descriptor(context=7)) == [1, 7, 23, 17, 5, 4, rsrc, csrc, max(1, mloc)]
+    assert matrix.local.shape == (mloc, hm.numroc(17, 4, grid.mycol, csrc, grid.npcol))
+    assert matrix.local.flags.f_contiguous
+
+
+@check
+def exception_in_from_function_reaches_every_rank(grid):
+    failing_rank = COMM.size - 1
+
+    def tile(rows, cols):
+        if COMM.rank == failing_rank:
+            raise KeyError("tile generator failed")
+        return np.ones((rows.stop - rows.start, cols.stop - cols.start))
+
+    assert_raises_everywhere(KeyError, "'tile generator failed'",
+                             lambda: hm.DistributedMatrix.from_function(16, 16, tile, block=4, grid=grid))
+
+
+@check
+def non_finite_entry_on_one_rank_raises_everywhere(grid):
+    a = spd(16, dtype=np.float64, seed=12)
+    a[15, 15] = np.nan
+    assert_raises_everywhere(ValueError, "array must not contain infs or NaNs",
+                             lambda: hm.cholesky(scatter(a, grid, 4)))
+
+
+@check
+def kernel_failure_mid_factorization_reaches_every_rank(grid):
+    failing_rank = COMM.size - 1
+    original = _local.gemm
+    calls = [0]
+
+    def faulty(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == 2:
+            raise MemoryError("injected")
+        return original(*args, **kwargs)
+
+    if COMM.rank == failing_rank:
+        _local.gemm = faulty
+    try:
+        for factorization in (hm.cholesky, hm.lu_factor, hm.qr):
+            calls[0] = 0
+            assert_raises_everywhere(MemoryError, "injected",
+                                     lambda: factorization(scatter(spd(40, seed=13), grid, 4)))
+    finally:
+        _local.gemm = original
+    COMM.Barrier()
+
+
+def main(shapes: list[str]) -> int:
+    failed = passed = 0
+    for shape in shapes:
+        grid = hm.ProcessGrid.create(COMM, tuple(int(x) for x in shape.split("x")))
+        for fn in CHECKS:
+            name = f"{fn.__name__}[{shape}]"
+            try:
+                fn(grid)
+                ok = True
+            except Exception:  # noqa: BLE001 - report and go on so that ranks stay in step
+                ok = False
+                print(f"rank {COMM.rank} FAIL {name}\n{traceback.format_exc()}", flush=True)
+            all_ok = COMM.allreduce(ok, op=MPI.LAND)
+            passed += all_ok
+            failed += not all_ok
+            if COMM.rank == 0 and all_ok:
+                print(f"PASS {name}", flush=True)
+    if COMM.rank == 0:
+        print(f"SUMMARY passed={passed} failed={failed}", flush=True)
+    return int(failed > 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
