@@ -20,18 +20,20 @@ HOST_EFFICIENCY: dict[str, tuple[tuple[int, float], ...]] = {
     "geqrf": ((64, 0.03), (256, 0.10), (1000, 0.20), (2000, 0.25), (4000, 0.29), (8000, 0.33)),
 }
 
-#: Fraction of the GEMM rate that the tiled runtime path reaches (measured with benchmarks/test_tile_*.py).
+#: Fraction of the GEMM rate that the tiled runtime path reaches: the host efficiency times the tile/SciPy speed
+#: ratio measured with benchmarks/test_tile_*.py (2 cores, float64). Cholesky overtakes one LAPACK call near
+#: n = 4000 and QR near 2000; LU has not won at any measured size, so it stays on the host unless forced.
 TILE_EFFICIENCY: dict[str, tuple[tuple[int, float], ...]] = {
-    "potrf": ((256, 0.03), (1000, 0.20), (2000, 0.45), (4000, 0.60), (8000, 0.65)),
-    "getrf": ((256, 0.03), (1000, 0.20), (2000, 0.45), (4000, 0.60), (8000, 0.70)),
-    "geqrf": ((256, 0.03), (1000, 0.20), (2000, 0.45), (4000, 0.58), (8000, 0.62)),
+    "potrf": ((256, 0.03), (1000, 0.16), (2000, 0.285), (4000, 0.395), (8000, 0.49)),
+    "getrf": ((256, 0.03), (1000, 0.23), (2000, 0.35), (4000, 0.41), (8000, 0.64)),
+    "geqrf": ((256, 0.03), (1000, 0.17), (2000, 0.255), (4000, 0.35), (8000, 0.40)),
 }
 
-#: Tile order per operation for the tiled path, by matrix order (larger matrices amortise bigger tiles).
+#: Tile order per operation, by matrix order (measured best tiles, benchmarks/test_tile_sizes.py).
 TILE_SIZE: dict[str, tuple[tuple[int, int], ...]] = {
-    "potrf": ((0, 192), (3000, 256), (6000, 384)),
-    "getrf": ((0, 192), (3000, 256), (6000, 384)),
-    "geqrf": ((0, 128), (3000, 192), (6000, 256)),
+    "potrf": ((0, 192), (1500, 256), (6000, 512)),
+    "getrf": ((0, 256), (6000, 384)),
+    "geqrf": ((0, 128), (1500, 192), (3000, 256)),
 }
 
 #: Seconds of Python overhead per LAPACK call made from a Python loop (SciPy's batch loop: about 5 µs a matrix).
@@ -40,7 +42,7 @@ HOST_CALL_OVERHEAD_S = 5e-6
 #: Fixed seconds of one call to the tiled runtime (starting workers, building the graph) and per inserted task
 #: (benchmarks/test_runtime_overhead.py measures the latter).
 RUNTIME_CALL_OVERHEAD_S = 3e-4
-RUNTIME_TASK_OVERHEAD_S = 2e-5
+RUNTIME_TASK_OVERHEAD_S = 1.5e-5
 
 #: Host memory copy bandwidth, bytes/s (the roofline bound of the batched path; seed 004 §4.1).
 MEMORY_BANDWIDTH_BPS = 25.4e9

@@ -1,0 +1,68 @@
+"""Tile QR on the runtime beside ``scipy.linalg.qr`` (float64; mode 'r' and 'economic'; ratios within groups).
+
+Run: ``flock /tmp/hetlapack-bench.lock pytest benchmarks/test_tile_geqrf.py --benchmark-only``.
+Sizes: ``HETLAPACK_BENCH_SIZES`` (default 1000,2000,4000,8000); ``HETLAPACK_BENCH_TILE`` overrides the tile.
+"""
+
+import os
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+from hetlapack.algorithms.geqrf import geqrf, orgqr
+from hetlapack.testing import general
+
+SIZES = [int(n) for n in os.environ.get("HETLAPACK_BENCH_SIZES", "1000,2000,4000,8000").split(",")]
+#: Best tile per order, measured with benchmarks/test_tile_sizes.py.
+TILE = {1000: 128, 2000: 192, 4000: 256, 8000: 256}
+
+
+def tile_for(n):
+    return int(os.environ.get("HETLAPACK_BENCH_TILE", TILE.get(n, 256)))
+
+
+def run(benchmark, function, a):
+    benchmark.pedantic(function, setup=lambda: ((np.array(a, order="F"),), {}), rounds=max(2, 8000 // a.shape[0]),
+                       warmup_rounds=1)
+
+
+def r_only(a, tile):
+    """``qr(a, mode='r')`` from the tile kernels."""
+    geqrf(a, tile=tile)
+    return np.triu(a[: min(a.shape)])
+
+
+def economic(a, tile):
+    """``qr(a, mode='economic')`` from the tile kernels: R and the first min(m, n) columns of Q."""
+    tau = geqrf(a, tile=tile)
+    return orgqr(a, tau, ncols=len(tau), tile=tile), np.triu(a[: len(tau)])
+
+
+@pytest.fixture(scope="module", params=SIZES, ids=lambda n: f"n={n}")
+def matrix(request):
+    return np.asfortranarray(general(request.param))
+
+
+def test_scipy_qr_r(benchmark, matrix):
+    benchmark.group = f"geqrf mode=r n={matrix.shape[0]}"
+    run(benchmark, lambda a: sl.qr(a, mode="r", overwrite_a=True, check_finite=False), matrix)
+
+
+def test_hetlapack_tile_geqrf_r(benchmark, matrix):
+    n = matrix.shape[0]
+    benchmark.group = f"geqrf mode=r n={n}"
+    benchmark.extra_info["tile"] = tile_for(n)
+    run(benchmark, lambda a: r_only(a, tile_for(n)), matrix)
+
+
+def test_scipy_qr_economic(benchmark, matrix):
+    benchmark.group = f"geqrf mode=economic n={matrix.shape[0]}"
+    run(benchmark, lambda a: sl.qr(a, mode="economic", overwrite_a=True, check_finite=False), matrix)
+
+
+def test_hetlapack_tile_geqrf_orgqr_economic(benchmark, matrix):
+    n = matrix.shape[0]
+    benchmark.group = f"geqrf mode=economic n={n}"
+    benchmark.extra_info["tile"] = tile_for(n)
+    run(benchmark, lambda a: economic(a, tile_for(n)), matrix)

@@ -1,0 +1,44 @@
+"""Tile LU on the runtime beside ``scipy.linalg.lu_factor`` (float64; ratios within each group).
+
+Run: ``flock /tmp/hetlapack-bench.lock pytest benchmarks/test_tile_getrf.py --benchmark-only``.
+Sizes: ``HETLAPACK_BENCH_SIZES`` (default 1000,2000,4000,8000); ``HETLAPACK_BENCH_TILE`` overrides the tile.
+"""
+
+import os
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+from hetlapack.algorithms.getrf import getrf
+from hetlapack.testing import general
+
+SIZES = [int(n) for n in os.environ.get("HETLAPACK_BENCH_SIZES", "1000,2000,4000,8000").split(",")]
+#: Best tile per order, measured with benchmarks/test_tile_sizes.py.
+TILE = {1000: 192, 2000: 256, 4000: 256, 8000: 384}
+
+
+def tile_for(n):
+    return int(os.environ.get("HETLAPACK_BENCH_TILE", TILE.get(n, 256)))
+
+
+def run(benchmark, function, a):
+    benchmark.pedantic(function, setup=lambda: ((np.array(a, order="F"),), {}), rounds=max(2, 12000 // a.shape[0]),
+                       warmup_rounds=1)
+
+
+@pytest.fixture(scope="module", params=SIZES, ids=lambda n: f"n={n}")
+def matrix(request):
+    return np.asfortranarray(general(request.param))
+
+
+def test_scipy_lu_factor(benchmark, matrix):
+    benchmark.group = f"getrf n={matrix.shape[0]}"
+    run(benchmark, lambda a: sl.lu_factor(a, overwrite_a=True, check_finite=False), matrix)
+
+
+def test_hetlapack_tile_getrf(benchmark, matrix):
+    n = matrix.shape[0]
+    benchmark.group = f"getrf n={n}"
+    benchmark.extra_info["tile"] = tile_for(n)
+    run(benchmark, lambda a: getrf(a, tile=tile_for(n)), matrix)

@@ -1,0 +1,44 @@
+"""Tile Cholesky on the runtime beside ``scipy.linalg.cholesky`` (float64; ratios within each group).
+
+Run: ``flock /tmp/hetlapack-bench.lock pytest benchmarks/test_tile_potrf.py --benchmark-only``.
+Sizes: ``HETLAPACK_BENCH_SIZES`` (default 1000,2000,4000,8000); ``HETLAPACK_BENCH_TILE`` overrides the tile.
+"""
+
+import os
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+from hetlapack.algorithms.potrf import potrf
+from hetlapack.testing import spd
+
+SIZES = [int(n) for n in os.environ.get("HETLAPACK_BENCH_SIZES", "1000,2000,4000,8000").split(",")]
+#: Best tile per order, measured with benchmarks/test_tile_sizes.py.
+TILE = {1000: 192, 2000: 256, 4000: 384, 8000: 512}
+
+
+def tile_for(n):
+    return int(os.environ.get("HETLAPACK_BENCH_TILE", TILE.get(n, 384)))
+
+
+def run(benchmark, function, a):
+    benchmark.pedantic(function, setup=lambda: ((np.array(a, order="F"),), {}), rounds=max(2, 12000 // a.shape[0]),
+                       warmup_rounds=1)
+
+
+@pytest.fixture(scope="module", params=SIZES, ids=lambda n: f"n={n}")
+def matrix(request):
+    return np.asfortranarray(spd(request.param))
+
+
+def test_scipy_cholesky(benchmark, matrix):
+    benchmark.group = f"potrf n={matrix.shape[0]}"
+    run(benchmark, lambda a: sl.cholesky(a, lower=True, overwrite_a=True, check_finite=False), matrix)
+
+
+def test_hetlapack_tile_potrf(benchmark, matrix):
+    n = matrix.shape[0]
+    benchmark.group = f"potrf n={n}"
+    benchmark.extra_info["tile"] = tile_for(n)
+    run(benchmark, lambda a: potrf(a, lower=True, tile=tile_for(n)), matrix)

@@ -1,0 +1,1 @@
+"""Tile algorithms written once as serial task insertion: potrf, getrf, geqrf (+ orgqr)."""

@@ -1,0 +1,90 @@
+"""Blocked Householder QR in LAPACK's storage (seed 000 §4, §6.7), and the orthogonal factor built from it.
+
+``geqrf`` step ``k``: LAPACK geqrf on the tall panel (tile rows ``k:`` of tile column ``k``), LARFT for the
+compact-WY factor ``T_k``, then ``A[k:,j] = H_k^H A[k:,j]`` (LARFB, GEMM-rich) for every tile column to the right;
+the next panel's column goes first (lookahead). The reflectors and ``tau`` are LAPACK's, so ``R`` and its signs
+equal SciPy's. ``orgqr`` applies the panels backwards to the identity, as LAPACK's orgqr does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..devices.base import Device
+from ..runtime import Placement, Runtime, Trace
+from ._common import check_fortran_matrix, check_tile
+
+
+def geqrf(a: np.ndarray, *, tile: int, devices: Sequence[Device] | None = None,
+          placement: str | Placement = "owner", trace: Trace | None = None) -> np.ndarray:
+    """QR factorization in place on an ``(m, n)`` Fortran-ordered matrix; returns ``tau`` (length ``min(m, n)``).
+
+    On return ``a`` holds LAPACK geqrf's output: ``R`` on and above the diagonal, the Householder vectors below.
+    """
+    check_fortran_matrix(a, "geqrf")
+    nb = check_tile(tile)
+    m, n = a.shape
+    kmin = min(m, n)
+    tau = np.zeros((kmin, 1), dtype=a.dtype, order="F")
+    factors = np.zeros((nb, kmin), dtype=a.dtype, order="F")
+    with Runtime(devices, placement, trace) as rt:
+        A = rt.matrix(a, nb)
+        tau_tiles = rt.matrix(tau, nb, 1, name="tau")
+        T = rt.matrix(factors, nb, nb, name="T")
+        mt, nt, kt = A.mt, A.nt, tau_tiles.mt
+        for k in range(kt):
+            panel = A.block(k, mt, k, k + 1)
+            top = 2 * (kt - k)
+            # A[k:,k] = Q_k R_kk
+            rt.insert("geqrf", panel, tau_tiles(k, 0), reads=[], writes=[panel, tau_tiles(k, 0)], priority=top + 1)
+            if k + 1 >= nt:
+                continue
+            # T_k: H_k = I - V_k T_k V_k^H
+            rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)], writes=[T(0, k)],
+                      priority=top + 1)
+            for j in range(k + 1, nt):
+                column = A.block(k, mt, j, j + 1)
+                # A[k:,j] = H_k^H A[k:,j]
+                rt.insert("larfb", panel, T(0, k), column, conj=True, reads=[panel, T(0, k)], writes=[column],
+                          priority=top if j == k + 1 else 2 * (kt - j))
+    return tau[:, 0].copy()
+
+
+def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, tile: int, devices: Sequence[Device] | None = None,
+          placement: str | Placement = "owner", trace: Trace | None = None) -> np.ndarray:
+    """The first ``ncols`` columns of ``Q`` (an ``(m, ncols)`` Fortran array) from geqrf's output and ``tau``.
+
+    ``len(tau) <= ncols <= m``; ``qr`` is only read.
+    """
+    check_tile(tile)
+    m = qr.shape[0]
+    kmin = len(tau)
+    if not kmin <= ncols <= m or qr.ndim != 2 or qr.shape[1] < kmin:
+        raise ValueError(f"orgqr: need len(tau) <= ncols <= m, got len(tau)={kmin}, ncols={ncols}, m={m}")
+    nb = int(tile)
+    q = np.zeros((m, ncols), dtype=qr.dtype, order="F")
+    q[:, :kmin] = np.tril(qr[:, :kmin], -1)
+    q[kmin:, kmin:] = np.eye(m - kmin, ncols - kmin, dtype=qr.dtype)
+    taus = np.asfortranarray(np.asarray(tau, dtype=qr.dtype).reshape(-1, 1))
+    factors = np.zeros((nb, max(kmin, 1)), dtype=qr.dtype, order="F")
+    with Runtime(devices, placement, trace) as rt:
+        Q = rt.matrix(q, nb)
+        tau_tiles = rt.matrix(taus, nb, 1, name="tau")
+        T = rt.matrix(factors, nb, nb, name="T")
+        mt, nt, kt = Q.mt, Q.nt, tau_tiles.mt
+        for k in reversed(range(kt)):
+            panel = Q.block(k, mt, k, k + 1)
+            if k + 1 < nt:
+                # T_k: H_k = I - V_k T_k V_k^H
+                rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)],
+                          writes=[T(0, k)], priority=k)
+            for j in range(k + 1, nt):
+                column = Q.block(k, mt, j, j + 1)
+                # Q[k:,j] = H_k Q[k:,j]
+                rt.insert("larfb", panel, T(0, k), column, conj=False, reads=[panel, T(0, k)], writes=[column],
+                          priority=k)
+            # Q[k:,k] = H_k I[k:,k]
+            rt.insert("orgqr", panel, tau_tiles(k, 0), reads=[tau_tiles(k, 0)], writes=[panel], priority=k + 1)
+    return q

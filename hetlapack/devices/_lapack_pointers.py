@@ -1,0 +1,97 @@
+"""BLAS/LAPACK routines called through the function pointers SciPy exports, with the GIL released.
+
+``scipy.linalg.cython_blas`` and ``cython_lapack`` publish every routine as a ``PyCapsule`` in ``__pyx_capi__``.
+Calling the pointer through a ``ctypes.CFUNCTYPE`` prototype drops the GIL for the duration of the call, so
+several runtime worker threads run BLAS in parallel (SciPy's f2py wrappers hold the GIL and serialize them).
+All arguments are pointers (the Fortran convention of the Cython wrappers, without hidden string lengths).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from collections.abc import Callable
+
+import numpy as np
+from scipy.linalg import cython_blas, cython_lapack
+
+#: dtype character -> BLAS/LAPACK prefix (the ``get_lapack_funcs`` convention).
+PREFIX = {"f": "s", "d": "d", "F": "c", "D": "z"}
+
+#: Generic kernel name -> routine name per prefix, where real and complex routines are named differently.
+ROUTINE_NAME = {
+    "herk": {"s": "ssyrk", "d": "dsyrk", "c": "cherk", "z": "zherk"},
+    "orgqr": {"s": "sorgqr", "d": "dorgqr", "c": "cungqr", "z": "zungqr"},
+}
+
+#: Number of (pointer) arguments of each routine, to build its ctypes prototype.
+ARITY = {
+    "gemm": 13, "trsm": 11, "herk": 10, "potrf": 5, "getrf": 6, "laswp": 7,
+    "geqrf": 8, "larft": 9, "larfb": 15, "orgqr": 9,
+}
+
+_capsule_name = ctypes.pythonapi.PyCapsule_GetName
+_capsule_name.restype = ctypes.c_char_p
+_capsule_name.argtypes = [ctypes.py_object]
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _capsule_address(name: str) -> int:
+    for module in (cython_blas, cython_lapack):
+        capsule = module.__pyx_capi__.get(name)
+        if capsule is not None:
+            return _capsule_pointer(capsule, _capsule_name(capsule))
+    raise LookupError(f"SciPy exports no BLAS/LAPACK routine named {name!r}")
+
+
+@functools.cache
+def routine(kernel: str, dtype_char: str) -> Callable[..., None]:
+    """The ctypes function for ``kernel`` (e.g. ``"gemm"``) in the precision of ``dtype_char``."""
+    prefix = PREFIX[dtype_char]
+    name = ROUTINE_NAME.get(kernel, {}).get(prefix, prefix + kernel)
+    prototype = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * ARITY[kernel]))
+    return prototype(_capsule_address(name))
+
+
+_REAL_CTYPE = {"f": ctypes.c_float, "d": ctypes.c_double, "F": ctypes.c_float, "D": ctypes.c_double}
+
+
+def scalar(value: complex, dtype_char: str) -> ctypes._SimpleCData | ctypes.Array:
+    """A ctypes scalar of the dtype (complex numbers as two reals), to pass by reference."""
+    real = _REAL_CTYPE[dtype_char]
+    if dtype_char in "FD":
+        value = complex(value)
+        return (real * 2)(value.real, value.imag)
+    return real(value.real if isinstance(value, complex) else value)
+
+
+def real_scalar(value: float, dtype_char: str) -> ctypes._SimpleCData:
+    """A ctypes real scalar of the dtype's real precision (``herk``'s alpha and beta)."""
+    return _REAL_CTYPE[dtype_char](value)
+
+
+def char(flag: str) -> ctypes.c_char:
+    """A one-character option (``'L'``, ``'N'``, ``'C'`` …)."""
+    return ctypes.c_char(flag.encode())
+
+
+def integer(value: int) -> ctypes.c_int:
+    """A LAPACK (LP64) integer."""
+    return ctypes.c_int(value)
+
+
+def address(a: np.ndarray) -> ctypes.c_void_p:
+    """The data pointer of an array or view."""
+    return ctypes.c_void_p(a.__array_interface__["data"][0])
+
+
+def leading_dimension(a: np.ndarray) -> int:
+    """The BLAS leading dimension of a 2-D view whose rows are contiguous (a tile of a Fortran matrix)."""
+    rows = a.shape[0]
+    if a.ndim != 2 or (rows > 1 and a.strides[0] != a.itemsize):
+        raise ValueError("tile kernels need 2-D views with contiguous columns (Fortran order)")
+    if a.shape[1] <= 1:
+        return max(rows, 1)
+    return max(a.strides[1] // a.itemsize, rows, 1)

@@ -1,0 +1,114 @@
+"""The device seam: everything that differs between a CPU and an accelerator is a method of :class:`Device`.
+
+Tile kernels work **in place** on 2-D arrays of the device's memory space whose first axis is contiguous
+(Fortran-ordered tiles, or tile views into one Fortran-ordered matrix with the matrix's leading dimension).
+Names and argument conventions follow BLAS/LAPACK, with ``conj`` meaning the conjugate transpose for complex
+dtypes and the transpose for real ones.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+
+#: Kernel classes of the capability model (seed 000 §6.3: one weight per device per BLAS level).
+KERNEL_CLASSES = ("blas3", "panel", "memory")
+
+#: Which class each tile kernel belongs to, for placement by capability and for the trace.
+KERNEL_CLASS = {
+    "potrf": "panel",
+    "getrf": "panel",
+    "geqrf": "panel",
+    "larft": "panel",
+    "orgqr": "panel",
+    "laswp": "memory",
+    "trsm": "blas3",
+    "herk": "blas3",
+    "gemm": "blas3",
+    "larfb": "blas3",
+}
+
+#: Default capability (GFLOP/s per kernel class) until calibration measures it.
+DEFAULT_CAPABILITY = {"blas3": 50.0, "panel": 10.0, "memory": 5.0}
+
+
+class Device(abc.ABC):
+    """One compute device with its own memory space and tile kernels.
+
+    ``kind`` is ``"cpu"`` or ``"accelerator"``; two devices with equal ``memory_space`` share data without a
+    transfer. ``workers`` is how many runtime worker threads feed the device (several for a multicore CPU).
+    """
+
+    name: str
+    kind: str
+    workers: int = 1
+
+    def __init__(self) -> None:
+        self.capability: dict[str, float] = dict(DEFAULT_CAPABILITY)
+
+    @property
+    @abc.abstractmethod
+    def memory_space(self) -> Hashable:
+        """Identifier of the memory this device computes on."""
+
+    # --- memory -------------------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def to_device(self, host: np.ndarray) -> Any:
+        """A Fortran-ordered copy of the host array in this device's memory."""
+
+    @abc.abstractmethod
+    def to_host(self, data: Any, out: np.ndarray) -> None:
+        """Copy device data back into the host array ``out`` (same shape)."""
+
+    @abc.abstractmethod
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        """An uninitialized Fortran-ordered array in this device's memory."""
+
+    # --- tile kernels (in place) ----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def potrf(self, a: Any, lower: bool) -> int:
+        """Cholesky of a diagonal tile; returns LAPACK's ``info`` (0, or the 1-based failing minor)."""
+
+    @abc.abstractmethod
+    def trsm(self, a: Any, b: Any, *, side: str, lower: bool, conj: bool, unit: bool, alpha: complex = 1) -> None:
+        """``B = alpha op(A)^{-1} B`` (side ``"L"``) or ``B = alpha B op(A)^{-1}`` (side ``"R"``)."""
+
+    @abc.abstractmethod
+    def herk(self, a: Any, c: Any, *, lower: bool, conj_first: bool, alpha: float = -1.0, beta: float = 1.0) -> None:
+        """``C = alpha A A^H + beta C`` (or ``A^H A`` when ``conj_first``) on C's ``lower``/upper triangle."""
+
+    @abc.abstractmethod
+    def gemm(self, a: Any, b: Any, c: Any, *, conj_a: bool = False, conj_b: bool = False,
+             alpha: complex = -1.0, beta: complex = 1.0) -> None:
+        """``C = alpha op(A) op(B) + beta C``."""
+
+    @abc.abstractmethod
+    def getrf(self, a: Any, piv: np.ndarray) -> int:
+        """LU with partial pivoting of a (tall) panel; 1-based LAPACK pivots into ``piv``; returns ``info``."""
+
+    @abc.abstractmethod
+    def laswp(self, a: Any, piv: np.ndarray) -> None:
+        """Apply the row interchanges ``piv`` (1-based, relative to ``a``'s first row) in order."""
+
+    @abc.abstractmethod
+    def geqrf(self, a: Any, tau: Any) -> None:
+        """Householder QR of a (tall) panel in LAPACK's storage; ``tau`` receives the scalar factors."""
+
+    @abc.abstractmethod
+    def larft(self, v: Any, tau: Any, t: Any) -> None:
+        """The upper triangular factor ``T`` of the compact-WY block reflector ``H = I - V T V^H``."""
+
+    @abc.abstractmethod
+    def larfb(self, v: Any, t: Any, c: Any, *, conj: bool) -> None:
+        """``C = H^H C`` (``conj``) or ``C = H C`` from the left, ``H = I - V T V^H``, ``V`` unit lower; the
+        number of reflectors is ``T.shape[1]``."""
+
+    @abc.abstractmethod
+    def orgqr(self, a: Any, tau: Any) -> None:
+        """Overwrite a panel of reflectors with the first columns of the orthogonal factor they define."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, workers={self.workers})"

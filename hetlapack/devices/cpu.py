@@ -1,0 +1,176 @@
+"""The host CPU as a :class:`Device`: GIL-free BLAS/LAPACK tile kernels working in place on tile views."""
+
+from __future__ import annotations
+
+import os
+import threading
+from ctypes import byref
+
+import numpy as np
+
+from . import _lapack_pointers as lp
+from .base import Device
+
+HOST_MEMORY = "host"
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity), not the machine's total."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _flag(condition: bool, yes: str, no: str):
+    return byref(lp.char(yes if condition else no))
+
+
+def _conj_flag(conj: bool, dtype_char: str):
+    return _flag(conj, "C" if dtype_char in "FD" else "T", "N")
+
+
+class CpuDevice(Device):
+    """The host's cores: kernels call SciPy's BLAS/LAPACK function pointers, releasing the GIL.
+
+    ``workers`` runtime threads feed it (default: one per core); the runtime gives each kernel
+    ``cores // workers`` BLAS threads so the cores are never oversubscribed.
+    """
+
+    kind = "cpu"
+
+    def __init__(self, workers: int | None = None, name: str = "cpu") -> None:
+        super().__init__()
+        self.name = name
+        self.cores = usable_cores()
+        self.workers = max(1, workers if workers is not None else self.cores)
+        self._local = threading.local()
+
+    @property
+    def memory_space(self) -> str:
+        return HOST_MEMORY
+
+    # --- memory: the host is its own memory space, nothing moves ----------------------------------------------
+    def to_device(self, host: np.ndarray) -> np.ndarray:
+        return np.asfortranarray(host)
+
+    def to_host(self, data: np.ndarray, out: np.ndarray) -> None:
+        if data is not out:
+            out[...] = data
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        return np.empty(shape, dtype=dtype, order="F")
+
+    def _workspace(self, size: int, dtype: np.dtype) -> np.ndarray:
+        """A per-thread scratch buffer of at least ``size`` elements, reused across calls."""
+        buffers = self._local.__dict__.setdefault("buffers", {})
+        buffer = buffers.get(dtype.char)
+        if buffer is None or buffer.size < size:
+            buffer = buffers[dtype.char] = np.empty(max(size, 1), dtype=dtype)
+        return buffer
+
+    # --- tile kernels ---------------------------------------------------------------------------------------
+    def potrf(self, a: np.ndarray, lower: bool) -> int:
+        info = lp.integer(0)
+        lp.routine("potrf", a.dtype.char)(
+            _flag(lower, "L", "U"), byref(lp.integer(a.shape[0])), lp.address(a),
+            byref(lp.integer(lp.leading_dimension(a))), byref(info))
+        return info.value
+
+    def trsm(self, a, b, *, side, lower, conj, unit, alpha=1):
+        char = b.dtype.char
+        m, n = b.shape
+        if m == 0 or n == 0:
+            return
+        lp.routine("trsm", char)(
+            byref(lp.char(side)), _flag(lower, "L", "U"), _conj_flag(conj, char), _flag(unit, "U", "N"),
+            byref(lp.integer(m)), byref(lp.integer(n)), byref(lp.scalar(alpha, char)),
+            lp.address(a), byref(lp.integer(lp.leading_dimension(a))),
+            lp.address(b), byref(lp.integer(lp.leading_dimension(b))))
+
+    def herk(self, a, c, *, lower, conj_first, alpha=-1.0, beta=1.0):
+        char = c.dtype.char
+        n = c.shape[0]
+        k = a.shape[0] if conj_first else a.shape[1]
+        if n == 0:
+            return
+        lp.routine("herk", char)(
+            _flag(lower, "L", "U"), _conj_flag(conj_first, char), byref(lp.integer(n)), byref(lp.integer(k)),
+            byref(lp.real_scalar(alpha, char)), lp.address(a), byref(lp.integer(lp.leading_dimension(a))),
+            byref(lp.real_scalar(beta, char)), lp.address(c), byref(lp.integer(lp.leading_dimension(c))))
+
+    def gemm(self, a, b, c, *, conj_a=False, conj_b=False, alpha=-1.0, beta=1.0):
+        char = c.dtype.char
+        m, n = c.shape
+        k = a.shape[0] if conj_a else a.shape[1]
+        if m == 0 or n == 0:
+            return
+        lp.routine("gemm", char)(
+            _conj_flag(conj_a, char), _conj_flag(conj_b, char),
+            byref(lp.integer(m)), byref(lp.integer(n)), byref(lp.integer(k)), byref(lp.scalar(alpha, char)),
+            lp.address(a), byref(lp.integer(lp.leading_dimension(a))),
+            lp.address(b), byref(lp.integer(lp.leading_dimension(b))), byref(lp.scalar(beta, char)),
+            lp.address(c), byref(lp.integer(lp.leading_dimension(c))))
+
+    def getrf(self, a, piv):
+        m, n = a.shape
+        info = lp.integer(0)
+        if m == 0 or n == 0:
+            return 0
+        lp.routine("getrf", a.dtype.char)(
+            byref(lp.integer(m)), byref(lp.integer(n)), lp.address(a), byref(lp.integer(lp.leading_dimension(a))),
+            lp.address(piv), byref(info))
+        return info.value
+
+    def laswp(self, a, piv):
+        if a.shape[1] == 0 or len(piv) == 0:
+            return
+        lp.routine("laswp", a.dtype.char)(
+            byref(lp.integer(a.shape[1])), lp.address(a), byref(lp.integer(lp.leading_dimension(a))),
+            byref(lp.integer(1)), byref(lp.integer(len(piv))), lp.address(piv), byref(lp.integer(1)))
+
+    def geqrf(self, a, tau):
+        m, n = a.shape
+        if m == 0 or n == 0:
+            return
+        lwork = max(1, n * 64)
+        work = self._workspace(lwork, a.dtype)
+        info = lp.integer(0)
+        lp.routine("geqrf", a.dtype.char)(
+            byref(lp.integer(m)), byref(lp.integer(n)), lp.address(a), byref(lp.integer(lp.leading_dimension(a))),
+            lp.address(tau), lp.address(work), byref(lp.integer(lwork)), byref(info))
+
+    def larft(self, v, tau, t):
+        n, k = v.shape[0], len(tau)
+        if n == 0 or k == 0:
+            return
+        lp.routine("larft", v.dtype.char)(
+            byref(lp.char("F")), byref(lp.char("C")), byref(lp.integer(n)), byref(lp.integer(k)),
+            lp.address(v), byref(lp.integer(lp.leading_dimension(v))), lp.address(tau),
+            lp.address(t), byref(lp.integer(lp.leading_dimension(t))))
+
+    def larfb(self, v, t, c, *, conj):
+        char = c.dtype.char
+        m, n = c.shape
+        k = t.shape[1]
+        if m == 0 or n == 0 or k == 0:
+            return
+        work = self._workspace(n * k, c.dtype)
+        lp.routine("larfb", char)(
+            byref(lp.char("L")), _conj_flag(conj, char), byref(lp.char("F")), byref(lp.char("C")),
+            byref(lp.integer(m)), byref(lp.integer(n)), byref(lp.integer(k)),
+            lp.address(v), byref(lp.integer(lp.leading_dimension(v))),
+            lp.address(t), byref(lp.integer(lp.leading_dimension(t))),
+            lp.address(c), byref(lp.integer(lp.leading_dimension(c))), lp.address(work), byref(lp.integer(n)))
+
+    def orgqr(self, a, tau):
+        m, n = a.shape
+        if m == 0 or n == 0:
+            return
+        lwork = max(1, n * 64)
+        work = self._workspace(lwork, a.dtype)
+        info = lp.integer(0)
+        lp.routine("orgqr", a.dtype.char)(
+            byref(lp.integer(m)), byref(lp.integer(n)), byref(lp.integer(len(tau))), lp.address(a),
+            byref(lp.integer(lp.leading_dimension(a))), lp.address(tau), lp.address(work),
+            byref(lp.integer(lwork)), byref(info))

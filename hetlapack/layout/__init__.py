@@ -1,0 +1,5 @@
+"""Tiles and their distribution over devices."""
+
+from .cyclic import BlockColumnCyclic
+
+__all__ = ["BlockColumnCyclic"]

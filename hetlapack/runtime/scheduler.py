@@ -1,0 +1,200 @@
+"""The task runtime: serial insertion, a DAG from access annotations, per-device priority queues, workers.
+
+An algorithm runs inside ``with Runtime(devices) as rt:`` and calls ``rt.insert(kernel, *args, reads=...,
+writes=..., priority=...)``. Workers start at ``__enter__`` so tasks run while insertion goes on; a task runs as
+soon as its predecessors finished, highest priority first on its device (lookahead comes from priorities, seed
+000 §6.4). Leaving the block waits for every task, brings data home and joins every worker thread. If a task
+raises, nothing else starts, running tasks finish, and the task's exception is raised in the caller.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..devices.base import Device
+from ..devices.cpu import CpuDevice
+from .blas_threads import blas_threads
+from .coherence import Coherence
+from .data import Block, TiledMatrix
+from .placement import Placement, make_placement
+from .task import DependencyTracker, Task
+from .trace import Trace
+
+
+class Runtime:
+    """A task-superscalar scheduler over ``devices`` (default: the host CPU).
+
+    ``placement`` is ``"owner"`` (owner computes over a 1-D block-column cyclic layout), ``"capability"``
+    (greedy by capability) or a :class:`~hetlapack.runtime.placement.Placement`. ``trace`` collects one record
+    per task when given.
+    """
+
+    def __init__(self, devices: Sequence[Device] | None = None, placement: str | Placement = "owner",
+                 trace: Trace | None = None) -> None:
+        self.devices = list(devices) if devices else [CpuDevice()]
+        self.placement = make_placement(placement)
+        self.placement.bind(self.devices)
+        self.trace = trace
+        self._coherence = Coherence(self.devices)
+        self._tracker = DependencyTracker()
+        self._lock = threading.Lock()
+        self._ready_signal = [threading.Condition(self._lock) for _ in self.devices]
+        self._idle_signal = threading.Condition(self._lock)
+        self._queues: list[list[Task]] = [[] for _ in self.devices]
+        self._threads: list[threading.Thread] = []
+        self._inserted = 0
+        self._finished = 0
+        self._running = 0
+        self._stopping = False
+        self._error: BaseException | None = None
+        self._blas_limit = None
+
+    # --- lifecycle --------------------------------------------------------------------------------------------
+    def __enter__(self) -> Runtime:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is not None:
+            self._cancel(exc)
+        self.wait(reraise=exc is None)
+
+    def start(self) -> None:
+        """Start the worker threads (several for a device with ``workers > 1``) and cap BLAS threads."""
+        cpu_workers = sum(d.workers for d in self.devices if d.kind == "cpu")
+        self._blas_limit = blas_threads(cpu_workers)
+        self._blas_limit.__enter__()
+        for index, device in enumerate(self.devices):
+            for worker in range(device.workers):
+                thread = threading.Thread(target=self._work, args=(index, worker), daemon=True,
+                                          name=f"hetlapack-{device.name}-{worker}")
+                thread.start()
+                self._threads.append(thread)
+
+    def wait(self, reraise: bool = True) -> None:
+        """Wait for every inserted task (or, after a failure, for the running ones), then stop the workers."""
+        with self._lock:
+            while not self._quiescent():
+                self._idle_signal.wait()
+            self._stopping = True
+            for signal in self._ready_signal:
+                signal.notify_all()
+        for thread in self._threads:
+            thread.join()
+        self._threads.clear()
+        try:
+            if self._error is None:
+                self._coherence.flush()
+        finally:
+            if self._blas_limit is not None:
+                self._blas_limit.__exit__(None, None, None)
+                self._blas_limit = None
+        if self._error is not None and reraise:
+            raise self._error
+
+    def _quiescent(self) -> bool:
+        if self._error is not None:
+            return self._running == 0
+        return self._finished == self._inserted
+
+    def _cancel(self, error: BaseException) -> None:
+        with self._lock:
+            if self._error is None:
+                self._error = error
+            for queue in self._queues:
+                queue.clear()
+            self._idle_signal.notify_all()
+
+    # --- insertion --------------------------------------------------------------------------------------------
+    def matrix(self, array: np.ndarray, tile_rows: int, tile_cols: int | None = None, name: str = "A") -> TiledMatrix:
+        """Cut a Fortran-ordered host array into tiles (the handles name its tiles, no data is copied)."""
+        return TiledMatrix(array, tile_rows, tile_cols, name)
+
+    def insert(self, kernel: str | Callable[..., Any], *args: Any, reads: Sequence[Block] = (),
+               writes: Sequence[Block] = (), priority: int = 0, device: int | Device | None = None,
+               name: str | None = None, flops: float = 0.0, **kwargs: Any) -> Task:
+        """Insert one task (insertion is serial: one thread inserts, the workers execute).
+
+        ``kernel`` is a :class:`Device` method name (``"gemm"``) or a callable ``f(device, *args, **kwargs)``.
+        Block handles among ``args`` are replaced by the block's data on the device that runs the task.
+        ``device`` pins the task (an index into the runtime's devices, or the device); otherwise the placement
+        policy chooses. Raises the pending error if an earlier task failed, which stops the inserting algorithm.
+        """
+        if self._error is not None:
+            raise self._error
+        task_name = name or (kernel if isinstance(kernel, str) else getattr(kernel, "__name__", "task"))
+        task = Task(self._inserted, kernel, args, kwargs, reads, writes, priority, task_name, flops)
+        predecessors = self._tracker.predecessors(task)
+        with self._lock:
+            if device is None:
+                task.device_index = self.placement.place(task)
+            else:
+                task.device_index = device if isinstance(device, int) else self.devices.index(device)
+            self._inserted += 1
+            for before in predecessors:
+                if not before.done:
+                    before.dependents.append(task)
+                    task.remaining += 1
+            if task.remaining == 0:
+                self._push(task)
+        return task
+
+    def _push(self, task: Task) -> None:
+        heapq.heappush(self._queues[task.device_index], task)
+        self._ready_signal[task.device_index].notify()
+
+    # --- execution --------------------------------------------------------------------------------------------
+    def _work(self, index: int, worker: int) -> None:
+        device = self.devices[index]
+        queue = self._queues[index]
+        signal = self._ready_signal[index]
+        while True:
+            with self._lock:
+                while not queue and not self._stopping:
+                    signal.wait()
+                if not queue:
+                    return
+                task = heapq.heappop(queue)
+                self._running += 1
+            error = self._execute(task, device, worker)
+            with self._lock:
+                self._running -= 1
+                self._finished += 1
+                task.done = True
+                self.placement.finished(task)
+                if error is not None and self._error is None:
+                    self._error = error
+                    for pending in self._queues:
+                        pending.clear()
+                if self._error is None:
+                    for after in task.dependents:
+                        after.remaining -= 1
+                        if after.remaining == 0:
+                            self._push(after)
+                task.dependents = []
+                if self._quiescent():
+                    self._idle_signal.notify_all()
+
+    def _execute(self, task: Task, device: Device, worker: int) -> BaseException | None:
+        start = time.perf_counter()
+        try:
+            blocks = [arg for arg in task.args if isinstance(arg, Block)]
+            data, moved = self._coherence.acquire(blocks, device)
+            args = [data[arg] if isinstance(arg, Block) else arg for arg in task.args]
+            if isinstance(task.kernel, str):
+                getattr(device, task.kernel)(*args, **task.kwargs)
+            else:
+                task.kernel(device, *args, **task.kwargs)
+            moved += self._coherence.release([b for b in task.writes if b in data], data, device)
+        except BaseException as error:  # noqa: BLE001 - any failure cancels the graph and reaches the caller
+            return error
+        if self.trace is not None:
+            tiles = ",".join(map(repr, task.writes))
+            self.trace.record(task.name, tiles, device.name, worker, start, time.perf_counter(), moved)
+        return None

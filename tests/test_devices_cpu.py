@@ -1,0 +1,133 @@
+"""CpuDevice kernels: in place on tile views with the matrix's leading dimension, all dtypes, GIL released."""
+
+import threading
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+from hetlapack.devices import CpuDevice, Device, available
+from hetlapack.testing import general, spd
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+TOL = {np.float32: 1e-4, np.float64: 1e-12, np.complex64: 1e-4, np.complex128: 1e-12}
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    return CpuDevice(workers=1)
+
+
+def embedded(block: np.ndarray, rows: int = 3, cols: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """A Fortran matrix with ``block`` copied into its middle, and the view onto it (leading dim > rows)."""
+    m, n = block.shape
+    host = np.asfortranarray(general(m + rows + 4, n + cols + 3, dtype=block.dtype, seed=9))
+    view = host[rows:rows + m, cols:cols + n]
+    view[...] = block
+    return host, view
+
+
+def test_available_lists_the_cpu():
+    devices = available()
+    assert len(devices) == 1 and isinstance(devices[0], CpuDevice) and isinstance(devices[0], Device)
+    assert devices[0].kind == "cpu" and devices[0].memory_space == "host"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gemm_on_views_leaves_the_rest_untouched(cpu, dtype):
+    a, b, c = general(9, 5, dtype=dtype, seed=1), general(5, 7, dtype=dtype, seed=2), general(9, 7, dtype=dtype, seed=3)
+    host, view = embedded(c)
+    before = host.copy()
+    cpu.gemm(a.T.conj().copy(order="F"), np.asfortranarray(b), view, conj_a=True, alpha=2.0, beta=0.5)
+    np.testing.assert_allclose(view, 2.0 * a @ b + 0.5 * c, rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
+    mask = np.ones(host.shape, bool)
+    mask[3:12, 2:9] = False
+    assert np.array_equal(host[mask], before[mask])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_potrf_trsm_herk_match_scipy(cpu, dtype):
+    a = spd(6, dtype=dtype)
+    host, view = embedded(a)
+    assert cpu.potrf(view, lower=True) == 0
+    np.testing.assert_allclose(np.tril(view), sl.cholesky(a, lower=True), rtol=TOL[dtype] * 100, atol=TOL[dtype] * 100)
+    b = general(4, 6, dtype=dtype)
+    _, bview = embedded(b)
+    cpu.trsm(view, bview, side="R", lower=True, conj=True, unit=False)
+    np.testing.assert_allclose(bview @ np.tril(view).conj().T, b, rtol=TOL[dtype] * 100, atol=TOL[dtype] * 100)
+    c = spd(4, dtype=dtype)
+    _, cview = embedded(c)
+    solved = bview.copy()
+    cpu.herk(bview, cview, lower=True, conj_first=False)
+    np.testing.assert_allclose(np.tril(cview), np.tril(c - solved @ solved.conj().T), rtol=TOL[dtype] * 100, atol=TOL[dtype] * 100)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_potrf_reports_lapack_info(cpu, dtype):
+    a = spd(5, dtype=dtype)
+    a[2, 2] = -10
+    assert cpu.potrf(np.asfortranarray(a), lower=False) == 3
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_getrf_laswp_match_lapack(cpu, dtype):
+    a = general(8, 5, dtype=dtype)
+    host, view = embedded(a)
+    piv = np.zeros(5, dtype=np.int32)
+    assert cpu.getrf(view, piv) == 0
+    lu, ref_piv, _ = sl.lapack.get_lapack_funcs("getrf", (a,))(a)
+    assert np.array_equal(piv - 1, ref_piv)
+    np.testing.assert_allclose(view, lu, rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
+    rows = general(8, 3, dtype=dtype, seed=4)
+    _, rview = embedded(rows)
+    cpu.laswp(rview, piv)
+    expected = rows.copy()
+    for i, p in enumerate(piv - 1):
+        expected[[i, p]] = expected[[p, i]]
+    assert np.array_equal(rview, expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_geqrf_larft_larfb_orgqr(cpu, dtype):
+    a = general(9, 4, dtype=dtype)
+    host, view = embedded(a)
+    tau = np.zeros(4, dtype=dtype)
+    cpu.geqrf(view, tau)
+    qr_ref, tau_ref, *_ = sl.lapack.get_lapack_funcs("geqrf", (a,))(a)
+    np.testing.assert_allclose(view, qr_ref, rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
+    t = np.zeros((4, 4), dtype=dtype, order="F")
+    cpu.larft(view, tau, t)
+    c = general(9, 3, dtype=dtype, seed=5)
+    _, cview = embedded(c)
+    cpu.larfb(view, t, cview, conj=True)
+    q = np.asfortranarray(np.tril(view, -1))
+    cpu.orgqr(q, tau)
+    np.testing.assert_allclose(q.conj().T @ c, cview[:4], rtol=TOL[dtype] * 100, atol=TOL[dtype] * 100)
+
+
+def test_kernels_reject_c_ordered_views(cpu):
+    with pytest.raises(ValueError, match="Fortran"):
+        cpu.gemm(np.ones((3, 3)), np.ones((3, 3)), np.ones((3, 3), order="F"))
+
+
+def test_kernels_release_the_gil(cpu):
+    """A Python counter keeps advancing while a long DGEMM runs in another thread."""
+    n = 1500
+    a, b = np.asfortranarray(general(n, n)), np.asfortranarray(general(n, n, seed=1))
+    c = np.zeros((n, n), order="F")
+    started = threading.Event()
+
+    def multiply():
+        started.set()
+        for _ in range(3):
+            cpu.gemm(a, b, c, alpha=1.0, beta=0.0)
+
+    thread = threading.Thread(target=multiply)
+    thread.start()
+    started.wait()
+    counter = 0
+    while thread.is_alive():
+        counter += 1
+    thread.join()
+    assert counter > 10_000
+    np.testing.assert_allclose(c, a @ b, rtol=1e-10, atol=1e-10)

@@ -1,0 +1,82 @@
+"""Tile Householder QR and Q: LAPACK's R (signs included), backward error, orthogonality, memory spaces."""
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+from hetlapack.algorithms.geqrf import geqrf, orgqr
+from hetlapack.devices import CpuDevice, EmulatedAccelerator
+from hetlapack.testing import general, ill_conditioned, orthogonality_residual, qr_residual
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+SHAPES_AND_TILES = [((1, 1), 4), ((2, 2), 1), ((13, 13), 4), ((97, 97), 32), ((211, 150), 48), ((67, 131), 16),
+                    ((5, 40), 4), ((40, 5), 4), ((500, 500), 96)]
+TOL = {np.float32: 1e-3, np.float64: 1e-10, np.complex64: 1e-3, np.complex128: 1e-10}
+
+
+def factor(a, **kwargs):
+    qr = np.array(a, order="F")
+    tau = geqrf(qr, **kwargs)
+    return qr, tau
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, tile", SHAPES_AND_TILES)
+def test_r_equals_scipy_and_q_is_orthogonal(dtype, shape, tile):
+    a = np.asfortranarray(general(*shape, dtype=dtype, seed=sum(shape)))
+    qr, tau = factor(a, tile=tile)
+    m, n = shape
+    k = min(m, n)
+    r = np.triu(qr)
+    ref_r = sl.qr(a, mode="r")[0]
+    scale = np.abs(ref_r).max()
+    np.testing.assert_allclose(r[:k], ref_r[:k], atol=TOL[dtype] * scale * max(shape))
+    assert tau.shape == (k,) and tau.dtype == dtype
+    for ncols in sorted({k, m}):
+        q = orgqr(qr, tau, ncols=ncols, tile=tile)
+        assert q.shape == (m, ncols) and q.flags.f_contiguous
+        assert qr_residual(a, q[:, :k], r[:k]) < 50 and orthogonality_residual(q) < 50
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ill_conditioned(dtype):
+    cond = 1e3 if np.dtype(dtype).char in "fF" else 1e12
+    a = np.asfortranarray(ill_conditioned(150, cond=cond, dtype=dtype))
+    qr, tau = factor(a, tile=32)
+    q = orgqr(qr, tau, ncols=150, tile=32)
+    assert qr_residual(a, q, np.triu(qr)) < 50 and orthogonality_residual(q) < 50
+
+
+@pytest.mark.parametrize("placement", ["owner", "capability"])
+def test_two_devices_and_both_placements(placement):
+    a = np.asfortranarray(general(170, 140))
+    devices = [CpuDevice(workers=1), CpuDevice(workers=1, name="cpu1")]
+    qr, tau = factor(a, tile=32, devices=devices, placement=placement)
+    q = orgqr(qr, tau, ncols=140, tile=32, devices=devices, placement=placement)
+    assert qr_residual(a, q, np.triu(qr)[:140]) < 50 and orthogonality_residual(q) < 50
+
+
+def test_with_an_emulated_accelerator():
+    a = np.asfortranarray(general(150, 130, dtype=np.complex128))
+    devices = [CpuDevice(workers=1), EmulatedAccelerator()]
+    qr, tau = factor(a, tile=32, devices=devices)
+    q = orgqr(qr, tau, ncols=150, tile=32, devices=devices)
+    assert qr_residual(a, q[:, :130], np.triu(qr)[:130]) < 50 and orthogonality_residual(q) < 50
+    assert devices[1].uploaded_bytes > 0
+
+
+def test_orgqr_leaves_its_input_alone_and_checks_ncols():
+    qr, tau = factor(general(30, 20), tile=8)
+    before = qr.copy()
+    orgqr(qr, tau, ncols=25, tile=8)
+    assert np.array_equal(qr, before)
+    with pytest.raises(ValueError, match="ncols"):
+        orgqr(qr, tau, ncols=10, tile=8)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0)])
+def test_empty_matrices(shape):
+    qr, tau = factor(np.zeros(shape, order="F"), tile=4)
+    assert tau.shape == (0,)
+    q = orgqr(qr, tau, ncols=shape[0], tile=4)
+    assert np.array_equal(q, np.eye(shape[0]))

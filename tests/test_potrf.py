@@ -1,0 +1,105 @@
+"""Tile Cholesky: backward error, untouched other triangle, SciPy's errors, placements, memory spaces."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from hetlapack.algorithms.potrf import potrf
+from hetlapack.devices import CpuDevice, EmulatedAccelerator
+from hetlapack.testing import cholesky_residual, ill_conditioned, spd
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+SIZES_AND_TILES = [(1, 4), (2, 1), (13, 4), (64, 32), (97, 32), (211, 48), (600, 96)]
+
+
+def factor(a, **kwargs):
+    c = np.array(a, order="F")
+    potrf(c, **kwargs)
+    return c
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, tile", SIZES_AND_TILES)
+@pytest.mark.parametrize("lower", [True, False])
+def test_backward_error_and_other_triangle_untouched(dtype, n, tile, lower):
+    a = np.asfortranarray(spd(n, dtype=dtype, seed=n))
+    c = factor(a, lower=lower, tile=tile)
+    assert cholesky_residual(a, c, lower) < 50
+    untouched = (np.triu, 1) if lower else (np.tril, -1)
+    assert np.array_equal(untouched[0](c, untouched[1]), untouched[0](a, untouched[1]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ill_conditioned(dtype):
+    cond = 1e3 if np.dtype(dtype).char in "fF" else 1e10
+    a = np.asfortranarray(ill_conditioned(150, cond=cond, dtype=dtype, hermitian=True))
+    assert cholesky_residual(a, factor(a, lower=True, tile=32), True) < 50
+
+
+@pytest.mark.parametrize("placement", ["owner", "capability"])
+def test_two_devices_and_both_placements(placement):
+    a = np.asfortranarray(spd(200, dtype=np.float64))
+    devices = [CpuDevice(workers=1, name="cpu0"), CpuDevice(workers=1, name="cpu1")]
+    assert cholesky_residual(a, factor(a, lower=True, tile=32, devices=devices, placement=placement), True) < 50
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_with_an_emulated_accelerator_holding_half_the_columns(lower):
+    a = np.asfortranarray(spd(150, dtype=np.complex128))
+    accelerator = EmulatedAccelerator()
+    c = factor(a, lower=lower, tile=32, devices=[CpuDevice(workers=1), accelerator])
+    assert cholesky_residual(a, c, lower) < 50
+    assert accelerator.uploaded_bytes > 0 and accelerator.downloaded_bytes > 0
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_not_positive_definite_names_the_global_minor(lower):
+    a = np.asfortranarray(spd(100, dtype=np.float64))
+    a[70, 70] = -1.0
+    with pytest.raises(np.linalg.LinAlgError, match="^71-th leading minor of the array is not positive definite$"):
+        potrf(a, lower=lower, tile=32)
+    assert not any(t.name.startswith("hetlapack-") for t in threading.enumerate())
+
+
+class FailingDevice(CpuDevice):
+    """Raises from its fifth GEMM."""
+
+    def __init__(self):
+        super().__init__(workers=2)
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def gemm(self, *args, **kwargs):
+        with self.lock:
+            self.calls += 1
+            failing = self.calls == 5
+        if failing:
+            raise MemoryError("injected into gemm")
+        super().gemm(*args, **kwargs)
+
+
+def test_an_exception_in_a_kernel_reaches_the_caller_and_the_next_call_works():
+    a = np.asfortranarray(spd(160, dtype=np.float64))
+    with pytest.raises(MemoryError, match="injected into gemm"):
+        potrf(np.array(a, order="F"), lower=True, tile=16, devices=[FailingDevice()])
+    assert not any(t.name.startswith("hetlapack-") for t in threading.enumerate())
+    assert cholesky_residual(a, factor(a, lower=True, tile=16), True) < 50
+
+
+@pytest.mark.parametrize("bad", [np.ones((3, 4), order="F"), np.ones((4, 4)), np.ones((4, 4), dtype=np.int64, order="F"),
+                                 np.asfortranarray(np.ones((8, 8)))[::2, ::2]])
+def test_rejects_what_it_cannot_factor_in_place(bad):
+    with pytest.raises(ValueError):
+        potrf(bad, lower=True, tile=2)
+
+
+def test_zero_tile_is_rejected():
+    with pytest.raises(ValueError, match="tile"):
+        potrf(np.eye(3, order="F"), lower=True, tile=0)
+
+
+def test_empty_matrix():
+    a = np.zeros((0, 0), order="F")
+    potrf(a, lower=True, tile=4)
+    assert a.shape == (0, 0)

@@ -1,0 +1,189 @@
+"""The task runtime: hazards, priorities, placement, memory spaces, tracing, failure and BLAS threads."""
+
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from hetlapack.devices import CpuDevice, EmulatedAccelerator
+from hetlapack.runtime import GreedyByCapability, OwnerComputes, Runtime, TiledMatrix, Trace
+from hetlapack.runtime.blas_threads import threads_per_worker
+
+
+def record(log, label, delay=0.0):
+    def kernel(device, *args):
+        if delay:
+            time.sleep(delay)
+        log.append(label)
+    kernel.__name__ = label
+    return kernel
+
+
+def worker_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("hetlapack-")]
+
+
+@pytest.fixture
+def matrix():
+    return TiledMatrix(np.zeros((8, 8), order="F"), 2)
+
+
+def test_read_after_write_write_after_read_and_write_after_write_are_ordered(matrix):
+    log = []
+    with Runtime([CpuDevice(workers=2)]) as rt:
+        rt.insert(record(log, "w1", 0.05), writes=[matrix(0, 0)])
+        rt.insert(record(log, "r1", 0.02), reads=[matrix(0, 0)], writes=[matrix(1, 1)])
+        rt.insert(record(log, "r2", 0.02), reads=[matrix(0, 0)], writes=[matrix(2, 2)])
+        rt.insert(record(log, "w2"), writes=[matrix(0, 0)])
+        rt.insert(record(log, "w3"), writes=[matrix(0, 0)])
+    assert log[0] == "w1" and set(log[1:3]) == {"r1", "r2"} and log[3:] == ["w2", "w3"]
+
+
+def test_a_block_depends_on_the_tiles_it_covers(matrix):
+    log = []
+    with Runtime([CpuDevice(workers=2)]) as rt:
+        rt.insert(record(log, "tile", 0.05), writes=[matrix(3, 1)])
+        rt.insert(record(log, "block"), reads=[matrix.block(0, 4, 1, 2)], writes=[matrix(0, 0)])
+    assert log == ["tile", "block"]
+
+
+def test_ready_tasks_run_highest_priority_first(matrix):
+    log = []
+    gate = threading.Event()
+    with Runtime([CpuDevice(workers=1)]) as rt:
+        rt.insert(lambda device: gate.wait(5), writes=[matrix(0, 0)])
+        for p in (1, 5, 3):
+            rt.insert(record(log, f"p{p}"), reads=[matrix(0, 0)], writes=[matrix(p, p % 4)], priority=p)
+        gate.set()
+    assert log == ["p5", "p3", "p1"]
+
+
+def test_block_handles_are_views_of_the_tiles():
+    a = np.asfortranarray(np.arange(35.0).reshape(7, 5))
+    m = TiledMatrix(a, 3, 2)
+    assert (m.mt, m.nt) == (3, 3)
+    assert np.shares_memory(m(2, 2).host, a) and m(2, 2).host.shape == (1, 1)
+    assert m.block(1, 3, 0, 1).host.shape == (4, 2) and len(m.block(1, 3, 0, 2).parts) == 4
+    assert m(1, 1) == m.block(1, 2, 1, 2) and hash(m(1, 1)) == hash(m.block(1, 2, 1, 2))
+    with pytest.raises(ValueError, match="Fortran"):
+        TiledMatrix(np.zeros((3, 3)), 2)
+
+
+def test_owner_computes_follows_the_block_column_cyclic_layout(matrix):
+    devices = [CpuDevice(workers=1, name="cpu0"), CpuDevice(workers=1, name="cpu1")]
+    trace = Trace()
+    with Runtime(devices, placement=OwnerComputes(), trace=trace) as rt:
+        for j in range(4):
+            rt.insert(record([], "touch"), writes=[matrix(0, j)])
+    where = {e.tiles: e.device for e in trace.events}
+    assert where == {"A[0,0]": "cpu0", "A[0,1]": "cpu1", "A[0,2]": "cpu0", "A[0,3]": "cpu1"}
+
+
+def test_greedy_by_capability_feeds_the_faster_device_more(matrix):
+    fast, slow = CpuDevice(workers=1, name="fast"), CpuDevice(workers=1, name="slow")
+    fast.capability["blas3"], slow.capability["blas3"] = 30.0, 10.0
+    trace = Trace()
+    with Runtime([fast, slow], placement="capability", trace=trace) as rt:
+        for t in range(40):
+            rt.insert(record([], "gemm"), writes=[matrix(t % 4, t // 10)], flops=1e6)
+    counts = {"fast": 0, "slow": 0}
+    for e in trace.events:
+        counts[e.device] += 1
+    assert counts == {"fast": 30, "slow": 10}
+    assert isinstance(rt.placement, GreedyByCapability)
+
+
+def test_unknown_placement_is_a_value_error():
+    with pytest.raises(ValueError, match="placement"):
+        Runtime(placement="random")
+
+
+def test_data_moves_to_a_separate_memory_space_and_back():
+    a = np.asfortranarray(np.arange(16.0).reshape(4, 4))
+    host, fake = CpuDevice(workers=1), EmulatedAccelerator()
+    trace = Trace()
+
+    def double(device, tile):
+        tile *= 2
+
+    with Runtime([host, fake], trace=trace) as rt:
+        A = rt.matrix(a, 2)
+        rt.insert(double, A(0, 0), writes=[A(0, 0)], device=fake)
+        rt.insert(double, A(0, 0), writes=[A(0, 0)], device=fake)
+        rt.insert(double, A(0, 0), writes=[A(0, 0)], device=host)
+        rt.insert(double, A.block(0, 2, 1, 2), writes=[A.block(0, 2, 1, 2)], device=fake)
+    expected = np.arange(16.0).reshape(4, 4)
+    expected[:2, :2] *= 8
+    expected[:, 2:] *= 2
+    assert np.array_equal(a, expected)
+    assert [e.bytes_moved for e in trace.events if e.tiles == "A[0,0]"] == [32, 0, 32]
+    assert [e.bytes_moved for e in trace.events if e.tiles == "A[0:2,1]"] == [64 + 64]
+    assert fake.uploaded_bytes == 32 + 64 and fake.downloaded_bytes == 32 + 64
+
+
+def test_results_written_on_another_memory_space_are_flushed_home():
+    a = np.asfortranarray(np.ones((4, 4)))
+    with Runtime([EmulatedAccelerator()]) as rt:
+        A = rt.matrix(a, 2)
+        rt.insert(lambda device, tile: tile.fill(7), A(1, 1), writes=[A(1, 1)])
+    assert a[2:, 2:].tolist() == [[7, 7], [7, 7]] and a[:2].sum() == 8
+
+
+def test_trace_writes_chrome_json_and_a_gantt_png(tmp_path, matrix):
+    trace = Trace()
+    with Runtime([CpuDevice(workers=2)], trace=trace) as rt:
+        for j in range(4):
+            rt.insert(record([], "work", 0.01), writes=[matrix(0, j)])
+    assert len(trace.events) == 4 and trace.makespan > 0
+    events = json.loads(trace.to_chrome_json(tmp_path / "t.json").read_text())["traceEvents"]
+    assert {e["name"] for e in events} == {"work"} and all(e["ph"] == "X" and e["dur"] > 0 for e in events)
+    png = trace.plot(tmp_path / "t.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_failing_task_cancels_the_rest_and_reraises(matrix):
+    log = []
+
+    def explode(device):
+        raise ArithmeticError("injected")
+
+    with pytest.raises(ArithmeticError, match="injected"):
+        with Runtime([CpuDevice(workers=2)]) as rt:
+            rt.insert(record(log, "slow", 0.1), writes=[matrix(1, 1)])
+            rt.insert(explode, writes=[matrix(0, 0)])
+            for j in range(50):
+                rt.insert(record(log, "after"), reads=[matrix(0, 0)], writes=[matrix(2, j % 4)])
+    assert log == ["slow"]
+    assert worker_threads() == []
+    with Runtime() as rt:
+        rt.insert(record(log, "next"), writes=[matrix(0, 0)])
+    assert log[-1] == "next" and worker_threads() == []
+
+
+def test_an_exception_in_the_inserting_code_stops_the_workers(matrix):
+    with pytest.raises(KeyError):
+        with Runtime() as rt:
+            rt.insert(record([], "ok"), writes=[matrix(0, 0)])
+            raise KeyError("algorithm bug")
+    assert worker_threads() == []
+
+
+def test_blas_threads_never_oversubscribe():
+    assert threads_per_worker(2, cores=2) == 1
+    assert threads_per_worker(1, cores=8) == 8
+    assert threads_per_worker(3, cores=8) == 2
+    assert threads_per_worker(16, cores=2) == 1
+
+
+def test_blas_threads_are_capped_while_running_and_restored(matrix):
+    from threadpoolctl import threadpool_info
+
+    before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    seen = []
+    with Runtime([CpuDevice(workers=2)]) as rt:
+        rt.insert(lambda device: seen.extend(i["num_threads"] for i in threadpool_info()
+                                             if i["user_api"] == "blas"), writes=[matrix(0, 0)])
+    assert seen and set(seen) == {threads_per_worker(2)}
+    assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
