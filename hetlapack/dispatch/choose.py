@@ -128,6 +128,10 @@ _UNAVAILABLE: dict[str, Callable[[Request], str | None]] = {
 def _devices(path: str, options: Options) -> tuple:
     if options.devices is not None:
         return options.devices
+    if path == "hybrid":
+        from ..devices import available  # noqa: PLC0415 - probes for GPUs only when a hybrid plan is made
+
+        return tuple(device.name for device in available())
     return ("cpu",)
 
 
@@ -153,7 +157,7 @@ def choose(req: Request, options: Options | None = None) -> Plan:
     else:
         forced = False
         candidates = dict(predicted)
-        if "batched" in candidates and (req.core[1] > model.BATCHED_MAX_N
+        if "batched" in candidates and (max(req.core) > model.BATCHED_MAX_N[req.op]
                                         or req.dtype not in model.BATCHED_DEFAULT_DTYPES):
             del candidates["batched"]
         path = min(candidates, key=candidates.get)
@@ -171,7 +175,7 @@ def _reason(path: str, req: Request, predicted: dict[str, float]) -> str:
     others = {p: s for p, s in predicted.items() if p != path}
     if path == "batched":
         return (f"a stack of {req.batch} small matrices: one batched kernel beats {req.batch} LAPACK calls "
-                f"(batched kernels win up to n={model.BATCHED_MAX_N}, measured)")
+                f"(batched kernels win up to n={model.BATCHED_MAX_N[req.op]}, measured)")
     if path == "hybrid":
         return f"large enough that tiles on the runtime beat one LAPACK call ({_ratio(path, predicted)})"
     if not others:
@@ -179,8 +183,9 @@ def _reason(path: str, req: Request, predicted: dict[str, float]) -> str:
     if "batched" in predicted and req.dtype not in model.BATCHED_DEFAULT_DTYPES:
         return (f"{req.dtype} stacks stay on LAPACK so results match it to the last bit "
                 "(force path='batched' for the batched kernels)")
-    if req.batch > 1 and req.core[1] > model.BATCHED_MAX_N and "batched" in predicted:
-        return f"matrices of order {req.core[1]} > {model.BATCHED_MAX_N}: a LAPACK call per matrix wins (measured)"
+    if "batched" in predicted and max(req.core) > model.BATCHED_MAX_N[req.op]:
+        return (f"matrices of order {max(req.core)} > {model.BATCHED_MAX_N[req.op]}: "
+                "a LAPACK call per matrix wins (measured)")
     return f"one LAPACK call is cheapest at this size ({_ratio(path, predicted)})"
 
 

@@ -47,8 +47,9 @@ RUNTIME_TASK_OVERHEAD_S = 1.5e-5
 #: Host memory copy bandwidth, bytes/s (the roofline bound of the batched path; seed 004 §4.1).
 MEMORY_BANDWIDTH_BPS = 25.4e9
 
-#: How far the batched kernels run above the bandwidth bound (measured ns/matrix over bound, benchmarks/test_batched_*).
-BATCHED_OVER_BOUND = 3.0
+#: How far the batched kernels run above the bandwidth bound (measured ns/matrix over bound, benchmarks/test_batched.py:
+#: 2-4x for Cholesky and LU at n = 8..32, 5-20x for QR).
+BATCHED_OVER_BOUND = {"potrf": 3.0, "getrf": 3.5, "geqrf": 8.0, "potrs": 3.0, "getrs": 3.5}
 
 #: dtypes the batched path takes by default. In single precision its results differ from LAPACK's in the last
 #: bit (a different, not worse, rounding order), and SciPy's own batch tests demand agreement with a loop of LAPACK
@@ -56,8 +57,9 @@ BATCHED_OVER_BOUND = 3.0
 #: forced with ``hetlapack.using(path="batched")``.
 BATCHED_DEFAULT_DTYPES = frozenset(np.dtype(c) for c in "dD")
 
-#: Largest matrix order for which the batched kernels beat a loop of LAPACK calls (measured crossover).
-BATCHED_MAX_N = 64
+#: Largest matrix order for which the batched kernels beat a loop of LAPACK calls (measured crossover at B = 2000:
+#: Cholesky ties NumPy's loop at 48-64 and loses at 96, LU beats SciPy's loop through 64, QR ties NumPy at 48).
+BATCHED_MAX_N = {"potrf": 64, "getrf": 64, "geqrf": 32, "potrs": 64, "getrs": 64}
 
 _COMPLEX_FLOP_FACTOR = 4.0
 
@@ -143,4 +145,4 @@ def predict_batched(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> flo
     """Seconds for the batched kernels: the memory-bandwidth roofline (read + write every matrix) times the
     measured distance from it."""
     bytes_moved = 2 * batch * m * n * dtype.itemsize
-    return BATCHED_OVER_BOUND * bytes_moved / MEMORY_BANDWIDTH_BPS
+    return BATCHED_OVER_BOUND[op] * bytes_moved / MEMORY_BANDWIDTH_BPS

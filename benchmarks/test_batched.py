@@ -1,0 +1,113 @@
+"""Batched small-matrix factorizations: hetlapack's kernels beside NumPy, torch and SciPy on the same stacks.
+
+Run ``pytest benchmarks/test_batched.py --benchmark-only --benchmark-json=batched.json``. Each benchmark group is
+one (operation, dtype, n, batch) case; every row records in ``extra_info`` its ns/matrix, achieved GB/s (minimal
+bytes read + written over the time) and the roofline bound of seed 004 §4.1 (those bytes over the measured copy
+bandwidth), so ratios are read within one run on one machine. torch (benchmark-only peer) is skipped when absent;
+SciPy's Python loop runs only at the smaller batch (its per-matrix cost does not depend on the batch). Cases whose
+input exceeds ``MAX_INPUT_BYTES`` are skipped to keep the suite within minutes and memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+from threadpoolctl import threadpool_limits
+
+from hetlapack.batched import kernels
+from hetlapack.testing.matrices import random_matrix
+
+SIZES = [2, 4, 8, 16, 32, 64]
+BATCHES = [10_000, 100_000]
+DTYPES = [np.float64, np.float32]
+MAX_INPUT_BYTES = 1 << 30
+THREADS = 2
+
+
+@functools.cache
+def copy_bandwidth() -> float:
+    """Bytes per second of a large in-memory copy (read + write), the roofline's beta, best of five."""
+    source = np.ones(1 << 26, dtype=np.uint8)
+    target = np.empty_like(source)
+    best = np.inf
+    for _ in range(5):
+        start = time.perf_counter()
+        np.copyto(target, source)
+        best = min(best, time.perf_counter() - start)
+    return 2 * source.nbytes / best
+
+
+@functools.lru_cache(maxsize=2)
+def stack(kind: str, dtype: type, n: int, batch: int) -> np.ndarray:
+    """A read-only stack of ``batch`` random (``kind='general'``) or SPD matrices of order ``n``."""
+    a = random_matrix((batch, n, n), dtype, seed=n)
+    if kind == "spd":
+        a = a @ np.swapaxes(a, -1, -2) / n + np.eye(n, dtype=dtype)
+    a.flags.writeable = False
+    return a
+
+
+def _torch(name: str):
+    """torch.linalg's ``name`` on its own thread pool, taking a tensor prepared outside the timing."""
+    torch = pytest.importorskip("torch")
+    torch.set_num_threads(THREADS)
+    return lambda a: torch.from_numpy(a.copy()), getattr(torch.linalg, name)
+
+
+def _ours_qr(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Q, R) as numpy.linalg.qr's reduced mode returns them."""
+    qr, tau = kernels.geqrf(a)
+    return kernels.orgqr(qr, tau, min(a.shape[-2:])), np.triu(qr[..., : min(a.shape[-2:]), :])
+
+
+def _same(a: np.ndarray) -> np.ndarray:
+    return a
+
+
+#: For each operation and peer, a factory of ``(prepare, call)``: ``prepare`` converts the stack to the peer's
+#: array type outside the timing, ``call`` factorizes it as that library returns it.
+PEERS = {
+    "cholesky": {"hetlapack": lambda: (_same, lambda a: kernels.potrf(a, lower=True, clean=True)),
+                 "numpy": lambda: (_same, np.linalg.cholesky), "torch": lambda: _torch("cholesky"),
+                 "scipy": lambda: (_same, lambda a: sla.cholesky(a, lower=True))},
+    "lu": {"hetlapack": lambda: (_same, kernels.getrf), "torch": lambda: _torch("lu_factor"),
+           "scipy": lambda: (_same, sla.lu_factor)},
+    "qr": {"hetlapack": lambda: (_same, _ours_qr), "numpy": lambda: (_same, np.linalg.qr),
+           "torch": lambda: _torch("qr"), "scipy": lambda: (_same, lambda a: sla.qr(a, mode="economic"))},
+}
+
+
+#: Elements written per matrix for each operation's results (Q and R for QR), for the roofline's byte count.
+OUTPUT_MATRICES = {"cholesky": 1, "lu": 1, "qr": 2}
+
+CASES = [(op, peer) for op, peers in PEERS.items() for peer in peers]
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize(("op", "peer"), CASES)
+def test_batched(benchmark, op, peer, dtype, n, batch):
+    itemsize = np.dtype(dtype).itemsize
+    if batch * n * n * itemsize > MAX_INPUT_BYTES:
+        pytest.skip("input larger than MAX_INPUT_BYTES")
+    if peer == "scipy" and batch != min(BATCHES):
+        pytest.skip("SciPy's per-matrix loop is measured at the smaller batch only")
+    prepare, call = PEERS[op][peer]()
+    a = prepare(stack("spd" if op == "cholesky" else "general", dtype, n, batch))
+    benchmark.group = f"{op} {np.dtype(dtype).name} n={n} B={batch}"
+    with threadpool_limits(THREADS):
+        call(a)
+        benchmark.pedantic(call, args=(a,), rounds=3 if batch * n * n > 10**7 else 5, warmup_rounds=1)
+    moved = batch * n * n * itemsize * (1 + OUTPUT_MATRICES[op])
+    seconds = benchmark.stats.stats.min
+    benchmark.extra_info.update({
+        "ns_per_matrix": seconds / batch * 1e9,
+        "achieved_GBps": moved / seconds / 1e9,
+        "bound_ns_per_matrix": moved / copy_bandwidth() / batch * 1e9,
+        "copy_GBps": copy_bandwidth() / 1e9,
+    })

@@ -1,0 +1,125 @@
+"""Compiled batched Householder QR (``geqrf``) and explicit Q (``orgqr``) over the interleaved chunk layout.
+
+The reflectors follow LAPACK's ``larfg`` convention exactly (``beta = -sign(Re alpha) ||(alpha, x)||``,
+``tau = (beta - alpha) / beta``, ``v = x / (alpha - beta)``, ``tau = 0`` when ``x = 0`` and ``alpha`` is real), so
+``R``'s signs and the stored reflectors match SciPy's. ``geqr2`` applies ``H^H`` to the trailing columns; ``org2r``
+accumulates ``Q = H_0 H_1 ... H_{k-1}`` backwards from the identity.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ._interleave import JIT_OPTIONS, chunk_range, gather, scatter
+
+
+@numba.njit(**JIT_OPTIONS)
+def _factor_chunk(buf, tau, norm, dots):
+    """Householder QR of the interleaved ``m x n`` matrices in ``buf``; ``tau[k, lane]`` as LAPACK's geqrf."""
+    m, n, lanes = buf.shape
+    for k in range(min(m, n)):
+        for lane in range(lanes):
+            norm[lane] = 0.0
+        for i in range(k + 1, m):
+            for lane in range(lanes):
+                norm[lane] += buf[i, k, lane].real ** 2 + buf[i, k, lane].imag ** 2
+        for lane in range(lanes):
+            alpha = buf[k, k, lane]
+            if norm[lane] == 0.0 and alpha.imag == 0.0:
+                tau[k, lane] = 0.0
+                dots[lane] = 0.0
+            else:
+                beta = -math.copysign(math.sqrt(alpha.real ** 2 + alpha.imag ** 2 + norm[lane]), alpha.real)
+                tau[k, lane] = (beta - alpha) / beta
+                dots[lane] = 1.0 / (alpha - beta)
+                buf[k, k, lane] = beta
+        for i in range(k + 1, m):
+            for lane in range(lanes):
+                buf[i, k, lane] *= dots[lane]
+        for j in range(k + 1, n):
+            for lane in range(lanes):
+                dots[lane] = buf[k, j, lane]
+            for i in range(k + 1, m):
+                for lane in range(lanes):
+                    dots[lane] += np.conj(buf[i, k, lane]) * buf[i, j, lane]
+            for lane in range(lanes):
+                dots[lane] *= np.conj(tau[k, lane])
+                buf[k, j, lane] -= dots[lane]
+            for i in range(k + 1, m):
+                for lane in range(lanes):
+                    buf[i, j, lane] -= buf[i, k, lane] * dots[lane]
+
+
+@numba.njit(parallel=True, **JIT_OPTIONS)
+def geqrf_stack(a, out, tau, lanes, threads):
+    """QR-factorize every matrix of the 3-D stack ``a`` into ``out`` (R and reflectors) and ``tau``."""
+    batch, m, n = a.shape
+    chunks = (batch + lanes - 1) // lanes
+    for thread in numba.prange(threads):
+        start, stop = chunk_range(thread, threads, chunks)
+        buf = np.empty((m, n, lanes), dtype=out.dtype)
+        chunk_tau = np.empty((min(m, n), lanes), dtype=out.dtype)
+        norm = np.empty(lanes, dtype=out.real.dtype)
+        dots = np.empty(lanes, dtype=out.dtype)
+        for chunk in range(start, stop):
+            first = chunk * lanes
+            count = gather(a, first, buf)
+            _factor_chunk(buf, chunk_tau, norm, dots)
+            scatter(buf, count, out, first)
+            for lane in range(count):
+                for k in range(min(m, n)):
+                    tau[first + lane, k] = chunk_tau[k, lane]
+
+
+@numba.njit(**JIT_OPTIONS)
+def _build_q_chunk(reflectors, tau, q, dots):
+    """``q[:, :, lane]`` = first columns of ``H_0 ... H_{k-1}`` from interleaved reflectors (LAPACK org2r)."""
+    m, ncols, lanes = q.shape
+    k = tau.shape[0]
+    for i in range(m):
+        for j in range(ncols):
+            for lane in range(lanes):
+                q[i, j, lane] = 1.0 if i == j else 0.0
+    for r in range(k - 1, -1, -1):
+        for j in range(r + 1, ncols):
+            for lane in range(lanes):
+                dots[lane] = q[r, j, lane]
+            for i in range(r + 1, m):
+                for lane in range(lanes):
+                    dots[lane] += np.conj(reflectors[i, r, lane]) * q[i, j, lane]
+            for lane in range(lanes):
+                dots[lane] *= tau[r, lane]
+                q[r, j, lane] -= dots[lane]
+            for i in range(r + 1, m):
+                for lane in range(lanes):
+                    q[i, j, lane] -= reflectors[i, r, lane] * dots[lane]
+        for i in range(r + 1, m):
+            for lane in range(lanes):
+                q[i, r, lane] = -tau[r, lane] * reflectors[i, r, lane]
+        for lane in range(lanes):
+            q[r, r, lane] = 1.0 - tau[r, lane]
+
+
+@numba.njit(parallel=True, **JIT_OPTIONS)
+def orgqr_stack(qr, tau, out, lanes, threads):
+    """Explicit ``Q`` (batch, m, ncols) of every factorization from its reflectors ``qr[:, :, :k]`` and ``tau``."""
+    batch, m, k = qr.shape
+    ncols = out.shape[2]
+    chunks = (batch + lanes - 1) // lanes
+    for thread in numba.prange(threads):
+        start, stop = chunk_range(thread, threads, chunks)
+        reflectors = np.empty((m, k, lanes), dtype=out.dtype)
+        chunk_tau = np.zeros((k, lanes), dtype=out.dtype)
+        q = np.empty((m, ncols, lanes), dtype=out.dtype)
+        dots = np.empty(lanes, dtype=out.dtype)
+        for chunk in range(start, stop):
+            first = chunk * lanes
+            count = gather(qr, first, reflectors)
+            for lane in range(count):
+                for r in range(k):
+                    chunk_tau[r, lane] = tau[first + lane, r]
+            _build_q_chunk(reflectors, chunk_tau, q, dots)
+            scatter(q, count, out, first)

@@ -1,0 +1,179 @@
+"""Batched LAPACK kernels for stacks ``(..., m, n)`` of small matrices: the entry points dispatch calls.
+
+Every kernel computes per matrix what LAPACK computes (same pivots, reflector signs, info codes), never modifies its
+inputs, and returns C-ordered outputs. The compiled loops live in ``_cholesky``, ``_lu`` and ``_qr``; this module
+shapes the stacks, allocates the outputs and picks, by a lookup table keyed on dtype, the kernel compiled for it.
+Each kernel is compiled once per dtype (inputs typed as read-only arrays of any layout, so C, Fortran, strided and
+read-only stacks share one machine-code version) and cached on disk.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+
+import numba
+import numpy as np
+from numba import types
+
+from . import _cholesky, _lu, _qr
+from ._interleave import JIT_OPTIONS, as_stack, lanes_for
+
+#: The dtypes the kernels compute in (LAPACK's s, d, c, z).
+LAPACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64), np.dtype(np.complex128))
+
+#: Integer type of pivots and info codes (LAPACK's ``INTEGER``).
+INDEX_DTYPE = np.dtype(np.int32)
+
+_INDEX = types.int32
+_COUNT = types.intp
+
+#: Argument kinds of each compiled kernel: ``in`` arrays are read-only of any layout, ``out`` arrays C-ordered.
+_ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
+    "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "count", "count")),
+    "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
+    "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "count", "count")),
+    "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "count", "count")),
+    "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count", "count")),
+    "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count", "count")),
+}
+
+
+def _numba_type(kind: str, scalar: types.Type) -> types.Type:
+    table = {
+        "in3": types.Array(scalar, 3, "A", readonly=True),
+        "out3": types.Array(scalar, 3, "C"),
+        "tau_out": types.Array(scalar, 2, "C"),
+        "tau_in": types.Array(scalar, 2, "A", readonly=True),
+        "piv_out": types.Array(_INDEX, 2, "C"),
+        "piv_in": types.Array(_INDEX, 2, "A", readonly=True),
+        "info": types.Array(_INDEX, 1, "C"),
+        "bool": types.boolean,
+        "count": _COUNT,
+    }
+    return table[kind]
+
+
+@functools.cache
+def compiled(op: str, dtype: np.dtype) -> Callable:
+    """The kernel of ``op`` compiled (or loaded from the disk cache) for ``dtype``.
+
+    The kernel's Python function is compiled again with one explicit signature whose inputs are read-only arrays
+    of any layout, so C, Fortran, strided and read-only stacks all run one machine-code version (numba converts
+    the others to it) instead of compiling one each.
+    """
+    dispatcher, kinds = _ARGUMENTS[op]
+    scalar = numba.from_dtype(dtype)
+    signature = types.none(*(_numba_type(kind, scalar) for kind in kinds))
+    return numba.njit(signature, parallel=True, **JIT_OPTIONS)(dispatcher.py_func)
+
+
+def _check_dtype(a: np.ndarray) -> None:
+    if a.dtype not in LAPACK_DTYPES:
+        raise TypeError(f"batched kernels take float32, float64, complex64 or complex128 arrays, not {a.dtype}")
+
+
+def _threads(batch: int, lanes: int) -> int:
+    """Threads worth starting: numba's pool size, but no more than there are chunks of ``lanes`` matrices."""
+    return max(1, min(numba.get_num_threads(), math.ceil(batch / lanes)))
+
+
+def _launch(op: str, dtype: np.dtype, batch: int, m: int, n: int, *arrays) -> None:
+    lanes = lanes_for(m, n, dtype.itemsize)
+    compiled(op, dtype)(*arrays, lanes, _threads(batch, lanes))
+
+
+def potrf(a: np.ndarray, *, lower: bool, clean: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Cholesky factors of a stack of Hermitian positive definite matrices, and LAPACK's ``info`` per matrix.
+
+    The factor is in the ``lower`` (else upper) triangle; the other triangle is zero if ``clean``, else the input's.
+    ``info[i] = k > 0`` means the k-th leading minor of matrix ``i`` is not positive definite; the rest of that
+    matrix's result is then unspecified.
+    """
+    _check_dtype(a)
+    n = a.shape[-1]
+    stack = as_stack(a)
+    out = np.empty(stack.shape, dtype=a.dtype)
+    info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
+    if out.size:
+        _launch("potrf", a.dtype, stack.shape[0], n, n, stack, bool(lower), bool(clean), out, info)
+    return out.reshape(a.shape), info.reshape(a.shape[:-2])
+
+
+def getrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """LU with partial pivoting of a stack: packed ``lu``, 0-based LAPACK pivots (int32) and ``info`` per matrix.
+
+    ``info[i] = k > 0`` means ``U[k-1, k-1]`` of matrix ``i`` is exactly zero (the factorization is still complete).
+    """
+    _check_dtype(a)
+    m, n = a.shape[-2:]
+    stack = as_stack(a)
+    out = np.empty(stack.shape, dtype=a.dtype)
+    piv = np.empty((stack.shape[0], min(m, n)), dtype=INDEX_DTYPE)
+    info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
+    if out.size:
+        _launch("getrf", a.dtype, stack.shape[0], m, n, stack, out, piv, info)
+    return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
+
+
+def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Householder QR of a stack in LAPACK's geqrf storage: R and the reflectors in ``qr``, and ``tau``."""
+    _check_dtype(a)
+    m, n = a.shape[-2:]
+    stack = as_stack(a)
+    out = np.empty(stack.shape, dtype=a.dtype)
+    tau = np.zeros((stack.shape[0], min(m, n)), dtype=a.dtype)
+    if out.size:
+        _launch("geqrf", a.dtype, stack.shape[0], m, n, stack, out, tau)
+    return out.reshape(a.shape), tau.reshape((*a.shape[:-2], min(m, n)))
+
+
+def orgqr(qr: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray:
+    """The first ``ncols`` columns of ``Q = H_0 ... H_{k-1}`` from ``geqrf``'s output; shape ``(..., m, ncols)``."""
+    _check_dtype(qr)
+    m, k = qr.shape[-2], tau.shape[-1]
+    if not k <= ncols <= m or k > qr.shape[-1]:
+        raise ValueError(f"orgqr needs k <= ncols <= m and k <= n; got m={m}, n={qr.shape[-1]}, k={k}, ncols={ncols}")
+    reflectors = as_stack(qr[..., :k])
+    taus = np.asarray(tau, dtype=qr.dtype).reshape((reflectors.shape[0], k))
+    out = np.empty((reflectors.shape[0], m, ncols), dtype=qr.dtype)
+    if out.size:
+        _launch("orgqr", qr.dtype, out.shape[0], m, ncols, reflectors, taus, out)
+    return out.reshape((*qr.shape[:-2], m, ncols))
+
+
+def _broadcast_solve(factor: np.ndarray, b: np.ndarray, *extra: np.ndarray):
+    """Broadcast the batch dimensions of a factor stack, a right-hand-side stack and per-matrix extras."""
+    dtype = np.result_type(factor.dtype, b.dtype)
+    batch = np.broadcast_shapes(factor.shape[:-2], b.shape[:-2], *(e.shape[:-1] for e in extra))
+    factor = np.broadcast_to(factor.astype(dtype, copy=False), (*batch, *factor.shape[-2:]))
+    b = np.broadcast_to(b.astype(dtype, copy=False), (*batch, *b.shape[-2:]))
+    extra = tuple(np.broadcast_to(e, (*batch, e.shape[-1])) for e in extra)
+    return batch, dtype, factor, b, extra
+
+
+def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool) -> np.ndarray:
+    """Solve ``A X = B`` per matrix from the Cholesky factor ``c`` of ``A``; ``b`` is ``(..., n, k)``."""
+    batch, dtype, c, b, _ = _broadcast_solve(c, b)
+    _check_dtype(c)
+    n, nrhs = b.shape[-2:]
+    out = np.empty((math.prod(batch), n, nrhs), dtype=dtype)
+    if out.size:
+        _launch("potrs", dtype, out.shape[0], n, n, as_stack(c), bool(lower), as_stack(b), out)
+    return out.reshape((*batch, n, nrhs))
+
+
+def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int) -> np.ndarray:
+    """Solve ``op(A) X = B`` per matrix from ``getrf``'s ``lu`` and 0-based ``piv``; ``op`` is ``A``, ``A^T``,
+    ``A^H`` for ``trans`` 0, 1, 2 (as ``scipy.linalg.lu_solve``)."""
+    if trans not in (0, 1, 2):
+        raise ValueError("trans must be 0, 1 or 2")
+    batch, dtype, lu, b, (piv,) = _broadcast_solve(lu, b, np.asarray(piv))
+    _check_dtype(lu)
+    n, nrhs = b.shape[-2:]
+    out = np.empty((math.prod(batch), n, nrhs), dtype=dtype)
+    if out.size:
+        pivots = np.asarray(piv, dtype=INDEX_DTYPE).reshape(-1, n)
+        _launch("getrs", dtype, out.shape[0], n, n, as_stack(lu), pivots, as_stack(b), int(trans), out)
+    return out.reshape((*batch, n, nrhs))

@@ -1,0 +1,206 @@
+"""The stacked kernels of ``hetlapack.batched.kernels`` against SciPy/LAPACK, matrix by matrix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+from scipy.linalg import lapack
+
+from hetlapack.batched import kernels
+from hetlapack.testing import cholesky_residual, ill_conditioned, lu_residual, orthogonality_residual, qr_residual
+from hetlapack.testing.matrices import LAPACK_DTYPES, random_matrix, spd
+
+DTYPES = [np.dtype(d) for d in LAPACK_DTYPES]
+#: Sizes 1, primes, and batches that leave a partial last chunk of lanes.
+SIZES = [1, 2, 7, 13]
+BATCH = 37
+RESIDUAL_LIMIT = 50
+
+
+def _tolerance(dtype: np.dtype, n: int) -> float:
+    return 100 * max(n, 1) * np.finfo(dtype).eps
+
+
+def _layouts(a: np.ndarray) -> dict[str, np.ndarray]:
+    """The same stack as C order, Fortran order, a non-contiguous view and a read-only array."""
+    strided = np.empty((a.shape[0] * 2, *a.shape[1:]), dtype=a.dtype)[::2]
+    strided[...] = a
+    readonly = a.copy()
+    readonly.flags.writeable = False
+    return {"C": np.ascontiguousarray(a), "F": np.asfortranarray(a), "strided": strided, "readonly": readonly}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("lower", [True, False])
+def test_potrf_matches_scipy_per_matrix(dtype, n, lower):
+    a = spd(n, dtype, seed=n, batch=(BATCH,))
+    c, info = kernels.potrf(a, lower=lower, clean=True)
+    assert c.shape == a.shape and c.dtype == dtype and not info.any()
+    for a_i, c_i in zip(a, c):
+        assert cholesky_residual(a_i, c_i, lower) < RESIDUAL_LIMIT
+        np.testing.assert_allclose(c_i, sla.cholesky(a_i, lower=lower), atol=_tolerance(dtype, n))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("layout", ["C", "F", "strided", "readonly"])
+def test_potrf_layouts_and_input_untouched(dtype, layout):
+    a = _layouts(spd(6, dtype, seed=1, batch=(BATCH,)))[layout]
+    before = a.copy()
+    c, _ = kernels.potrf(a, lower=True, clean=False)
+    np.testing.assert_array_equal(a, before)
+    np.testing.assert_array_equal(np.triu(c, 1), np.triu(a, 1))
+    np.testing.assert_allclose(np.tril(c), np.linalg.cholesky(a), atol=_tolerance(dtype, 6))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_potrf_info_names_failing_matrices_like_lapack(dtype):
+    a = spd(5, dtype, seed=2, batch=(BATCH,))
+    a[3, 2, 2] = -1.0
+    a[20] = -np.eye(5)
+    a[36, 4, 4] = 0.0
+    a[36, 4, :4] = a[36, :4, 4] = 1.0
+    _, info = kernels.potrf(a, lower=True, clean=True)
+    potrf = lapack.get_lapack_funcs("potrf", dtype=dtype)
+    expected = [potrf(a_i, lower=True)[1] for a_i in a]
+    np.testing.assert_array_equal(info, expected)
+    assert set(np.flatnonzero(info)) == {3, 20, 36}
+
+
+def test_potrf_ill_conditioned_residual():
+    a = ill_conditioned(12, cond=1e10, hermitian=True)
+    c, info = kernels.potrf(np.stack([a, a.T.copy()]), lower=True, clean=True)
+    assert not info.any()
+    assert max(cholesky_residual(a, c_i, True) for c_i in c) < RESIDUAL_LIMIT
+
+
+@pytest.mark.parametrize("shape", [(0, 4, 4), (3, 0, 0), (2, 0, 5, 5)])
+def test_empty_batches_and_zero_size_matrices(shape):
+    a = np.zeros(shape)
+    c, info = kernels.potrf(a, lower=True, clean=True)
+    lu, piv, lu_info = kernels.getrf(a)
+    qr, tau = kernels.geqrf(a)
+    assert c.shape == lu.shape == qr.shape == shape
+    assert info.shape == lu_info.shape == shape[:-2]
+    assert piv.shape == tau.shape == (*shape[:-2], shape[-1])
+    assert kernels.orgqr(qr, tau, shape[-1]).shape == shape
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(1, 1), (7, 7), (13, 13), (9, 4), (4, 9)])
+def test_getrf_pivots_and_factors_equal_lapack(dtype, shape):
+    a = random_matrix((BATCH, *shape), dtype, seed=sum(shape))
+    lu, piv, info = kernels.getrf(a)
+    getrf = lapack.get_lapack_funcs("getrf", dtype=dtype)
+    for a_i, lu_i, piv_i in zip(a, lu, piv):
+        lu_ref, piv_ref, _ = getrf(a_i)
+        np.testing.assert_array_equal(piv_i, piv_ref)
+        np.testing.assert_allclose(lu_i, lu_ref, atol=_tolerance(dtype, max(shape)))
+        assert lu_residual(a_i, lu_i, piv_i) < RESIDUAL_LIMIT
+    assert piv.dtype == np.int32 and not info.any()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_getrf_singular_members_and_pivot_ties(dtype):
+    a = random_matrix((BATCH, 6, 6), dtype, seed=3)
+    a[5, :, 2] = 0.0
+    a[17] = 0.0
+    ties = np.array([[1, 2, 0], [-1, 1, 1], [1, 0, 3]], dtype=dtype)
+    if dtype.kind == "c":
+        ties[2, 0] = 0.6 + 0.6j  # |re| + |im| = 1.2 beats |x| = 1, as LAPACK's i?amax ranks
+    a[30] = np.eye(6, dtype=dtype)
+    a[30, :3, :3] = ties
+    lu, piv, info = kernels.getrf(a)
+    getrf = lapack.get_lapack_funcs("getrf", dtype=dtype)
+    for index, a_i in enumerate(a):
+        lu_ref, piv_ref, info_ref = getrf(a_i)
+        assert info[index] == info_ref
+        np.testing.assert_array_equal(piv[index], piv_ref)
+        np.testing.assert_allclose(lu[index], lu_ref, atol=_tolerance(dtype, 6))
+    assert set(np.flatnonzero(info)) == {5, 17}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("layout", ["F", "strided", "readonly"])
+def test_getrf_geqrf_layouts_and_input_untouched(dtype, layout):
+    a = _layouts(random_matrix((BATCH, 5, 5), dtype, seed=4))[layout]
+    before = a.copy()
+    lu, piv, _ = kernels.getrf(a)
+    qr, tau = kernels.geqrf(a)
+    np.testing.assert_array_equal(a, before)
+    lu_ref, piv_ref = sla.lu_factor(before[7])
+    np.testing.assert_array_equal(piv[7], piv_ref)
+    np.testing.assert_allclose(lu[7], lu_ref, atol=_tolerance(dtype, 5))
+    np.testing.assert_allclose(qr[7], sla.qr(before[7], mode="raw")[0][0], atol=_tolerance(dtype, 5))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(1, 1), (7, 7), (13, 5), (5, 13)])
+def test_geqrf_orgqr_match_scipy(dtype, shape):
+    a = random_matrix((BATCH, *shape), dtype, seed=5)
+    qr, tau = kernels.geqrf(a)
+    m, n = shape
+    q_full = kernels.orgqr(qr, tau, m)
+    q_economic = kernels.orgqr(qr, tau, min(m, n))
+    atol = _tolerance(dtype, max(shape))
+    for index in (0, 11, BATCH - 1):
+        (qr_ref, tau_ref), _ = sla.qr(a[index], mode="raw")
+        np.testing.assert_allclose(qr[index], qr_ref, atol=atol)
+        np.testing.assert_allclose(tau[index], tau_ref, atol=atol)
+        q_ref, r_ref = sla.qr(a[index])
+        np.testing.assert_allclose(q_full[index], q_ref, atol=atol)
+        np.testing.assert_allclose(q_economic[index], sla.qr(a[index], mode="economic")[0], atol=atol)
+        assert qr_residual(a[index], q_full[index], np.triu(qr[index])) < RESIDUAL_LIMIT
+        assert orthogonality_residual(q_full[index]) < RESIDUAL_LIMIT
+
+
+def test_geqrf_zero_column_gives_zero_tau():
+    a = random_matrix((3, 4, 3), np.float64, seed=6)
+    a[1, 1:, 0] = 0.0
+    _, tau = kernels.geqrf(a)
+    assert tau[1, 0] == 0.0
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("lower", [True, False])
+def test_potrs_broadcasts_batch_dimensions(dtype, lower):
+    a = spd(6, dtype, seed=7, batch=(3, 1))
+    b = random_matrix((1, 4, 6, 2), dtype, seed=8)
+    c, _ = kernels.potrf(a, lower=lower, clean=False)
+    x = kernels.potrs(c, b, lower=lower)
+    assert x.shape == (3, 4, 6, 2)
+    np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=0, atol=1e3 * np.finfo(dtype).eps)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("trans", [0, 1, 2])
+def test_getrs_matches_lu_solve(dtype, trans):
+    a = random_matrix((BATCH, 7, 7), dtype, seed=9) + 3 * np.eye(7, dtype=dtype)
+    b = random_matrix((BATCH, 7, 3), dtype, seed=10)
+    lu, piv, _ = kernels.getrf(a)
+    before = b.copy()
+    x = kernels.getrs(lu, piv, b, trans=trans)
+    np.testing.assert_array_equal(b, before)
+    for index in range(BATCH):
+        expected = sla.lu_solve((lu[index], piv[index]), b[index], trans=trans)
+        np.testing.assert_allclose(x[index], expected, atol=1e3 * np.finfo(dtype).eps)
+
+
+def test_getrs_broadcasts_one_factorization_over_many_right_hand_sides():
+    a = random_matrix((7, 7), np.float64, seed=11) + 3 * np.eye(7)
+    lu, piv, _ = kernels.getrf(a[None])
+    b = random_matrix((5, 7, 1), np.float64, seed=12)
+    x = kernels.getrs(lu, piv, b, trans=0)
+    np.testing.assert_allclose(a @ x, b, atol=1e-13)
+
+
+def test_kernels_reject_non_lapack_dtypes_and_bad_arguments():
+    with pytest.raises(TypeError, match="float32, float64"):
+        kernels.potrf(np.eye(3, dtype=np.int64)[None], lower=True, clean=True)
+    lu, piv, _ = kernels.getrf(np.eye(3)[None])
+    with pytest.raises(ValueError, match="trans"):
+        kernels.getrs(lu, piv, np.ones((1, 3, 1)), trans=3)
+    qr, tau = kernels.geqrf(np.ones((1, 4, 2)))
+    with pytest.raises(ValueError, match="ncols"):
+        kernels.orgqr(qr, tau, 5)

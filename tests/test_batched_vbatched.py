@@ -1,0 +1,147 @@
+"""The variable-size list API of ``hetlapack.batched`` against SciPy, matrix by matrix."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+from numpy.linalg import LinAlgError
+from scipy.linalg import LinAlgWarning
+
+from hetlapack import batched
+from hetlapack.testing.matrices import LAPACK_DTYPES, random_matrix, spd
+
+
+def _mixed_spd() -> list[np.ndarray]:
+    """SPD matrices of several sizes and all four dtypes, interleaved so groups are not contiguous."""
+    return [spd(n, dtype, seed=index) for index, (n, dtype) in
+            enumerate((n, dtype) for n in (1, 5, 3, 8, 5) for dtype in LAPACK_DTYPES)]
+
+
+def _mixed_general() -> list[np.ndarray]:
+    shapes = [(4, 4), (1, 1), (6, 3), (3, 6), (4, 4), (7, 7)]
+    return [random_matrix(shape, dtype, seed=index)
+            for index, (shape, dtype) in enumerate((s, d) for s in shapes for d in LAPACK_DTYPES)]
+
+
+def _close(actual: np.ndarray, expected: np.ndarray) -> None:
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype
+    np.testing.assert_allclose(actual, expected, atol=200 * np.finfo(expected.dtype).eps)
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_cholesky_variable_sizes_match_scipy(lower):
+    mats = _mixed_spd()
+    for a, c in zip(mats, batched.cholesky(mats, lower=lower)):
+        _close(c, sla.cholesky(a, lower=lower))
+
+
+def test_cholesky_names_first_failing_matrix_or_returns_info():
+    mats = _mixed_spd()
+    mats[17] = mats[17].copy()
+    mats[17][2, 2] = -5.0
+    mats[9] = -mats[9]
+    originals = [a.copy() for a in mats]
+    with pytest.raises(LinAlgError, match=r"^matrix 9: 1-th leading minor of the array is not positive definite$"):
+        batched.cholesky(mats)
+    factors, info = batched.cholesky(mats, return_info=True)
+    assert info.dtype == np.int32 and info.shape == (len(mats),)
+    assert np.flatnonzero(info).tolist() == [9, 17] and info[17] == 3
+    _close(factors[0], sla.cholesky(mats[0]))
+    for a, before in zip(mats, originals):
+        np.testing.assert_array_equal(a, before)
+
+
+def test_lu_factor_variable_shapes_match_scipy():
+    mats = _mixed_general()
+    for a, (lu, piv) in zip(mats, batched.lu_factor(mats)):
+        lu_ref, piv_ref = sla.lu_factor(a)
+        _close(lu, lu_ref)
+        np.testing.assert_array_equal(piv, piv_ref)
+
+
+def test_lu_factor_warns_per_singular_matrix_unless_info_requested():
+    mats = [np.eye(3), np.zeros((2, 2)), np.array([[1.0, 2.0], [2.0, 4.0]])]
+    with pytest.warns(LinAlgWarning) as record:
+        batched.lu_factor(mats)
+    assert [str(w.message) for w in record] == [
+        "matrix 1: Diagonal number 1 is exactly zero. Singular matrix.",
+        "matrix 2: Diagonal number 2 is exactly zero. Singular matrix.",
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, info = batched.lu_factor(mats, return_info=True)
+    assert info.tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("mode", ["full", "r", "economic", "raw"])
+def test_qr_every_mode_matches_scipy(mode):
+    mats = _mixed_general()
+    for a, got in zip(mats, batched.qr(mats, mode=mode)):
+        expected = sla.qr(a, mode=mode)
+        if mode == "raw":
+            (qr_ref, tau_ref), r_ref = expected
+            (qr, tau), r = got
+            _close(qr, qr_ref)
+            _close(tau, tau_ref)
+            _close(r, r_ref)
+        else:
+            assert len(got) == len(expected)
+            for actual, reference in zip(got, expected):
+                _close(actual, reference)
+
+
+def test_solves_match_scipy_with_vectors_and_matrices():
+    mats = _mixed_spd()
+    bs = [random_matrix((a.shape[0],) if index % 2 else (a.shape[0], 2), a.dtype, seed=index)
+          for index, a in enumerate(mats)]
+    for lower in (True, False):
+        xs = batched.cho_solve(batched.cholesky(mats, lower=lower), bs, lower=lower)
+        for a, b, x in zip(mats, bs, xs):
+            _close(x, sla.cho_solve((sla.cholesky(a, lower=lower), lower), b))
+    factors = batched.lu_factor(mats)
+    for trans in (0, 1, 2):
+        for (lu, piv), b, x in zip(factors, bs, batched.lu_solve(factors, bs, trans=trans)):
+            _close(x, sla.lu_solve((lu, piv), b, trans=trans))
+
+
+def test_mixed_dtype_solve_promotes_like_scipy():
+    c = batched.cholesky([spd(3, np.float32)])
+    x = batched.cho_solve(c, [np.ones(3, dtype=np.complex128)])[0]
+    assert x.dtype == sla.cho_solve((c[0], False), np.ones(3, dtype=np.complex128)).dtype
+
+
+def test_inputs_are_converted_like_scipy():
+    ints = [np.array([[4, 2], [2, 3]]), np.array([[9]], dtype=np.float16)]
+    factors = batched.cholesky(ints)
+    assert [f.dtype for f in factors] == [sla.cholesky(a).dtype for a in ints]
+    _close(factors[0], sla.cholesky(ints[0]))
+
+
+def test_empty_lists_and_zero_size_matrices():
+    assert batched.cholesky([]) == []
+    factors, info = batched.lu_factor([], return_info=True)
+    assert factors == [] and info.shape == (0,)
+    (c,) = batched.cholesky([np.zeros((0, 0))])
+    assert c.shape == (0, 0)
+    (lu, piv), = batched.lu_factor([np.zeros((3, 0))])
+    assert lu.shape == (3, 0) and piv.shape == (0,) and piv.dtype == np.int32
+    q, r = batched.qr([np.zeros((3, 0))])[0]
+    np.testing.assert_array_equal(q, np.eye(3))
+
+
+def test_argument_errors_name_the_matrix():
+    with pytest.raises(ValueError, match=r"^matrix 1: array must not contain infs or NaNs$"):
+        batched.cholesky([np.eye(2), np.full((2, 2), np.nan)])
+    with pytest.raises(ValueError, match=r"^matrix 0: Input array is expected to be square"):
+        batched.cholesky([np.ones((2, 3))])
+    with pytest.raises(ValueError, match=r"^matrix 0: Input array needs to be 2D but received a 3d-array\.$"):
+        batched.lu_factor([np.ones((2, 2, 2))])
+    with pytest.raises(ValueError, match="Mode argument"):
+        batched.qr([np.eye(2)], mode="complete")
+    with pytest.raises(ValueError, match="matrix 0: incompatible dimensions"):
+        batched.cho_solve([np.eye(2)], [np.ones(3)])
+    with pytest.raises(ValueError, match="2 factorizations but 1 right-hand sides"):
+        batched.lu_solve(batched.lu_factor([np.eye(2), np.eye(2)]), [np.ones(2)])
