@@ -15,3 +15,24 @@ def test_demo_small(capsys):
     assert "cholesky" in out and "lu_factor" in out and "qr" in out and "vs SciPy" in out
     residuals = [float(line.split()[3]) for line in out.splitlines() if line.split()[:1] in (["cholesky"], ["lu_factor"], ["qr"]) and len(line.split()) == 6]
     assert residuals and max(residuals) < 50
+
+
+def test_bench_quick_writes_pytest_benchmark_json(tmp_path, capsys):
+    import json
+
+    assert main(["bench", "--quick", "--suite", "runtime_overhead", "--output", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "benchmarks.json").read_text())
+    assert data["benchmarks"] and {"machine_info", "commit_info", "datetime"} <= set(data)
+
+
+def test_bench_ratios_pair_hetlapack_with_each_peer():
+    from hetlapack.commands.bench import ratio_rows
+
+    rows = ratio_rows([
+        {"name": "test_scipy_cholesky[n=4000]", "group": "potrf n=4000", "stats": {"min": 0.3}},
+        {"name": "test_hetlapack_tile_potrf[n=4000]", "group": "potrf n=4000", "stats": {"min": 0.2}},
+        {"name": "test_batched[x]", "group": "lu n=8", "params": {"peer": "torch"}, "stats": {"min": 2.0}},
+        {"name": "test_batched[y]", "group": "lu n=8", "params": {"peer": "hetlapack"}, "stats": {"min": 1.0}},
+    ])
+    assert [(g, ours, peer, round(s, 2)) for g, ours, _, peer, s in rows] == [
+        ("lu n=8", "hetlapack", "torch", 2.0), ("potrf n=4000", "hetlapack_tile_potrf", "scipy_cholesky", 1.5)]

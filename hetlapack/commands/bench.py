@@ -36,8 +36,14 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _is_peer(name: str) -> bool:
-    return name.split("[", 1)[0].removeprefix("test_").startswith(PEER_PREFIXES)
+def _label(bench: dict) -> str:
+    """Who ran: the ``peer`` parameter or extra_info where a suite records it, else the test function's name."""
+    peer = (bench.get("params") or {}).get("peer") or bench.get("extra_info", {}).get("peer")
+    return peer or bench["name"].split("[", 1)[0].removeprefix("test_")
+
+
+def _is_peer(bench: dict) -> bool:
+    return _label(bench).startswith(PEER_PREFIXES)
 
 
 def ratio_rows(benchmarks: list[dict]) -> list[tuple[str, str, float, str, float]]:
@@ -47,10 +53,10 @@ def ratio_rows(benchmarks: list[dict]) -> list[tuple[str, str, float, str, float
         groups[bench.get("group") or bench["name"]].append(bench)
     rows = []
     for group, members in sorted(groups.items()):
-        peers = [b for b in members if _is_peer(b["name"])]
-        for ours in (b for b in members if not _is_peer(b["name"])):
+        peers = [b for b in members if _is_peer(b)]
+        for ours in (b for b in members if not _is_peer(b)):
             for peer in peers:
-                rows.append((group, ours["name"], ours["stats"]["min"], peer["name"],
+                rows.append((group, _label(ours), ours["stats"]["min"], _label(peer),
                              peer["stats"]["min"] / ours["stats"]["min"]))
     return rows
 
@@ -73,7 +79,7 @@ def _plot(benchmarks: list[dict], output: pathlib.Path) -> list[pathlib.Path]:
             if key not in info or "n" not in info:
                 continue
             op = info.get("op", (bench.get("group") or "").split()[0])
-            label = bench["name"].split("[", 1)[0].removeprefix("test_")
+            label = _label(bench)
             series[op][label].append((info["n"], info[key]))
             if bound_key in info:
                 bounds[op][info["n"]] = info[bound_key]
@@ -130,9 +136,9 @@ def run(args: argparse.Namespace) -> int:
         print("no benchmark ran", file=sys.stderr)
         return 1
     (output / "benchmarks.json").write_text(json.dumps(merged, indent=2))
-    print(f"\n{'group':<28} {'hetlapack':<34} {'seconds':>10}  {'peer':<28} {'speedup':>8}")
+    print(f"\n{'group':<34} {'hetlapack':<28} {'seconds':>10}  {'peer':<24} {'speedup':>8}")
     for group, ours, seconds, peer, speedup in ratio_rows(merged["benchmarks"]):
-        print(f"{group:<28} {ours:<34} {seconds:>10.4g}  {peer:<28} {speedup:>7.2f}x")
+        print(f"{group:<34} {ours:<28} {seconds:>10.4g}  {peer:<24} {speedup:>7.2f}x")
     for path in _plot(merged["benchmarks"], output):
         print(f"wrote {path}")
     print(f"wrote {output / 'benchmarks.json'} (pytest-benchmark format)")

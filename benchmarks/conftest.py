@@ -1,0 +1,40 @@
+"""Benchmark-session setup: quick sizes for ``HETLAPACK_BENCH_QUICK=1`` and GFLOP/s in every single-matrix row.
+
+Groups are named ``"<op> ... n=<n>"``; for single-matrix factorizations the JSON's ``extra_info`` gets ``n``,
+``op`` and ``gflops`` (LAWN 41 flop counts over the best time), which ``hetlapack bench`` plots.
+"""
+
+import os
+import re
+
+from hetlapack.dispatch import model
+
+QUICK = os.environ.get("HETLAPACK_BENCH_QUICK") == "1"
+if QUICK:
+    os.environ.setdefault("HETLAPACK_BENCH_SIZES", "500,1000")
+    os.environ.setdefault("HETLAPACK_BENCH_MPI_SIZES", "1000")
+
+_LAPACK_OP = {"potrf": "potrf", "cholesky": "potrf", "getrf": "getrf", "lu": "getrf", "lu_factor": "getrf",
+              "geqrf": "geqrf", "qr": "geqrf"}
+
+
+def _flops(group: str, n: int) -> float | None:
+    op = _LAPACK_OP.get(group.split()[0])
+    if op is None:
+        return None
+    factor = 2.0 if "economic" in group else 1.0
+    return factor * model.flops(op, n, n)
+
+
+def pytest_benchmark_update_json(config, benchmarks, output_json):
+    for bench in output_json["benchmarks"]:
+        group = bench.get("group") or ""
+        match = re.search(r"\bn=(\d+)", group)
+        if match is None or "B=" in group:
+            continue
+        n = int(match.group(1))
+        flops = _flops(group, n)
+        if flops is None:
+            continue
+        bench.setdefault("extra_info", {}).update(
+            n=n, op=re.sub(r"\s*n=\d+", "", group), gflops=flops / bench["stats"]["min"] / 1e9)
