@@ -5,7 +5,7 @@ import pytest
 import scipy.linalg as sl
 
 from hetlapack.algorithms.geqrf import geqrf, orgqr
-from hetlapack.devices import CpuDevice, EmulatedAccelerator
+from hetlapack.devices import CpuDevice, EmulatedDevice
 from hetlapack.testing import general, ill_conditioned, orthogonality_residual, qr_residual
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -58,7 +58,7 @@ def test_two_devices_and_both_placements(placement):
 
 def test_with_an_emulated_accelerator():
     a = np.asfortranarray(general(150, 130, dtype=np.complex128))
-    devices = [CpuDevice(workers=1), EmulatedAccelerator()]
+    devices = [CpuDevice(workers=1), EmulatedDevice(0)]
     qr, tau = factor(a, tile=32, devices=devices)
     q = orgqr(qr, tau, ncols=150, tile=32, devices=devices)
     assert qr_residual(a, q[:, :130], np.triu(qr)[:130]) < 50 and orthogonality_residual(q) < 50

@@ -7,7 +7,7 @@ import pytest
 import scipy.linalg as sl
 
 from hetlapack.algorithms.getrf import getrf
-from hetlapack.devices import CpuDevice, EmulatedAccelerator
+from hetlapack.devices import CpuDevice, EmulatedDevice
 from hetlapack.testing import general, ill_conditioned, lu_residual, singular
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -62,7 +62,7 @@ def test_two_devices_and_both_placements(placement):
 
 def test_with_an_emulated_accelerator():
     a = np.asfortranarray(general(150, 130, dtype=np.complex64))
-    accelerator = EmulatedAccelerator()
+    accelerator = EmulatedDevice(0)
     lu, piv, _ = factor(a, tile=32, devices=[CpuDevice(workers=1), accelerator])
     assert np.array_equal(piv, lapack_getrf(a)[1]) and lu_residual(a, lu, piv) < 50
     assert accelerator.uploaded_bytes > 0

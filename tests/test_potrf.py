@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hetlapack.algorithms.potrf import potrf
-from hetlapack.devices import CpuDevice, EmulatedAccelerator
+from hetlapack.devices import CpuDevice, EmulatedDevice
 from hetlapack.testing import cholesky_residual, ill_conditioned, spd
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -47,7 +47,7 @@ def test_two_devices_and_both_placements(placement):
 @pytest.mark.parametrize("lower", [True, False])
 def test_with_an_emulated_accelerator_holding_half_the_columns(lower):
     a = np.asfortranarray(spd(150, dtype=np.complex128))
-    accelerator = EmulatedAccelerator()
+    accelerator = EmulatedDevice(0)
     c = factor(a, lower=lower, tile=32, devices=[CpuDevice(workers=1), accelerator])
     assert cholesky_residual(a, c, lower) < 50
     assert accelerator.uploaded_bytes > 0 and accelerator.downloaded_bytes > 0

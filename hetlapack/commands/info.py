@@ -1,10 +1,10 @@
-"""``hetlapack info``: the detected hardware, devices and the host's measured GEMM rate."""
+"""``hetlapack info``: the detected hardware, each device's capability weights and the host's GEMM rate."""
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 
+from ..devices import available, calibration
 from ..dispatch import detect, model
 
 
@@ -15,11 +15,10 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     print(detect())
-    if importlib.util.find_spec("hetlapack.devices") is not None:
-        from .. import devices  # noqa: PLC0415 - devices may pull optional backends
-
-        available = getattr(devices, "available", None)
-        if available is not None:
-            print("Devices: " + ", ".join(str(getattr(d, "name", d)) for d in available()))
+    calibrated = calibration.load()
+    for device in available():
+        weights = ", ".join(f"{kind} {rate:.1f}" for kind, rate in device.capability.items())
+        source = "calibrated" if device.name in calibrated else "defaults; run `hetlapack calibrate`"
+        print(f"Device {device.name}: GFLOP/s per kernel class: {weights} ({source})")
     print(f"Host DGEMM: {model.host_gemm_gflops('d'):.1f} GFLOP/s (measured now, 512x512)")
     return 0

@@ -174,11 +174,14 @@ def _batched_solve_operands(c, b, check_finite: bool):
     return c2, b2, vector, n
 
 
-def _solve_plan(op: str, c, b) -> Plan | None:
-    req, _ = request(op, c)
-    if np.ndim(b) == 0:
-        return None
-    return choose(req)
+def _batched_solve(op: str, factor, b, check_finite: bool, supported: bool):
+    """(plan, operands) when the solve runs on the batched kernels, else (None, None): SciPy's own call."""
+    if not supported or np.ndim(b) == 0:
+        return None, None
+    plan = choose(request(op, factor)[0])
+    if plan.path != "batched":
+        return None, None
+    return plan, _batched_solve_operands(factor, b, check_finite)
 
 
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
@@ -211,10 +214,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     True
     """
     c, lower = c_and_lower
-    plan = _solve_plan("potrs", c, b)
-    operands = None
-    if plan is not None and plan.path == "batched" and np.ndim(lower) == 0:
-        operands = _batched_solve_operands(c, b, check_finite)
+    plan, operands = _batched_solve("potrs", c, b, check_finite, supported=np.ndim(lower) == 0)
     if operands is None:
         return _scipy["cho_solve"](c_and_lower, b, overwrite_b=overwrite_b, check_finite=check_finite)
     c2, b2, vector, _ = operands
@@ -307,10 +307,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     True
     """
     lu, piv = lu_and_piv
-    plan = _solve_plan("getrs", lu, b)
-    operands = None
-    if plan is not None and plan.path == "batched" and trans in (0, 1, 2):
-        operands = _batched_solve_operands(lu, b, check_finite)
+    plan, operands = _batched_solve("getrs", lu, b, check_finite, supported=trans in (0, 1, 2))
     if operands is None:
         return _scipy["lu_solve"](lu_and_piv, b, trans=trans, overwrite_b=overwrite_b, check_finite=check_finite)
     lu2, b2, vector, n = operands

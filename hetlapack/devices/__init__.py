@@ -1,15 +1,72 @@
-"""Devices: the :class:`Device` protocol and the devices detected on this machine."""
+"""Devices: the :class:`Device` protocol, the devices detected on this machine, and resolving user specs.
+
+``available()`` lists what this process can compute on (the host CPU, plus ``cuda:N`` for every GPU CuPy
+sees); ``resolve`` turns what a user wrote in ``hetlapack.using(devices=[...])`` into Device objects.
+CuPy is imported only when a CUDA device is detected or asked for, never by ``import hetlapack``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .base import KERNEL_CLASS, Device
-from .cpu import HOST_MEMORY, CpuDevice
-from .emulated import EmulatedAccelerator
+from .cpu import HOST_MEMORY, CpuDevice, usable_cores
+from .emulated import EmulatedDevice
+
+
+def _gpu_count() -> int:
+    from ..dispatch.hardware import detect  # noqa: PLC0415 - dispatch imports devices
+
+    return len(detect().gpus)
+
+
+def _cuda(index: int) -> Device:
+    from .cuda import CudaDevice  # noqa: PLC0415 - imports CuPy
+
+    return CudaDevice(index)
 
 
 def available() -> list[Device]:
-    """The devices this process can compute on (the host CPU; accelerators once their device files exist)."""
-    return [CpuDevice()]
+    """The devices this process can compute on: the host CPU, then ``cuda:0 … cuda:N-1`` when CuPy sees GPUs."""
+    return [CpuDevice(), *(_cuda(i) for i in range(_gpu_count()))]
 
 
-__all__ = ["HOST_MEMORY", "KERNEL_CLASS", "CpuDevice", "Device", "EmulatedAccelerator", "available"]
+def _by_name(name: str, accelerators: int) -> Device:
+    """The device a name denotes; the CPU gives one core to each accelerator's driving thread (seed 000 §6.1)."""
+    if name == "cpu":
+        return CpuDevice(workers=max(1, usable_cores() - accelerators))
+    kind, _, number = name.partition(":")
+    if kind == "emulated" and number.isdigit():
+        return EmulatedDevice(int(number))
+    if kind == "cuda" and number.isdigit() and int(number) < _gpu_count():
+        return _cuda(int(number))
+    names = ", ".join(repr(d.name) for d in available())
+    raise ValueError(f"unknown device {name!r}; available devices: {names} (and 'emulated:N' for emulation)")
+
+
+def resolve(spec: Iterable[str | Device] | None) -> list[Device]:
+    """Device objects for a sequence of names (``"cpu"``, ``"cuda:0"``, ``"emulated:1"``) and Device objects.
+
+    ``None`` or an empty sequence means the host CPU alone. Raises ``ValueError`` for an unknown name (the
+    message lists what is available) or for a device named twice.
+    """
+    items = list(spec or ())
+    if not items:
+        return [CpuDevice()]
+    accelerators = sum(1 for item in items if (item.kind if isinstance(item, Device) else item) != "cpu")
+    devices = []
+    for item in items:
+        if isinstance(item, Device):
+            devices.append(item)
+        elif isinstance(item, str):
+            devices.append(_by_name(item, accelerators))
+        else:
+            raise ValueError(f"a device is a name such as 'cpu' or 'cuda:0' or a Device object, got {item!r}")
+    names = [d.name for d in devices]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"devices named more than once: {', '.join(repeated)}")
+    return devices
+
+
+__all__ = ["HOST_MEMORY", "KERNEL_CLASS", "CpuDevice", "Device", "EmulatedDevice", "available", "resolve"]

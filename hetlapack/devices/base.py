@@ -31,7 +31,8 @@ KERNEL_CLASS = {
     "larfb": "blas3",
 }
 
-#: Default capability (GFLOP/s per kernel class) until calibration measures it.
+#: Default capability (GFLOP/s of one worker per kernel class, plus link bandwidth in GB/s and latency in
+#: seconds for accelerators) until calibration measures it.
 DEFAULT_CAPABILITY = {"blas3": 50.0, "panel": 10.0, "memory": 5.0}
 
 
@@ -40,11 +41,15 @@ class Device(abc.ABC):
 
     ``kind`` is ``"cpu"`` or ``"accelerator"``; two devices with equal ``memory_space`` share data without a
     transfer. ``workers`` is how many runtime worker threads feed the device (several for a multicore CPU).
+    ``host_compute`` says whether its kernels run on the host's cores (so the runtime counts its workers when
+    it caps BLAS threads). ``capability`` is the rate of one worker per kernel class in GFLOP/s, measured by
+    :mod:`hetlapack.devices.calibration` when a cached calibration exists.
     """
 
     name: str
     kind: str
     workers: int = 1
+    host_compute: bool = True
 
     def __init__(self) -> None:
         self.capability: dict[str, float] = dict(DEFAULT_CAPABILITY)
@@ -58,6 +63,13 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def to_device(self, host: np.ndarray) -> Any:
         """A Fortran-ordered copy of the host array in this device's memory."""
+
+    def free(self, data: Any) -> None:
+        """Give back an array made by :meth:`empty` that is no longer used (devices with a pool reuse it)."""
+
+    @abc.abstractmethod
+    def upload(self, host: np.ndarray, out: Any) -> None:
+        """Copy the host array into ``out``, a same-shaped array (or view) in this device's memory."""
 
     @abc.abstractmethod
     def to_host(self, data: Any, out: np.ndarray) -> None:
@@ -109,6 +121,11 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def orgqr(self, a: Any, tau: Any) -> None:
         """Overwrite a panel of reflectors with the first columns of the orthogonal factor they define."""
+
+    @property
+    def weight(self) -> float:
+        """The device's BLAS-3 rate (all workers), the share it gets in capability-weighted layouts."""
+        return self.capability["blas3"] * self.workers
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, workers={self.workers})"

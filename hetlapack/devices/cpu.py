@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _lapack_pointers as lp
 from .base import Device
+from .calibration import load_capability
 
 HOST_MEMORY = "host"
 
@@ -45,6 +46,7 @@ class CpuDevice(Device):
         self.cores = usable_cores()
         self.workers = max(1, workers if workers is not None else self.cores)
         self._local = threading.local()
+        load_capability(self)
 
     @property
     def memory_space(self) -> str:
@@ -53,6 +55,10 @@ class CpuDevice(Device):
     # --- memory: the host is its own memory space, nothing moves ----------------------------------------------
     def to_device(self, host: np.ndarray) -> np.ndarray:
         return np.asfortranarray(host)
+
+    def upload(self, host: np.ndarray, out: np.ndarray) -> None:
+        if host is not out:
+            out[...] = host
 
     def to_host(self, data: np.ndarray, out: np.ndarray) -> None:
         if data is not out:

@@ -1,5 +1,8 @@
-"""Tiles and their distribution over devices."""
+"""Tiles and their distribution over devices. A layout is an object with ``owner(tile_row, tile_col) -> device
+index`` (as SLATE's ``func::`` distributions), so a new distribution is one small class."""
 
 from .cyclic import BlockColumnCyclic
+from .hgdd import WeightedColumns
+from .two_level import TwoLevelColumns, host_slice, imbalance, tune_host_slice
 
-__all__ = ["BlockColumnCyclic"]
+__all__ = ["BlockColumnCyclic", "TwoLevelColumns", "WeightedColumns", "host_slice", "imbalance", "tune_host_slice"]

@@ -1,4 +1,4 @@
-"""1-D block-column cyclic distribution (seed 000 §6.5, seed 003 §3.4): tile column ``j`` lives on device ``j mod p``."""
+"""1-D block-column cyclic distribution (seed 000 §6.5, seed 003 §3.4): tile column ``j`` on device ``j mod p``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """Placement policies: which device runs a task, decided when the task is inserted.
 
-``OwnerComputes`` (seed 003 §4): the task runs where the tile it writes lives, by a layout's owner function.
+``OwnerComputes`` (seed 003 §4, seed 000 §6.1): panel kernels (latency-bound) run on the CPU when the devices
+mix a CPU and accelerators; every other task runs where the tile it writes lives, by a layout's owner function
+(HGDD over the devices' capability weights unless told otherwise).
 ``GreedyByCapability`` (seed 000 §6.3): the task goes to the device expected to finish it first, pricing each
 device's queued work and this task by the device's capability (GFLOP/s per kernel class).
 """
@@ -11,7 +13,7 @@ import abc
 from collections.abc import Sequence
 
 from ..devices.base import KERNEL_CLASS, Device
-from ..layout import BlockColumnCyclic
+from ..layout import WeightedColumns
 from .task import Task
 
 
@@ -30,17 +32,26 @@ class Placement(abc.ABC):
 
 
 class OwnerComputes(Placement):
-    """Run each task on the owner of the first tile it writes (1-D block-column cyclic unless told otherwise)."""
+    """Panels on the CPU among accelerators; other tasks on the owner of the first tile they write.
 
-    def __init__(self, layout: BlockColumnCyclic | None = None) -> None:
+    ``layout`` is any object with ``owner(tile_row, tile_col)`` and ``ndevices``; by default HGDD over the
+    devices' weights (equal weights give the 1-D block-column cyclic layout).
+    """
+
+    def __init__(self, layout=None) -> None:
         self.layout = layout
 
     def bind(self, devices: Sequence[Device]) -> None:
         super().bind(devices)
         if self.layout is None or self.layout.ndevices != len(self.devices):
-            self.layout = BlockColumnCyclic(len(self.devices))
+            self.layout = WeightedColumns(tuple(d.weight for d in self.devices))
+        kinds = {d.kind for d in self.devices}
+        cpus = [i for i, d in enumerate(self.devices) if d.kind == "cpu"]
+        self.panel_device = cpus[0] if cpus and len(kinds) > 1 else None
 
     def place(self, task: Task) -> int:
+        if self.panel_device is not None and KERNEL_CLASS.get(task.name) == "panel":
+            return self.panel_device
         if not task.writes:
             return 0
         block = task.writes[0]

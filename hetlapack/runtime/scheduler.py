@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ..devices.base import Device
-from ..devices.cpu import CpuDevice
+from ..devices import resolve
+from ..devices.base import KERNEL_CLASS, Device
+from ..devices.calibration import refine
 from .blas_threads import blas_threads
 from .coherence import Coherence
 from .data import Block, TiledMatrix
@@ -30,14 +31,18 @@ from .trace import Trace
 class Runtime:
     """A task-superscalar scheduler over ``devices`` (default: the host CPU).
 
-    ``placement`` is ``"owner"`` (owner computes over a 1-D block-column cyclic layout), ``"capability"``
+    ``devices`` may mix Device objects and names (``"cpu"``, ``"cuda:0"``, ``"emulated:1"``), resolved by
+    :func:`hetlapack.devices.resolve`.
+    ``placement`` is ``"owner"`` (panels on the CPU among accelerators, the rest where the HGDD layout puts
+    the tile written; equal weights give the 1-D block-column cyclic layout), ``"capability"``
     (greedy by capability) or a :class:`~hetlapack.runtime.placement.Placement`. ``trace`` collects one record
-    per task when given.
+    per task when given. Observed kernel rates refine the devices' capability weights as tasks finish
+    (seed 000 §6.2); ``transfers`` lists every tile copied between memory spaces.
     """
 
-    def __init__(self, devices: Sequence[Device] | None = None, placement: str | Placement = "owner",
+    def __init__(self, devices: Sequence[Device | str] | None = None, placement: str | Placement = "owner",
                  trace: Trace | None = None) -> None:
-        self.devices = list(devices) if devices else [CpuDevice()]
+        self.devices = resolve(devices)
         self.placement = make_placement(placement)
         self.placement.bind(self.devices)
         self.trace = trace
@@ -67,8 +72,8 @@ class Runtime:
 
     def start(self) -> None:
         """Start the worker threads (several for a device with ``workers > 1``) and cap BLAS threads."""
-        cpu_workers = sum(d.workers for d in self.devices if d.kind == "cpu")
-        self._blas_limit = blas_threads(cpu_workers)
+        host_workers = sum(d.workers for d in self.devices if d.host_compute)
+        self._blas_limit = blas_threads(host_workers)
         self._blas_limit.__enter__()
         for index, device in enumerate(self.devices):
             for worker in range(device.workers):
@@ -91,12 +96,20 @@ class Runtime:
         try:
             if self._error is None:
                 self._coherence.flush()
+            if self.trace is not None:
+                self.trace.transfers.extend(self._coherence.log)
         finally:
+            self._coherence.close()
             if self._blas_limit is not None:
                 self._blas_limit.__exit__(None, None, None)
                 self._blas_limit = None
         if self._error is not None and reraise:
             raise self._error
+
+    @property
+    def transfers(self) -> list:
+        """Every tile copy between memory spaces so far (:class:`~hetlapack.runtime.coherence.Transfer`)."""
+        return self._coherence.log
 
     def _quiescent(self) -> bool:
         if self._error is not None:
@@ -162,8 +175,11 @@ class Runtime:
                     return
                 task = heapq.heappop(queue)
                 self._running += 1
+            started = time.perf_counter()
             error = self._execute(task, device, worker)
+            seconds = time.perf_counter() - started
             with self._lock:
+                refine(device.capability, KERNEL_CLASS.get(task.name, "blas3"), task.flops, seconds)
                 self._running -= 1
                 self._finished += 1
                 task.done = True
@@ -191,7 +207,7 @@ class Runtime:
                 getattr(device, task.kernel)(*args, **task.kwargs)
             else:
                 task.kernel(device, *args, **task.kwargs)
-            moved += self._coherence.release([b for b in task.writes if b in data], data, device)
+            self._coherence.release([b for b in task.writes if b in data], device)
         except BaseException as error:  # noqa: BLE001 - any failure cancels the graph and reaches the caller
             return error
         if self.trace is not None:

@@ -27,9 +27,10 @@ class TraceEvent:
 
 @dataclass
 class Trace:
-    """Records the tasks a runtime executes."""
+    """Records the tasks a runtime executes and, in ``transfers``, every tile it copied between memory spaces."""
 
     events: list[TraceEvent] = field(default_factory=list)
+    transfers: list = field(default_factory=list)
     origin: float = field(default_factory=time.perf_counter)
 
     def record(self, kernel: str, tiles: str, device: str, worker: int, start: float, end: float,

@@ -1,0 +1,67 @@
+"""Calibration: measured rates per kernel class, the per-machine JSON cache, devices loading it, refinement."""
+
+import json
+
+import pytest
+
+from hetlapack.devices import CpuDevice, EmulatedDevice
+from hetlapack.devices.base import DEFAULT_CAPABILITY
+from hetlapack.devices.calibration import ENV_CACHE_DIR, cache_path, calibrate, load, refine
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_CACHE_DIR, str(tmp_path))
+    return tmp_path
+
+
+def test_measures_every_kernel_class_and_the_link_of_accelerators(cache_dir):
+    cpu, accelerator = CpuDevice(workers=1), EmulatedDevice(3)
+    results = calibrate([cpu, accelerator], tile=32, repeats=1, link_bytes=1 << 20)
+    assert set(results) == {"cpu", "emulated:3"}
+    assert all(results["cpu"][k] > 0 for k in ("blas3", "panel", "memory")) and "latency_s" not in results["cpu"]
+    assert results["emulated:3"]["bandwidth_gbs"] > 0 and results["emulated:3"]["latency_s"] > 0
+    assert cpu.capability["blas3"] == results["cpu"]["blas3"]
+    assert cache_path() == cache_dir / "calibration.json"
+    assert json.loads(cache_path().read_text())["tile"] == 32
+
+
+def test_devices_created_later_load_the_cache_and_unknown_ones_keep_defaults():
+    calibrate([CpuDevice(workers=1)], tile=16, repeats=1)
+    assert CpuDevice().capability["blas3"] == load()["cpu"]["blas3"]
+    assert EmulatedDevice(7).capability == DEFAULT_CAPABILITY
+
+
+def test_a_second_calibration_keeps_other_devices_entries():
+    calibrate([EmulatedDevice(0)], tile=16, repeats=1, link_bytes=1 << 16)
+    calibrate([CpuDevice(workers=1)], tile=16, repeats=1)
+    assert set(load()) == {"cpu", "emulated:0"}
+
+
+def test_no_save_and_an_unreadable_cache_leave_defaults(cache_dir):
+    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, save=False)
+    assert load() == {}
+    (cache_dir / "calibration.json").write_text("not json")
+    assert load() == {} and CpuDevice().capability == DEFAULT_CAPABILITY
+
+
+def test_refine_moves_towards_observed_rates_and_ignores_tiny_tasks():
+    capability = {"blas3": 10.0}
+    refine(capability, "blas3", flops=2e9, seconds=0.1, smoothing=0.5)
+    assert capability["blas3"] == pytest.approx(15.0)
+    refine(capability, "blas3", flops=2e9, seconds=1e-5)
+    refine(capability, "blas3", flops=0.0, seconds=1.0)
+    assert capability["blas3"] == pytest.approx(15.0)
+
+
+def test_the_command_prints_a_table_and_caches(cache_dir, capsys):
+    import argparse
+
+    from hetlapack.commands import calibrate as command
+
+    parser = argparse.ArgumentParser()
+    command.register(parser.add_subparsers())
+    args = parser.parse_args(["calibrate", "--devices", "cpu,emulated:1", "--tile", "16", "--repeats", "1"])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "emulated:1" in out and "saved to" in out and set(load()) == {"cpu", "emulated:1"}

@@ -1,0 +1,158 @@
+"""The hybrid path over the CPU and 1–3 accelerators, end to end through ``hetlapack.linalg``.
+
+Panels run on the CPU, updates on the accelerators by the HGDD layout; results match SciPy (pivots and R's
+signs too), inputs are unmodified, SciPy's errors come out of accelerator tasks, no worker thread is left, and
+no version of a tile is copied to the same memory space twice. The accelerator is the emulated device here and
+the CUDA device where CuPy sees a GPU (the same test bodies; CUDA cases skip with the reason otherwise).
+"""
+
+import threading
+from collections import Counter
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import hetlapack
+import hetlapack.linalg as hl
+from hetlapack.algorithms.getrf import getrf
+from hetlapack.algorithms.potrf import potrf
+from hetlapack.devices import EmulatedDevice, available
+from hetlapack.runtime import Runtime, Trace
+from hetlapack.testing import cholesky_residual, general, lu_residual, qr_residual, spd
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+EPS_FACTOR = 50
+
+
+def _cuda_names() -> list[str]:
+    return [d.name for d in available() if d.name.startswith("cuda:")]
+
+
+def accelerators(kind: str, count: int) -> list:
+    """``count`` accelerators of ``kind`` (``"emulated"`` objects, or ``"cuda:N"`` names), or skip."""
+    if kind == "emulated":
+        return [EmulatedDevice(i) for i in range(count)]
+    names = _cuda_names()
+    if not names:
+        pytest.skip("no CUDA device: CuPy is not installed or sees no GPU (the emulated cases cover this path)")
+    return [names[i % len(names)] for i in range(min(count, len(names)))]
+
+
+KINDS = ["emulated", "cuda"]
+
+
+def no_worker_threads_left() -> bool:
+    return not any(t.name.startswith("hetlapack-") for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("count", [1, 2, 3])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cholesky_lu_qr_through_linalg(kind, count, dtype):
+    devices = ["cpu", *accelerators(kind, count)]
+    a_spd = spd(97, dtype=dtype, seed=count)
+    a_gen = general(101, 83, dtype=dtype, seed=count)
+    kept_spd, kept_gen = a_spd.copy(), a_gen.copy()
+    with hetlapack.using(path="hybrid", devices=devices, tile=16):
+        c = hl.cholesky(a_spd, lower=True)
+        lu, piv = hl.lu_factor(a_gen)
+        q, r = hl.qr(a_gen, mode="economic")
+        plan = hetlapack.explain("cholesky", a_spd)
+    assert plan.path == "hybrid" and len(plan.devices) == count + 1
+    assert np.array_equal(a_spd, kept_spd) and np.array_equal(a_gen, kept_gen)
+    assert cholesky_residual(a_spd, c, True) < EPS_FACTOR
+    assert np.array_equal(piv, sl.lu_factor(a_gen)[1]) and lu_residual(a_gen, lu, piv) < EPS_FACTOR
+    ref_r = sl.qr(a_gen, mode="r")[0]
+    assert np.array_equal(np.sign(np.diag(r).real), np.sign(np.diag(ref_r).real))
+    assert qr_residual(a_gen, q, r) < EPS_FACTOR
+    assert no_worker_threads_left()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_not_positive_definite_is_raised_from_an_accelerator_task(kind):
+    a = spd(120, dtype=np.float64)
+    a[100, 100] = -1.0
+    with hetlapack.using(path="hybrid", devices=["cpu", *accelerators(kind, 2)], tile=16):
+        with pytest.raises(np.linalg.LinAlgError, match="^101-th leading minor of the array is not positive definite$"):
+            hl.cholesky(a, lower=True)
+    assert no_worker_threads_left()
+
+
+def test_potrf_on_accelerators_only_names_the_minor_from_the_failing_device():
+    a = np.asfortranarray(spd(64, dtype=np.complex128))
+    a[40, 40] = -5.0
+    with pytest.raises(np.linalg.LinAlgError, match="^41-th leading minor"):
+        potrf(a, lower=False, tile=8, devices=[EmulatedDevice(0), EmulatedDevice(1)])
+    assert no_worker_threads_left()
+
+
+def test_singular_lu_through_the_hybrid_path_warns_like_scipy():
+    a = general(60, dtype=np.float64)
+    a[:, 37] = 0.0
+    with hetlapack.using(path="hybrid", devices=["cpu", EmulatedDevice(0), EmulatedDevice(1)], tile=8):
+        with pytest.warns(sl.LinAlgWarning):
+            ours = hl.lu_factor(a)
+    with pytest.warns(sl.LinAlgWarning):
+        theirs = sl.lu_factor(a)
+    assert np.array_equal(ours[1], theirs[1])
+
+
+def _versions_copied_once(transfers) -> bool:
+    """No version of a tile is copied to the same memory space twice."""
+    copies = Counter((t.tile, t.destination, t.version) for t in transfers)
+    return all(n == 1 for n in copies.values())
+
+
+@pytest.mark.parametrize("op", ["potrf", "getrf"])
+def test_panels_on_the_cpu_updates_on_the_accelerators_and_read_only_tiles_cross_once(op):
+    a = np.asfortranarray(spd(160, dtype=np.float64) if op == "potrf" else general(160, dtype=np.float64))
+    reference = a.copy()
+    devices = ["cpu", EmulatedDevice(0), EmulatedDevice(1)]
+    trace = Trace()
+    if op == "potrf":
+        potrf(a, lower=True, tile=16, devices=devices, trace=trace)
+    else:
+        piv, _ = getrf(a, tile=16, devices=devices, trace=trace)
+    panel_kernel = "potrf" if op == "potrf" else "getrf"
+    assert {e.device for e in trace.events if e.kernel == panel_kernel} == {"cpu"}
+    assert {e.device for e in trace.events if e.kernel == "gemm"} == {"cpu", "emulated:0", "emulated:1"}
+    uploads = [t for t in trace.transfers if t.destination != "host"]
+    assert uploads and _versions_copied_once(uploads)
+    if op == "potrf":
+        assert cholesky_residual(reference, np.tril(a), True) < EPS_FACTOR
+    else:
+        assert lu_residual(reference, a, piv) < EPS_FACTOR
+
+
+def test_transfers_follow_the_layout_each_tile_version_moves_once():
+    a = np.asfortranarray(general(64, dtype=np.float64))
+    accelerator = EmulatedDevice(0)
+    with Runtime(["cpu", accelerator]) as rt:
+        A = rt.matrix(a, 16)
+        for _ in range(3):
+            rt.insert(lambda device, tile: None, A.block(0, 4, 1, 2), reads=[A.block(0, 4, 1, 2)], device=1)
+        rt.insert("gemm", A(0, 0), A(0, 1), A(0, 3), reads=[A(0, 0), A(0, 1)], writes=[A(0, 3)], device=1)
+        rt.insert("gemm", A(0, 0), A(0, 1), A(0, 3), reads=[A(0, 0), A(0, 1)], writes=[A(0, 3)], device=1)
+        log = rt.transfers
+    tile_bytes = 16 * 16 * 8
+    assert accelerator.uploaded_bytes == (4 + 2) * tile_bytes  # column 1 once; A(0,0) and A(0,3) once
+    assert accelerator.downloaded_bytes == tile_bytes  # A(0,3) home at the end
+    assert _versions_copied_once(log)
+
+
+@pytest.mark.parametrize("layout", ["F", "view"])
+def test_fortran_and_strided_inputs_are_factored_and_left_alone(layout):
+    base = general(150, 150, dtype=np.complex128, seed=4)
+    a = np.asfortranarray(base[:75, :75]) if layout == "F" else base[::2, ::2]
+    kept = a.copy()
+    with hetlapack.using(path="hybrid", devices=["cpu", "emulated:0", "emulated:1"], tile=16):
+        lu, piv = hl.lu_factor(a)
+    assert np.array_equal(a, kept) and np.array_equal(piv, sl.lu_factor(kept)[1])
+    assert lu_residual(kept, lu, piv) < EPS_FACTOR
+
+
+def test_a_hybrid_plan_defaults_to_the_available_devices():
+    with hetlapack.using(path="hybrid"):
+        plan = hetlapack.explain("lu_factor", general(300, dtype=np.float64))
+    assert plan.devices == tuple(d.name for d in available())
