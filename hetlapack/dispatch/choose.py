@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,6 +14,8 @@ from . import model
 from .hardware import detect
 from .options import Options, current
 from .plan import Plan
+
+_log = logging.getLogger(__name__)
 
 #: Operations a factorization or solve maps to, by the public (SciPy/NumPy) name or the LAPACK name.
 OPS = {
@@ -166,6 +169,7 @@ def choose(req: Request, options: Options | None = None) -> Plan:
     tile = None
     if path == "hybrid":
         tile = options.tile or model.tile_size(req.op, min(req.core))
+    _log.debug("%s on %s %s -> %s: %s", req.op, req.dtype, tuple(req.shape), path, reason)
     return Plan(path=path, reason=reason, devices=_devices(path, options), tile=tile,
                 placement=options.placement or "owner", forced=forced,
                 predicted_s=predicted, unavailable=unavailable, **common)

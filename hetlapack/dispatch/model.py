@@ -39,9 +39,9 @@ TILE_SIZE: dict[str, tuple[tuple[int, int], ...]] = {
 #: Seconds of Python overhead per LAPACK call made from a Python loop (SciPy's batch loop: about 5 µs a matrix).
 HOST_CALL_OVERHEAD_S = 5e-6
 
-#: Fixed seconds of one call to the tiled runtime (starting workers, building the graph) and per inserted task
+#: Fixed seconds of one call to the tiled runtime (starting and joining workers: 3-4 ms measured) and per inserted task
 #: (benchmarks/test_runtime_overhead.py measures the latter).
-RUNTIME_CALL_OVERHEAD_S = 3e-4
+RUNTIME_CALL_OVERHEAD_S = 3e-3
 RUNTIME_TASK_OVERHEAD_S = 1.5e-5
 
 #: Host memory copy bandwidth, bytes/s (the roofline bound of the batched path; seed 004 §4.1).

@@ -76,7 +76,7 @@ class Trace:
         rows = sorted({(e.device, e.worker) for e in self.events})
         kernels = sorted({e.kernel for e in self.events})
         colours = {k: plt.get_cmap("tab10")(i % 10) for i, k in enumerate(kernels)}
-        fig, ax = plt.subplots(figsize=(12, 1 + 0.5 * max(len(rows), 1)))
+        fig, ax = plt.subplots(figsize=(12, 1.6 + 0.5 * max(len(rows), 1)))
         for row, (device, worker) in enumerate(rows):
             for kernel in kernels:
                 bars = [(e.start, e.end - e.start) for e in self.events
@@ -86,7 +86,7 @@ class Trace:
         ax.set_yticks(range(len(rows)), [f"{d}/{w}" for d, w in rows])
         ax.set_xlabel("seconds")
         ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colours[k]) for k in kernels], labels=kernels,
-                  loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=min(len(kernels), 8), frameon=False)
+                  loc="lower center", bbox_to_anchor=(0.5, 1.12), ncol=min(len(kernels), 8), frameon=False)
         ax.set_title(title or f"{len(self.events)} tasks, makespan {self.makespan:.3f} s")
         fig.tight_layout()
         path = Path(path)
