@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from .compat._arrays import request
+from .compat.scipy_linalg import lu_features, qr_features
 from .dispatch import OPS, Plan, choose
 
 
-def explain(op: str, a, **options) -> Plan:
+def explain(op: str, a, *, mode: str = "full", pivoting: bool = False, lwork: int | None = None) -> Plan:
     """The plan hetlapack would follow for ``op`` (a SciPy or LAPACK name) on ``a``, with its reason and the
     predicted seconds of every candidate path.
 
-    ``options`` are the call's own keywords that change the route (``pivoting=True``, ``lwork=...``, ``mode='raw'``).
+    ``mode``, ``pivoting`` and ``lwork`` are ``qr``'s own keywords that change the route (they are ignored for
+    the other operations).
 
     Examples
     --------
@@ -20,7 +22,6 @@ def explain(op: str, a, **options) -> Plan:
     """
     if op not in OPS:
         raise ValueError(f"explain: unknown operation {op!r}; expected one of {', '.join(sorted(OPS))}")
-    features = tuple(f"{key}={value!r}" if key != "lwork" else "lwork" for key, value in options.items()
-                     if value not in (None, False, "full", "reduced", "economic", "r", "complete"))
+    features = {"qr": qr_features(mode, pivoting, lwork), "lu": lu_features(a)}.get(op, ())
     req, _ = request(OPS[op], a, features=features)
     return choose(req)

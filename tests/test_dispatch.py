@@ -81,3 +81,12 @@ def test_model_counts_and_interpolates():
     assert model.tile_size("potrf", 100) <= model.tile_size("potrf", 8000)
     host = [model.predict_host("potrf", n, n, 1, np.dtype("d")) for n in (500, 1000, 2000)]
     assert host == sorted(host)
+
+
+def test_explain_matches_what_lu_of_a_stack_runs():
+    stack = testing.general(6, batch=(100,))
+    plan = hetlapack.explain("lu", stack)
+    assert plan.path == "host" and "lu (P, L, U) of a stack" in plan.unavailable["batched"]
+    assert hetlapack.explain("lu_factor", stack).path == "batched"
+    with hetlapack.using(path="batched"), pytest.raises(ValueError, match="cannot be honoured"):
+        la.lu(stack)

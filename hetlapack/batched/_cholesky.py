@@ -14,7 +14,7 @@ import math
 import numba
 import numpy as np
 
-from ._interleave import JIT_OPTIONS, chunk_range
+from ._interleave import JIT_OPTIONS, chunk_range, gather, scatter
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -98,10 +98,7 @@ def potrs_stack(c, lower, b, out, lanes, threads):
         for chunk in range(start, stop):
             first = chunk * lanes
             count = _gather_hermitian(c, first, lower, factor)
-            for lane in range(lanes):
-                for i in range(n):
-                    for r in range(nrhs):
-                        rhs[i, r, lane] = b[first + lane, i, r] if lane < count else 0.0
+            gather(b, first, rhs)
             for r in range(nrhs):
                 for i in range(n):
                     for k in range(i):
@@ -115,7 +112,4 @@ def potrs_stack(c, lower, b, out, lanes, threads):
                             rhs[i, r, lane] -= np.conj(factor[k, i, lane]) * rhs[k, r, lane]
                     for lane in range(lanes):
                         rhs[i, r, lane] /= np.conj(factor[i, i, lane])
-            for lane in range(count):
-                for i in range(n):
-                    for r in range(nrhs):
-                        out[first + lane, i, r] = rhs[i, r, lane]
+            scatter(rhs, count, out, first)

@@ -61,10 +61,19 @@ def validated(a, check_finite: bool) -> np.ndarray:
     return np.asarray_chkfinite(a) if check_finite else np.asarray(a)
 
 
+def _datacopied(arr: np.ndarray, original) -> bool:
+    """Whether ``arr`` is a private copy made while converting ``original`` (SciPy's ``_datacopied`` rule)."""
+    if arr is original:
+        return False
+    if not isinstance(original, np.ndarray) and hasattr(original, "__array__"):
+        return False
+    return arr.base is None
+
+
 def working_copy(a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> np.ndarray:
     """A Fortran-ordered array of ``dtype`` the kernels may overwrite: ``a1`` itself only when the caller allowed
     it (or ``a1`` is already a private copy of ``original``) and its layout fits; a copy otherwise."""
-    own = overwrite or (a1 is not original and not np.shares_memory(a1, np.asarray(original)))
+    own = overwrite or _datacopied(a1, original)
     fits = a1.dtype == dtype and a1.flags.f_contiguous and a1.flags.writeable and type(a1) is np.ndarray
     if own and fits:
         return a1

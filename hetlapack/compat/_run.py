@@ -22,8 +22,7 @@ def _batched():
 
 
 def _tiled_kwargs(plan: Plan) -> dict:
-    devices = None if all(d == "cpu" for d in plan.devices) else list(plan.devices)
-    return {"tile": plan.tile, "devices": devices, "placement": plan.placement}
+    return {"tile": plan.tile, "devices": list(plan.devices), "placement": plan.placement}
 
 
 def potrf(plan: Plan, a: np.ndarray, lower: bool, clean: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -29,6 +29,19 @@ def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, object, np.
     return choose(req), arr, req.dtype
 
 
+def qr_features(mode: str, pivoting: bool, lwork) -> tuple[str, ...]:
+    """The options of a ``qr`` call that only SciPy's own function (the host path) implements."""
+    if mode not in _QR_MODES:
+        return ("an invalid mode",)
+    return tuple(name for name, used in (("pivoting=True", pivoting), ("lwork", lwork is not None),
+                                         ("mode='raw'", mode == "raw")) if used)
+
+
+def lu_features(a) -> tuple[str, ...]:
+    """``lu`` (P, L, U) of a stack has no batched kernel: SciPy's own loop does it."""
+    return ("lu (P, L, U) of a stack",) if np.ndim(a) > 2 else ()
+
+
 def _first_failure(info: np.ndarray) -> tuple[tuple[int, ...], int] | None:
     """The first matrix (in C order, as SciPy's batch loop meets them) whose info is positive."""
     failed = np.argwhere(np.asarray(info) > 0)
@@ -358,8 +371,8 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     >>> np.allclose(p @ l @ u, a)
     True
     """
-    plan, arr, dtype = _plan("getrf", a)
-    if plan.path != "hybrid" or np.shape(arr) == (1, 1):
+    plan, arr, dtype = _plan("getrf", a, lu_features(a))
+    if plan.path == "host" or np.shape(arr) == (1, 1):
         return _scipy["lu"](arr, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)
     check_flags(overwrite_a)
@@ -421,11 +434,7 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     >>> np.allclose(q @ r, a)
     True
     """
-    features = tuple(name for name, used in (("pivoting=True", pivoting), ("lwork", lwork is not None),
-                                             ("mode='raw'", mode == "raw")) if used)
-    if mode not in _QR_MODES:
-        features = ("an invalid mode",)
-    plan, arr, dtype = _plan("geqrf", a, features)
+    plan, arr, dtype = _plan("geqrf", a, qr_features(mode, pivoting, lwork))
     if plan.path == "host":
         return _scipy["qr"](arr, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
                             check_finite=check_finite)

@@ -31,6 +31,10 @@ def _conj_flag(conj: bool, dtype_char: str):
     return _flag(conj, "C" if dtype_char in "FD" else "T", "N")
 
 
+#: Block size the workspace of geqrf/orgqr is sized for (LAPACK's usual ILAENV answer).
+_HOUSEHOLDER_BLOCK = 64
+
+
 class CpuDevice(Device):
     """The host's cores: kernels call SciPy's BLAS/LAPACK function pointers, releasing the GIL.
 
@@ -74,6 +78,11 @@ class CpuDevice(Device):
         if buffer is None or buffer.size < size:
             buffer = buffers[dtype.char] = np.empty(max(size, 1), dtype=dtype)
         return buffer
+
+    def _blocked_workspace(self, n: int, dtype: np.dtype) -> tuple[np.ndarray, int]:
+        """Workspace and its length for blocked Householder routines on ``n`` columns (LAPACK's nb = 64)."""
+        lwork = max(1, n * _HOUSEHOLDER_BLOCK)
+        return self._workspace(lwork, dtype), lwork
 
     # --- tile kernels ---------------------------------------------------------------------------------------
     def potrf(self, a: np.ndarray, lower: bool) -> int:
@@ -139,8 +148,7 @@ class CpuDevice(Device):
         m, n = a.shape
         if m == 0 or n == 0:
             return
-        lwork = max(1, n * 64)
-        work = self._workspace(lwork, a.dtype)
+        work, lwork = self._blocked_workspace(n, a.dtype)
         info = lp.integer(0)
         lp.routine("geqrf", a.dtype.char)(
             byref(lp.integer(m)), byref(lp.integer(n)), lp.address(a), byref(lp.integer(lp.leading_dimension(a))),
@@ -173,8 +181,7 @@ class CpuDevice(Device):
         m, n = a.shape
         if m == 0 or n == 0:
             return
-        lwork = max(1, n * 64)
-        work = self._workspace(lwork, a.dtype)
+        work, lwork = self._blocked_workspace(n, a.dtype)
         info = lp.integer(0)
         lp.routine("orgqr", a.dtype.char)(
             byref(lp.integer(m)), byref(lp.integer(n)), byref(lp.integer(len(tau))), lp.address(a),
