@@ -8,7 +8,7 @@ import logging
 import sys
 
 #: Subcommand modules; each exposes ``register(subparsers)`` and sets ``func`` on its parser.
-COMMANDS = ("info", "demo", "bench", "trace", "calibrate")
+COMMANDS = ("info", "demo", "bench", "trace", "calibrate", "simulate")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -40,16 +40,22 @@ def test_weights_must_be_positive(weights):
         WeightedColumns(weights)
 
 
-def test_owner_computes_deals_columns_by_device_weight_and_pins_panels_to_the_cpu():
-    cpu, fast, slow = CpuDevice(workers=1), EmulatedDevice(0), EmulatedDevice(1)
-    cpu.capability["blas3"], fast.capability["blas3"], slow.capability["blas3"] = 10.0, 8.0, 5.0
+def test_owner_computes_deals_columns_to_accelerators_by_weight_and_pins_panels_to_the_cpu():
+    cpu, a, b, c = CpuDevice(workers=1), EmulatedDevice(0), EmulatedDevice(1), EmulatedDevice(2)
+    a.capability["blas3"], b.capability["blas3"], c.capability["blas3"] = 10.0, 8.0, 5.0
     placement = OwnerComputes()
-    rt = Runtime([cpu, fast, slow], placement)
-    assert placement.layout.shares(23) == [10, 8, 5] and placement.panel_device == 0
+    rt = Runtime([cpu, a, b, c], placement)
+    assert placement.layout.shares(23) == [10, 8, 5] and placement.owners == (1, 2, 3)
+    assert placement.panel_device == 0
+    cyclic = OwnerComputes("cyclic")
+    Runtime([cpu, a, b, c], cyclic)
+    assert cyclic.layout.shares(6) == [2, 2, 2]
     alone = OwnerComputes()
     Runtime([EmulatedDevice(0), EmulatedDevice(1)], alone)
-    assert alone.panel_device is None
+    assert alone.panel_device is None and alone.owners == (0, 1)
     rt.wait()
+    with pytest.raises(ValueError, match="layout"):
+        OwnerComputes("diagonal")
 
 
 def test_host_slice_formula_and_its_extremes():

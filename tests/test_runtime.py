@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from hetlapack.devices import CpuDevice, EmulatedDevice
-from hetlapack.runtime import GreedyByCapability, OwnerComputes, Runtime, TiledMatrix, Trace
+from hetlapack.devices.modeled import ModeledDevice
+from hetlapack.runtime import GreedyByCapability, OwnerComputes, Runtime, SimulatedRuntime, TiledMatrix, Trace
 from hetlapack.runtime.blas_threads import threads_per_worker
 
 
@@ -81,15 +82,15 @@ def test_owner_computes_follows_the_block_column_cyclic_layout(matrix):
     assert where == {"A[0,0]": "cpu0", "A[0,1]": "cpu1", "A[0,2]": "cpu0", "A[0,3]": "cpu1"}
 
 
-def test_greedy_by_capability_feeds_the_faster_device_more(matrix):
-    fast, slow = CpuDevice(workers=1, name="fast"), CpuDevice(workers=1, name="slow")
-    fast.capability["blas3"], slow.capability["blas3"] = 30.0, 10.0
-    trace = Trace()
-    with Runtime([fast, slow], placement="capability", trace=trace) as rt:
+def test_greedy_by_capability_feeds_the_faster_device_more():
+    fast = ModeledDevice("fast", "cpu", {"blas3": 30.0}, memory_space="shared")
+    slow = ModeledDevice("slow", "cpu", {"blas3": 10.0}, memory_space="shared")
+    with SimulatedRuntime([fast, slow], placement="capability") as rt:
+        A = TiledMatrix(None, 1, shape=(4, 10), dtype="d")
         for t in range(40):
-            rt.insert(record([], "gemm"), writes=[matrix(t % 4, t // 10)], flops=1e6)
+            rt.insert("gemm", writes=[A(t % 4, t // 4)], flops=1e6)
     counts = {"fast": 0, "slow": 0}
-    for e in trace.events:
+    for e in rt.trace.events:
         counts[e.device] += 1
     assert counts == {"fast": 30, "slow": 10}
     assert isinstance(rt.placement, GreedyByCapability)

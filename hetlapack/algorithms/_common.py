@@ -26,3 +26,13 @@ def check_tile(tile: int) -> int:
     if int(tile) != tile or tile < 1:
         raise ValueError(f"tile must be a positive integer, got {tile!r}")
     return int(tile)
+
+
+def flop_scale(dtype: np.dtype) -> float:
+    """Real flops per flop of the real-arithmetic count: 4 for complex dtypes (LAWN 41), else 1."""
+    return 4.0 if np.dtype(dtype).kind == "c" else 1.0
+
+
+def panel_bounds(bounds: tuple[int, ...], kmin: int) -> tuple[int, ...]:
+    """The column tile boundaries up to ``kmin``: where the panels of an LU or QR of ``min(m, n) = kmin`` end."""
+    return (*(b for b in bounds if b < kmin), kmin) if kmin else (0,)

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..devices.base import Device
-from ..runtime import Placement, Runtime, Trace
-from ._common import check_fortran_matrix, check_tile
+from ..runtime import Placement, Runtime, TiledMatrix, Trace
+from ._common import check_fortran_matrix, check_tile, flop_scale, panel_bounds
 
 
 def geqrf(a: np.ndarray, *, tile: int, devices: Sequence[Device] | None = None,
@@ -25,31 +25,48 @@ def geqrf(a: np.ndarray, *, tile: int, devices: Sequence[Device] | None = None,
     """
     check_fortran_matrix(a, "geqrf")
     nb = check_tile(tile)
-    m, n = a.shape
-    kmin = min(m, n)
+    kmin = min(a.shape)
     tau = np.zeros((kmin, 1), dtype=a.dtype, order="F")
     factors = np.zeros((nb, kmin), dtype=a.dtype, order="F")
     with Runtime(devices, placement, trace) as rt:
         A = rt.matrix(a, nb)
-        tau_tiles = rt.matrix(tau, nb, 1, name="tau")
-        T = rt.matrix(factors, nb, nb, name="T")
-        mt, nt, kt = A.mt, A.nt, tau_tiles.mt
-        for k in range(kt):
-            panel = A.block(k, mt, k, k + 1)
-            top = 2 * (kt - k)
-            # A[k:,k] = Q_k R_kk
-            rt.insert("geqrf", panel, tau_tiles(k, 0), reads=[], writes=[panel, tau_tiles(k, 0)], priority=top + 1)
-            if k + 1 >= nt:
-                continue
-            # T_k: H_k = I - V_k T_k V_k^H
-            rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)], writes=[T(0, k)],
-                      priority=top + 1)
-            for j in range(k + 1, nt):
-                column = A.block(k, mt, j, j + 1)
-                # A[k:,j] = H_k^H A[k:,j]
-                rt.insert("larfb", panel, T(0, k), column, conj=True, reads=[panel, T(0, k)], writes=[column],
-                          priority=top if j == k + 1 else 2 * (kt - j))
+        insert_geqrf(rt, A, *householder_tiles(A, tau, factors))
     return tau[:, 0].copy()
+
+
+def householder_tiles(A: TiledMatrix, tau: np.ndarray | None = None,
+                      factors: np.ndarray | None = None) -> tuple[TiledMatrix, TiledMatrix]:
+    """``tau`` and the compact-WY factors ``T`` cut like ``A``'s panels (virtual when the arrays are None)."""
+    kmin = min(A.shape)
+    bounds = panel_bounds(A.col_bounds, kmin)
+    rows = factors.shape[0] if factors is not None else max(np.diff(bounds), default=1)
+    tau_tiles = TiledMatrix(tau, bounds, 1, name="tau", shape=(kmin, 1), dtype=A.dtype)
+    T = TiledMatrix(factors, [0, rows], bounds, name="T", shape=(rows, kmin), dtype=A.dtype)
+    return tau_tiles, T
+
+
+def insert_geqrf(rt: Runtime, A: TiledMatrix, tau_tiles: TiledMatrix, T: TiledMatrix) -> None:
+    """Insert the tasks of a Householder QR of ``A`` (row and column tiles equal up to ``min(m, n)``)."""
+    mt, nt, kt = A.mt, A.nt, tau_tiles.mt
+    scale = flop_scale(A.dtype)
+    for k in range(kt):
+        panel = A.block(k, mt, k, k + 1)
+        rows, width = panel.shape
+        steps = min(rows, width)
+        top = 2 * (kt - k)
+        # A[k:,k] = Q_k R_kk
+        rt.insert("geqrf", panel, tau_tiles(k, 0), reads=[], writes=[panel, tau_tiles(k, 0)], priority=top + 1,
+                  flops=scale * (2 * max(rows, width) * steps**2 - 2 * steps**3 / 3))
+        if k + 1 >= nt:
+            continue
+        # T_k: H_k = I - V_k T_k V_k^H
+        rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)], writes=[T(0, k)],
+                  priority=top + 1, flops=scale * rows * steps**2)
+        for j in range(k + 1, nt):
+            column = A.block(k, mt, j, j + 1)
+            # A[k:,j] = H_k^H A[k:,j]
+            rt.insert("larfb", panel, T(0, k), column, conj=True, reads=[panel, T(0, k)], writes=[column],
+                      priority=top if j == k + 1 else 2 * (kt - j), flops=4 * scale * rows * A.cols(j) * steps)
 
 
 def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, tile: int, devices: Sequence[Device] | None = None,
@@ -68,23 +85,25 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, tile: int, devices: Se
     q[:, :kmin] = np.tril(qr[:, :kmin], -1)
     q[kmin:, kmin:] = np.eye(m - kmin, ncols - kmin, dtype=qr.dtype)
     taus = np.asfortranarray(np.asarray(tau, dtype=qr.dtype).reshape(-1, 1))
-    factors = np.zeros((nb, max(kmin, 1)), dtype=qr.dtype, order="F")
+    factors = np.zeros((nb, kmin), dtype=qr.dtype, order="F")
     with Runtime(devices, placement, trace) as rt:
         Q = rt.matrix(q, nb)
-        tau_tiles = rt.matrix(taus, nb, 1, name="tau")
-        T = rt.matrix(factors, nb, nb, name="T")
+        tau_tiles, T = householder_tiles(TiledMatrix(None, nb, shape=(m, kmin), dtype=qr.dtype), taus, factors)
         mt, nt, kt = Q.mt, Q.nt, tau_tiles.mt
+        scale = flop_scale(qr.dtype)
         for k in reversed(range(kt)):
             panel = Q.block(k, mt, k, k + 1)
+            rows, width = panel.shape
             if k + 1 < nt:
                 # T_k: H_k = I - V_k T_k V_k^H
                 rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)],
-                          writes=[T(0, k)], priority=k)
+                          writes=[T(0, k)], priority=k, flops=scale * rows * width**2)
             for j in range(k + 1, nt):
                 column = Q.block(k, mt, j, j + 1)
                 # Q[k:,j] = H_k Q[k:,j]
                 rt.insert("larfb", panel, T(0, k), column, conj=False, reads=[panel, T(0, k)], writes=[column],
-                          priority=k)
+                          priority=k, flops=4 * scale * rows * Q.cols(j) * width)
             # Q[k:,k] = H_k I[k:,k]
-            rt.insert("orgqr", panel, tau_tiles(k, 0), reads=[tau_tiles(k, 0)], writes=[panel], priority=k + 1)
+            rt.insert("orgqr", panel, tau_tiles(k, 0), reads=[tau_tiles(k, 0)], writes=[panel], priority=k + 1,
+                      flops=scale * (4 * rows * width**2 - 2 * width**3))
     return q

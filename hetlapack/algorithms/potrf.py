@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..devices.base import Device
-from ..runtime import Placement, Runtime, Trace
-from ._common import check_fortran_matrix, check_tile
+from ..runtime import Placement, Runtime, TiledMatrix, Trace
+from ._common import check_fortran_matrix, check_tile, flop_scale
 
 
 def _potrf_tile(device: Device, a_kk, lower: bool, offset: int) -> None:
@@ -35,34 +35,49 @@ def potrf(a: np.ndarray, *, lower: bool, tile: int, devices: Sequence[Device] | 
     check_fortran_matrix(a, "potrf", square=True)
     nb = check_tile(tile)
     with Runtime(devices, placement, trace) as rt:
-        A = rt.matrix(a, nb)
-        nt = A.nt
-        for k in range(nt):
-            first = 3 * (nt - k)
-            # A[k,k] = chol(A[k,k])
-            rt.insert(_potrf_tile, A(k, k), lower, k * nb, reads=[], writes=[A(k, k)], priority=first + 2,
-                      name="potrf", flops=(A.col_range(k)[1] - k * nb) ** 3 / 3)
-            if k + 1 == nt:
-                break
-            panel = A.block(k + 1, nt, k, k + 1) if lower else A.block(k, k + 1, k + 1, nt)
-            # lower: A[k+1:,k] = A[k+1:,k] @ A[k,k]^{-H}      upper: A[k,k+1:] = A[k,k]^{-H} @ A[k,k+1:]
+        insert_potrf(rt, rt.matrix(a, nb), lower)
+
+
+def insert_potrf(rt: Runtime, A: TiledMatrix, lower: bool, per_tile: bool = False) -> None:
+    """Insert the tasks of a Cholesky factorization of ``A`` (square, with equal row and column tiles).
+
+    ``per_tile`` cuts the panel solve and the trailing updates into one task per tile, as 2-D layouts need
+    (a block column there spans several owners); otherwise one task covers a whole block column.
+    """
+    nt = A.nt
+    scale = flop_scale(A.dtype)
+    for k in range(nt):
+        first = 3 * (nt - k)
+        width = A.cols(k)
+        # A[k,k] = chol(A[k,k])
+        rt.insert(_potrf_tile, A(k, k), lower, A.col_range(k)[0], reads=[], writes=[A(k, k)], priority=first + 2,
+                  name="potrf", flops=scale * width**3 / 3)
+        if k + 1 == nt:
+            break
+        spans = [(i, i + 1) for i in range(k + 1, nt)] if per_tile else [(k + 1, nt)]
+        for i0, i1 in spans:
+            panel = A.block(i0, i1, k, k + 1) if lower else A.block(k, k + 1, i0, i1)
+            # lower: A[i,k] = A[i,k] @ A[k,k]^{-H}      upper: A[k,i] = A[k,k]^{-H} @ A[k,i]
             rt.insert("trsm", A(k, k), panel, side="R" if lower else "L", lower=lower, conj=True, unit=False,
-                      reads=[A(k, k)], writes=[panel], priority=first + 1, flops=(nt - k - 1) * nb ** 3)
-            for n in range(k + 1, nt):
-                level = first if n == k + 1 else 3 * (nt - n)
-                source = A(n, k) if lower else A(k, n)
-                # lower: A[n,n] -= A[n,k] @ A[n,k]^H      upper: A[n,n] -= A[k,n]^H @ A[k,n]
-                rt.insert("herk", source, A(n, n), lower=lower, conj_first=not lower, reads=[source],
-                          writes=[A(n, n)], priority=level, flops=nb ** 3)
-                if n + 1 == nt:
-                    continue
+                      reads=[A(k, k)], writes=[panel], priority=first + 1, flops=scale * A.rows(i0, i1) * width**2)
+        for n in range(k + 1, nt):
+            level = first if n == k + 1 else 3 * (nt - n)
+            source = A(n, k) if lower else A(k, n)
+            # lower: A[n,n] -= A[n,k] @ A[n,k]^H      upper: A[n,n] -= A[k,n]^H @ A[k,n]
+            rt.insert("herk", source, A(n, n), lower=lower, conj_first=not lower, reads=[source],
+                      writes=[A(n, n)], priority=level, flops=scale * A.cols(n) ** 2 * width)
+            if n + 1 == nt:
+                continue
+            updates = [(i, i + 1) for i in range(n + 1, nt)] if per_tile else [(n + 1, nt)]
+            for i0, i1 in updates:
+                flops = 2 * scale * A.rows(i0, i1) * A.cols(n) * width
                 if lower:
-                    below, target = A.block(n + 1, nt, k, k + 1), A.block(n + 1, nt, n, n + 1)
-                    # A[n+1:,n] -= A[n+1:,k] @ A[n,k]^H
+                    below, target = A.block(i0, i1, k, k + 1), A.block(i0, i1, n, n + 1)
+                    # A[i,n] -= A[i,k] @ A[n,k]^H
                     rt.insert("gemm", below, source, target, conj_b=True, reads=[below, source], writes=[target],
-                              priority=level, flops=2 * (nt - n - 1) * nb ** 3)
+                              priority=level, flops=flops)
                 else:
-                    right, target = A.block(k, k + 1, n + 1, nt), A.block(n, n + 1, n + 1, nt)
-                    # A[n,n+1:] -= A[k,n]^H @ A[k,n+1:]
+                    right, target = A.block(k, k + 1, i0, i1), A.block(n, n + 1, i0, i1)
+                    # A[n,i] -= A[k,n]^H @ A[k,i]
                     rt.insert("gemm", source, right, target, conj_a=True, reads=[source, right], writes=[target],
-                              priority=level, flops=2 * (nt - n - 1) * nb ** 3)
+                              priority=level, flops=flops)

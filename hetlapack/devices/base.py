@@ -53,6 +53,8 @@ class Device(abc.ABC):
 
     def __init__(self) -> None:
         self.capability: dict[str, float] = dict(DEFAULT_CAPABILITY)
+        #: Per tile kernel, ``((tile, GFLOP/s), ...)`` of one worker, when calibration measured them.
+        self.kernel_rates: dict[str, tuple[tuple[float, float], ...]] = {}
 
     @property
     @abc.abstractmethod

@@ -49,8 +49,12 @@ def load() -> dict[str, dict[str, float]]:
 
 
 def load_capability(device: Device) -> None:
-    """Overwrite ``device.capability`` with its cached measurements, if any."""
-    device.capability.update(load().get(device.name, {}))
+    """Overwrite ``device.capability`` (and ``device.kernel_rates``) with its cached measurements, if any."""
+    measured = dict(load().get(device.name, {}))
+    tables = measured.pop("kernels", {})
+    device.capability.update({k: v for k, v in measured.items() if isinstance(v, int | float)})
+    if isinstance(tables, dict):
+        device.kernel_rates = {k: tuple((t, r) for t, r in v) for k, v in tables.items()}
 
 
 def _best_seconds(run: Callable[[], None], repeats: int) -> float:
@@ -88,6 +92,87 @@ def _kernel_rates(device: Device, tile: int, repeats: int) -> dict[str, float]:
             "memory": 2 * tile * tile * 8 / laswp / 1e9}
 
 
+#: Per-kernel tables measured by :func:`kernel_tables` on the reference machine (2-core Haswell-class VM,
+#: OpenBLAS 0.3.31, one thread, quiet), whose one-thread GEMM ran at ``REFERENCE_GEMM_GFLOPS``. Without a
+#: cached calibration, a CPU's tables are these scaled by its own quickly measured GEMM rate.
+REFERENCE_GEMM_GFLOPS = 39.0
+REFERENCE_KERNELS: dict[str, tuple[tuple[int, float], ...]] = {
+    "gemm": ((128, 33.3), (192, 37.3), (256, 34.6), (384, 37.3), (512, 39.0)),
+    "trsm": ((128, 21.5), (192, 26.0), (256, 26.6), (384, 29.6), (512, 33.0)),
+    "herk": ((128, 19.1), (192, 27.4), (256, 30.0), (384, 31.8), (512, 37.1)),
+    "potrf": ((128, 9.3), (192, 15.4), (256, 20.5), (384, 26.1), (512, 32.2)),
+    "getrf": ((128, 16.0), (192, 20.6), (256, 19.1), (384, 22.6), (512, 27.4)),
+    "laswp": ((128, 16.7), (192, 14.7), (256, 13.2), (384, 14.6), (512, 3.6)),
+    "geqrf": ((128, 10.0), (192, 12.5), (256, 13.9), (384, 17.7), (512, 21.4)),
+    "larft": ((128, 16.4), (192, 16.6), (256, 21.8), (384, 23.3), (512, 25.7)),
+    "larfb": ((128, 23.5), (192, 29.6), (256, 29.9), (384, 34.3), (512, 34.8)),
+    "orgqr": ((128, 17.7), (192, 25.0), (256, 28.1), (384, 33.8), (512, 41.0)),
+}
+
+
+def scaled_reference_kernels(gemm_gflops: float) -> dict[str, tuple[tuple[float, float], ...]]:
+    """The reference machine's kernel tables scaled to a core whose one-thread GEMM runs at ``gemm_gflops``."""
+    factor = gemm_gflops / REFERENCE_GEMM_GFLOPS
+    return {k: tuple((t, r * factor) for t, r in table) for k, table in REFERENCE_KERNELS.items()}
+
+
+#: Tile orders the per-kernel tables are measured at (the range the tile paths use), and the height of the tall
+#: blocks (panels, block columns) in tiles.
+KERNEL_TILES = (128, 192, 256, 384, 512)
+PANEL_HEIGHT = 4
+
+
+def _kernel_cases(device: Device, t: int, rng: np.random.Generator) -> dict[str, tuple[Callable, float]]:
+    """Per tile kernel: a call on fresh data at tile order ``t`` (blocks ``PANEL_HEIGHT * t`` tall) and its
+    flops (bytes for laswp), counted as the tile algorithms count them."""
+    h = PANEL_HEIGHT * t
+    square = np.asfortranarray(rng.standard_normal((t, t)))
+    spd = np.asfortranarray(square @ square.T + t * np.eye(t))
+    tall = np.asfortranarray(rng.standard_normal((h, t)))
+    buffers = {name: device.empty(shape, np.float64)
+               for name, shape in (("t", (t, t)), ("u", (t, t)), ("tall", (h, t)), ("tall2", (h, t)))}
+    device.upload(spd, buffers["u"])
+    device.upload(tall, buffers["tall2"])
+    piv = np.zeros(t, dtype=np.int32)
+    swaps = np.asarray(rng.integers(1, h + 1, t), dtype=np.int32)
+    tau = np.zeros(t)
+    factor = device.empty((t, t), np.float64)
+
+    def fresh(name: str, host: np.ndarray) -> Callable[[], None]:
+        return lambda: device.upload(host, buffers[name])
+
+    return {
+        "gemm": (None, lambda: device.gemm(buffers["tall2"], buffers["u"], buffers["tall"], conj_b=True), 2 * h * t * t),
+        "trsm": (fresh("tall", tall), lambda: device.trsm(buffers["u"], buffers["tall"], side="R", lower=True,
+                                                          conj=True, unit=False), h * t * t),
+        "herk": (None, lambda: device.herk(buffers["u"], buffers["t"], lower=True, conj_first=False), t**3),
+        "potrf": (fresh("t", spd), lambda: device.potrf(buffers["t"], True), t**3 / 3),
+        "getrf": (fresh("tall", tall), lambda: device.getrf(buffers["tall"], piv), h * t * t - t**3 / 3),
+        "laswp": (None, lambda: device.laswp(buffers["tall"], swaps), 4 * t * t * 8),
+        "geqrf": (fresh("tall", tall), lambda: device.geqrf(buffers["tall"], tau), 2 * h * t * t - 2 * t**3 / 3),
+        "larft": (None, lambda: device.larft(buffers["tall2"], tau, factor), h * t * t),
+        "larfb": (None, lambda: device.larfb(buffers["tall2"], factor, buffers["tall"], conj=True), 4 * h * t * t),
+        "orgqr": (fresh("tall", tall), lambda: device.orgqr(buffers["tall"], tau), 4 * h * t * t - 2 * t**3),
+    }
+
+
+def kernel_tables(device: Device, tiles: Sequence[int] = KERNEL_TILES,
+                  repeats: int = 3) -> dict[str, list[list[float]]]:
+    """Per tile kernel, ``[[tile, GFLOP/s], ...]`` (GB/s for laswp) of one worker: the rates the simulator
+    prices tasks with. Kernels that overwrite their input are timed with a fresh copy, whose time is taken off."""
+    rng = np.random.default_rng(0)
+    tables: dict[str, list[list[float]]] = {}
+    for t in tiles:
+        for name, (setup, run, work) in _kernel_cases(device, t, rng).items():
+            if setup is None:
+                seconds = _best_seconds(run, repeats)
+            else:
+                copy = _best_seconds(setup, repeats)
+                seconds = max(_best_seconds(lambda: (setup(), run()), repeats) - copy, 1e-9)
+            tables.setdefault(name, []).append([t, work / seconds / 1e9])
+    return tables
+
+
 def _link(device: Device, nbytes: int, repeats: int) -> dict[str, float]:
     """Host-to-device bandwidth (GB/s) from an ``nbytes`` copy and latency (s) from a one-element copy."""
     big = np.ones(nbytes // 8)
@@ -99,8 +184,12 @@ def _link(device: Device, nbytes: int, repeats: int) -> dict[str, float]:
 
 
 def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: int = 3,
-              link_bytes: int = 64 << 20, save: bool = True, progress: bool = False) -> dict[str, dict[str, float]]:
+              link_bytes: int = 64 << 20, save: bool = True, progress: bool = False,
+              kernels: bool = True) -> dict[str, dict]:
     """Measure ``devices`` (one worker each, one BLAS thread) and return name -> capability; cache it if ``save``.
+
+    With ``kernels`` the entry also holds per-kernel rate tables over tile orders (:func:`kernel_tables`), which
+    the simulator and dispatch price tile tasks with.
 
     The devices' ``capability`` is updated in place, so a runtime built on them right after uses the
     measurement.
@@ -115,7 +204,10 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
                                                         disable=not progress) as bar:
         for device in bar:
             bar.set_postfix_str(device.name)
-            measured = _kernel_rates(device, tile, repeats)
+            measured: dict = _kernel_rates(device, tile, repeats)
+            if kernels:
+                measured["kernels"] = kernel_tables(device, repeats=repeats)
+                device.kernel_rates = {k: tuple(map(tuple, v)) for k, v in measured["kernels"].items()}
             if device.kind != "cpu":
                 measured.update(_link(device, link_bytes, repeats))
             device.capability.update(measured)

@@ -117,7 +117,6 @@ def _gpu_unavailable(req: Request) -> str | None:
 _PREDICTORS: dict[str, Callable[[Request], float]] = {
     "host": lambda r: model.predict_host(r.op, *r.core, max(r.batch, 1), r.dtype),
     "batched": lambda r: model.predict_batched(r.op, *r.core, r.batch, r.dtype),
-    "hybrid": lambda r: model.predict_tiled(r.op, *r.core, r.dtype),
 }
 
 _UNAVAILABLE: dict[str, Callable[[Request], str | None]] = {
@@ -148,6 +147,9 @@ def choose(req: Request, options: Options | None = None) -> Plan:
 
     unavailable = {path: why for path, check in _UNAVAILABLE.items() if (why := check(req)) is not None}
     predicted = {path: predict(req) for path, predict in _PREDICTORS.items() if path not in unavailable}
+    if "hybrid" not in unavailable:
+        predicted["hybrid"] = model.predict_tiled(req.op, *req.core, req.dtype, options.tile,
+                                                  _devices("hybrid", options))
 
     forced_path = options.path
     if req.op in SOLVE_OPS and forced_path not in SOLVE_PATHS:

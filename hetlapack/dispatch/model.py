@@ -1,8 +1,9 @@
 """The cost model that prices each path: flop counts, measured efficiencies and the host's GEMM rate.
 
-Every heuristic of dispatch lives here as a named, documented value. Efficiencies are fractions of the host's
-GEMM rate measured on the reference machine (2 cores, OpenBLAS, float64, quiet) and interpolated in log n;
-``hetlapack calibrate`` and the runtime refine the rate for the machine at hand.
+Every heuristic of dispatch lives here as a named, documented value. Host efficiencies are fractions of the
+host's GEMM rate measured on the reference machine (2 cores, OpenBLAS, float64, quiet) and interpolated in log n;
+``hetlapack calibrate`` and the runtime refine the rate for the machine at hand. The tile paths are priced by
+the simulator (:func:`predict_tiled`), the same model ``hetlapack simulate`` reports.
 """
 
 from __future__ import annotations
@@ -19,14 +20,6 @@ HOST_EFFICIENCY: dict[str, tuple[tuple[int, float], ...]] = {
     "potrf": ((64, 0.05), (256, 0.25), (1000, 0.65), (2000, 0.80), (4000, 0.78), (8000, 0.75)),
     "getrf": ((64, 0.05), (256, 0.20), (1000, 0.42), (2000, 0.67), (4000, 0.80), (8000, 0.83)),
     "geqrf": ((64, 0.04), (256, 0.15), (1000, 0.44), (2000, 0.42), (4000, 0.41), (8000, 0.48)),
-}
-
-#: Fraction of the DGEMM rate that the tiled runtime path reaches, measured in the same runs. Cholesky overtakes
-#: one LAPACK call near n = 4000, QR near 1500, LU near 6000.
-TILE_EFFICIENCY: dict[str, tuple[tuple[int, float], ...]] = {
-    "potrf": ((256, 0.05), (1000, 0.40), (2000, 0.68), (4000, 0.83), (8000, 0.81)),
-    "getrf": ((256, 0.05), (1000, 0.35), (2000, 0.55), (4000, 0.74), (8000, 0.91)),
-    "geqrf": ((256, 0.04), (1000, 0.37), (2000, 0.54), (4000, 0.68), (8000, 0.65)),
 }
 
 #: Tile order per operation, by matrix order (measured best tiles, benchmarks/test_tile_sizes.py).
@@ -125,20 +118,23 @@ def predict_host(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:
     return batch * (per_call + HOST_CALL_OVERHEAD_S)
 
 
-def tile_tasks(m: int, n: int, tile: int) -> int:
-    """About how many tasks a right-looking tile factorization inserts: one per (i, j, k) update plus panels."""
-    mt, nt = -(-m // tile), -(-n // tile)
-    kt = min(mt, nt)
-    return kt * mt * nt - (mt + nt) * kt * kt // 2 + kt**3 // 3 + mt * nt
+def predict_tiled(op: str, m: int, n: int, dtype: np.dtype, tile: int | None = None,
+                  devices: tuple | None = None) -> float:
+    """Seconds for the tile path on ``devices`` (names or Device objects; default the host CPU): the simulator
+    runs the tile algorithm over models of those devices (their calibrated rates), plus the runtime's measured
+    per-task and per-call overheads. ``hetlapack.simulator.simulate`` gives the same number."""
+    tile = tile or tile_size(op, min(m, n))
+    return _predict_tiled(op, m, n, np.dtype(dtype).char, tile, tuple(devices or ("cpu",)))
 
 
-def predict_tiled(op: str, m: int, n: int, dtype: np.dtype, tile: int | None = None) -> float:
-    """Seconds for the tiled runtime path on the host's cores: compute plus the runtime's overheads."""
-    eff = _interpolate(TILE_EFFICIENCY.get(op, TILE_EFFICIENCY["getrf"]), max(min(m, n), 1))
-    rate = host_gemm_gflops(dtype.char) * 1e9
-    tasks = tile_tasks(m, n, tile or tile_size(op, min(m, n)))
-    overhead = RUNTIME_CALL_OVERHEAD_S + tasks * RUNTIME_TASK_OVERHEAD_S
-    return flops(op, m, n, dtype.kind == "c") / (rate * eff) + overhead
+@functools.lru_cache(maxsize=1024)
+def _predict_tiled(op: str, m: int, n: int, dtype_char: str, tile: int, devices: tuple) -> float:
+    from ..devices import resolve  # noqa: PLC0415 - devices import dispatch lazily too
+    from ..devices.modeled import ModeledDevice  # noqa: PLC0415
+    from ..simulator import simulate  # noqa: PLC0415 - the simulator imports the algorithms
+
+    modeled = [ModeledDevice.of(d, task_overhead_s=RUNTIME_TASK_OVERHEAD_S) for d in resolve(devices)]
+    return simulate(op, n, modeled, m=m, dtype=dtype_char, tile=tile, call_overhead_s=RUNTIME_CALL_OVERHEAD_S).seconds
 
 
 def predict_batched(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:

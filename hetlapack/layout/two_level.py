@@ -60,14 +60,16 @@ class TwoLevelColumns:
         return [w / rate for w, rate in zip(work, rates)]
 
 
-def tune_host_slice(start: int, tile: int, measure: Callable[[int], float], trials: int = 3) -> tuple[int, float]:
-    """Refine a host slice by measurement: try ``start`` and steps around it, keep the lowest imbalance.
+def tune_host_slice(start: int, tile: int, measure: Callable[[int], float], trials: int = 3,
+                    step: int | None = None) -> tuple[int, float]:
+    """Refine a host slice by measurement: try ``start`` and ``step`` around it (default ``tile // 16``; seed
+    003 tunes by 64 columns), keep the lowest imbalance, halving the step when neither side is better.
 
     ``measure(bh)`` returns the imbalance observed with slice ``bh``; ``trials`` rounds of at most two
     measurements each. Returns ``(best slice, its imbalance)``.
     """
     best, best_ratio = start, measure(start)
-    step = max(1, tile // 16)
+    step = max(1, step or tile // 16)
     for _ in range(trials):
         candidates = [b for b in (best - step, best + step) if 0 <= b <= tile]
         if not candidates:

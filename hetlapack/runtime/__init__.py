@@ -3,8 +3,9 @@
 from .data import Block, TiledMatrix
 from .placement import GreedyByCapability, OwnerComputes, Placement, make_placement
 from .scheduler import Runtime
+from .simulated import SimulatedRuntime
 from .task import Task
 from .trace import Trace, TraceEvent
 
-__all__ = ["Block", "GreedyByCapability", "OwnerComputes", "Placement", "Runtime", "Task", "TiledMatrix",
+__all__ = ["Block", "GreedyByCapability", "OwnerComputes", "Placement", "Runtime", "SimulatedRuntime", "Task", "TiledMatrix",
            "Trace", "TraceEvent", "make_placement"]

@@ -66,7 +66,7 @@ class Coherence:
         with self._lock:
             mirror = self._mirrors.get(key)
             if mirror is None:
-                mirror = self._mirrors[key] = device.empty(matrix.array.shape, matrix.array.dtype)
+                mirror = self._mirrors[key] = device.empty(matrix.shape, matrix.dtype)
             return mirror
 
     def _view(self, block: Block, device: Device) -> Any:
@@ -77,15 +77,18 @@ class Coherence:
         return self._mirror(block.matrix, device)[r0:r1, c0:c1]
 
     def _copy(self, part: Block, source: Hashable, destination: Hashable) -> int:
+        self._copy_data(part, source, destination)
+        with self._lock:
+            self.log.append(Transfer(part, source, destination, part.nbytes, self._version.get(part, 0)))
+        return part.nbytes
+
+    def _copy_data(self, part: Block, source: Hashable, destination: Hashable) -> None:
         if destination == HOST_MEMORY:
             device = self._device_of_space[source]
             device.to_host(self._view(part, device), part.host)
         else:
             device = self._device_of_space[destination]
             device.upload(part.host, self._view(part, device))
-        with self._lock:
-            self.log.append(Transfer(part, source, destination, part.nbytes, self._version.get(part, 0)))
-        return part.nbytes
 
     def _make_valid(self, part: Block, space: Hashable) -> int:
         valid = self._valid.get(part)

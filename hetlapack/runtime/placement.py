@@ -1,4 +1,4 @@
-"""Placement policies: which device runs a task, decided when the task is inserted.
+"""Placement policies: which device runs a task, decided when the task becomes ready.
 
 ``OwnerComputes`` (seed 003 §4, seed 000 §6.1): panel kernels (latency-bound) run on the CPU when the devices
 mix a CPU and accelerators; every other task runs where the tile it writes lives, by a layout's owner function
@@ -12,20 +12,25 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 
+import math
+
 from ..devices.base import KERNEL_CLASS, Device
+from ..devices.cpu import HOST_MEMORY
 from ..layout import WeightedColumns
+from .data import Block
 from .task import Task
 
 
 class Placement(abc.ABC):
-    """Chooses the device index of each task; told when tasks finish so it can track load."""
+    """Chooses the device index of each task when it becomes ready; told when tasks finish so it can track load."""
 
     def bind(self, devices: Sequence[Device]) -> None:
         self.devices = list(devices)
 
     @abc.abstractmethod
     def place(self, task: Task) -> int:
-        """Index into the bound devices for ``task`` (called under the scheduler's lock)."""
+        """Index into the bound devices for ``task``, called under the scheduler's lock when its predecessors
+        have finished."""
 
     def finished(self, task: Task) -> None:
         """Called (under the scheduler's lock) when ``task`` completes."""
@@ -34,46 +39,80 @@ class Placement(abc.ABC):
 class OwnerComputes(Placement):
     """Panels on the CPU among accelerators; other tasks on the owner of the first tile they write.
 
-    ``layout`` is any object with ``owner(tile_row, tile_col)`` and ``ndevices``; by default HGDD over the
-    devices' weights (equal weights give the 1-D block-column cyclic layout).
+    ``layout`` is ``"hgdd"`` (the default: tile columns dealt in proportion to capability weights), ``"cyclic"``
+    (1-D block-column cyclic) or any object with ``owner(tile_row, tile_col)`` and ``ndevices`` indexing the
+    runtime's devices. The named layouts deal columns over the accelerators when there are any, since the CPU
+    factors the panels (seed 000 §6.1; ``placement="capability"`` lets it take updates too), else over all
+    devices. ``panels_on_cpu=False`` makes the owner compute panels too (seed 003's runtime: the owner of a
+    tile runs every task that writes it).
     """
 
-    def __init__(self, layout=None) -> None:
-        self.layout = layout
+    def __init__(self, layout="hgdd", panels_on_cpu: bool = True) -> None:
+        if isinstance(layout, str) and layout not in ("hgdd", "cyclic"):
+            raise ValueError(f"layout must be 'hgdd', 'cyclic' or a layout object, got {layout!r}")
+        self.layout_spec = layout
+        self.panels_on_cpu = panels_on_cpu
 
     def bind(self, devices: Sequence[Device]) -> None:
         super().bind(devices)
-        if self.layout is None or self.layout.ndevices != len(self.devices):
-            self.layout = WeightedColumns(tuple(d.weight for d in self.devices))
         kinds = {d.kind for d in self.devices}
         cpus = [i for i, d in enumerate(self.devices) if d.kind == "cpu"]
-        self.panel_device = cpus[0] if cpus and len(kinds) > 1 else None
+        self.panel_device = cpus[0] if cpus and len(kinds) > 1 and self.panels_on_cpu else None
+        if not isinstance(self.layout_spec, str):
+            self.layout, self.owners = self.layout_spec, tuple(range(len(self.devices)))
+            return
+        self.owners = tuple(i for i, d in enumerate(self.devices) if d.kind != "cpu") or tuple(
+            range(len(self.devices)))
+        weights = [self.devices[i].weight if self.layout_spec == "hgdd" else 1.0 for i in self.owners]
+        self.layout = WeightedColumns(tuple(weights))
 
     def place(self, task: Task) -> int:
         if self.panel_device is not None and KERNEL_CLASS.get(task.name) == "panel":
             return self.panel_device
         if not task.writes:
-            return 0
+            return self.owners[0]
         block = task.writes[0]
-        return self.layout.owner(block.i0, block.j0)
+        return self.owners[self.layout.owner(block.i0, block.j0)]
 
 
 class GreedyByCapability(Placement):
-    """Earliest expected finish: queued seconds on the device plus ``flops / capability`` of this task."""
+    """Earliest expected finish: queued seconds on the device (shared by its workers) plus this task's seconds
+    there, which are
+    ``flops / capability`` plus moving the tiles it touches that were last written in another memory space
+    (seed 000 §6.2: communication = bytes / bandwidth). Placement happens when the task is ready, so the queues
+    hold only work that can run, and where each tile was last written is known from earlier placements."""
 
     def bind(self, devices: Sequence[Device]) -> None:
         super().bind(devices)
         self.queued_seconds = [0.0] * len(self.devices)
+        self._written_in: dict[Block, object] = {}
+
+    @staticmethod
+    def _link_gbs(device: Device) -> float:
+        return getattr(device, "bandwidth_gbs", None) or device.capability.get("bandwidth_gbs", math.inf)
 
     def _seconds(self, task: Task, device: Device) -> float:
         rate = device.capability.get(KERNEL_CLASS.get(task.name, "blas3"), 1.0)
-        return max(task.flops, 1.0) / (rate * 1e9)
+        seconds = max(task.flops, 1.0) / (rate * 1e9)
+        space = device.memory_space
+        for block in (*task.reads, *task.writes):
+            for part in block.parts:
+                where = self._written_in.get(part, HOST_MEMORY)
+                if where != space:
+                    link = min(self._link_gbs(self._by_space[s]) for s in (where, space) if s in self._by_space)
+                    seconds += part.nbytes / (link * 1e9)
+        return seconds
 
     def place(self, task: Task) -> int:
+        self._by_space = {d.memory_space: d for d in self.devices}
         costs = [self._seconds(task, d) for d in self.devices]
-        best = min(range(len(self.devices)), key=lambda i: self.queued_seconds[i] + costs[i])
+        best = min(range(len(self.devices)),
+                   key=lambda i: self.queued_seconds[i] / self.devices[i].workers + costs[i])
         task.expected_seconds = costs[best]
         self.queued_seconds[best] += costs[best]
+        for block in task.writes:
+            for part in block.parts:
+                self._written_in[part] = self.devices[best].memory_space
         return best
 
     def finished(self, task: Task) -> None:

@@ -42,7 +42,7 @@ class Runtime:
 
     def __init__(self, devices: Sequence[Device | str] | None = None, placement: str | Placement = "owner",
                  trace: Trace | None = None) -> None:
-        self.devices = resolve(devices)
+        self.devices = self._resolve(devices)
         self.placement = make_placement(placement)
         self.placement.bind(self.devices)
         self.trace = trace
@@ -59,6 +59,10 @@ class Runtime:
         self._stopping = False
         self._error: BaseException | None = None
         self._blas_limit = None
+
+    @staticmethod
+    def _resolve(devices):
+        return resolve(devices)
 
     # --- lifecycle --------------------------------------------------------------------------------------------
     def __enter__(self) -> Runtime:
@@ -137,7 +141,7 @@ class Runtime:
         ``kernel`` is a :class:`Device` method name (``"gemm"``) or a callable ``f(device, *args, **kwargs)``.
         Block handles among ``args`` are replaced by the block's data on the device that runs the task.
         ``device`` pins the task (an index into the runtime's devices, or the device); otherwise the placement
-        policy chooses. Raises the pending error if an earlier task failed, which stops the inserting algorithm.
+        policy chooses when the task becomes ready. Raises the pending error if an earlier task failed, which stops the inserting algorithm.
         """
         if self._error is not None:
             raise self._error
@@ -145,9 +149,7 @@ class Runtime:
         task = Task(self._inserted, kernel, args, kwargs, reads, writes, priority, task_name, flops)
         predecessors = self._tracker.predecessors(task)
         with self._lock:
-            if device is None:
-                task.device_index = self.placement.place(task)
-            else:
+            if device is not None:
                 task.device_index = device if isinstance(device, int) else self.devices.index(device)
             self._inserted += 1
             for before in predecessors:
@@ -158,8 +160,15 @@ class Runtime:
                 self._push(task)
         return task
 
+    def _place(self, task: Task) -> int:
+        """The device of a task that just became ready: pinned, or chosen by the placement policy now, when the
+        device queues say how busy each device is (under the lock)."""
+        if task.device_index is None:
+            task.device_index = self.placement.place(task)
+        return task.device_index
+
     def _push(self, task: Task) -> None:
-        heapq.heappush(self._queues[task.device_index], task)
+        heapq.heappush(self._queues[self._place(task)], task)
         self._ready_signal[task.device_index].notify()
 
     # --- execution --------------------------------------------------------------------------------------------
@@ -180,22 +189,26 @@ class Runtime:
             seconds = time.perf_counter() - started
             with self._lock:
                 refine(device.capability, KERNEL_CLASS.get(task.name, "blas3"), task.flops, seconds)
-                self._running -= 1
-                self._finished += 1
-                task.done = True
-                self.placement.finished(task)
-                if error is not None and self._error is None:
-                    self._error = error
-                    for pending in self._queues:
-                        pending.clear()
-                if self._error is None:
-                    for after in task.dependents:
-                        after.remaining -= 1
-                        if after.remaining == 0:
-                            self._push(after)
-                task.dependents = []
-                if self._quiescent():
-                    self._idle_signal.notify_all()
+                self._complete(task, error)
+
+    def _complete(self, task: Task, error: BaseException | None) -> None:
+        """Book a finished task (under the lock): release its dependents, or stop everything on an error."""
+        self._running -= 1
+        self._finished += 1
+        task.done = True
+        self.placement.finished(task)
+        if error is not None and self._error is None:
+            self._error = error
+            for pending in self._queues:
+                pending.clear()
+        if self._error is None:
+            for after in task.dependents:
+                after.remaining -= 1
+                if after.remaining == 0:
+                    self._push(after)
+        task.dependents = []
+        if self._quiescent():
+            self._idle_signal.notify_all()
 
     def _execute(self, task: Task, device: Device, worker: int) -> BaseException | None:
         start = time.perf_counter()

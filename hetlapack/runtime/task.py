@@ -25,7 +25,7 @@ class Task:
         self.priority = priority
         self.name = name
         self.flops = flops
-        self.device_index = 0
+        self.device_index: int | None = None
         self.remaining = 0
         self.dependents: list[Task] = []
         self.expected_seconds = 0.0

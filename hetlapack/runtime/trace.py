@@ -76,7 +76,7 @@ class Trace:
         rows = sorted({(e.device, e.worker) for e in self.events})
         kernels = sorted({e.kernel for e in self.events})
         colours = {k: plt.get_cmap("tab10")(i % 10) for i, k in enumerate(kernels)}
-        fig, ax = plt.subplots(figsize=(12, 1.6 + 0.5 * max(len(rows), 1)))
+        fig, ax = plt.subplots(figsize=(12, min(1.6 + 0.5 * max(len(rows), 1), 24)))
         for row, (device, worker) in enumerate(rows):
             for kernel in kernels:
                 bars = [(e.start, e.end - e.start) for e in self.events
