@@ -21,7 +21,7 @@ from .algorithms.potrf import insert_potrf
 from .devices.modeled import ModeledDevice
 from .devices.profiles import registry
 from .dispatch.model import flops as flop_count
-from .dispatch.model import tile_size
+from .dispatch.model import RUNTIME_CALL_OVERHEAD_S, tile_size
 from .layout import TwoLevelColumns, WeightedColumns
 from .layout.two_level import host_slice, imbalance, tune_host_slice
 from .runtime import OwnerComputes, SimulatedRuntime, TiledMatrix, Trace
@@ -67,12 +67,15 @@ class Prediction:
 
     def summary(self) -> str:
         """A few lines for people: the prediction, then one line per device."""
-        lines = [f"{self.op} n={self.n} {self.dtype} on {', '.join(self.devices)} ({self.path} path, {self.layout} "
+        names = ", ".join(self.devices) if len(self.devices) <= 8 else \
+            f"{len(self.devices)} devices ({self.devices[0]} ... {self.devices[-1]})"
+        lines = [f"{self.op} n={self.n} {self.dtype} on {names} ({self.path} path, {self.layout} "
                  f"layout, tile {self.tile}): predicted {self.seconds:.3f} s, {self.gflops:,.0f} GFLOP/s, "
                  f"imbalance {self.imbalance:.3f}, {self.tasks} tasks, {self.bytes_moved / 1e9:.2f} GB moved"]
         if self.joules > 0:
             lines.append(f"energy {self.joules:,.0f} J, {self.gflops_per_watt:.2f} GFLOP/s/W")
-        lines += [f"  {name:<16} utilisation {share:6.1%}" for name, share in self.utilisation.items()]
+        if len(self.devices) <= 8:
+            lines += [f"  {name:<16} utilisation {share:6.1%}" for name, share in self.utilisation.items()]
         return "\n".join(lines)
 
 
@@ -127,7 +130,8 @@ def _two_level_setup(devices: Sequence[ModeledDevice], n: int, tile: int, host_c
 def simulate(op: str, n: int, devices: str | Sequence[ModeledDevice] = "cpu", *, m: int | None = None,
              dtype: str | np.dtype = "float64", tile: int | None = None, layout: str = "hgdd",
              placement: str = "owner", path: str = "hybrid", priorities: bool = True, host_cols: int | None = None,
-             profiles: Sequence[str] = (), call_overhead_s: float = 0.0, progress: bool = False) -> Prediction:
+             profiles: Sequence[str] = (), call_overhead_s: float = RUNTIME_CALL_OVERHEAD_S,
+             progress: bool = False) -> Prediction:
     """Predict ``op`` (cholesky, lu, qr) on an ``m x n`` matrix (square by default) over ``devices`` (a spec
     such as ``"sandybridge:16,k20c"``, or ModeledDevice objects).
 
@@ -136,7 +140,7 @@ def simulate(op: str, n: int, devices: str | Sequence[ModeledDevice] = "cpu", *,
     or ``two-level`` (seed 003: big tiles of order ``tile`` for the accelerators, a host slice of ``host_cols``
     columns, from the formula when not given). ``placement="capability"`` places greedily by capability
     instead of by owner. ``profiles`` are extra profile files. ``call_overhead_s`` is added once (the real
-    runtime's start and join); ``progress`` shows a bar while the graph runs.
+    runtime's measured start and join); ``progress`` shows a bar while the graph runs.
     """
     lapack = OPERATIONS.get(op)
     if lapack is None:

@@ -12,13 +12,14 @@ SMALL_ARGS = {
     "gaussian_process.py": ["400"],
     "least_squares.py": ["1000"],
     "many_small_solves.py": ["2000"],
+    "what_if_4gpu.py": ["8000"],
 }
 
 
 @pytest.mark.parametrize("name", sorted(SMALL_ARGS))
-def test_example_runs(name):
+def test_example_runs(name, tmp_path):
     proc = subprocess.run([sys.executable, str(EXAMPLES / name), *SMALL_ARGS[name]], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

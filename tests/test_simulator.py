@@ -126,8 +126,8 @@ def test_the_tasks_flops_add_up_to_the_factorizations(op):
 def test_profiles_parse_counts_workers_and_reject_unknown_names():
     devices = parse("sandybridge:16,k20c:2,phi")
     assert [d.name for d in devices] == ["sandybridge", "k20c:0", "k20c:1", "phi:0"]
-    assert devices[0].cores == 16 and devices[0].workers == 13  # one core drives each accelerator
-    assert parse("sandybridge:16/1,k40c")[0].workers == 1 and parse("sandybridge:16/1,k40c")[0].threads == 16
+    assert devices[0].cores == 16 and devices[0].workers == 1 and devices[0].threads == 16
+    assert parse("sandybridge:16/15,k40c")[0].workers == 15 and parse("sandybridge:16/15,k40c")[0].threads == 1
     assert parse("sandybridge")[0].workers == 16
     assert devices[1].bandwidth_gbs == 6.0 and "seed 000" in devices[1].source
     for spec, message in (("k99", "unknown device profile"), ("k20c:x", "bad device"), ("", "no devices")):
@@ -199,15 +199,11 @@ def test_distributed_cholesky_on_a_2d_grid():
     assert 2.5 < four.gflops / one.gflops < 4.5
 
 
-def test_dispatch_prices_the_tile_path_with_the_simulator():
-    a = np.empty((3000, 3000))
-    plan = hetlapack.explain("cholesky", a)
-    from hetlapack.devices import resolve
-
-    modeled = [ModeledDevice.of(d, task_overhead_s=model.RUNTIME_TASK_OVERHEAD_S) for d in resolve(["cpu"])]
-    direct = simulate("cholesky", 3000, modeled, tile=plan.tile or model.tile_size("potrf", 3000),
-                      call_overhead_s=model.RUNTIME_CALL_OVERHEAD_S)
-    assert plan.predicted_s["hybrid"] == pytest.approx(direct.seconds)
+@pytest.mark.parametrize("op,name", [("cholesky", "cholesky"), ("lu", "lu_factor"), ("qr", "qr")])
+def test_explain_and_simulate_on_this_cpu_agree(op, name):
+    plan = hetlapack.explain(name, np.empty((3000, 2000) if op != "cholesky" else (3000, 3000)))
+    simulated = simulate(op, plan.shape[1], "cpu", m=plan.shape[0])
+    assert plan.predicted_s["hybrid"] == pytest.approx(simulated.seconds)
 
 
 def test_the_simulate_command_prints_predictions_and_writes_the_trace(tmp_path, capsys):

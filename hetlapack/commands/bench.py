@@ -4,6 +4,11 @@ Each suite runs in its own pytest process (a progress bar counts them); the merg
 format, so ``pytest-benchmark compare`` reads it. Ratios are taken inside each benchmark group against the peers
 (SciPy, NumPy, torch…) timed in the same run. Benchmarks that record ``extra_info["n"]`` and ``["gflops"]`` are
 plotted as GFLOP/s against n; those that record ``["ns_per_matrix"]`` and ``["bound_ns"]`` against their bound.
+
+With ``--energy``, where energy counters are readable (:mod:`hetlapack.energy`), each suite's process loads this
+module as a pytest plugin that meters every benchmark: its ``extra_info`` gets ``watts`` (mean power over the whole
+case), ``energy_j`` (that power times the best time, the joules of one call), ``energy_counters`` (which were
+read) and, where GFLOP/s is known, ``gflops_per_watt``.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections import defaultdict
 from tqdm import tqdm
 
 import hetlapack
+from hetlapack.energy import EnergyMeter
 
 PEER_PREFIXES = ("scipy", "numpy", "torch", "dask", "scalapack")
 
@@ -33,6 +39,8 @@ def register(subparsers) -> None:
     parser.add_argument("--output", default="bench-results", help="folder for JSON and PNG files")
     parser.add_argument("--suite", action="append", default=[],
                         help="only suites whose file name contains this (repeatable), e.g. potrf, batched")
+    parser.add_argument("--energy", action="store_true",
+                        help="read CPU (RAPL) and GPU (NVML) energy counters around each benchmark where readable")
     parser.set_defaults(func=run)
 
 
@@ -59,6 +67,21 @@ def ratio_rows(benchmarks: list[dict]) -> list[tuple[str, str, float, str, float
                 rows.append((group, _label(ours), ours["stats"]["min"], _label(peer),
                              peer["stats"]["min"] / ours["stats"]["min"]))
     return rows
+
+
+def add_gflops_per_watt(benchmarks: list[dict]) -> None:
+    """``extra_info["gflops_per_watt"]`` for every benchmark that has both ``gflops`` and metered ``watts``."""
+    for bench in benchmarks:
+        info = bench.get("extra_info", {})
+        if "gflops" in info and info.get("watts", 0) > 0:
+            info["gflops_per_watt"] = info["gflops"] / info["watts"]
+
+
+def energy_rows(benchmarks: list[dict]) -> list[tuple[str, str, float, float, float, float | None]]:
+    """(group, who ran, min seconds, joules per call, watts, GFLOP/s per watt or None) for each metered benchmark."""
+    return [(bench.get("group") or bench["name"], _label(bench), bench["stats"]["min"], info["energy_j"],
+             info["watts"], info.get("gflops_per_watt"))
+            for bench in benchmarks if "energy_j" in (info := bench.get("extra_info", {}))]
 
 
 def _plot(benchmarks: list[dict], output: pathlib.Path) -> list[pathlib.Path]:
@@ -116,12 +139,21 @@ def run(args: argparse.Namespace) -> int:
     output = pathlib.Path(args.output)
     output.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, HETLAPACK_BENCH_QUICK="1" if args.quick else os.environ.get("HETLAPACK_BENCH_QUICK", "0"))
+    energy_plugin = []
+    if args.energy:
+        with EnergyMeter() as probe:
+            pass
+        if probe.readable:
+            print(f"energy: reading {', '.join(probe.counter_names)} around each benchmark")
+            energy_plugin = ["-p", __name__]
+        else:
+            print(f"energy: {probe.reason}; benchmarks run without energy figures")
     merged: dict | None = None
     failed = []
     for suite in tqdm(suites, desc="bench", unit="suite"):
         json_path = output / f"{suite.stem}.json"
         proc = subprocess.run([sys.executable, "-m", "pytest", str(suite), "--benchmark-only", "-q",
-                               "-p", "no:cacheprovider", f"--benchmark-json={json_path}"],
+                               "-p", "no:cacheprovider", *energy_plugin, f"--benchmark-json={json_path}"],
                               env=env, capture_output=True, text=True)
         if proc.returncode not in (0, 5) or not json_path.exists():
             failed.append(suite.name)
@@ -135,11 +167,39 @@ def run(args: argparse.Namespace) -> int:
     if merged is None:
         print("no benchmark ran", file=sys.stderr)
         return 1
+    add_gflops_per_watt(merged["benchmarks"])
     (output / "benchmarks.json").write_text(json.dumps(merged, indent=2))
     print(f"\n{'group':<34} {'hetlapack':<28} {'seconds':>10}  {'peer':<24} {'speedup':>8}")
     for group, ours, seconds, peer, speedup in ratio_rows(merged["benchmarks"]):
         print(f"{group:<34} {ours:<28} {seconds:>10.4g}  {peer:<24} {speedup:>7.2f}x")
+    if rows := energy_rows(merged["benchmarks"]):
+        print(f"\n{'group':<34} {'who':<28} {'seconds':>10} {'joules':>10} {'watts':>8} {'GFLOP/s/W':>10}")
+        for group, who, seconds, joules, watts, gflops_per_watt in rows:
+            efficiency = "-" if gflops_per_watt is None else f"{gflops_per_watt:.3g}"
+            print(f"{group:<34} {who:<28} {seconds:>10.4g} {joules:>10.4g} {watts:>8.1f} {efficiency:>10}")
     for path in _plot(merged["benchmarks"], output):
         print(f"wrote {path}")
     print(f"wrote {output / 'benchmarks.json'} (pytest-benchmark format)")
     return 1 if failed else 0
+
+
+# pytest plugin side, loaded with ``-p`` in each suite's process by ``--energy``: every benchmark is metered in the
+# process that runs it, and its figures go into the fixture's extra_info, which pytest-benchmark writes to the JSON.
+_meters: dict[str, EnergyMeter] = {}
+
+
+def pytest_runtest_setup(item) -> None:
+    if "benchmark" in getattr(item, "fixturenames", ()):
+        _meters[item.nodeid] = EnergyMeter().__enter__()
+
+
+def pytest_runtest_teardown(item, nextitem) -> None:
+    meter = _meters.pop(item.nodeid, None)
+    if meter is None:
+        return
+    meter.__exit__(None, None, None)
+    fixture = item.funcargs.get("benchmark")
+    if fixture is None or fixture.stats is None or not meter.joules:
+        return
+    fixture.extra_info.update(watts=meter.watts, energy_j=meter.watts * fixture.stats.stats.min,
+                              energy_counters=sorted(meter.joules))

@@ -32,9 +32,12 @@ def available() -> list[Device]:
 
 
 def _by_name(name: str, accelerators: int) -> Device:
-    """The device a name denotes; the CPU gives one core to each accelerator's driving thread (seed 000 §6.1)."""
+    """The device a name denotes. Among accelerators the CPU is one worker whose kernels use all its cores: it
+    factors the panels, and a panel on one core would throttle LU and QR (seed 001: MAGMA's hybrid panel is one
+    multithreaded LAPACK call; ``hetlapack simulate`` shows the one-core panel's cost). Alone, it has one worker
+    per core."""
     if name == "cpu":
-        return CpuDevice(workers=max(1, usable_cores() - accelerators))
+        return CpuDevice(workers=1 if accelerators else usable_cores())
     kind, _, number = name.partition(":")
     if kind == "emulated" and number.isdigit():
         return EmulatedDevice(int(number))

@@ -3,8 +3,8 @@
 ``profiles.toml`` next to this module holds the built-in ones, each with its source. A user adds or overrides
 profiles with TOML or JSON files of the same shape (``load_file``). ``parse("sandybridge:16,k20c:2,phi")``
 turns a device list into :class:`ModeledDevice` objects: for a CPU profile ``:N`` is its core count (and
-``:N/W`` feeds them with ``W`` runtime workers; by default one per core, less one per accelerator, as the real
-runtime does), for an accelerator ``:N`` is how many of them. ``"cpu"`` is this machine's CPU as calibrated here
+``:N/W`` feeds them with ``W`` runtime workers; by default, as the real runtime does, one worker per core, or
+one worker using every core when there are accelerators, so that panels are multithreaded), for an accelerator ``:N`` is how many of them. ``"cpu"`` is this machine's CPU as calibrated here
 (:func:`host_profile`).
 """
 
@@ -61,7 +61,7 @@ class Registry:
         cpu = profile["kind"] == "cpu"
         cores = int(count if count is not None and cpu else profile.get("cores", 1))
         if workers is None:
-            workers = max(1, cores - accelerators) if cpu else 1
+            workers = (1 if accelerators else cores) if cpu else 1
         power = dict(profile.get("power", {}))
         return ModeledDevice(
             name=name if cpu or index < 0 else f"{name}:{index}", kind=profile["kind"],
@@ -138,10 +138,12 @@ def load_file(path: str | Path) -> dict[str, Any]:
 
 def host_profile() -> dict[str, Any]:
     """This machine's CPU as a profile: the calibrated per-core rates (``hetlapack calibrate``), or the rates
-    the dispatch model derives from one quick GEMM timing when no calibration is cached."""
+    the dispatch model derives from one quick GEMM timing when no calibration is cached, and the runtime's
+    measured per-task overhead: what dispatch prices the tile path with."""
+    from ..dispatch.model import RUNTIME_TASK_OVERHEAD_S  # noqa: PLC0415 - dispatch imports devices
     from .cpu import CpuDevice  # noqa: PLC0415 - a real device, created only when asked for
 
-    device = ModeledDevice.of(CpuDevice())
+    device = ModeledDevice.of(CpuDevice(), task_overhead_s=RUNTIME_TASK_OVERHEAD_S)
     return {"kind": "cpu", "cores": device.cores, "rates": dict(device.rates), "kernels": dict(device.kernels),
             "task_overhead_s": device.task_overhead_s, "source": device.source}
 

@@ -134,7 +134,7 @@ def _predict_tiled(op: str, m: int, n: int, dtype_char: str, tile: int, devices:
     from ..simulator import simulate  # noqa: PLC0415 - the simulator imports the algorithms
 
     modeled = [ModeledDevice.of(d, task_overhead_s=RUNTIME_TASK_OVERHEAD_S) for d in resolve(devices)]
-    return simulate(op, n, modeled, m=m, dtype=dtype_char, tile=tile, call_overhead_s=RUNTIME_CALL_OVERHEAD_S).seconds
+    return simulate(op, n, modeled, m=m, dtype=dtype_char, tile=tile).seconds
 
 
 def predict_batched(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:
