@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import scipy.linalg as _scipy_linalg
 
-from .compat.scipy_linalg import cho_factor, cho_solve, cholesky, lu, lu_factor, lu_solve, qr
+from .compat.scipy_linalg import (
+    cho_factor,
+    cho_solve,
+    cholesky,
+    lu,
+    lu_factor,
+    lu_solve,
+    qr,
+)
 from .dispatch import using
 from .explain import explain
 

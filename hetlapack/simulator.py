@@ -20,9 +20,9 @@ from .algorithms.getrf import insert_getrf, pivot_tiles
 from .algorithms.potrf import insert_potrf
 from .devices.modeled import ModeledDevice
 from .devices.profiles import registry
-from .dispatch.model import flops as flop_count
 from .dispatch.model import RUNTIME_CALL_OVERHEAD_S, tile_size
-from .layout import TwoLevelColumns, WeightedColumns
+from .dispatch.model import flops as flop_count
+from .layout import TwoLevelColumns
 from .layout.two_level import host_slice, imbalance, tune_host_slice
 from .runtime import OwnerComputes, SimulatedRuntime, TiledMatrix, Trace
 
@@ -69,9 +69,9 @@ class Prediction:
         """A few lines for people: the prediction, then one line per device."""
         names = ", ".join(self.devices) if len(self.devices) <= 8 else \
             f"{len(self.devices)} devices ({self.devices[0]} ... {self.devices[-1]})"
-        lines = [f"{self.op} n={self.n} {self.dtype} on {names} ({self.path} path, {self.layout} "
-                 f"layout, tile {self.tile}): predicted {self.seconds:.3f} s, {self.gflops:,.0f} GFLOP/s, "
-                 f"imbalance {self.imbalance:.3f}, {self.tasks} tasks, {self.bytes_moved / 1e9:.2f} GB moved"]
+        lines = [(f"{self.op} n={self.n} {self.dtype} on {names} ({self.path} path, {self.layout} "
+                  f"layout, tile {self.tile}): predicted {self.seconds:.3f} s, {self.gflops:,.0f} GFLOP/s, "
+                  f"imbalance {self.imbalance:.3f}, {self.tasks} tasks, {self.bytes_moved / 1e9:.2f} GB moved")]
         if self.joules > 0:
             lines.append(f"energy {self.joules:,.0f} J, {self.gflops_per_watt:.2f} GFLOP/s/W")
         if len(self.devices) <= 8:

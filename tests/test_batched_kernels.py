@@ -8,7 +8,13 @@ import scipy.linalg as sla
 from scipy.linalg import lapack
 
 from hetlapack.batched import kernels
-from hetlapack.testing import cholesky_residual, ill_conditioned, lu_residual, orthogonality_residual, qr_residual
+from hetlapack.testing import (
+    cholesky_residual,
+    ill_conditioned,
+    lu_residual,
+    orthogonality_residual,
+    qr_residual,
+)
 from hetlapack.testing.matrices import LAPACK_DTYPES, random_matrix, spd
 
 DTYPES = [np.dtype(d) for d in LAPACK_DTYPES]

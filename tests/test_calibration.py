@@ -6,7 +6,13 @@ import pytest
 
 from hetlapack.devices import CpuDevice, EmulatedDevice
 from hetlapack.devices.base import DEFAULT_CAPABILITY
-from hetlapack.devices.calibration import ENV_CACHE_DIR, cache_path, calibrate, load, refine
+from hetlapack.devices.calibration import (
+    ENV_CACHE_DIR,
+    cache_path,
+    calibrate,
+    load,
+    refine,
+)
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,12 @@ import scipy.linalg as sl
 
 from hetlapack.algorithms.geqrf import geqrf, orgqr
 from hetlapack.devices import CpuDevice, EmulatedDevice
-from hetlapack.testing import general, ill_conditioned, orthogonality_residual, qr_residual
+from hetlapack.testing import (
+    general,
+    ill_conditioned,
+    orthogonality_residual,
+    qr_residual,
+)
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 SHAPES_AND_TILES = [((1, 1), 4), ((2, 2), 1), ((13, 13), 4), ((97, 97), 32), ((211, 150), 48), ((67, 131), 16),

@@ -3,7 +3,13 @@
 import pytest
 
 from hetlapack.devices import CpuDevice, EmulatedDevice
-from hetlapack.layout import TwoLevelColumns, WeightedColumns, host_slice, imbalance, tune_host_slice
+from hetlapack.layout import (
+    TwoLevelColumns,
+    WeightedColumns,
+    host_slice,
+    imbalance,
+    tune_host_slice,
+)
 from hetlapack.runtime import Runtime
 from hetlapack.runtime.placement import OwnerComputes
 

@@ -9,7 +9,14 @@ import pytest
 
 from hetlapack.devices import CpuDevice, EmulatedDevice
 from hetlapack.devices.modeled import ModeledDevice
-from hetlapack.runtime import GreedyByCapability, OwnerComputes, Runtime, SimulatedRuntime, TiledMatrix, Trace
+from hetlapack.runtime import (
+    GreedyByCapability,
+    OwnerComputes,
+    Runtime,
+    SimulatedRuntime,
+    TiledMatrix,
+    Trace,
+)
 from hetlapack.runtime.blas_threads import threads_per_worker
 
 

@@ -12,10 +12,14 @@ from hetlapack.algorithms.potrf import potrf
 from hetlapack.cli import main
 from hetlapack.devices.modeled import ModeledDevice, Power
 from hetlapack.devices.profiles import parse, registry
-from hetlapack.dispatch import model
-from hetlapack.runtime import SimulatedRuntime, TiledMatrix, Trace
-from hetlapack.simulator import grid_shape, simulate, simulate_distributed, two_level_bounds
 from hetlapack.layout import TwoLevelColumns
+from hetlapack.runtime import SimulatedRuntime, TiledMatrix, Trace
+from hetlapack.simulator import (
+    grid_shape,
+    simulate,
+    simulate_distributed,
+    two_level_bounds,
+)
 from hetlapack.testing import general, spd
 
 

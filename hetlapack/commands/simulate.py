@@ -11,7 +11,14 @@ import argparse
 from pathlib import Path
 
 from ..devices.profiles import registry
-from ..simulator import LAYOUTS, OPERATIONS, PATHS, Prediction, simulate, simulate_distributed
+from ..simulator import (
+    LAYOUTS,
+    OPERATIONS,
+    PATHS,
+    Prediction,
+    simulate,
+    simulate_distributed,
+)
 
 
 def register(subparsers) -> None:

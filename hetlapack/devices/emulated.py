@@ -15,7 +15,6 @@ import numpy as np
 
 from .cpu import CpuDevice
 
-
 #: Buffers kept per emulated device index and allocation (shape, dtype), as a GPU memory pool keeps freed
 #: blocks: fresh host pages cost a page fault each on first touch, which would dominate the emulation.
 POOL_DEPTH = 2

@@ -142,7 +142,6 @@ class ModeledDevice:
         kernels = dict(device.kernel_rates)
         if not kernels and device.host_compute:
             from ..dispatch.model import host_gemm_gflops  # noqa: PLC0415 - dispatch imports devices
-
             from .calibration import scaled_reference_kernels  # noqa: PLC0415 - calibration is heavy to import
 
             kernels = scaled_reference_kernels(host_gemm_gflops() / usable_cores())

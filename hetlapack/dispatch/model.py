@@ -14,6 +14,8 @@ import time
 
 import numpy as np
 
+from ..devices.modeled import interpolate
+
 #: Fraction of the host's DGEMM rate that one LAPACK call reaches, by matrix order (scipy 1.17 + OpenBLAS 0.3.31
 #: Haswell kernels, 2 threads, quiet machine; DGEMM 80 GFLOP/s at n = 4000; benchmarks/test_tile_*.py).
 HOST_EFFICIENCY: dict[str, tuple[tuple[int, float], ...]] = {
@@ -73,17 +75,6 @@ def flops(op: str, m: int, n: int, complex_: bool = False) -> float:
     return count * (_COMPLEX_FLOP_FACTOR if complex_ else 1.0)
 
 
-def _interpolate(table: tuple[tuple[int, float], ...], n: int) -> float:
-    """Piecewise-linear interpolation in log n, flat beyond the ends."""
-    if n <= table[0][0]:
-        return table[0][1]
-    for (n0, e0), (n1, e1) in zip(table, table[1:]):
-        if n <= n1:
-            t = (math.log(n) - math.log(n0)) / (math.log(n1) - math.log(n0))
-            return e0 + t * (e1 - e0)
-    return table[-1][1]
-
-
 def tile_size(op: str, n: int) -> int:
     """The tile order for ``op`` on an order-``n`` matrix."""
     chosen = TILE_SIZE.get(op, TILE_SIZE["potrf"])[0][1]
@@ -112,7 +103,7 @@ def host_gemm_gflops(dtype_char: str = "d") -> float:
 
 def predict_host(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:
     """Seconds for ``batch`` LAPACK calls from Python (one call when the input is a single matrix)."""
-    eff = _interpolate(HOST_EFFICIENCY.get(op, HOST_EFFICIENCY["getrf"]), max(min(m, n), 1))
+    eff = interpolate(HOST_EFFICIENCY.get(op, HOST_EFFICIENCY["getrf"]), max(min(m, n), 1))
     rate = host_gemm_gflops(dtype.char) * 1e9
     per_call = flops(op, m, n, dtype.kind == "c") / (rate * eff)
     return batch * (per_call + HOST_CALL_OVERHEAD_S)

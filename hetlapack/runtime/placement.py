@@ -10,9 +10,8 @@ device's queued work and this task by the device's capability (GFLOP/s per kerne
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
-
 import math
+from collections.abc import Sequence
 
 from ..devices.base import KERNEL_CLASS, Device
 from ..devices.cpu import HOST_MEMORY
