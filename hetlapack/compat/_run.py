@@ -25,14 +25,28 @@ def _tiled_kwargs(plan: Plan) -> dict:
     return {"tile": plan.tile, "devices": list(plan.devices), "placement": plan.placement}
 
 
+def _whole():
+    return importlib.import_module("hetlapack.algorithms.whole")
+
+
+def _device(plan: Plan):
+    """The one accelerator of a gpu plan, as a Device."""
+    from ..devices import resolve  # noqa: PLC0415 - devices are made only when a plan runs
+
+    return resolve(list(plan.devices))[0]
+
+
 def potrf(plan: Plan, a: np.ndarray, lower: bool, clean: bool) -> tuple[np.ndarray, np.ndarray]:
     """Cholesky of ``a`` (a Fortran working copy on the hybrid path, any stack on the batched one) -> (c, info).
 
-    On the hybrid path a failure raises SciPy's LinAlgError from inside the runtime instead of returning info.
+    On the hybrid and gpu paths a failure raises SciPy's LinAlgError instead of returning info.
     """
     if plan.path == "batched":
         return _batched().potrf(a, lower=lower, clean=clean)
-    _algorithm("potrf").potrf(a, lower=lower, **_tiled_kwargs(plan))
+    if plan.path == "gpu":
+        _whole().potrf(a, lower=lower, device=_device(plan))
+    else:
+        _algorithm("potrf").potrf(a, lower=lower, **_tiled_kwargs(plan))
     if clean:
         zero_other_triangle(a, lower)
     return a, np.zeros((), dtype=np.int32)
@@ -42,7 +56,10 @@ def getrf(plan: Plan, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     """LU with partial pivoting -> (lu, piv 0-based int32, info)."""
     if plan.path == "batched":
         return _batched().getrf(a)
-    piv, info = _algorithm("getrf").getrf(a, **_tiled_kwargs(plan))
+    if plan.path == "gpu":
+        piv, info = _whole().getrf(a, device=_device(plan))
+    else:
+        piv, info = _algorithm("getrf").getrf(a, **_tiled_kwargs(plan))
     return a, piv, np.asarray(info)
 
 
@@ -50,6 +67,8 @@ def geqrf(plan: Plan, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Householder QR in LAPACK storage -> (qr, tau)."""
     if plan.path == "batched":
         return _batched().geqrf(a)
+    if plan.path == "gpu":
+        return a, _whole().geqrf(a, device=_device(plan))
     return a, _algorithm("geqrf").geqrf(a, **_tiled_kwargs(plan))
 
 
@@ -57,6 +76,8 @@ def orgqr(plan: Plan, qr: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray
     """The first ``ncols`` columns of Q from ``geqrf``'s output."""
     if plan.path == "batched":
         return _batched().orgqr(qr, tau, ncols)
+    if plan.path == "gpu":
+        return _whole().orgqr(qr, tau, ncols=ncols, device=_device(plan))
     return _algorithm("geqrf").orgqr(qr, tau, ncols=ncols, **_tiled_kwargs(plan))
 
 

@@ -107,11 +107,29 @@ def _batched_unavailable(req: Request) -> str | None:
     return None
 
 
-def _gpu_unavailable(req: Request) -> str | None:
+def _accelerators(options: Options) -> tuple:
+    """The accelerators a gpu plan may use: those among the user's devices, else the GPUs CuPy sees."""
+    if options.devices is not None:
+        return tuple(d for d in options.devices if (d.kind if hasattr(d, "kind") else d) != "cpu")
     hardware = detect() if _module_present("cupy") else None
-    if hardware is None or not hardware.gpus:
-        return hardware.gpu_reason if hardware else "CuPy is not installed (pip install 'hetlapack[gpu]')"
-    return "the GPU-only path is not built yet"
+    return tuple(f"cuda:{i}" for i in range(len(hardware.gpus))) if hardware else ()
+
+
+def _gpu_unavailable(req: Request, options: Options) -> str | None:
+    if req.array_module != "numpy":
+        return f"{req.array_module} arrays are not accepted yet (the gpu path takes NumPy arrays)"
+    if req.op not in TILED_OPS:
+        return f"{req.op} has no whole-matrix device routine here (one LAPACK call on the host does it)"
+    if len(req.shape) > 2:
+        return "it factorizes one matrix; stacks go to the batched or host path"
+    if req.features:
+        return f"{', '.join(req.features)} is implemented on the host path only"
+    if _accelerators(options):
+        return None
+    if options.devices is not None:
+        return "the devices given include no accelerator"
+    hardware = detect() if _module_present("cupy") else None
+    return hardware.gpu_reason if hardware else "CuPy is not installed (pip install 'hetlapack[gpu]')"
 
 
 _PREDICTORS: dict[str, Callable[[Request], float]] = {
@@ -122,12 +140,13 @@ _PREDICTORS: dict[str, Callable[[Request], float]] = {
 _UNAVAILABLE: dict[str, Callable[[Request], str | None]] = {
     "host": lambda r: None if r.array_module == "numpy" else f"{r.array_module} arrays are not moved to the host",
     "batched": _batched_unavailable,
-    "gpu": _gpu_unavailable,
     "hybrid": _hybrid_unavailable,
 }
 
 
 def _devices(path: str, options: Options) -> tuple:
+    if path == "gpu":
+        return _accelerators(options)[:1]
     if options.devices is not None:
         return options.devices
     if path == "hybrid":
@@ -146,10 +165,15 @@ def choose(req: Request, options: Options | None = None) -> Plan:
         return Plan(path="host", reason=edge, **common)
 
     unavailable = {path: why for path, check in _UNAVAILABLE.items() if (why := check(req)) is not None}
+    if (why := _gpu_unavailable(req, options)) is not None:
+        unavailable["gpu"] = why
     predicted = {path: predict(req) for path, predict in _PREDICTORS.items() if path not in unavailable}
     if "hybrid" not in unavailable:
         predicted["hybrid"] = model.predict_tiled(req.op, *req.core, req.dtype, options.tile,
                                                   _devices("hybrid", options))
+    if "gpu" not in unavailable:
+        predicted["gpu"] = model.predict_tiled(req.op, *req.core, req.dtype, options.tile,
+                                               _devices("gpu", options), path="gpu")
 
     forced_path = options.path
     if req.op in SOLVE_OPS and forced_path not in SOLVE_PATHS:
@@ -184,6 +208,8 @@ def _reason(path: str, req: Request, predicted: dict[str, float]) -> str:
                 f"(batched kernels win up to n={model.BATCHED_MAX_N[req.op]}, measured)")
     if path == "hybrid":
         return f"large enough that tiles on the runtime beat one LAPACK call ({_ratio(path, predicted)})"
+    if path == "gpu":
+        return f"one accelerator alone is cheapest, panels included ({_ratio(path, predicted)})"
     if not others:
         return "the only path that can run this input"
     if "batched" in predicted and req.dtype not in model.BATCHED_DEFAULT_DTYPES:

@@ -110,22 +110,23 @@ def predict_host(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:
 
 
 def predict_tiled(op: str, m: int, n: int, dtype: np.dtype, tile: int | None = None,
-                  devices: tuple | None = None) -> float:
-    """Seconds for the tile path on ``devices`` (names or Device objects; default the host CPU): the simulator
-    runs the tile algorithm over models of those devices (their calibrated rates), plus the runtime's measured
-    per-task and per-call overheads. ``hetlapack.simulator.simulate`` gives the same number."""
+                  devices: tuple | None = None, path: str = "hybrid") -> float:
+    """Seconds for the tile path on ``devices`` (names or Device objects; default the host CPU), or with
+    ``path="gpu"`` for the whole factorization on one accelerator: the simulator runs the tile algorithm over
+    models of those devices (their calibrated rates and links), plus the runtime's measured per-task and per-call
+    overheads. ``hetlapack.simulator.simulate`` gives the same number."""
     tile = tile or tile_size(op, min(m, n))
-    return _predict_tiled(op, m, n, np.dtype(dtype).char, tile, tuple(devices or ("cpu",)))
+    return _predict_tiled(op, m, n, np.dtype(dtype).char, tile, tuple(devices or ("cpu",)), path)
 
 
 @functools.lru_cache(maxsize=1024)
-def _predict_tiled(op: str, m: int, n: int, dtype_char: str, tile: int, devices: tuple) -> float:
+def _predict_tiled(op: str, m: int, n: int, dtype_char: str, tile: int, devices: tuple, path: str) -> float:
     from ..devices import resolve  # noqa: PLC0415 - devices import dispatch lazily too
     from ..devices.modeled import ModeledDevice  # noqa: PLC0415
     from ..simulator import simulate  # noqa: PLC0415 - the simulator imports the algorithms
 
     modeled = [ModeledDevice.of(d, task_overhead_s=RUNTIME_TASK_OVERHEAD_S) for d in resolve(devices)]
-    return simulate(op, n, modeled, m=m, dtype=dtype_char, tile=tile).seconds
+    return simulate(op, n, modeled, m=m, dtype=dtype_char, tile=tile, path=path).seconds
 
 
 def predict_batched(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:

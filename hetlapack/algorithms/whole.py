@@ -1,0 +1,78 @@
+"""The GPU-only path: a whole factorization as one library call on one accelerator (seed 001).
+
+On a CUDA device the call is cuSOLVER's (through :class:`~hetlapack.devices.cuda.CudaDevice`); on an emulated
+accelerator it is LAPACK on the device's private memory, so CI runs every line of this path. The host matrix is
+copied to the device, factored there, and the results copied back into it. ``info`` codes are checked and raised as
+SciPy raises them (CuPy's own wrappers ignore them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..devices.base import Device
+from ._common import check_fortran_matrix
+
+
+def _upload(device: Device, a: np.ndarray):
+    data = device.empty(a.shape, a.dtype)
+    device.upload(a, data)
+    return data
+
+
+def _download(device: Device, data, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    host = np.empty(shape, dtype=dtype, order="F")
+    device.to_host(data, host)
+    device.free(data)
+    return host
+
+
+def potrf(a: np.ndarray, *, lower: bool, device: Device) -> None:
+    """Cholesky in place on the ``lower`` (or upper) triangle of a Fortran-ordered host matrix, on ``device``."""
+    check_fortran_matrix(a, "potrf", square=True)
+    data = _upload(device, a)
+    info = device.potrf(data, lower)
+    if info > 0:
+        device.free(data)
+        raise np.linalg.LinAlgError(f"{info}-th leading minor of the array is not positive definite")
+    device.to_host(data, a)
+    device.free(data)
+
+
+def getrf(a: np.ndarray, *, device: Device) -> tuple[np.ndarray, int]:
+    """LU with partial pivoting in place on ``device``; returns 0-based LAPACK pivots (int32) and ``info``."""
+    check_fortran_matrix(a, "getrf")
+    data = _upload(device, a)
+    kmin = min(a.shape)
+    piv = device.empty((kmin,), np.dtype(np.int32))
+    info = device.getrf(data, piv) if kmin else 0
+    device.to_host(data, a)
+    device.free(data)
+    return _download(device, piv, (kmin,), np.dtype(np.int32)) - 1, int(info)
+
+
+def geqrf(a: np.ndarray, *, device: Device) -> np.ndarray:
+    """Householder QR in place (LAPACK storage) on ``device``; returns ``tau``."""
+    check_fortran_matrix(a, "geqrf")
+    data = _upload(device, a)
+    tau = device.empty((min(a.shape),), a.dtype)
+    device.geqrf(data, tau)
+    device.to_host(data, a)
+    device.free(data)
+    return _download(device, tau, (min(a.shape),), a.dtype)
+
+
+def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, device: Device) -> np.ndarray:
+    """The first ``ncols`` columns of Q from ``geqrf``'s output, formed on ``device``."""
+    m, kmin = qr.shape[0], len(tau)
+    if not kmin <= ncols <= m:
+        raise ValueError(f"orgqr: need len(tau) <= ncols <= m, got len(tau)={kmin}, ncols={ncols}, m={m}")
+    q = np.zeros((m, ncols), dtype=qr.dtype, order="F")
+    q[:, :kmin] = np.tril(qr[:, :kmin], -1)
+    q[kmin:, kmin:] = np.eye(m - kmin, ncols - kmin, dtype=qr.dtype)
+    if ncols == 0 or m == 0:
+        return q
+    data, taus = _upload(device, q), _upload(device, np.asarray(tau, dtype=qr.dtype))
+    device.orgqr(data, taus)
+    device.free(taus)
+    return _download(device, data, q.shape, q.dtype)

@@ -1,0 +1,89 @@
+"""The gpu path: the whole factorization on one accelerator (seed 001), end to end through ``hetlapack.linalg``.
+
+The accelerator is the emulated device here and the CUDA device where CuPy sees a GPU (the same bodies; CUDA cases
+skip with the reason otherwise). Results equal SciPy's (pivots, R's signs), inputs are unmodified, the matrix
+crosses the link once each way, and SciPy's errors come out of the device.
+"""
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import hetlapack
+import hetlapack.linalg as hl
+from hetlapack.devices import EmulatedDevice, available
+from hetlapack.dispatch import model
+from hetlapack.testing import general, spd
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+
+
+def accelerator(kind: str):
+    if kind == "emulated":
+        return EmulatedDevice(0)
+    names = [d.name for d in available() if d.name.startswith("cuda:")]
+    if not names:
+        pytest.skip("no CUDA device: CuPy is not installed or sees no GPU (the emulated case covers this path)")
+    return names[0]
+
+
+@pytest.mark.parametrize("kind", ["emulated", "cuda"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_results_equal_scipys_and_inputs_stay(kind, dtype):
+    device = accelerator(kind)
+    a_spd, a_gen = spd(61, dtype=dtype), general(70, 53, dtype=dtype)
+    kept_spd, kept_gen = a_spd.copy(), a_gen.copy()
+    with hetlapack.using(path="gpu", devices=[device]):
+        assert hetlapack.explain("cholesky", a_spd).path == "gpu"
+        c = hl.cholesky(a_spd, lower=True)
+        lu, piv = hl.lu_factor(a_gen)
+        q, r = hl.qr(a_gen)
+        r_only, = hl.qr(a_gen, mode="r")
+        qe, re = hl.qr(a_gen, mode="economic")
+    tol = 100 * np.finfo(dtype).eps * 70
+    np.testing.assert_allclose(c, sl.cholesky(kept_spd, lower=True), atol=tol * np.abs(kept_spd).max())
+    lu_ref, piv_ref = sl.lu_factor(kept_gen)
+    np.testing.assert_array_equal(piv, piv_ref)
+    np.testing.assert_allclose(lu, lu_ref, atol=tol * np.abs(lu_ref).max())
+    q_ref, r_ref = sl.qr(kept_gen)
+    np.testing.assert_allclose(r, r_ref, atol=tol * np.abs(r_ref).max())
+    np.testing.assert_allclose(q, q_ref, atol=tol)
+    np.testing.assert_allclose(r_only, r_ref, atol=tol * np.abs(r_ref).max())
+    np.testing.assert_allclose(qe @ re, kept_gen, atol=tol * np.abs(kept_gen).max())
+    assert c.dtype == lu.dtype == q.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(a_spd, kept_spd)
+    np.testing.assert_array_equal(a_gen, kept_gen)
+
+
+def test_the_matrix_crosses_the_link_once_each_way():
+    device = EmulatedDevice(0)
+    a = spd(80)
+    with hetlapack.using(path="gpu", devices=[device]):
+        hl.cholesky(a)
+    assert device.uploaded_bytes == a.nbytes and device.downloaded_bytes == a.nbytes
+
+
+def test_scipy_errors_come_out_of_the_device():
+    a = spd(40)
+    a[25, 25] = -1.0
+    with hetlapack.using(path="gpu", devices=[EmulatedDevice(0)]):
+        with pytest.raises(np.linalg.LinAlgError, match="26-th leading minor of the array is not positive definite"):
+            hl.cholesky(a)
+        singular = general(30)
+        singular[:, 7] = 0.0
+        with pytest.warns(sl.LinAlgWarning, match="Diagonal number 8 is exactly zero"):
+            hl.lu_factor(singular)
+
+
+def test_dispatch_prices_the_gpu_path_and_says_why_it_is_unavailable():
+    a = np.empty((2000, 2000))
+    with hetlapack.using(devices=["cpu", EmulatedDevice(0)]):
+        plan = hetlapack.explain("cholesky", a)
+    assert plan.predicted_s["gpu"] > 0 and "gpu" not in plan.unavailable
+    assert plan.predicted_s["gpu"] == pytest.approx(model.predict_tiled("potrf", 2000, 2000, a.dtype, None,
+                                                                        (plan.devices[1],), path="gpu"))
+    with hetlapack.using(devices=["cpu"]):
+        assert "no accelerator" in hetlapack.explain("cholesky", a).unavailable["gpu"]
+    assert "stacks" in hetlapack.explain("cholesky", np.empty((3, 4, 4))).unavailable["gpu"]
+    with hetlapack.using(path="gpu", devices=["cpu"]), pytest.raises(ValueError, match="cannot be honoured"):
+        hl.cholesky(spd(10))
