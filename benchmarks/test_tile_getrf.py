@@ -1,7 +1,7 @@
 """Tile LU on the runtime beside ``scipy.linalg.lu_factor`` (float64; ratios within each group).
 
 Run: ``flock /tmp/hetlapack-bench.lock pytest benchmarks/test_tile_getrf.py --benchmark-only``.
-Sizes: ``HETLAPACK_BENCH_SIZES`` (default 1000,2000,4000,8000); ``HETLAPACK_BENCH_TILE`` overrides the tile.
+Sizes: ``HETLAPACK_BENCH_SIZES`` (default 1000,2000,4000,8000); ``HETLAPACK_BENCH_TILE`` overrides dispatch's tile.
 """
 
 import os
@@ -11,15 +11,13 @@ import pytest
 import scipy.linalg as sl
 
 from hetlapack.algorithms.getrf import getrf
+from hetlapack.dispatch.model import tile_size
 from hetlapack.testing import general
 
 SIZES = [int(n) for n in os.environ.get("HETLAPACK_BENCH_SIZES", "1000,2000,4000,8000").split(",")]
-#: Best tile per order, measured with benchmarks/test_tile_sizes.py.
-TILE = {1000: 192, 2000: 256, 4000: 256, 8000: 384}
-
-
 def tile_for(n):
-    return int(os.environ.get("HETLAPACK_BENCH_TILE", TILE.get(n, 256)))
+    """Dispatch's tile for order ``n`` (its table comes from benchmarks/test_tile_sizes.py), unless overridden."""
+    return int(os.environ.get("HETLAPACK_BENCH_TILE", tile_size("getrf", n)))
 
 
 def run(benchmark, function, a):

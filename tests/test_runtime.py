@@ -195,3 +195,45 @@ def test_blas_threads_are_capped_while_running_and_restored(matrix):
                                              if i["user_api"] == "blas"), writes=[matrix(0, 0)])
     assert seen and set(seen) == {threads_per_worker(2)}
     assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
+
+
+class RecordingDevice(EmulatedDevice):
+    """An emulated accelerator that notes which thread uploads, and can be told to fail an upload."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__(5)
+        self.fail = fail
+        self.uploaders: set[str] = set()
+
+    def upload(self, host, out) -> None:
+        self.uploaders.add(threading.current_thread().name)
+        if self.fail:
+            raise RuntimeError("link down")
+        super().upload(host, out)
+
+
+def test_a_copy_thread_brings_tiles_in_before_the_task_is_queued():
+    a = np.asfortranarray(np.ones((6, 6)))
+    device = RecordingDevice()
+    trace = Trace()
+    with Runtime(["cpu", device], trace=trace) as rt:
+        A = rt.matrix(a, 2)
+        for j in range(3):
+            rt.insert(lambda dev, tile: tile.__imul__(3), A(0, j), writes=[A(0, j)], device=device)
+    assert device.uploaders == {"hetlapack-emulated:5-copy"}
+    assert np.array_equal(a[:2], 3 * np.ones((2, 6))) and np.array_equal(a[2:], np.ones((4, 6)))
+    assert sorted(e.bytes_moved for e in trace.events) == [32, 32, 32]
+
+
+def test_a_failed_copy_cancels_the_graph_and_leaves_no_thread():
+    a = np.asfortranarray(np.ones((4, 4)))
+    with pytest.raises(RuntimeError, match="link down"):
+        with Runtime(["cpu", RecordingDevice(fail=True)]) as rt:
+            A = rt.matrix(a, 2)
+            rt.insert(lambda dev, tile: None, A(0, 0), writes=[A(0, 0)], device=1)
+            rt.insert(lambda dev, tile: None, A(0, 0), writes=[A(0, 0)], device=0)
+    assert not any(t.name.startswith("hetlapack-") for t in threading.enumerate())
+    with Runtime(["cpu", EmulatedDevice(6)]) as rt:
+        A = rt.matrix(a, 2)
+        rt.insert(lambda dev, tile: tile.__imul__(2), A(0, 0), writes=[A(0, 0)], device=1)
+    assert a[0, 0] == 2.0

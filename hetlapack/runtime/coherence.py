@@ -110,6 +110,13 @@ class Coherence:
             valid.add(space)
         return moved
 
+    def missing(self, blocks: Sequence[Block], device: Device) -> bool:
+        """Whether some tile of ``blocks`` has no valid copy in ``device``'s memory."""
+        if self.trivial:
+            return False
+        space = device.memory_space
+        return any(space not in self._valid.get(part, (HOST_MEMORY,)) for block in blocks for part in block.parts)
+
     def acquire(self, blocks: Sequence[Block], device: Device) -> tuple[dict[Block, Any], int]:
         """Make ``blocks`` valid on ``device``; returns each block's data there and the bytes moved."""
         if self.trivial:

@@ -3,7 +3,10 @@
 An algorithm runs inside ``with Runtime(devices) as rt:`` and calls ``rt.insert(kernel, *args, reads=...,
 writes=..., priority=...)``. Workers start at ``__enter__`` so tasks run while insertion goes on; a task runs as
 soon as its predecessors finished, highest priority first on its device (lookahead comes from priorities, seed
-000 §6.4). Leaving the block waits for every task, brings data home and joins every worker thread. If a task
+000 §6.4). Where devices have memory spaces of their own, each device also has a copy thread: a ready task whose
+tiles are elsewhere first has them copied in, highest priority first, while the device's workers compute, and
+joins the device's queue once they have arrived (seed 002 §2.3: panel transfers as high-priority work; seed 003
+§4: a data-availability-driven runtime). Leaving the block waits for every task, brings data home and joins every worker thread. If a task
 raises, nothing else starts, running tasks finish, and the task's exception is raised in the caller.
 """
 
@@ -52,6 +55,8 @@ class Runtime:
         self._ready_signal = [threading.Condition(self._lock) for _ in self.devices]
         self._idle_signal = threading.Condition(self._lock)
         self._queues: list[list[Task]] = [[] for _ in self.devices]
+        self._fetch_queues: list[list[Task]] = [[] for _ in self.devices]
+        self._fetch_signal = [threading.Condition(self._lock) for _ in self.devices]
         self._threads: list[threading.Thread] = []
         self._inserted = 0
         self._finished = 0
@@ -85,6 +90,11 @@ class Runtime:
                                           name=f"hetlapack-{device.name}-{worker}")
                 thread.start()
                 self._threads.append(thread)
+            if not self._coherence.trivial:
+                thread = threading.Thread(target=self._fetch, args=(index,), daemon=True,
+                                          name=f"hetlapack-{device.name}-copy")
+                thread.start()
+                self._threads.append(thread)
 
     def wait(self, reraise: bool = True) -> None:
         """Wait for every inserted task (or, after a failure, for the running ones), then stop the workers."""
@@ -92,7 +102,7 @@ class Runtime:
             while not self._quiescent():
                 self._idle_signal.wait()
             self._stopping = True
-            for signal in self._ready_signal:
+            for signal in (*self._ready_signal, *self._fetch_signal):
                 signal.notify_all()
         for thread in self._threads:
             thread.join()
@@ -124,9 +134,12 @@ class Runtime:
         with self._lock:
             if self._error is None:
                 self._error = error
-            for queue in self._queues:
-                queue.clear()
+            self._clear_queues()
             self._idle_signal.notify_all()
+
+    def _clear_queues(self) -> None:
+        for queue in (*self._queues, *self._fetch_queues):
+            queue.clear()
 
     # --- insertion --------------------------------------------------------------------------------------------
     def matrix(self, array: np.ndarray, tile_rows: int, tile_cols: int | None = None, name: str = "A") -> TiledMatrix:
@@ -168,7 +181,12 @@ class Runtime:
         return task.device_index
 
     def _push(self, task: Task) -> None:
-        heapq.heappush(self._queues[self._place(task)], task)
+        index = self._place(task)
+        if self._coherence.missing([arg for arg in task.args if isinstance(arg, Block)], self.devices[index]):
+            heapq.heappush(self._fetch_queues[index], task)
+            self._fetch_signal[index].notify()
+            return
+        heapq.heappush(self._queues[index], task)
         self._ready_signal[task.device_index].notify()
 
     # --- execution --------------------------------------------------------------------------------------------
@@ -191,6 +209,35 @@ class Runtime:
                 refine(device.capability, KERNEL_CLASS.get(task.name, "blas3"), task.flops, seconds)
                 self._complete(task, error)
 
+    def _fetch(self, index: int) -> None:
+        """The copy thread of device ``index``: bring ready tasks' tiles in, then queue the tasks to compute."""
+        device = self.devices[index]
+        queue = self._fetch_queues[index]
+        signal = self._fetch_signal[index]
+        while True:
+            with self._lock:
+                while not queue and not self._stopping:
+                    signal.wait()
+                if not queue:
+                    return
+                task = heapq.heappop(queue)
+                self._running += 1
+            error = None
+            try:
+                task.prefetched = self._coherence.acquire([a for a in task.args if isinstance(a, Block)], device)[1]
+            except BaseException as failure:  # noqa: BLE001 - a failed copy cancels the graph like a failed task
+                error = failure
+            with self._lock:
+                self._running -= 1
+                if error is not None and self._error is None:
+                    self._error = error
+                    self._clear_queues()
+                if self._error is None:
+                    heapq.heappush(self._queues[index], task)
+                    self._ready_signal[index].notify()
+                elif self._quiescent():
+                    self._idle_signal.notify_all()
+
     def _complete(self, task: Task, error: BaseException | None) -> None:
         """Book a finished task (under the lock): release its dependents, or stop everything on an error."""
         self._running -= 1
@@ -199,8 +246,7 @@ class Runtime:
         self.placement.finished(task)
         if error is not None and self._error is None:
             self._error = error
-            for pending in self._queues:
-                pending.clear()
+            self._clear_queues()
         if self._error is None:
             for after in task.dependents:
                 after.remaining -= 1
@@ -225,5 +271,6 @@ class Runtime:
             return error
         if self.trace is not None:
             tiles = ",".join(map(repr, task.writes))
-            self.trace.record(task.name, tiles, device.name, worker, start, time.perf_counter(), moved)
+            self.trace.record(task.name, tiles, device.name, worker, start, time.perf_counter(),
+                              task.prefetched + moved)
         return None

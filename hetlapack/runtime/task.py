@@ -12,7 +12,7 @@ class Task:
     """One kernel call with its data accesses; ``remaining`` counts unfinished predecessors."""
 
     __slots__ = ("seq", "kernel", "args", "kwargs", "reads", "writes", "priority", "name", "flops",
-                 "device_index", "remaining", "dependents", "expected_seconds", "done")
+                 "device_index", "remaining", "dependents", "expected_seconds", "done", "prefetched")
 
     def __init__(self, seq: int, kernel: str | Callable[..., Any], args: tuple, kwargs: dict,
                  reads: Sequence[Block], writes: Sequence[Block], priority: int, name: str, flops: float) -> None:
@@ -30,6 +30,7 @@ class Task:
         self.dependents: list[Task] = []
         self.expected_seconds = 0.0
         self.done = False
+        self.prefetched = 0
 
     def __lt__(self, other: Task) -> bool:
         return (-self.priority, self.seq) < (-other.priority, other.seq)
