@@ -1,8 +1,10 @@
 """Tile LU with partial pivoting over the whole column, so the pivots are LAPACK's (seed 000 §4, Table 1).
 
-Step ``k``: LAPACK getrf on the tall panel (tile rows ``k:`` of tile column ``k``), then for every other tile
-column the panel's row interchanges (LASWP, left and right), and on the right a TRSM with the panel's unit lower
-triangle and a GEMM update of the rows below. The next panel's column has the highest priority (lookahead).
+Step ``k``: LAPACK getrf on the tall panel (tile rows ``k:`` of tile column ``k``); then each tile column to the
+right gets one task that applies the panel's row interchanges (LASWP), the TRSM with the panel's unit lower
+triangle and the GEMM update of the rows below, so the swapped rows are still in cache when they are used. The
+interchanges of later panels reach the columns to the left in one task per column, after the last panel that
+swaps them. The next panel's column has the highest priority (lookahead).
 """
 
 from __future__ import annotations
@@ -21,6 +23,21 @@ def _getrf_panel(device: Device, panel, piv, offset: int, infos: dict) -> None:
     info = device.getrf(panel, piv)
     if info > 0:
         infos[offset] = offset + info
+
+
+def _update_right(device: Device, column, piv, panel_top, panel_below, rows: int) -> None:
+    """Column ``j`` of step ``k``: swap its rows, ``A[k,j] = L_kk^{-1} A[k,j]``, ``A[k+1:,j] -= L[k+1:,k] A[k,j]``."""
+    device.laswp(column, piv)
+    top, below = column[:rows], column[rows:]
+    device.trsm(panel_top, top, side="L", lower=True, conj=False, unit=True)
+    if below.shape[0]:
+        device.gemm(panel_below, top, below)
+
+
+def _swap_left(device: Device, column, *pivots_and_offsets) -> None:
+    """Apply the interchanges of later panels, in order, to a finished column (each from its panel's first row)."""
+    for piv, offset in zip(pivots_and_offsets[::2], pivots_and_offsets[1::2]):
+        device.laswp(column[offset:], piv)
 
 
 def getrf(a: np.ndarray, *, tile: int, devices: Sequence[Device] | None = None,
@@ -63,22 +80,16 @@ def insert_getrf(rt: Runtime, A: TiledMatrix, P: TiledMatrix, infos: dict[int, i
         # A[k:,k] = P_k L_k U_kk
         rt.insert(_getrf_panel, panel, P(k, 0), A.col_range(k)[0], infos, reads=[], writes=[panel, P(k, 0)],
                   priority=top + 2, name="getrf", flops=scale * (max(rows, width) * steps**2 - steps**3 / 3))
-        for j in range(nt):
-            if j == k:
-                continue
+        for j in range(k + 1, nt):
             column = A.block(k, mt, j, j + 1)
-            level = top + 1 if j == k + 1 else 3 * (kt - j) if j > k else 0
-            # A[k:,j] = P_k A[k:,j]   (flops count the bytes of the swapped rows read and written)
-            rt.insert("laswp", column, P(k, 0), reads=[P(k, 0)], writes=[column], priority=level,
-                      flops=4 * steps * A.cols(j) * A.itemsize)
-            if j < k:
-                continue
-            # A[k,j] = L_kk^{-1} A[k,j]
-            rt.insert("trsm", A(k, k), A(k, j), side="L", lower=True, conj=False, unit=True,
-                      reads=[A(k, k)], writes=[A(k, j)], priority=level, flops=scale * A.rows(k) ** 2 * A.cols(j))
-            if k + 1 < mt:
-                below = A.block(k + 1, mt, k, k + 1)
-                target = A.block(k + 1, mt, j, j + 1)
-                # A[k+1:,j] -= A[k+1:,k] @ A[k,j]
-                rt.insert("gemm", below, A(k, j), target, reads=[below, A(k, j)], writes=[target],
-                          priority=level, flops=2 * scale * A.rows(k + 1, mt) * A.cols(j) * width)
+            # A[k:,j] = P_k A[k:,j];  A[k,j] = L_kk^{-1} A[k,j];  A[k+1:,j] -= A[k+1:,k] @ A[k,j]
+            rt.insert(_update_right, column, P(k, 0), A(k, k), A.block(k + 1, mt, k, k + 1), A.rows(k),
+                      reads=[P(k, 0), panel], writes=[column], priority=top + 1 if j == k + 1 else 3 * (kt - j),
+                      name="gemm", flops=scale * A.cols(j) * (A.rows(k) ** 2 + 2 * A.rows(k + 1, mt) * width))
+    for j in range(kt - 1):
+        later = range(j + 1, kt)
+        column = A.block(j + 1, mt, j, j + 1)
+        swaps = [arg for k in later for arg in (P(k, 0), A.row_range(k)[0] - A.row_range(j + 1)[0])]
+        # A[k:,j] = P_k A[k:,j] for every later panel k, in order (flops count the bytes swapped)
+        rt.insert(_swap_left, column, *swaps, reads=[P(k, 0) for k in later], writes=[column], priority=0,
+                  name="laswp", flops=4 * A.cols(j) * A.itemsize * sum(min(A.rows(k, mt), A.cols(k)) for k in later))
