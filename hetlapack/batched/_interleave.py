@@ -16,9 +16,11 @@ import numpy as np
 #: lanes than with 128; Cholesky and QR are within 10% across 32..128 lanes.
 BUFFER_BYTES = 256 * 1024
 
-#: Bounds on the matrices per buffer: at least one AVX-512 float32 vector's worth of lanes, and no more than the
-#: point where longer SIMD loops stop paying (measured at n = 4..16: 64 lanes beat 16 by 1.4x, 128 gain nothing).
-MIN_LANES, MAX_LANES = 8, 64
+#: Bounds on the matrices per buffer: at least one AVX-512 float32 vector's worth of lanes, and at most
+#: ``MAX_LANE_BYTES`` of one element position across the lanes (32 float64 lanes, 64 float32). Measured (2 threads,
+#: B = 1e5): float64 with 32 lanes beats 64 by 5-15% at n = 8..16 for every kernel (the strided gather and
+#: scatter thrash L1 less), while float32 with 64 lanes beats 32 by 5-25% (its SIMD loops are half as long).
+MIN_LANES, MAX_LANE_BYTES = 8, 256
 
 #: Options of every compiled kernel: cached on disk (first call compiles once per machine), GIL released, FMA
 #: contraction allowed (it only changes rounding, as LAPACK's own FMA-using BLAS does).
@@ -26,9 +28,10 @@ JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": {"contract"}}
 
 
 def lanes_for(m: int, n: int, itemsize: int) -> int:
-    """Matrices per interleaved buffer for ``m x n`` matrices: as many as fit ``BUFFER_BYTES``, a multiple of 8."""
+    """Matrices per interleaved buffer for ``m x n`` matrices: as many as fit ``BUFFER_BYTES`` (a multiple of 8),
+    within ``MIN_LANES`` and ``MAX_LANE_BYTES``."""
     fitting = BUFFER_BYTES // max(m * n * itemsize, 1) // 8 * 8
-    return int(min(max(fitting, MIN_LANES), MAX_LANES))
+    return int(min(max(fitting, MIN_LANES), max(MAX_LANE_BYTES // itemsize, MIN_LANES)))
 
 
 @numba.njit(**JIT_OPTIONS)
