@@ -36,3 +36,17 @@ def test_bench_ratios_pair_hetlapack_with_each_peer():
     ])
     assert [(g, ours, peer, round(s, 2)) for g, ours, _, peer, s in rows] == [
         ("lu n=8", "hetlapack", "torch", 2.0), ("potrf n=4000", "hetlapack_tile_potrf", "scipy_cholesky", 1.5)]
+
+
+def test_bench_gflops_plots_carry_the_same_runs_dgemm_line():
+    from hetlapack.commands.bench import plot_series
+
+    def bench(name, op, n, gflops):
+        return {"name": f"test_{name}[n={n}]", "group": f"{op} n={n}", "stats": {"min": 1.0},
+                "extra_info": {"n": n, "op": op, "gflops": gflops}}
+
+    series, bounds = plot_series([bench("numpy_dgemm", "dgemm", 1000, 80.0), bench("numpy_dgemm", "dgemm", 2000, 82.0),
+                                  bench("scipy_cholesky", "potrf", 1000, 40.0)], "gflops", "dgemm_gflops")
+    assert series["potrf"] == {"scipy_cholesky": [(1000, 40.0)]}
+    assert bounds["potrf"] == {1000: 80.0, 2000: 82.0}
+    assert not bounds["dgemm"]

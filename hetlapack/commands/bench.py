@@ -3,7 +3,8 @@
 Each suite runs in its own pytest process (a progress bar counts them); the merged file keeps pytest-benchmark's
 format, so ``pytest-benchmark compare`` reads it. Ratios are taken inside each benchmark group against the peers
 (SciPy, NumPy, torch…) timed in the same run. Benchmarks that record ``extra_info["n"]`` and ``["gflops"]`` are
-plotted as GFLOP/s against n; those that record ``["ns_per_matrix"]`` and ``["bound_ns"]`` against their bound.
+plotted as GFLOP/s against n, with the DGEMM rate of the same run as a dashed line when the dgemm suite ran; those
+that record ``["ns_per_matrix"]`` and ``["bound_ns"]`` against their bound.
 
 With ``--energy``, where energy counters are readable (:mod:`hetlapack.energy`), each suite's process loads this
 module as a pytest plugin that meters every benchmark: its ``extra_info`` gets ``watts`` (mean power over the whole
@@ -84,6 +85,27 @@ def energy_rows(benchmarks: list[dict]) -> list[tuple[str, str, float, float, fl
             for bench in benchmarks if "energy_j" in (info := bench.get("extra_info", {}))]
 
 
+def plot_series(benchmarks: list[dict], key: str, bound_key: str) -> tuple[dict, dict]:
+    """Per operation: ``{who ran: [(n, value), ...]}`` for ``extra_info[key]``, and the reference line
+    ``{n: value}`` (``extra_info[bound_key]``; for GFLOP/s, the DGEMM rate of the same run)."""
+    series: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    bounds: dict[str, dict[int, float]] = defaultdict(dict)
+    for bench in benchmarks:
+        info = bench.get("extra_info", {})
+        if key not in info or "n" not in info:
+            continue
+        op = info.get("op", (bench.get("group") or "").split()[0])
+        series[op][_label(bench)].append((info["n"], info[key]))
+        if bound_key in info:
+            bounds[op][info["n"]] = info[bound_key]
+    if key == "gflops" and "dgemm" in series:
+        dgemm = {n: rate for points in series["dgemm"].values() for n, rate in points}
+        for op in series:
+            if op != "dgemm" and not bounds[op]:
+                bounds[op] = dgemm
+    return series, bounds
+
+
 def _plot(benchmarks: list[dict], output: pathlib.Path) -> list[pathlib.Path]:
     try:
         import matplotlib  # noqa: PLC0415 - optional extra
@@ -95,17 +117,7 @@ def _plot(benchmarks: list[dict], output: pathlib.Path) -> list[pathlib.Path]:
         return []
     written = []
     for key, ylabel, bound_key in (("gflops", "GFLOP/s", "dgemm_gflops"), ("ns_per_matrix", "ns per matrix", "bound_ns")):
-        series: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-        bounds: dict[str, dict[int, float]] = defaultdict(dict)
-        for bench in benchmarks:
-            info = bench.get("extra_info", {})
-            if key not in info or "n" not in info:
-                continue
-            op = info.get("op", (bench.get("group") or "").split()[0])
-            label = _label(bench)
-            series[op][label].append((info["n"], info[key]))
-            if bound_key in info:
-                bounds[op][info["n"]] = info[bound_key]
+        series, bounds = plot_series(benchmarks, key, bound_key)
         for op, lines in series.items():
             fig, ax = plt.subplots(figsize=(6, 4))
             for label, points in sorted(lines.items()):
@@ -113,7 +125,7 @@ def _plot(benchmarks: list[dict], output: pathlib.Path) -> list[pathlib.Path]:
                 ax.plot(xs, ys, marker="o", label=label)
             if bounds[op]:
                 xs, ys = zip(*sorted(bounds[op].items()))
-                ax.plot(xs, ys, "k--", label=bound_key.replace("_", " "))
+                ax.plot(xs, ys, "k--", label=bound_key.replace("_", " ") + " (same run)")
             ax.set_xlabel("n")
             ax.set_ylabel(ylabel)
             ax.set_xscale("log", base=2)

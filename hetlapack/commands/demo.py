@@ -1,12 +1,16 @@
 """``hetlapack demo``: factorize a default problem on every path this machine has, against SciPy.
 
 For each operation and path it prints the dispatch plan's choice, the scaled residual and the time against
-SciPy's own function on the same input, in one table.
+SciPy's own function on the same input, in one table; single matrices also run the accelerator paths on emulated
+accelerators (devices with host memory of their own: the code paths a GPU takes, at the CPU's speed), and the
+tiled Cholesky's task trace is written as a Gantt PNG. Launched by ``mpiexec`` on several ranks, it runs the
+distributed demo instead (``python -m hetlapack.mpi demo``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,8 +21,16 @@ from tqdm import tqdm
 from .. import testing
 from ..compat import scipy_linalg
 from ..compat._originals import scipy_functions
-from ..dispatch import using
+from ..dispatch import model, using
 from ..explain import explain
+from ..runtime import Trace
+
+#: Accelerator paths shown for single matrices, on emulated accelerators: (path, devices, row label).
+EMULATED_ROWS = (("hybrid", ("cpu", "emulated:0", "emulated:1"), "hybrid:cpu+2emu"),
+                 ("gpu", ("emulated:0",), "gpu:emu"))
+
+#: Environment variables through which MPI launchers (MPICH's Hydra, Open MPI) announce the number of ranks.
+MPI_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 
 
 @dataclass(frozen=True)
@@ -77,27 +89,57 @@ def register(subparsers) -> None:
     parser.add_argument("--batch", type=int, default=20000, help="stack size for the batched rows (default 20000)")
     parser.add_argument("--small", type=int, default=8, help="order of the stacked matrices (default 8)")
     parser.add_argument("--repeat", type=int, default=2, help="timing repetitions, best kept (default 2)")
+    parser.add_argument("--output", default=".", help="folder for the trace PNG (default .)")
     parser.set_defaults(func=run)
 
 
+def mpi_ranks() -> int:
+    """How many ranks the MPI launcher started (1 when not under ``mpiexec``)."""
+    return max((int(os.environ.get(name, "1") or 1) for name in MPI_SIZE_VARIABLES), default=1)
+
+
+def _trace_png(n: int, output: str) -> str:
+    """Run the tiled Cholesky once at dispatch's tile with tracing on and draw its Gantt chart; returns the path."""
+    from ..algorithms.potrf import potrf  # noqa: PLC0415 - only the trace calls the algorithm directly
+
+    tile = model.tile_size("potrf", n)
+    a = np.asfortranarray(testing.spd(n, seed=1))
+    trace = Trace()
+    potrf(a, lower=True, tile=tile, trace=trace)
+    os.makedirs(output, exist_ok=True)
+    path = os.path.join(output, f"demo-trace-cholesky-{n}.png")
+    return str(trace.plot(path, title=f"tiled Cholesky n={n}, tile {tile}: {len(trace.events)} tasks"))
+
+
 def run(args: argparse.Namespace) -> int:
+    if mpi_ranks() > 1:
+        from ..mpi.__main__ import main as mpi_main  # noqa: PLC0415 - mpi4py only when launched by mpiexec
+
+        mpi_main(["demo", "--n", str(args.n)])
+        return 0
     rows = []
     cases = _cases(args.n, args.batch, args.small)
     for case in tqdm(cases, desc="demo", unit="case"):
         a = case.make()
         plan = explain(case.op, a)
-        paths = ["host"] + [p for p in plan.predicted_s if p != "host"]
+        paths = [(p, None, p) for p in ["host", *(p for p in plan.predicted_s if p != "host")]]
+        if a.ndim == 2:
+            paths += EMULATED_ROWS
         ref_time, _ = _best_time(lambda: case.run(scipy_functions[case.op], a), args.repeat)
-        for path in paths:
-            with using(path=path):
-                seconds, out = _best_time(lambda: case.run(getattr(scipy_linalg, case.op), a), args.repeat)
-            chosen = "*" if path == plan.path else " "
-            rows.append((case.op, "x".join(map(str, a.shape)), f"{chosen}{path}", case.residual(a, out), seconds,
+        for path, devices, label in paths:
+            with using(path=path, devices=devices):
+                repeat = args.repeat if devices is None else 1
+                seconds, out = _best_time(lambda: case.run(getattr(scipy_linalg, case.op), a), repeat)
+            chosen = "*" if path == plan.path and devices is None else " "
+            rows.append((case.op, "x".join(map(str, a.shape)), f"{chosen}{label}", case.residual(a, out), seconds,
                          ref_time / seconds))
     print()
-    print(f"{'operation':<10} {'shape':<13} {'path':<9} {'residual':>9} {'seconds':>9} {'vs SciPy':>9}")
+    print(f"{'operation':<10} {'shape':<13} {'path':<16} {'residual':>9} {'seconds':>9} {'vs SciPy':>9}")
     for op, shape, path, residual, seconds, speedup in rows:
-        print(f"{op:<10} {shape:<13} {path:<9} {residual:>9.3f} {seconds:>9.4f} {speedup:>8.2f}x")
+        print(f"{op:<10} {shape:<13} {path:<16} {residual:>9.3f} {seconds:>9.4f} {speedup:>8.2f}x")
     print("\n* = the path dispatch picks by itself; residual = ||A - factors||_1 / (n ||A||_1 eps), pass < 50.")
+    print("emu = emulated accelerators (own memory space, host BLAS): they run a GPU's code paths, not its speed.")
     print("Why, for the first case:\n" + str(explain("cholesky", cases[0].make())))
+    print(f"wrote {_trace_png(args.n, args.output)} (the tiled Cholesky's tasks per worker)")
+    print("Distributed: mpiexec -n 4 hetlapack demo  (2-D block-cyclic Cholesky, LU and QR over MPI)")
     return 0
