@@ -105,6 +105,24 @@ def test_geqrf_larft_larfb_orgqr(cpu, dtype):
     np.testing.assert_allclose(q.conj().T @ c, cview[:4], rtol=TOL[dtype] * 100, atol=TOL[dtype] * 100)
 
 
+@pytest.mark.parametrize("shape", [(9, 4), (4, 4), (3, 5)], ids=["tall", "square", "wide"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_geqrt_equals_geqrf_then_larft(cpu, dtype, shape):
+    """The recursive panel gives geqrf's reflectors, R and tau, and larft's T (wide panels take the fallback)."""
+    a = general(*shape, dtype=dtype, seed=4)
+    k = min(shape)
+    host, view = embedded(a)
+    tau, t = np.zeros((k, 1), dtype=dtype), np.zeros((6, k), dtype=dtype, order="F")
+    cpu.geqrt(view, tau, t)
+    ref, tau_ref = np.array(a, order="F"), np.zeros(k, dtype=dtype)
+    t_ref = np.zeros((k, k), dtype=dtype, order="F")
+    Device.geqrt(cpu, ref, tau_ref, t_ref)
+    tol = TOL[dtype] * 10
+    np.testing.assert_allclose(view, ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(tau[:, 0], tau_ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.triu(t[:k]), np.triu(t_ref), rtol=tol, atol=tol)
+
+
 def test_kernels_reject_c_ordered_views(cpu):
     with pytest.raises(ValueError, match="Fortran"):
         cpu.gemm(np.ones((3, 3)), np.ones((3, 3)), np.ones((3, 3), order="F"))

@@ -1,8 +1,9 @@
 """Blocked Householder QR in LAPACK's storage (seed 000 §4, §6.7), and the orthogonal factor built from it.
 
-``geqrf`` step ``k``: LAPACK geqrf on the tall panel (tile rows ``k:`` of tile column ``k``), LARFT for the
-compact-WY factor ``T_k``, then ``A[k:,j] = H_k^H A[k:,j]`` (LARFB, GEMM-rich) for every tile column to the right;
-the next panel's column goes first (lookahead). The reflectors and ``tau`` are LAPACK's, so ``R`` and its signs
+``geqrf`` step ``k``: the tall panel (tile rows ``k:`` of tile column ``k``) and its compact-WY factor ``T_k`` in
+one recursive kernel (LAPACK geqrt3: twice geqrf's speed on a tall panel, and the panel is the critical path),
+then ``A[k:,j] = H_k^H A[k:,j]`` (LARFB, GEMM-rich) for every tile column to the right; the next panel's column
+goes first (lookahead). The reflectors and ``tau`` are LAPACK's, so ``R`` and its signs
 equal SciPy's. ``orgqr`` applies the panels backwards to the identity, as LAPACK's orgqr does.
 """
 
@@ -54,14 +55,9 @@ def insert_geqrf(rt: Runtime, A: TiledMatrix, tau_tiles: TiledMatrix, T: TiledMa
         rows, width = panel.shape
         steps = min(rows, width)
         top = 2 * (kt - k)
-        # A[k:,k] = Q_k R_kk
-        rt.insert("geqrf", panel, tau_tiles(k, 0), reads=[], writes=[panel, tau_tiles(k, 0)], priority=top + 1,
-                  flops=scale * (2 * max(rows, width) * steps**2 - 2 * steps**3 / 3))
-        if k + 1 >= nt:
-            continue
-        # T_k: H_k = I - V_k T_k V_k^H
-        rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)], writes=[T(0, k)],
-                  priority=top + 1, flops=scale * rows * steps**2)
+        # A[k:,k] = Q_k R_kk, with T_k: H_k = I - V_k T_k V_k^H
+        rt.insert("geqrt", panel, tau_tiles(k, 0), T(0, k), reads=[], writes=[panel, tau_tiles(k, 0), T(0, k)],
+                  priority=top + 1, flops=scale * (2 * max(rows, width) * steps**2 - 2 * steps**3 / 3))
         for j in range(k + 1, nt):
             column = A.block(k, mt, j, j + 1)
             # A[k:,j] = H_k^H A[k:,j]

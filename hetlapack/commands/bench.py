@@ -116,7 +116,8 @@ def _plot(benchmarks: list[dict], output: pathlib.Path) -> list[pathlib.Path]:
         print("matplotlib is not installed (pip install 'hetlapack[plot]'): no plots written")
         return []
     written = []
-    for key, ylabel, bound_key in (("gflops", "GFLOP/s", "dgemm_gflops"), ("ns_per_matrix", "ns per matrix", "bound_ns")):
+    for key, ylabel, bound_key in (("gflops", "GFLOP/s", "dgemm_gflops"),
+                                   ("ns_per_matrix", "ns per matrix", "bound_ns")):
         series, bounds = plot_series(benchmarks, key, bound_key)
         for op, lines in series.items():
             fig, ax = plt.subplots(figsize=(6, 4))

@@ -51,7 +51,8 @@ def _cases(n: int, batch: int, small: int) -> list[Case]:
         return lambda: testing.general(small if shape_batch else n, seed=2, batch=shape_batch)
 
     def chol_res(a, out):
-        return max(testing.cholesky_residual(x, c, True) for x, c in zip(a.reshape(-1, *a.shape[-2:]), out[0].reshape(-1, *a.shape[-2:])))
+        factors = out[0].reshape(-1, *a.shape[-2:])
+        return max(testing.cholesky_residual(x, c, True) for x, c in zip(a.reshape(-1, *a.shape[-2:]), factors))
 
     def lu_res(a, out):
         lus, pivs = out[0].reshape(-1, *a.shape[-2:]), np.asarray(out[1]).reshape(-1, a.shape[-1])

@@ -27,7 +27,7 @@ ROUTINE_NAME = {
 #: Number of (pointer) arguments of each routine, to build its ctypes prototype.
 ARITY = {
     "gemm": 13, "trsm": 11, "herk": 10, "potrf": 5, "getrf": 6, "laswp": 7,
-    "geqrf": 8, "larft": 9, "larfb": 15, "orgqr": 9,
+    "geqrf": 8, "larft": 9, "larfb": 15, "orgqr": 9, "geqrt3": 7,
 }
 
 _capsule_name = ctypes.pythonapi.PyCapsule_GetName
