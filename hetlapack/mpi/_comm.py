@@ -136,23 +136,51 @@ def alltoall_rows(comm, outgoing: list[np.ndarray], incoming_counts: list[int], 
     return [recvbuf[o:o + c].reshape(rows, width) for o, c, rows in zip(recv_offsets, recv_counts, incoming_counts)]
 
 
+def gather_rows(comm, rows: np.ndarray, counts: list[int], root: int) -> list[np.ndarray] | None:
+    """Gather row blocks of a common width onto ``root`` (one ``Gatherv``); ``counts[r]`` rows come from rank ``r``.
+
+    ``root`` returns every rank's block in rank order (C-ordered views of one buffer), the others ``None``.
+    """
+    if comm.size == 1:
+        return [rows]
+    width, dtype = rows.shape[1], rows.dtype
+    sendbuf = np.ascontiguousarray(rows)
+    sizes = np.asarray(counts, dtype=np.int64) * width
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    recv = np.empty(int(sizes.sum()), dtype=dtype) if comm.rank == root else None
+    comm.Gatherv(sendbuf, [recv, (sizes, offsets)] if comm.rank == root else None, root=root)
+    if comm.rank != root:
+        _TRAFFIC.add("gather", sendbuf.nbytes, 0)
+        return None
+    _TRAFFIC.add("gather", 0, (int(sizes.sum()) - sendbuf.size) * sendbuf.itemsize)
+    return [recv[o:o + s].reshape(c, width) for o, s, c in zip(offsets, sizes, counts)]
+
+
+def scatter_rows(comm, blocks: list[np.ndarray] | None, counts: list[int], width: int, dtype, root: int
+                 ) -> np.ndarray:
+    """Inverse of :func:`gather_rows`: ``root`` sends ``blocks[r]`` to rank ``r``; every rank returns its block."""
+    if comm.size == 1:
+        return blocks[0]
+    sizes = np.asarray(counts, dtype=np.int64) * width
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    mine = np.empty((counts[comm.rank], width), dtype=dtype)
+    sendbuf = None
+    if comm.rank == root:
+        sendbuf = np.concatenate([np.ascontiguousarray(b, dtype=dtype).ravel() for b in blocks])
+    comm.Scatterv([sendbuf, (sizes, offsets)] if comm.rank == root else None, mine, root=root)
+    if comm.rank == root:
+        _TRAFFIC.add("scatter", (int(sizes.sum()) - mine.size) * mine.itemsize, 0)
+    else:
+        _TRAFFIC.add("scatter", 0, mine.nbytes)
+    return mine
+
+
 class RemoteRankError(RuntimeError):
     """Raised on ranks that did not fail when another rank's exception could not be re-created there."""
 
 
-@contextmanager
-def agreed(comm):
-    """Run a local section on every rank of ``comm``; if any rank raised, every rank raises after it.
-
-    The exception of the lowest failing rank is re-raised on every rank (the failing rank raises its own), so a
-    ``LinAlgError`` from the rank that owns a diagonal block reaches all ranks with the same type and text and no
-    rank is left waiting in the next collective. Place one after each local section that can fail.
-    """
-    error = None
-    try:
-        yield
-    except Exception as exc:  # noqa: BLE001 - every failure must reach the other ranks
-        error = exc
+def _raise_first_failure(comm, error: Exception | None) -> None:
+    """Collective: if any rank of ``comm`` holds an error, raise the lowest failing rank's error on every rank."""
     if comm.size > 1 and comm.allreduce(error is not None, op=mpi().LOR):
         try:
             payload = pickle.dumps(error)
@@ -165,3 +193,43 @@ def agreed(comm):
             raise remote from RemoteRankError(f"raised on rank {first} of {comm.size}")
     if error is not None:
         raise error
+
+
+class FailureLatch:
+    """Holds this rank's first local failure until the next agreement point, so that ranks keep in step.
+
+    Local sections run under :meth:`guard`; a failure there is kept and the rank goes on taking part in the
+    collectives that follow (their message sizes never depend on the values), which lets a factorization agree
+    once per step instead of after every local section and so overlap the next panel with the trailing update.
+    :meth:`agree` is collective over ``comm`` and raises the lowest failing rank's exception on every rank.
+    """
+
+    def __init__(self, comm):
+        self.comm = comm
+        self.error: Exception | None = None
+
+    @contextmanager
+    def guard(self):
+        """Run a local section; keep its exception (the first one only) instead of raising it now."""
+        try:
+            yield
+        except Exception as exc:  # noqa: BLE001 - every failure must reach the other ranks
+            self.error = self.error or exc
+
+    def agree(self) -> None:
+        """Collective: raise on every rank if any rank's guarded section failed since the latch was made."""
+        _raise_first_failure(self.comm, self.error)
+
+
+@contextmanager
+def agreed(comm):
+    """Run a local section on every rank of ``comm``; if any rank raised, every rank raises after it.
+
+    The exception of the lowest failing rank is re-raised on every rank (the failing rank raises its own), so a
+    ``LinAlgError`` from the rank that owns a diagonal block reaches all ranks with the same type and text and no
+    rank is left waiting in the next collective. Place one after each local section that can fail.
+    """
+    latch = FailureLatch(comm)
+    with latch.guard():
+        yield
+    latch.agree()

@@ -1,28 +1,32 @@
 """Local tile kernels of the distributed factorizations: one BLAS/LAPACK call per tile, chosen by dtype.
 
-The kernels come from a lookup table (``scipy.linalg.get_blas_funcs``/``get_lapack_funcs``), never from an
-if/elif ladder. Each works in place on a view of a rank's local storage; when SciPy's wrapper had to copy a
-non-contiguous view, the result is written back so callers always see in-place semantics.
+GEMM and TRSM, which touch the large trailing matrix, go through SciPy's BLAS function pointers
+(:mod:`hetlapack.devices._lapack_pointers`, the CPU device's kernels) and work in place on views of a rank's
+local storage with its leading dimension: no copy of the trailing matrix per call. The panel kernels (``potrf``,
+``getrf``, ``geqrt``) come from a lookup table (``scipy.linalg.get_lapack_funcs``), never from an if/elif ladder;
+when SciPy's wrapper had to copy a non-contiguous view, the result is written back so callers always see
+in-place semantics.
 """
 
 from __future__ import annotations
 
+from ctypes import byref
 from functools import lru_cache
 
 import numpy as np
-from scipy.linalg import get_blas_funcs, get_lapack_funcs
+from scipy.linalg import get_lapack_funcs
 
-_BLAS = ("gemm", "trsm")
-_LAPACK = ("potrf", "getrf")
+from ..devices import _lapack_pointers as lp
+
+_LAPACK = ("potrf", "getrf", "geqrt")
+#: BLAS ``trans`` argument: 0 (N), 1 (T), 2 (C, which is T for real dtypes).
+_TRANS = ("N", "T", "C")
 
 
 @lru_cache(maxsize=None)
 def kernels(dtype: np.dtype) -> dict:
-    """The BLAS and LAPACK routines for ``dtype``, keyed by their generic name (``"gemm"``, ``"potrf"`` ...)."""
-    probe = np.empty((1, 1), dtype=dtype)
-    table = dict(zip(_BLAS, get_blas_funcs(_BLAS, (probe,))))
-    table.update(zip(_LAPACK, get_lapack_funcs(_LAPACK, (probe,))))
-    return table
+    """The LAPACK panel routines for ``dtype``, keyed by their generic name (``"potrf"``, ``"getrf"`` ...)."""
+    return dict(zip(_LAPACK, get_lapack_funcs(_LAPACK, (np.empty((1, 1), dtype=dtype),))))
 
 
 def _write_back(target: np.ndarray, result: np.ndarray) -> None:
@@ -30,15 +34,48 @@ def _write_back(target: np.ndarray, result: np.ndarray) -> None:
         target[...] = result
 
 
+def _columns_contiguous(a: np.ndarray) -> bool:
+    return a.shape[0] <= 1 or a.strides[0] == a.itemsize
+
+
+def _operand(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``a`` as a BLAS operand of ``dtype``: itself when its columns are contiguous, else a Fortran copy."""
+    return a if a.dtype == dtype and _columns_contiguous(a) and a.strides[1] > 0 else np.asfortranarray(a, dtype)
+
+
+def _in_place(kernel):
+    """Run ``kernel(c)`` on ``c`` itself when BLAS can address it, else on a Fortran copy written back."""
+    def run(c: np.ndarray) -> None:
+        if _columns_contiguous(c) and c.strides[1] > 0:
+            kernel(c)
+        else:
+            work = np.asfortranarray(c)
+            kernel(work)
+            c[...] = work
+    return run
+
+
 def gemm(alpha, a: np.ndarray, b: np.ndarray, beta, c: np.ndarray, trans_a: int = 0, trans_b: int = 0) -> None:
     """``c = alpha op(a) op(b) + beta c`` in place; ``trans`` is 0 (N), 1 (T) or 2 (C)."""
+    m, n = c.shape
+    k = a.shape[0] if trans_a else a.shape[1]
     if c.size == 0:
         return
-    if a.shape[1 - (trans_a > 0)] == 0:
+    if k == 0:
         c *= beta
         return
-    out = kernels(c.dtype)["gemm"](alpha, a, b, beta=beta, c=c, trans_a=trans_a, trans_b=trans_b, overwrite_c=True)
-    _write_back(c, out)
+    char = c.dtype.char
+    a, b = _operand(a, c.dtype), _operand(b, c.dtype)
+
+    def kernel(target: np.ndarray) -> None:
+        lp.routine("gemm", char)(
+            byref(lp.char(_TRANS[trans_a])), byref(lp.char(_TRANS[trans_b])),
+            byref(lp.integer(m)), byref(lp.integer(n)), byref(lp.integer(k)), byref(lp.scalar(alpha, char)),
+            lp.address(a), byref(lp.integer(lp.leading_dimension(a))),
+            lp.address(b), byref(lp.integer(lp.leading_dimension(b))), byref(lp.scalar(beta, char)),
+            lp.address(target), byref(lp.integer(lp.leading_dimension(target))))
+
+    _in_place(kernel)(c)
 
 
 def trsm(alpha, a: np.ndarray, b: np.ndarray, side: int = 0, lower: bool = True, trans_a: int = 0,
@@ -46,9 +83,18 @@ def trsm(alpha, a: np.ndarray, b: np.ndarray, side: int = 0, lower: bool = True,
     """``b = alpha op(a)^{-1} b`` (side 0) or ``b = alpha b op(a)^{-1}`` (side 1) in place, ``a`` triangular."""
     if b.size == 0:
         return
-    out = kernels(b.dtype)["trsm"](alpha, a, b, side=side, lower=lower, trans_a=trans_a, diag=unit_diagonal,
-                                   overwrite_b=True)
-    _write_back(b, out)
+    m, n = b.shape
+    char = b.dtype.char
+    a = _operand(a, b.dtype)
+
+    def kernel(target: np.ndarray) -> None:
+        lp.routine("trsm", char)(
+            byref(lp.char("LR"[side])), byref(lp.char("L" if lower else "U")), byref(lp.char(_TRANS[trans_a])),
+            byref(lp.char("U" if unit_diagonal else "N")), byref(lp.integer(m)), byref(lp.integer(n)),
+            byref(lp.scalar(alpha, char)), lp.address(a), byref(lp.integer(lp.leading_dimension(a))),
+            lp.address(target), byref(lp.integer(lp.leading_dimension(target))))
+
+    _in_place(kernel)(b)
 
 
 def potrf(a: np.ndarray, lower: bool) -> int:
@@ -56,3 +102,23 @@ def potrf(a: np.ndarray, lower: bool) -> int:
     out, info = kernels(a.dtype)["potrf"](a, lower=lower, overwrite_a=True, clean=False)
     _write_back(a, out)
     return int(info)
+
+
+def getrf(a: np.ndarray) -> tuple[np.ndarray, int]:
+    """LU with partial pivoting of the tile ``a`` in place; LAPACK's 0-based pivots (int32) and ``info``."""
+    out, pivots, info = kernels(a.dtype)["getrf"](a, overwrite_a=True)
+    _write_back(a, out)
+    return pivots, int(info)
+
+
+def geqrt(a: np.ndarray) -> np.ndarray:
+    """Householder QR of the tall tile ``a`` in place (``R`` and ``V`` as ``geqrf``); returns the ``T`` of ``V``.
+
+    One block of ``a.shape[1]`` reflectors, so ``T`` is ``larft``'s upper triangular factor with
+    ``H_1 ... H_w = I - V T V^H``.
+    """
+    out, t, info = kernels(a.dtype)["geqrt"](a.shape[1], a, overwrite_a=True)
+    _write_back(a, out)
+    if info < 0:
+        raise ValueError(f"illegal value in argument {-info} of geqrt")
+    return t

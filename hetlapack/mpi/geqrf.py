@@ -2,28 +2,24 @@
 
 Step ``k`` (panel columns ``k0 .. k0+w`` in process column ``pc_k``)::
 
-    V, tau = geqrf(A[k:, k])            in process column pc_k, column by column inside 32-column sub-panels
-                                        (the norm of each column and V^H A are sums over the process rows);
-                                        each sub-panel then updates the panel as one block reflector
-    T = larft(V, tau)                   from the Gram matrix V^H V (one allreduce)
-    A[k:, j] -= V T^H (V^H A[k:, j])    j > k: V and T broadcast along process rows; V^H A is summed along
-                                        process columns (the 2-D LARFB reduction of seed 002 §2.4)
+    V, T = geqrt(A[k:, k])              LAPACK on one rank of pc_k after one gather of the panel (panel.py):
+                                        R, V and tau are geqrf's, so the signs of R equal SciPy's; T is larft's
+    W = V^H A[k:, j]                    j > k: V broadcast along process rows, T from the panel's root; the
+                                        products are summed along process columns (2-D LARFB, seed 002 §2.4)
+    A[k:, k+1] -= V T^H W[:, k+1]       lookahead: the next panel's columns first, then that panel is factored
+    A[k:, j] -= V T^H W[:, j]           j > k+1, while process column pc_{k+1} factors panel k+1
 
-Reflectors follow LAPACK's ``larfg`` (``beta = -sign(Re alpha) ||(alpha, x)||``), so the signs of ``R`` equal SciPy's.
+Local failures are held by a :class:`~hetlapack.mpi._comm.FailureLatch` and agreed on once per step.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from . import _local
-from ._comm import agreed, allgather_array, allreduce_sum, bcast_array
+from ._comm import FailureLatch, agreed, allreduce_sum, bcast_array
 from .matrix import DistributedMatrix
-
-#: Columns reduced one by one (BLAS-2) before the rest of the panel is updated as one block reflector.
-PANEL_INNER_BLOCK = 32
+from .panel import factor_panel, panel_root
 
 
 def geqrf(a: DistributedMatrix) -> list[np.ndarray]:
@@ -34,30 +30,49 @@ def geqrf(a: DistributedMatrix) -> list[np.ndarray]:
     if a.block[0] != a.block[1]:
         raise ValueError(f"QR needs square blocks, got {a.block}")
     grid, nb = a.grid, a.block[0]
+    n, kmax = a.shape[1], min(a.shape)
+    latch = FailureLatch(grid.comm)
     t_factors = []
-    for k0 in range(0, min(a.shape), nb):
-        k1 = min(min(a.shape), k0 + nb)
+    t_factor = _factor_panel(a, 0, min(kmax, nb), latch) if kmax else None
+    for k0 in range(0, kmax, nb):
+        k1 = min(kmax, k0 + nb)
+        k2 = min(kmax, k1 + nb)
         pcol = a.col_owner(k0)
-        in_pcol = grid.mycol == pcol
-        r0, c0, c1 = a.local_rows_from(k0), a.local_cols_from(k0), a.local_cols_from(k1)
-        reflectors = t_factor = None
-        with agreed(grid.comm):
-            if in_pcol:
-                taus = _panel(a, k0, k1, r0, c0, c1)
-                reflectors = _reflectors(a, k0, k1, r0, c0, c1)
-                gram = _local_products(reflectors, reflectors)
-        if in_pcol:
-            gram = allreduce_sum(grid.col_comm, gram)
-        with agreed(grid.comm):
-            if in_pcol:
-                t_factor = _triangular_factor(gram, taus)
-        t_factor = bcast_array(grid.row_comm, t_factor, pcol, (k1 - k0, k1 - k0), a.dtype)
+        r0, c0, c1, c2 = a.local_rows_from(k0), a.local_cols_from(k0), a.local_cols_from(k1), a.local_cols_from(k2)
+        latch.agree()
+        t_factor = bcast_array(grid.comm, t_factor, panel_root(a, k0), (k1 - k0, k1 - k0), a.dtype)
         t_factors.append(t_factor)
-        if k1 >= a.shape[1]:
+        if k1 >= n:
             continue
+        reflectors = _reflectors(a, k0, k1, r0, c0, c1) if grid.mycol == pcol else None
         reflectors = bcast_array(grid.row_comm, reflectors, pcol, (a.rows.size - r0, k1 - k0), a.dtype)
-        _apply_block_reflector(grid, reflectors, t_factor.conj().T, a.local[r0:, c1:])
+        trailing = a.local[r0:, c1:]
+        products = np.zeros((k1 - k0, trailing.shape[1]), dtype=a.dtype, order="F")
+        with latch.guard():
+            # W[k, j] = V^H A[k:, j]   (this rank's rows; summed over the process column next)
+            _local.gemm(1.0, reflectors, trailing, 0.0, products, trans_a=2)
+        products = allreduce_sum(grid.col_comm, products)
+        update = np.zeros_like(products, order="F")
+        with latch.guard():
+            update = np.asfortranarray(t_factor.conj().T @ products)
+            # A[k:, k+1] -= V T^H W[:, k+1]
+            _local.gemm(-1.0, reflectors, update[:, :c2 - c1], 1.0, trailing[:, :c2 - c1])
+        if k1 < kmax:
+            t_factor = _factor_panel(a, k1, k2, latch)
+        with latch.guard():
+            # A[k:, j] -= V T^H W[:, j]
+            _local.gemm(-1.0, reflectors, update[:, c2 - c1:], 1.0, trailing[:, c2 - c1:])
+    latch.agree()
     return t_factors
+
+
+def _factor_panel(a: DistributedMatrix, k0: int, k1: int, latch: FailureLatch) -> np.ndarray | None:
+    """LAPACK ``geqrt`` of the panel ``A[k0:, k0:k1]``; on its root returns the panel's ``T``."""
+    def kernel(panel: np.ndarray) -> np.ndarray:
+        # A[k0:, k0:k1] = (I - V T V^H) R
+        return _local.geqrt(panel)
+
+    return factor_panel(a, k0, k1, kernel, np.zeros((k1 - k0, k1 - k0), dtype=a.dtype, order="F"), latch)
 
 
 def form_q(a: DistributedMatrix, t_factors: list[np.ndarray], columns: int) -> DistributedMatrix:
@@ -92,65 +107,6 @@ def _apply_block_reflector(grid, reflectors: np.ndarray, t: np.ndarray, target: 
         _local.gemm(-1.0, reflectors, t @ products, 1.0, target)
 
 
-def _larfg(alpha, xnorm: float, dtype: np.dtype) -> tuple:
-    """LAPACK's ``larfg``: ``(tau, beta, scale)``; ``scale`` multiplies ``x`` into ``v`` (``None``: ``H = I``)."""
-    real, imag = float(np.real(alpha)), float(np.imag(alpha))
-    if xnorm == 0 and imag == 0:
-        return dtype.type(0), alpha, None
-    beta = -math.copysign(math.hypot(real, imag, xnorm), real)
-    tau = complex((beta - real) / beta, -imag / beta) if dtype.kind == "c" else (beta - real) / beta
-    return dtype.type(tau), dtype.type(beta), dtype.type(1 / (complex(alpha) - beta) if dtype.kind == "c"
-                                                       else 1 / (real - beta))
-
-
-def _panel(a: DistributedMatrix, k0: int, k1: int, r0: int, c0: int, c1: int) -> np.ndarray:
-    """``geqrf`` on the panel columns spread over the process column; returns the ``tau`` of each column.
-
-    Columns are reduced one at a time within sub-panels of ``PANEL_INNER_BLOCK`` columns (``geqr2``); each finished
-    sub-panel updates the rest of the panel as one block reflector (two GEMMs and two sums over the column).
-    """
-    comm = a.grid.col_comm
-    panel, rows = a.local[r0:, c0:c1], a.rows[r0:]
-    width = k1 - k0
-    taus = np.zeros(width, dtype=a.dtype)
-    for jb in range(0, width, PANEL_INNER_BLOCK):
-        je = min(width, jb + PANEL_INNER_BLOCK)
-        for j in range(jb, je):
-            taus[j] = _panel_column(comm, panel, rows, k0, j, je)
-        if je == width:
-            break
-        reflectors = _unit_lower(panel[:, jb:je], rows, k0 + jb)
-        gram = allreduce_sum(comm, _local_products(reflectors, reflectors))
-        t_factor = _triangular_factor(gram, taus[jb:je])
-        products = np.asfortranarray(allreduce_sum(comm, _local_products(reflectors, panel[:, je:])))
-        _local.gemm(-1.0, reflectors, t_factor.conj().T @ products, 1.0, panel[:, je:])
-    return taus
-
-
-def _panel_column(comm, panel: np.ndarray, rows: np.ndarray, k0: int, j: int, stop: int):
-    """Reflector of panel column ``j`` (``larfg``) applied to columns ``j+1 .. stop``; returns its ``tau``."""
-    g = k0 + j
-    start, below = int(np.searchsorted(rows, g)), int(np.searchsorted(rows, g + 1))
-    owns = below > start
-    offer = np.array([np.linalg.norm(panel[below:, j]), panel[start, j] if owns else 0, owns], dtype=panel.dtype)
-    offers = allgather_array(comm, offer)
-    xnorm = float(np.linalg.norm(offers[:, 0].real))
-    alpha = offers[int(np.flatnonzero(offers[:, 2].real == 1)[0]), 1]
-    tau, beta, scale = _larfg(alpha, xnorm, panel.dtype)
-    if scale is None:
-        return tau
-    panel[below:, j] *= scale
-    if j + 1 < stop:
-        reflector = panel[start:, j].copy()
-        if owns:
-            reflector[0] = 1
-        products = allreduce_sum(comm, reflector.conj() @ panel[start:, j + 1:stop])
-        panel[start:, j + 1:stop] -= np.conj(tau) * np.outer(reflector, products)
-    if owns:
-        panel[start, j] = beta
-    return tau
-
-
 def _reflectors(a: DistributedMatrix, k0: int, k1: int, r0: int, c0: int, c1: int) -> np.ndarray:
     """The panel's ``V``: this rank's rows ``>= k0``, unit diagonal, zeros above it (Fortran order)."""
     return _unit_lower(a.local[r0:, c0:c1], a.rows[r0:], k0)
@@ -163,13 +119,3 @@ def _unit_lower(block: np.ndarray, rows: np.ndarray, first: int) -> np.ndarray:
     reflectors[rows[:, None] < diagonal] = 0
     reflectors[rows[:, None] == diagonal] = 1
     return reflectors
-
-
-def _triangular_factor(gram: np.ndarray, taus: np.ndarray) -> np.ndarray:
-    """LAPACK's ``larft`` (forward, columnwise) from the Gram matrix ``V^H V`` of the panel's reflectors."""
-    width = taus.size
-    t = np.zeros((width, width), dtype=gram.dtype, order="F")
-    for i in range(width):
-        t[i, i] = taus[i]
-        t[:i, i] = -taus[i] * (t[:i, :i] @ gram[:i, i])
-    return t

@@ -16,8 +16,8 @@ from numpy.typing import DTypeLike
 from ._comm import agreed, allgather_objects
 from .grid import ProcessGrid
 
-#: Default square block: large enough that the trailing GEMMs run at BLAS-3 speed, small enough that the
-#: column-by-column LU/QR panels (one small collective per column) stay short. ScaLAPACK users often pick 64-256.
+#: Default square block: large enough that the trailing GEMMs run at BLAS-3 speed, small enough that the LU/QR
+#: panel, gathered onto one rank and factored there, stays off the critical path. ScaLAPACK users pick 64-256.
 DEFAULT_BLOCK = 256
 
 _DESCRIPTOR_DENSE = 1

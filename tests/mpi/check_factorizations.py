@@ -283,6 +283,38 @@ def kernel_failure_mid_factorization_reaches_every_rank(grid):
     COMM.Barrier()
 
 
+@check
+def panel_kernel_failure_reaches_every_rank(grid):
+    for name, factorization in (("getrf", hm.lu_factor), ("geqrt", hm.qr)):
+        original = getattr(_local, name)
+        calls = [0]
+
+        def faulty(*args, **kwargs):
+            calls[0] += 1
+            if calls[0] == 2:
+                raise FloatingPointError(f"injected into {name}")
+            return original(*args, **kwargs)
+
+        setattr(_local, name, faulty)
+        try:
+            assert_raises_everywhere(FloatingPointError, f"injected into {name}",
+                                     lambda: factorization(scatter(general(30, seed=16), grid, 4)))
+        finally:
+            setattr(_local, name, original)
+        COMM.Barrier()
+
+
+@check
+def lu_and_qr_collectives_per_step_not_per_column(grid):
+    n, block = 64, 8
+    steps = n // block
+    for factorization in (hm.lu_factor, lambda a: hm.qr(a, mode="r")):
+        matrix = scatter(general(n, seed=17), grid, block)
+        hm.reset_traffic()
+        factorization(matrix)
+        assert hm.traffic().messages <= 8 * steps, hm.traffic().as_dict()
+
+
 def main(shapes: list[str]) -> int:
     failed = passed = 0
     for shape in shapes:
