@@ -1,22 +1,78 @@
-"""numba-cuda batched Cholesky for stacks of tiny matrices on a GPU (seed 004 §4.5: the interleaved layout).
+"""numba-cuda batched Cholesky and LU for stacks of small matrices on a GPU (seed 004).
 
-The stack is stored batch-innermost, ``a[i, j, matrix]``, and each GPU thread factorizes one matrix, so the 32
-threads of a warp read 32 consecutive matrices' same element in one coalesced transaction. Seed 004 finds this the
-best design up to 16x16 in double precision. The kernel takes any array exposing ``__cuda_array_interface__``
-(CuPy, zero copy), and NumPy arrays under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), which is how CI
-checks its logic on a machine without a GPU. CuPy and numba-cuda are imported only when this module is.
+Two designs, one per factorization, each the one seed 004 finds best at the sizes it runs:
+
+- **Cholesky, one thread per matrix** over the interleaved layout (seed 004 §4.5): the stack is stored
+  batch-innermost, ``a[i, j, matrix]``, so the 32 threads of a warp read 32 consecutive matrices' same element in one
+  coalesced transaction. Seed 004 finds this the best design up to 16x16 in double precision.
+- **LU, one matrix per thread row of a block** (seed 004 §4.4, its shared-memory design; the register design needs
+  fully unrolled per-size code): thread ``x`` of a block owns row ``x`` of a matrix held in shared memory; below 16
+  rows a block holds several matrices (a 2-D block, ``threadIdx.y`` naming the matrix), so a block keeps ~128
+  threads busy. Row swaps are **delayed**: rows never move in shared memory; a permutation records where each row
+  will land, LAPACK's pivots are read off it, and each row is written once, to its final place, at the end (the
+  block's threads read and write the matrix element by element in memory order, coalesced). The pivot search is one
+  thread's scan of the column in LAPACK's current row order (first maximum of ``|re| + |im|``, as ``i?amax``), so
+  pivots are LAPACK's; the rank-1 update is one row per thread. Kernels are compiled per matrix shape and dtype
+  (shared-memory arrays have compile-time sizes), as MAGMA instantiates its batched kernels per size.
+
+Every kernel takes arrays exposing ``__cuda_array_interface__`` (CuPy, zero copy) and, under Numba's CUDA simulator
+(``NUMBA_ENABLE_CUDASIM=1``), NumPy arrays: that is how CI checks their logic on a machine without a GPU. No GPU
+speed of these kernels has been measured in this project.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from types import ModuleType
 
+import numba
 import numpy as np
 from numba import cuda
 
-#: Threads per block: enough warps to hide memory latency, few enough to keep many blocks per multiprocessor.
+#: Threads per block of the one-thread-per-matrix kernels, and the target of the LU kernel's 2-D blocks: enough
+#: warps to hide memory latency, few enough to keep many blocks per multiprocessor.
 THREADS_PER_BLOCK = 128
+
+#: Shared memory of one LU block: the 48 KiB of static shared memory every CUDA GPU grants a block.
+LU_SHARED_BYTES = 48 * 1024
+
+#: Most rows the LU kernel takes (one thread per row; a block has at most 1024 threads).
+LU_MAX_ROWS = 1024
+
+#: Integer type of pivots and info codes (LAPACK's ``INTEGER``).
+INDEX_DTYPE = np.dtype(np.int32)
+
+
+def array_module(a) -> ModuleType:
+    """CuPy for CuPy arrays (imported lazily: the caller already has it), NumPy otherwise (the simulator's)."""
+    if type(a).__module__.split(".")[0] == "cupy":
+        import cupy  # noqa: PLC0415 - optional dependency, present whenever a CuPy array is
+
+        return cupy
+    return np
+
+
+def _stream(xp: ModuleType):
+    """CuPy's current stream, so that a kernel orders with the caller's CuPy work; the default one otherwise."""
+    if xp is np or numba.config.ENABLE_CUDASIM:
+        return 0
+    return cuda.external_stream(xp.cuda.get_current_stream().ptr)
+
+
+def _kernel_argument(a):
+    """Under the simulator, a NumPy array wrapped as a simulated device array over its own memory: the simulator
+    would otherwise copy it in and out, which it refuses for strided views. On a GPU, arrays pass as they are."""
+    if isinstance(a, np.ndarray) and numba.config.ENABLE_CUDASIM:
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # noqa: PLC0415 - simulator only
+
+        return FakeCUDAArray(a)
+    return a
+
+
+def launch(kernel, grid, block, xp: ModuleType, *arguments) -> None:
+    """Launch ``kernel[grid, block]`` on the stream of ``xp``'s current work, arrays passed without copies."""
+    kernel[grid, block, _stream(xp)](*(_kernel_argument(a) for a in arguments))
 
 
 @cuda.jit
@@ -42,30 +98,117 @@ def _potrf_interleaved(a, info):
             a[i, j, matrix] /= root
 
 
-def _array_module(a) -> ModuleType:
-    """CuPy for CuPy arrays (imported lazily), NumPy otherwise (the simulator's host arrays)."""
-    if type(a).__module__.startswith("cupy"):
-        import cupy
-
-        return cupy
-    return np
-
-
 def potrf(a, *, lower: bool, clean: bool):
     """Cholesky factors and LAPACK ``info`` of a stack ``(..., n, n)`` on the GPU; same contract as
     :func:`hetlapack.batched.kernels.potrf` (results in ``a``'s array type, ``a`` untouched)."""
-    xp = _array_module(a)
+    xp = array_module(a)
     n = a.shape[-1]
-    stack = a.reshape((-1, n, n))
+    stack = a.reshape((math.prod(a.shape[:-2]), n, n))
     lower_form = stack if lower else xp.conj(xp.swapaxes(stack, -1, -2))
     interleaved = xp.ascontiguousarray(xp.moveaxis(xp.tril(lower_form), 0, -1))
-    info = xp.zeros(stack.shape[0], dtype=np.int32)
+    info = xp.zeros(stack.shape[0], dtype=INDEX_DTYPE)
     if interleaved.size:
         blocks = math.ceil(stack.shape[0] / THREADS_PER_BLOCK)
-        _potrf_interleaved[blocks, THREADS_PER_BLOCK](interleaved, info)
+        launch(_potrf_interleaved, blocks, THREADS_PER_BLOCK, xp, interleaved, info)
     factor = xp.moveaxis(interleaved, -1, 0)
     factor = factor if lower else xp.conj(xp.swapaxes(factor, -1, -2))
     keep = xp.tril(factor) if lower else xp.triu(factor)
     if not clean:
         keep = keep + (xp.triu(stack, 1) if lower else xp.tril(stack, -1))
     return xp.ascontiguousarray(keep).reshape(a.shape), info.reshape(a.shape[:-2])
+
+
+def _lu_shared_bytes(m: int, n: int, itemsize: int) -> int:
+    """Shared memory of one matrix in the LU kernel: the matrix, its two row permutations and its pivot row."""
+    return m * n * itemsize + 2 * m * INDEX_DTYPE.itemsize + INDEX_DTYPE.itemsize
+
+
+def lu_matrices_per_block(m: int, n: int, itemsize: int) -> int:
+    """Matrices one LU block holds: ~``THREADS_PER_BLOCK`` threads (one per row), within the shared memory."""
+    return max(1, min(THREADS_PER_BLOCK // max(m, 1), LU_SHARED_BYTES // _lu_shared_bytes(m, n, itemsize)))
+
+
+def lu_kernel_fits(m: int, n: int, dtype: np.dtype) -> bool:
+    """Whether one ``m x n`` matrix of ``dtype`` fits one LU block (threads and shared memory)."""
+    return m <= LU_MAX_ROWS and _lu_shared_bytes(m, n, np.dtype(dtype).itemsize) <= LU_SHARED_BYTES
+
+
+@functools.cache
+def _getrf_kernel(m: int, n: int, slots: int, dtype: np.dtype):
+    """The LU kernel for ``m x n`` matrices of ``dtype``, ``slots`` matrices per block (compile-time sizes)."""
+    scalar = numba.from_dtype(dtype)
+    one = dtype.type(1)
+    steps = min(m, n)
+
+    @cuda.jit
+    def getrf_shared(a, out, piv, info):
+        row, slot = cuda.threadIdx.x, cuda.threadIdx.y
+        matrix = cuda.blockIdx.x * slots + slot
+        active = matrix < a.shape[0]
+        work = cuda.shared.array((slots, m, n), scalar)
+        position = cuda.shared.array((slots, m), numba.int32)
+        row_at = cuda.shared.array((slots, m), numba.int32)
+        pivot_row = cuda.shared.array(slots, numba.int32)
+        if active:
+            # the block's threads read the matrix together: consecutive threads, consecutive addresses
+            for element in range(row, m * n, m):
+                work[slot, element // n, element % n] = a[matrix, element // n, element % n]
+            position[slot, row] = row
+            row_at[slot, row] = row
+            if row == 0:
+                info[matrix] = 0
+        cuda.syncthreads()
+        for k in range(steps):
+            if active and row == 0:
+                # i?amax in the current row order: the first largest |re| + |im| at or below position k
+                best_at = k
+                best = abs(work[slot, row_at[slot, k], k].real) + abs(work[slot, row_at[slot, k], k].imag)
+                for i in range(k + 1, m):
+                    value = work[slot, row_at[slot, i], k]
+                    size = abs(value.real) + abs(value.imag)
+                    if size > best:
+                        best, best_at = size, i
+                piv[matrix, k] = best_at
+                chosen, displaced = row_at[slot, best_at], row_at[slot, k]
+                row_at[slot, k], row_at[slot, best_at] = chosen, displaced
+                position[slot, chosen], position[slot, displaced] = k, best_at
+                pivot_row[slot] = chosen
+                if best == 0 and info[matrix] == 0:
+                    info[matrix] = k + 1
+            cuda.syncthreads()
+            if active and position[slot, row] > k:
+                # A[i,k] = A[i,k] / A[k,k];  A[i,k+1:] -= A[i,k] A[k,k+1:]  (LAPACK leaves a zero column unscaled)
+                source = pivot_row[slot]
+                pivot = work[slot, source, k]
+                factor = work[slot, row, k] * (one / pivot if pivot != 0 else one)
+                work[slot, row, k] = factor
+                for j in range(k + 1, n):
+                    work[slot, row, j] -= factor * work[slot, source, j]
+            cuda.syncthreads()
+        if active:
+            # the delayed swaps: row i of the result is the row that ended at position i, written together
+            for element in range(row, m * n, m):
+                out[matrix, element // n, element % n] = work[slot, row_at[slot, element // n], element % n]
+
+    return getrf_shared
+
+
+def getrf(a):
+    """LU with partial pivoting of a stack ``(..., m, n)`` on the GPU: packed ``lu`` (C-ordered matrices), 0-based
+    LAPACK pivots (int32) and ``info`` per matrix; same contract as :func:`hetlapack.batched.kernels.getrf`.
+
+    Raises ``ValueError`` when one matrix does not fit a block (see :func:`lu_kernel_fits`).
+    """
+    xp = array_module(a)
+    m, n = a.shape[-2:]
+    if not lu_kernel_fits(m, n, a.dtype):
+        raise ValueError(f"a {m}x{n} {a.dtype} matrix does not fit one LU thread block")
+    stack = xp.ascontiguousarray(a.reshape((math.prod(a.shape[:-2]), m, n)))
+    out = xp.empty(stack.shape, dtype=a.dtype)
+    piv = xp.empty((stack.shape[0], min(m, n)), dtype=INDEX_DTYPE)
+    info = xp.zeros(stack.shape[0], dtype=INDEX_DTYPE)
+    if out.size:
+        slots = lu_matrices_per_block(m, n, a.dtype.itemsize)
+        kernel = _getrf_kernel(m, n, slots, np.dtype(a.dtype))
+        launch(kernel, math.ceil(stack.shape[0] / slots), (m, slots), xp, stack, out, piv, info)
+    return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])

@@ -11,11 +11,24 @@ from scipy.linalg.blas import find_best_blas_type
 from ..dispatch import Request
 
 
+def is_cupy(a) -> bool:
+    """Whether ``a`` is a CuPy array, told by its type's module: CuPy is never imported to find out."""
+    return type(a).__module__.split(".")[0] == "cupy"
+
+
 def array_module(a) -> str:
-    """'numpy' for ndarrays (and subclasses) and array_likes; the top-level package name for other arrays."""
+    """'cupy' for CuPy arrays; 'numpy' for ndarrays (and subclasses) and array_likes; the top-level package name
+    for other arrays."""
+    if is_cupy(a):
+        return "cupy"
     if isinstance(a, np.ndarray) or not hasattr(a, "__array_namespace__"):
         return "numpy"
     return type(a).__module__.split(".")[0]
+
+
+def device_name(a) -> str:
+    """The device holding ``a``: ``"cuda:N"`` for a CuPy array on GPU N, ``"cpu"`` otherwise."""
+    return f"cuda:{a.device.id}" if is_cupy(a) else "cpu"
 
 
 def peek(a):
@@ -46,7 +59,7 @@ def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...]
     arr = peek(a)
     lapack = dtype_rule(np.dtype(arr.dtype)) if hasattr(arr, "dtype") else None
     dtype = lapack if lapack is not None else np.dtype(arr.dtype)
-    return Request(op, tuple(arr.shape), dtype, array_module(arr), features), arr
+    return Request(op, tuple(arr.shape), dtype, array_module(arr), features, device_name(arr)), arr
 
 
 def check_flags(*flags) -> None:

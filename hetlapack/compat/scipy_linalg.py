@@ -2,7 +2,7 @@
 
 Each public function has SciPy's signature. It asks :func:`hetlapack.dispatch.choose` for a plan; the host path is
 SciPy's own function (captured at import), the batched and hybrid paths convert the input exactly as SciPy does and
-shape the result as SciPy returns it.
+shape the result as SciPy returns it. CuPy arguments go to :mod:`._cupy` and stay on their GPU.
 """
 
 from __future__ import annotations
@@ -16,12 +16,19 @@ from scipy.linalg.blas import find_best_blas_type
 
 from ..dispatch import Plan, choose
 from . import _run
-from ._arrays import check_flags, request, validated, working_copy
+from ._arrays import check_flags, is_cupy, request, validated, working_copy
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
 _SINGULAR = "Diagonal number {} is exactly zero. Singular matrix."
 _QR_MODES = ("full", "qr", "r", "economic", "raw")
+
+
+def _on_gpu():
+    """The CuPy boundary (imported on the first CuPy argument)."""
+    from . import _cupy  # noqa: PLC0415 - only for CuPy arrays
+
+    return _cupy
 
 
 def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, object, np.dtype]:
@@ -38,7 +45,9 @@ def qr_features(mode: str, pivoting: bool, lwork) -> tuple[str, ...]:
 
 
 def lu_features(a) -> tuple[str, ...]:
-    """``lu`` (P, L, U) of a stack has no batched kernel: SciPy's own loop does it."""
+    """``lu`` (P, L, U) of a stack has no batched kernel: SciPy's own loop does it; of a CuPy array, no GPU route."""
+    if is_cupy(a):
+        return ("lu (P, L, U)",)
     return ("lu (P, L, U) of a stack",) if np.ndim(a) > 2 else ()
 
 
@@ -117,6 +126,8 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     array([[2., 0.],
            [1., 2.]])
     """
+    if is_cupy(a):
+        return _on_gpu().cholesky(a, lower, overwrite_a, check_finite)
     c, plan, arr = _cholesky(a, lower, overwrite_a, check_finite, clean=True)
     if c is None:
         return _scipy["cholesky"](arr, lower=lower, overwrite_a=overwrite_a, check_finite=check_finite)
@@ -160,6 +171,8 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     >>> la.cho_solve((c, low), np.array([12.0, 8.0]))
     array([1., 1.])
     """
+    if is_cupy(a):
+        return _on_gpu().cho_factor(a, lower, overwrite_a, check_finite)
     c, plan, arr = _cholesky(a, lower, overwrite_a, check_finite, clean=False)
     if c is None:
         return _scipy["cho_factor"](arr, lower=lower, overwrite_a=overwrite_a, check_finite=check_finite)
@@ -227,6 +240,8 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     True
     """
     c, lower = c_and_lower
+    if is_cupy(c) or is_cupy(b):
+        return _on_gpu().cho_solve(c_and_lower, b, overwrite_b, check_finite)
     plan, operands = _batched_solve("potrs", c, b, check_finite, supported=np.ndim(lower) == 0)
     if operands is None:
         return _scipy["cho_solve"](c_and_lower, b, overwrite_b=overwrite_b, check_finite=check_finite)
@@ -271,6 +286,8 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     >>> piv
     array([2, 2, 3, 3], dtype=int32)
     """
+    if is_cupy(a):
+        return _on_gpu().lu_factor(a, overwrite_a, check_finite)
     plan, arr, dtype = _plan("getrf", a)
     if plan.path == "host":
         return _scipy["lu_factor"](arr, overwrite_a=overwrite_a, check_finite=check_finite)
@@ -320,6 +337,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     True
     """
     lu, piv = lu_and_piv
+    if is_cupy(lu) or is_cupy(b):
+        return _on_gpu().lu_solve(lu_and_piv, b, trans, overwrite_b, check_finite)
     plan, operands = _batched_solve("getrs", lu, b, check_finite, supported=trans in (0, 1, 2))
     if operands is None:
         return _scipy["lu_solve"](lu_and_piv, b, trans=trans, overwrite_b=overwrite_b, check_finite=check_finite)

@@ -36,6 +36,18 @@ BATCHED_OPS = frozenset({"potrf", "getrf", "geqrf", "potrs", "getrs"})
 SOLVE_OPS = frozenset({"potrs", "getrs"})
 SOLVE_PATHS = ("host", "batched")
 
+#: Operations CuPy arrays run where they live: stacks on the GPU batched path, single matrices on the gpu path.
+DEVICE_ARRAY_OPS = frozenset({"potrf", "getrf", "potrs", "getrs"})
+
+#: What runs a CuPy array, by (path, is a solve).
+_DEVICE_ARRAY_KERNELS = {
+    ("batched", False): "numba-cuda batched kernels for small matrices, cuSOLVER/cuBLAS batched routines above "
+                        "(hetlapack.batched.cuda_batched.KERNEL_MAX_N)",
+    ("batched", True): "numba-cuda batched solve kernels",
+    ("gpu", False): "cuSOLVER through the CUDA device",
+    ("gpu", True): "cuBLAS TRSM through the CUDA device (LU's row swaps by the numba-cuda LASWP kernel)",
+}
+
 #: dtypes the accelerated paths compute in; anything else is left to SciPy's own conversion on the host path.
 LAPACK_DTYPES = frozenset(np.dtype(c) for c in "fdFD")
 
@@ -49,6 +61,7 @@ class Request:
     dtype: np.dtype
     array_module: str = "numpy"
     features: tuple[str, ...] = ()
+    device: str = "cpu"
 
     @property
     def batch(self) -> int:
@@ -95,7 +108,7 @@ def _hybrid_unavailable(req: Request) -> str | None:
 
 def _batched_unavailable(req: Request) -> str | None:
     if req.array_module != "numpy":
-        return f"{req.array_module} arrays need the GPU batched kernels, not built yet"
+        return f"{req.array_module} arrays are not supported (NumPy and CuPy arrays are)"
     if req.op not in BATCHED_OPS:
         return f"{req.op} has no batched kernel"
     if len(req.shape) <= 2:
@@ -117,7 +130,7 @@ def _accelerators(options: Options) -> tuple:
 
 def _gpu_unavailable(req: Request, options: Options) -> str | None:
     if req.array_module != "numpy":
-        return f"{req.array_module} arrays are not accepted yet (the gpu path takes NumPy arrays)"
+        return f"{req.array_module} arrays are not supported (NumPy and CuPy arrays are)"
     if req.op not in TILED_OPS:
         return f"{req.op} has no whole-matrix device routine here (one LAPACK call on the host does it)"
     if len(req.shape) > 2:
@@ -156,10 +169,34 @@ def _devices(path: str, options: Options) -> tuple:
     return ("cpu",)
 
 
+def _device_array_plan(req: Request, options: Options, common: dict) -> Plan:
+    """CuPy arrays stay on their GPU (no host round trip): a stack takes the GPU batched path, one matrix the gpu
+    path. There is nothing to price; a forced path other than that one cannot be honoured."""
+    if req.op not in DEVICE_ARRAY_OPS or len(req.shape) < 2 or req.features:
+        what = ", ".join(req.features) or req.op
+        raise ValueError(f"{what} on a {req.array_module} array of shape {tuple(req.shape)} is not supported: "
+                         f"hetlapack runs {', '.join(sorted(DEVICE_ARRAY_OPS))} on (..., m, n) CuPy arrays")
+    stack = len(req.shape) > 2
+    path = "batched" if stack else "gpu"
+    stays = f"{req.array_module} arrays stay on their GPU"
+    other, why = (("gpu", "it factorizes one matrix; stacks go to the batched path") if stack
+                  else ("batched", "it takes stacks (..., m, n); this is a single matrix"))
+    unavailable = {"host": stays, "hybrid": stays, other: why}
+    if options.path is not None and options.path != path:
+        raise ValueError(f"path {options.path!r} cannot be honoured for {req.op} on {req.dtype} {tuple(req.shape)}: "
+                         f"{unavailable.get(options.path, stays)}")
+    where = f"a {req.array_module} {'stack' if stack else 'matrix'} stays on {req.device}"
+    reason = f"{where}: {_DEVICE_ARRAY_KERNELS[path, req.op in SOLVE_OPS]}"
+    return Plan(path=path, reason=reason, devices=(req.device,), forced=options.path is not None,
+                unavailable=unavailable, **common)
+
+
 def choose(req: Request, options: Options | None = None) -> Plan:
     """Pick the path for ``req``: the user's forced path if it can run, else the cheapest by the cost model."""
     options = current() if options is None else options
     common = {"op": req.op, "shape": tuple(req.shape), "dtype": str(req.dtype)}
+    if req.array_module == "cupy":
+        return _device_array_plan(req, options, common)
     edge = _edge_case(req)
     if edge is not None:
         return Plan(path="host", reason=edge, **common)

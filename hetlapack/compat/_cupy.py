@@ -1,0 +1,200 @@
+"""CuPy arrays at the SciPy boundary: factorizations and solves that stay on the array's GPU.
+
+``hetlapack.linalg``'s functions hand a CuPy argument here (told by its type's module, so NumPy callers never import
+CuPy). The plan comes from :func:`hetlapack.dispatch.choose` like any other, so ``explain`` names it: a stack takes
+the GPU batched path (:mod:`hetlapack.batched.cuda_batched`), one matrix the gpu path (the CUDA device: cuSOLVER,
+cuBLAS TRSM). Results are CuPy arrays on the input's device in SciPy's return structure; inputs are never modified
+(``overwrite_*`` is accepted and not needed); LAPACK's ``info`` codes, which CuPy ignores, are read back and raised
+or warned exactly as SciPy does.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import warnings
+
+import numpy as np
+from numpy.linalg import LinAlgError
+from scipy.linalg import LinAlgWarning
+
+from ..dispatch import Plan, choose
+from ._arrays import check_flags, is_cupy, request, scipy_lapack_dtype
+from .scipy_linalg import _NOT_PD, _SINGULAR, _first_failure
+
+#: Warnings point at the caller of ``hetlapack.linalg``'s function, two frames up.
+_STACKLEVEL = 3
+
+
+def _batched():
+    return importlib.import_module("hetlapack.batched.cuda_batched")
+
+
+def _module(a):
+    """The array module of ``a`` (CuPy), taken from ``sys.modules`` through the import system."""
+    return importlib.import_module(type(a).__module__.split(".")[0])
+
+
+@functools.cache
+def _device(name: str):
+    """The CUDA device (one per GPU, reused) that runs gpu plans for arrays on ``name``."""
+    from ..devices import resolve  # noqa: PLC0415 - devices are made only when a plan runs
+
+    return resolve([name])[0]
+
+
+def _lapack_dtype(dtype) -> np.dtype:
+    lapack = scipy_lapack_dtype(np.dtype(dtype))
+    if lapack is None or lapack.char not in "fdFD":
+        raise TypeError(f"CuPy arrays of dtype {np.dtype(dtype)} are not supported (float32, float64, complex64, "
+                        "complex128 and what converts to them are)")
+    return lapack
+
+
+def _check_finite(xp, *arrays) -> None:
+    """SciPy's ``check_finite`` (its ValueError text), as one reduction on the device."""
+    for a in arrays:
+        if not bool(xp.isfinite(a).all()):
+            raise ValueError("array must not contain infs or NaNs")
+
+
+def _fortran_matrices(xp, x):
+    """A stack whose every matrix is Fortran-ordered, as SciPy's batch loop returns LAPACK's outputs."""
+    return xp.swapaxes(xp.ascontiguousarray(xp.swapaxes(x, -1, -2)), -1, -2)
+
+
+def _on_device(xp, a):
+    """A private Fortran-ordered copy of one matrix for the CUDA device, made on CuPy's current stream and
+    completed before the device's own stream reads it."""
+    copy = xp.array(a, order="F")
+    xp.cuda.get_current_stream().synchronize()
+    return copy
+
+
+def _check_batch(name: str, batch: tuple[int, ...]) -> None:
+    """SciPy's batch support refuses stacks with no matrices, with this text."""
+    if 0 in batch:
+        raise ValueError(f"`{name}` does not support zero-size batches.")
+
+
+def _factor_input(name: str, op: str, a, check_finite: bool, flags: tuple) -> tuple[Plan, object, object]:
+    """(plan, array module, ``a`` as an (..., m, n) array of the LAPACK dtype) for SciPy's function ``name``, after
+    its argument checks."""
+    check_flags(*flags)
+    xp = _module(a)
+    a1 = xp.atleast_2d(a)
+    _check_batch(name, tuple(a1.shape[:-2]))
+    if check_finite:
+        _check_finite(xp, a1)
+    if op == "potrf" and a1.shape[-1] != a1.shape[-2]:
+        raise ValueError(f"Input array is expected to be square but has the shape: {tuple(a1.shape[-2:])}.")
+    plan = choose(request(op, a1)[0])
+    return plan, xp, a1.astype(_lapack_dtype(a1.dtype), copy=False)
+
+
+def _cholesky(name: str, a, lower, overwrite_a, check_finite, clean: bool):
+    plan, xp, a1 = _factor_input(name, "potrf", a, check_finite, (lower, overwrite_a))
+    if plan.path == "batched":
+        c, info = _batched().potrf(a1, lower=bool(lower), clean=clean)
+        failure = _first_failure(info.get())
+        if failure is not None:
+            raise LinAlgError(_NOT_PD.format(failure[1]))
+        return plan, _fortran_matrices(xp, c)
+    c = _on_device(xp, a1)
+    info = _device(plan.devices[0]).potrf(c, bool(lower))
+    if info > 0:
+        raise LinAlgError(_NOT_PD.format(info))
+    if clean:
+        c = xp.tril(c) if lower else xp.triu(c)
+    return plan, c
+
+
+def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+    """:func:`scipy.linalg.cholesky` of a CuPy matrix or stack, on its GPU."""
+    return _cholesky("cholesky", a, lower, overwrite_a, check_finite, clean=True)[1]
+
+
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+    """:func:`scipy.linalg.cho_factor` of a CuPy matrix or stack (a list with per-matrix flags for stacks)."""
+    plan, c = _cholesky("cho_factor", a, lower, overwrite_a, check_finite, clean=False)
+    if plan.path == "batched":
+        return [c, np.full(c.shape[:-2], bool(lower))]
+    return c, lower
+
+
+def lu_factor(a, overwrite_a=False, check_finite=True):
+    """:func:`scipy.linalg.lu_factor` of a CuPy matrix or stack: ``(lu, piv)`` with 0-based LAPACK pivots, one
+    ``LinAlgWarning`` per exactly singular matrix."""
+    plan, xp, a1 = _factor_input("lu_factor", "getrf", a, check_finite, (overwrite_a,))
+    if plan.path == "batched":
+        lu, piv, info = _batched().getrf(a1)
+        for k in info.get().reshape(-1):
+            if k > 0:
+                warnings.warn(_SINGULAR.format(k), LinAlgWarning, stacklevel=_STACKLEVEL)
+        return [_fortran_matrices(xp, lu), xp.ascontiguousarray(piv)]
+    lu = _on_device(xp, a1)
+    piv = xp.empty(min(lu.shape), dtype=np.int32)
+    info = _device(plan.devices[0]).getrf(lu, piv)
+    if info > 0:
+        warnings.warn(_SINGULAR.format(info), LinAlgWarning, stacklevel=_STACKLEVEL)
+    return lu, piv - 1
+
+
+def _solve_input(name: str, op: str, factor, b, check_finite: bool):
+    """(plan, xp, factor, b as (..., n, k), whether b was a vector) by SciPy's batch rule for solves: ``b`` has two
+    core dimensions when ``b.ndim >= 2``, else one; batch dimensions broadcast. A NumPy operand is copied to the
+    factor's GPU."""
+    xp = _module(factor if is_cupy(factor) else b)
+    factor, b = xp.asarray(factor), xp.asarray(b)
+    if check_finite:
+        _check_finite(xp, factor, b)
+    vector = b.ndim == 1
+    core_b = 1 if vector else 2
+    if factor.ndim < 2 or factor.shape[-1] != factor.shape[-2] or b.ndim == 0 or factor.shape[-1] != b.shape[-core_b]:
+        raise ValueError(f"incompatible dimensions ({tuple(factor.shape)} and {tuple(b.shape)})")
+    batch = np.broadcast_shapes(factor.shape[:-2], b.shape[:-core_b])
+    _check_batch(name, batch)
+    dtype = _lapack_dtype(np.result_type(factor.dtype, b.dtype))
+    b2 = (b[..., None] if vector else b).astype(dtype, copy=False)
+    plan = choose(request(op, xp.broadcast_to(factor, (*batch, *factor.shape[-2:])))[0])
+    return plan, xp, factor.astype(dtype, copy=False), b2, vector
+
+
+def _solution(xp, x, vector: bool):
+    return xp.ascontiguousarray(x[..., 0]) if vector else _fortran_matrices(xp, x)
+
+
+def _uniform_lower(lower) -> bool:
+    """``cho_factor``'s flag: a bool, or a stack's array of equal flags."""
+    flags = np.asarray(lower.get() if is_cupy(lower) else lower, dtype=bool)
+    if flags.size and flags.any() != flags.all():
+        raise ValueError("cho_solve on the GPU needs every factor of the stack in the same triangle")
+    return bool(flags.any())
+
+
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    """:func:`scipy.linalg.cho_solve` with CuPy factors or right-hand sides, on the GPU."""
+    c, lower = c_and_lower
+    lower = _uniform_lower(lower)
+    check_flags(overwrite_b)
+    plan, xp, c1, b2, vector = _solve_input("_cho_solve", "potrs", c, b, check_finite)
+    if plan.path == "batched":
+        return _solution(xp, _batched().potrs(c1, b2, lower=lower), vector)
+    x = _on_device(xp, b2)
+    _device(plan.devices[0]).potrs(c1, x, lower)
+    return _solution(xp, x, vector)
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    """:func:`scipy.linalg.lu_solve` with CuPy factors or right-hand sides, on the GPU."""
+    lu, piv = lu_and_piv
+    if trans not in (0, 1, 2):
+        raise ValueError("trans must be 0, 1 or 2")
+    check_flags(overwrite_b)
+    plan, xp, lu1, b2, vector = _solve_input("_lu_solve", "getrs", lu, b, check_finite)
+    pivots = xp.asarray(piv).astype(np.int32, copy=False)
+    if plan.path == "batched":
+        return _solution(xp, _batched().getrs(lu1, pivots, b2, trans=trans), vector)
+    x = _on_device(xp, b2)
+    _device(plan.devices[0]).getrs(lu1, pivots, x, trans)
+    return _solution(xp, x, vector)

@@ -1,0 +1,274 @@
+"""CuPy arrays through ``hetlapack.linalg``: detected at the boundary, routed by dispatch, kept on the GPU.
+
+Every test body takes an array module ``xp`` and runs twice:
+
+- ``cupy``: CuPy on a real GPU, skipped with the reason where CuPy or a GPU is missing;
+- ``simulated``: a stand-in module registered as ``cupy`` whose arrays are NumPy arrays of a type defined in a module
+  named ``cupy``, while numba-cuda runs in its simulator. It takes the whole route a CuPy stack takes (detection by
+  the type's module, dispatch's plan, the GPU batched module, the numba-cuda kernels, info codes turned into SciPy's
+  errors, results in the input's array type); what it cannot take is the vendor libraries (cuSOLVER, cuBLAS), so the
+  sizes past the kernels' range and single matrices (the gpu path) run in the ``cupy`` cases only.
+
+Accuracy by scaled residuals per matrix; pivots compared with SciPy's exactly.
+"""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import sys
+import types
+
+import numba
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import hetlapack
+import hetlapack.linalg as hl
+from hetlapack.testing import general, spd
+from hetlapack.testing.residuals import cholesky_residual, lu_residual
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+
+#: Sizes the simulated cases skip: past the numba-cuda kernels' range only the vendor libraries run them.
+LIBRARY_ONLY = "the vendor batched routines (cuSOLVER/cuBLAS) past the kernels' range need CuPy and a GPU"
+
+
+class SimulatedArray(np.ndarray):
+    """A NumPy array that presents itself as CuPy's: its type lives in a module named ``cupy``."""
+
+    __module__ = "cupy"
+    device = types.SimpleNamespace(id=0)
+
+    def get(self) -> np.ndarray:
+        return np.array(self.view(np.ndarray))
+
+
+def _simulated(function):
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        result = function(*args, **kwargs)
+        return result.view(SimulatedArray) if isinstance(result, np.ndarray) else result
+
+    return wrapper
+
+
+def simulated_cupy() -> types.ModuleType:
+    """The stand-in ``cupy`` module: the NumPy functions hetlapack's CuPy route calls, returning SimulatedArrays."""
+    module = types.ModuleType("cupy")
+    for name in ("array", "asarray", "ascontiguousarray", "atleast_2d", "broadcast_to", "conj", "empty", "isfinite",
+                 "moveaxis", "swapaxes", "tril", "triu", "zeros"):
+        setattr(module, name, _simulated(getattr(np, name)))
+    module.simulated = True
+    return module
+
+
+@pytest.fixture(params=["simulated", "cupy"])
+def xp(request, monkeypatch):
+    if request.param == "simulated":
+        if not numba.config.ENABLE_CUDASIM:
+            pytest.skip("a GPU is present (NUMBA_ENABLE_CUDASIM is off): the cupy cases run the route instead")
+        module = simulated_cupy()
+        monkeypatch.setitem(sys.modules, "cupy", module)
+        return module
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed (the simulated cases cover the route)")
+    try:
+        gpus = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CuPy without a driver raises CUDARuntimeError
+        pytest.skip(f"CuPy sees no GPU ({exc}); the simulated cases cover the route")
+    if not gpus or numba.config.ENABLE_CUDASIM:
+        pytest.skip("no GPU for CuPy, or numba-cuda is in its simulator; the simulated cases cover the route")
+    return cupy
+
+
+def simulated(xp) -> bool:
+    return getattr(xp, "simulated", False)
+
+
+def host(x) -> np.ndarray:
+    return x.get()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(("n", "lower"), [(4, True), (5, False), (24, True)])
+def test_cholesky_and_cho_factor_of_a_stack(xp, dtype, n, lower):
+    if n > 16 and simulated(xp):
+        pytest.skip(LIBRARY_ONLY)
+    a = spd(n, dtype, seed=1, batch=(2, 3))
+    stack = xp.asarray(a)
+    c = hl.cholesky(stack, lower=lower)
+    factor, flags = hl.cho_factor(stack, lower=lower)
+    assert type(c) is type(stack) and c.dtype == dtype and c.shape == a.shape
+    np.testing.assert_array_equal(host(stack), a)
+    c, factor = host(c), host(factor)
+    triangle, other = (np.tril, np.triu) if lower else (np.triu, np.tril)
+    k = 1 if lower else -1
+    for index in np.ndindex(a.shape[:-2]):
+        assert cholesky_residual(a[index], c[index], lower) < 50
+        np.testing.assert_array_equal(other(c[index], k), 0)
+        np.testing.assert_array_equal(triangle(factor[index]), c[index])
+        np.testing.assert_array_equal(other(factor[index], k), other(a[index], k))
+    assert flags.shape == a.shape[:-2] and flags.all() == lower
+
+
+def test_the_first_non_positive_definite_member_raises_scipys_error(xp):
+    a = spd(5, np.float64, seed=2, batch=(2, 3))
+    a[1, 1, 1, 1] = -1.0
+    a[0, 2, 2, 2] = -1.0
+    with pytest.raises(np.linalg.LinAlgError, match="^3-th leading minor of the array is not positive definite$"):
+        hl.cholesky(xp.asarray(a))
+    with pytest.raises(np.linalg.LinAlgError, match="^2-th leading minor"):
+        hl.cho_factor(xp.asarray(a[1]))
+    a[0, 0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+        hl.cholesky(xp.asarray(a))
+    with pytest.raises(ValueError, match="expected to be square"):
+        hl.cholesky(xp.asarray(np.ones((2, 3, 4))))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(5, 5), (6, 4), (3, 5), (40, 40)], ids=str)
+def test_lu_factor_of_a_stack_has_lapacks_pivots(xp, dtype, shape):
+    if max(shape) > 32 and simulated(xp):
+        pytest.skip(LIBRARY_ONLY)
+    a = general(*shape, dtype=dtype, seed=3, batch=(3,))
+    stack = xp.asarray(a)
+    lu, piv = hl.lu_factor(stack)
+    assert type(lu) is type(piv) is type(stack) and piv.dtype == np.int32 and lu.dtype == dtype
+    np.testing.assert_array_equal(host(stack), a)
+    lu, piv = host(lu), host(piv)
+    for index in range(len(a)):
+        lu_ref, piv_ref = sl.lu_factor(a[index])
+        np.testing.assert_array_equal(piv[index], piv_ref)
+        assert lu_residual(a[index], lu[index], piv[index]) < 50
+
+
+def test_each_exactly_singular_member_warns_as_scipy(xp):
+    a = general(4, dtype=np.float64, seed=4, batch=(4,))
+    a[1, :, 2] = 0.0
+    a[3, :, 0] = 0.0
+    with pytest.warns(sl.LinAlgWarning) as caught:
+        lu, piv = hl.lu_factor(xp.asarray(a))
+    assert [str(w.message) for w in caught] == ["Diagonal number 3 is exactly zero. Singular matrix.",
+                                                "Diagonal number 1 is exactly zero. Singular matrix."]
+    with pytest.warns(sl.LinAlgWarning):
+        expected = [sl.lu_factor(matrix) for matrix in a]
+    np.testing.assert_array_equal(host(piv), np.stack([p for _, p in expected]))
+
+
+def test_empty_inputs_behave_as_scipys(xp):
+    for shape in [(3, 0, 0), (2, 3, 0)]:
+        a = np.zeros(shape)
+        lu, piv = hl.lu_factor(xp.asarray(a))
+        lu_ref, piv_ref = sl.lu_factor(a)
+        assert (lu.shape, piv.shape, piv.dtype) == (lu_ref.shape, piv_ref.shape, piv_ref.dtype)
+    empty = xp.asarray(np.zeros((3, 0, 0), dtype=np.float32))
+    c = hl.cholesky(empty)
+    assert type(c) is type(empty) and c.shape == (3, 0, 0) and c.dtype == np.float32
+    for name, function in (("cholesky", hl.cholesky), ("lu_factor", hl.lu_factor)):
+        with pytest.raises(ValueError, match=f"^`{name}` does not support zero-size batches.$"):
+            function(xp.asarray(np.zeros((0, 4, 4))))
+    with pytest.raises(ValueError, match="^`_lu_solve` does not support zero-size batches.$"):
+        hl.lu_solve((xp.asarray(np.eye(4)), xp.asarray(np.arange(4, dtype=np.int32))), xp.asarray(np.zeros((0, 4, 2))))
+
+
+def solve_residual(a, x, b, trans=0) -> float:
+    """``||op(A) X - B||_1 / (||op(A)||_1 ||X||_1 n eps)`` per matrix, the largest."""
+    op = {0: lambda m: m, 1: lambda m: m.T, 2: lambda m: m.conj().T}[trans]
+    worst = 0.0
+    for index in np.ndindex(a.shape[:-2]):
+        m, xi, bi = op(a[index]), x[index], b[index]
+        scale = np.linalg.norm(m, 1) * max(np.linalg.norm(xi.reshape(len(m), -1), 1), 1e-300)
+        error = np.linalg.norm((m @ xi - bi).reshape(len(m), -1), 1)
+        worst = max(worst, error / (scale * len(m) * np.finfo(a.dtype).eps))
+    return worst
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64], ids=str)
+def test_solves_broadcast_as_scipy_and_stay_on_the_device(xp, dtype):
+    a_spd, a_gen = spd(4, dtype, seed=5, batch=(3,)), general(4, dtype=dtype, seed=6, batch=(3,))
+    b_vector, b_stack = general(1, 4, dtype=dtype, seed=7)[0], general(4, 2, dtype=dtype, seed=8, batch=(3,))
+    for lower in (True, False):
+        factors = hl.cho_factor(xp.asarray(a_spd), lower=lower)
+        x = hl.cho_solve(factors, xp.asarray(b_vector))
+        assert type(x) is type(factors[0]) and x.shape == (3, 4)
+        assert solve_residual(a_spd, host(x)[..., None], np.broadcast_to(b_vector[:, None], (3, 4, 1))) < 50
+        assert solve_residual(a_spd, host(hl.cho_solve(factors, xp.asarray(b_stack))), b_stack) < 50
+    lu_and_piv = hl.lu_factor(xp.asarray(a_gen))
+    kept = [host(array) for array in lu_and_piv]
+    rhs = xp.asarray(b_stack)
+    for trans in (0, 1, 2):
+        x = hl.lu_solve(lu_and_piv, rhs, trans=trans)
+        assert type(x) is type(lu_and_piv[0]) and x.shape == b_stack.shape
+        assert solve_residual(a_gen, host(x), b_stack, trans) < 50
+    np.testing.assert_array_equal(host(rhs), b_stack)
+    for array, before in zip(lu_and_piv, kept):
+        np.testing.assert_array_equal(host(array), before)
+    x = hl.lu_solve(lu_and_piv, b_vector)
+    assert solve_residual(a_gen, host(x)[..., None], np.broadcast_to(b_vector[:, None], (3, 4, 1))) < 50
+    with pytest.raises(ValueError, match="incompatible dimensions"):
+        hl.lu_solve(lu_and_piv, xp.asarray(b_stack[:, :3]))
+
+
+def test_dispatch_names_the_path_and_honours_no_other(xp):
+    stack, matrix = xp.asarray(spd(4, seed=9, batch=(2,))), xp.asarray(spd(4, seed=9))
+    plan = hetlapack.explain("cholesky", stack)
+    assert plan.path == "batched" and plan.devices == ("cuda:0",) and "stays on cuda:0" in plan.reason
+    assert set(plan.unavailable) == {"host", "hybrid", "gpu"} and not plan.predicted_s
+    assert hetlapack.explain("lu_factor", matrix).path == "gpu"
+    assert hetlapack.explain("cho_solve", stack).path == "batched"
+    with hetlapack.using(path="host"), pytest.raises(ValueError, match="cannot be honoured.*stay on their GPU"):
+        hl.cholesky(stack)
+    with pytest.raises(ValueError, match="geqrf on a cupy array"):
+        hl.qr(stack)
+    with pytest.raises(ValueError, match=r"lu \(P, L, U\) on a cupy array"):
+        hl.lu(matrix)
+
+
+def test_a_single_matrix_takes_the_gpu_path(xp):
+    if simulated(xp):
+        pytest.skip("one CuPy matrix runs cuSOLVER through the CUDA device: needs CuPy and a GPU")
+    a_spd, a_gen = spd(50, np.float64, seed=10), general(50, dtype=np.complex128, seed=11)
+    b = general(50, 3, dtype=np.complex128, seed=12)
+    c = hl.cholesky(xp.asarray(a_spd), lower=True)
+    assert type(c) is type(xp.asarray(a_spd)) and cholesky_residual(a_spd, host(c), True) < 50
+    assert solve_residual(a_spd, host(hl.cho_solve(hl.cho_factor(xp.asarray(a_spd)), xp.asarray(a_spd[:, :2]))),
+                          a_spd[:, :2]) < 50
+    lu, piv = hl.lu_factor(xp.asarray(a_gen))
+    np.testing.assert_array_equal(host(piv), sl.lu_factor(a_gen)[1])
+    for trans in (0, 1, 2):
+        assert solve_residual(a_gen, host(hl.lu_solve((lu, piv), xp.asarray(b), trans=trans)), b, trans) < 50
+    a_spd[30, 30] = -1.0
+    with pytest.raises(np.linalg.LinAlgError, match="31-th leading minor"):
+        hl.cholesky(xp.asarray(a_spd))
+
+
+def test_numpy_inputs_never_import_cupy():
+    code = ("import sys, numpy as np, hetlapack, hetlapack.linalg as hl; "
+            "a = np.eye(3) + np.zeros((2, 3, 3)); hl.cholesky(a); hl.lu_factor(a[0]); hetlapack.explain('qr', a); "
+            "print('cupy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=str)
+def test_gpu_path_solves_apply_swaps_and_triangles_in_lapacks_order(monkeypatch, dtype):
+    """The CUDA device's ``potrs``/``getrs`` (what single CuPy solves run), with CuPy replaced by the NumPy stand-in
+    of ``tests/test_cuda.py`` and the LASWP kernel run by numba-cuda (in its simulator here)."""
+    from test_cuda import numpy_as_cupy, solve_triangular
+
+    from hetlapack.devices import cuda
+
+    monkeypatch.setattr(cuda, "_import_cupy", lambda: (numpy_as_cupy(), None, solve_triangular))
+    device = cuda.CudaDevice(0)
+    a_spd, a_gen, b = spd(6, dtype, seed=13), general(6, dtype=dtype, seed=14), general(6, 2, dtype=dtype, seed=15)
+    for lower in (True, False):
+        x = np.asfortranarray(b)
+        device.potrs(sl.cho_factor(a_spd, lower=lower)[0], x, lower)
+        assert solve_residual(a_spd, x, b) < 50
+    lu, piv = sl.lu_factor(a_gen)
+    for trans in (0, 1, 2):
+        x = np.asfortranarray(b)
+        device.getrs(lu, piv, x, trans)
+        assert solve_residual(a_gen, x, b, trans) < 50
