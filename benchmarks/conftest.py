@@ -7,6 +7,9 @@ Groups are named ``"<op> ... n=<n>"``; for single-matrix factorizations the JSON
 import os
 import re
 
+import numpy as np
+import pytest
+
 from hetlapack.dispatch import model
 
 QUICK = os.environ.get("HETLAPACK_BENCH_QUICK") == "1"
@@ -24,6 +27,20 @@ def _flops(group: str, n: int) -> float | None:
         return None
     factor = 2.0 if "economic" in group else 1.0
     return factor * model.flops(op, n, n)
+
+
+@pytest.fixture
+def record_prediction(benchmark):
+    """Call after timing a float64 factorization: stores what the cost model predicted for it (``predicted_s``
+    and ``measured_over_predicted`` in ``extra_info``): for the tile path the simulator over this machine's
+    calibrated CPU (what ``hetlapack.explain`` and ``hetlapack simulate --devices cpu`` report), for SciPy's call
+    the host model. Dispatch decides by these predictions, so this is the evidence that it decides right."""
+    def record(op: str, n: int, tile: int | None = None) -> None:
+        dtype = np.dtype(np.float64)
+        predicted = model.predict_tiled(op, n, n, dtype, tile) if tile else model.predict_host(op, n, n, 1, dtype)
+        measured = benchmark.stats.stats.min
+        benchmark.extra_info.update(predicted_s=predicted, measured_over_predicted=measured / predicted)
+    return record
 
 
 def pytest_benchmark_update_json(config, benchmarks, output_json):

@@ -42,16 +42,18 @@ def matrix(request):
     return np.asfortranarray(general(request.param))
 
 
-def test_scipy_qr_r(benchmark, matrix):
+def test_scipy_qr_r(benchmark, matrix, record_prediction):
     benchmark.group = f"geqrf mode=r n={matrix.shape[0]}"
     run(benchmark, lambda a: sl.qr(a, mode="r", overwrite_a=True, check_finite=False), matrix)
+    record_prediction("geqrf", matrix.shape[0])
 
 
-def test_hetlapack_tile_geqrf_r(benchmark, matrix):
+def test_hetlapack_tile_geqrf_r(benchmark, matrix, record_prediction):
     n = matrix.shape[0]
     benchmark.group = f"geqrf mode=r n={n}"
     benchmark.extra_info["tile"] = tile_for(n)
     run(benchmark, lambda a: r_only(a, tile_for(n)), matrix)
+    record_prediction("geqrf", n, tile_for(n))
 
 
 def test_scipy_qr_economic(benchmark, matrix):

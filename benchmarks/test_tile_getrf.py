@@ -30,13 +30,15 @@ def matrix(request):
     return np.asfortranarray(general(request.param))
 
 
-def test_scipy_lu_factor(benchmark, matrix):
+def test_scipy_lu_factor(benchmark, matrix, record_prediction):
     benchmark.group = f"getrf n={matrix.shape[0]}"
     run(benchmark, lambda a: sl.lu_factor(a, overwrite_a=True, check_finite=False), matrix)
+    record_prediction("getrf", matrix.shape[0])
 
 
-def test_hetlapack_tile_getrf(benchmark, matrix):
+def test_hetlapack_tile_getrf(benchmark, matrix, record_prediction):
     n = matrix.shape[0]
     benchmark.group = f"getrf n={n}"
     benchmark.extra_info["tile"] = tile_for(n)
     run(benchmark, lambda a: getrf(a, tile=tile_for(n)), matrix)
+    record_prediction("getrf", n, tile_for(n))

@@ -30,13 +30,15 @@ def matrix(request):
     return np.asfortranarray(spd(request.param))
 
 
-def test_scipy_cholesky(benchmark, matrix):
+def test_scipy_cholesky(benchmark, matrix, record_prediction):
     benchmark.group = f"potrf n={matrix.shape[0]}"
     run(benchmark, lambda a: sl.cholesky(a, lower=True, overwrite_a=True, check_finite=False), matrix)
+    record_prediction("potrf", matrix.shape[0])
 
 
-def test_hetlapack_tile_potrf(benchmark, matrix):
+def test_hetlapack_tile_potrf(benchmark, matrix, record_prediction):
     n = matrix.shape[0]
     benchmark.group = f"potrf n={n}"
     benchmark.extra_info["tile"] = tile_for(n)
     run(benchmark, lambda a: potrf(a, lower=True, tile=tile_for(n)), matrix)
+    record_prediction("potrf", n, tile_for(n))

@@ -88,30 +88,6 @@ def _insert(op: str, rt: SimulatedRuntime, A: TiledMatrix, per_tile: bool = Fals
         insert_geqrf(rt, A, *householder_tiles(A))
 
 
-class _TileColumnOwner:
-    """A column layout (element column -> device) read per tile column of given boundaries."""
-
-    def __init__(self, layout: TwoLevelColumns, bounds: Sequence[int]) -> None:
-        self.layout, self.bounds, self.ndevices = layout, bounds, layout.ndevices
-
-    def owner(self, tile_row: int, tile_col: int) -> int:
-        return self.layout.owner(tile_row, self.bounds[tile_col])
-
-
-def two_level_bounds(n: int, layout: TwoLevelColumns) -> list[int]:
-    """Column boundaries of the two-level tiles: per top-level tile, the host slice cut into small tiles (at
-    most ``TWO_LEVEL_SMALL_TILE`` wide), then one large tile for its accelerator."""
-    bounds = [0]
-    for top in range(0, n, layout.tile):
-        end = min(top + layout.tile, n)
-        host_end = min(top + layout.host_cols, end)
-        pieces = math.ceil((host_end - top) / TWO_LEVEL_SMALL_TILE)
-        bounds += [top + round((host_end - top) * (i + 1) / pieces) for i in range(pieces)]
-        if end > host_end:
-            bounds.append(end)
-    return bounds
-
-
 def _two_level_setup(devices: Sequence[ModeledDevice], n: int, tile: int, host_cols: int | None):
     cpus = [d for d in devices if d.kind == "cpu"]
     gpus = [d for d in devices if d.kind != "cpu"]
@@ -123,8 +99,8 @@ def _two_level_setup(devices: Sequence[ModeledDevice], n: int, tile: int, host_c
         host_cols = host_slice(tile, cpu.rate("gemm", TWO_LEVEL_SMALL_TILE), cpu.cores,
                                gpus[0].rate("gemm", tile), len(gpus))
     layout = TwoLevelColumns(tile, host_cols, len(gpus))
-    bounds = two_level_bounds(n, layout)
-    return OwnerComputes(_TileColumnOwner(layout, bounds), panels_on_cpu=False), bounds
+    bounds = layout.bounds(n, TWO_LEVEL_SMALL_TILE)
+    return OwnerComputes(layout.tile_owner(bounds), panels_on_cpu=False), bounds
 
 
 def simulate(op: str, n: int, devices: str | Sequence[ModeledDevice] = "cpu", *, m: int | None = None,

@@ -22,7 +22,7 @@ def test_trace_cholesky_writes_json_and_png(tmp_path, capsys):
 
 
 def test_trace_lu_and_qr(tmp_path):
-    for op, kernels in (("lu", {"getrf", "laswp", "gemm"}), ("qr", {"geqrf", "larft", "larfb"})):
+    for op, kernels in (("lu", {"getrf", "laswp", "gemm"}), ("qr", {"geqrt", "larfb"})):
         args = parse(["trace", op, "--n", "100", "--tile", "32", "--output", str(tmp_path)])
         assert args.func(args) == 0
         names = {e["name"] for e in json.loads((tmp_path / f"trace-{op}-100.json").read_text())["traceEvents"]}

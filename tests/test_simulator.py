@@ -14,12 +14,7 @@ from hetlapack.devices.modeled import ModeledDevice, Power
 from hetlapack.devices.profiles import parse, registry
 from hetlapack.layout import TwoLevelColumns
 from hetlapack.runtime import SimulatedRuntime, TiledMatrix, Trace
-from hetlapack.simulator import (
-    grid_shape,
-    simulate,
-    simulate_distributed,
-    two_level_bounds,
-)
+from hetlapack.simulator import TWO_LEVEL_SMALL_TILE, grid_shape, simulate, simulate_distributed
 from hetlapack.testing import general, spd
 
 
@@ -189,7 +184,7 @@ def test_bad_requests_are_value_errors():
 
 def test_two_level_bounds_cut_the_host_slice_small_and_leave_one_big_tile():
     layout = TwoLevelColumns(tile=960, host_cols=300, gpus=2)
-    bounds = two_level_bounds(2000, layout)
+    bounds = layout.bounds(2000, TWO_LEVEL_SMALL_TILE)
     assert bounds[:6] == [0, 100, 200, 300, 960, 1060]
     assert bounds[-1] == 2000 and all(b > a for a, b in zip(bounds, bounds[1:]))
 

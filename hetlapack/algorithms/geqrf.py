@@ -55,9 +55,10 @@ def insert_geqrf(rt: Runtime, A: TiledMatrix, tau_tiles: TiledMatrix, T: TiledMa
         rows, width = panel.shape
         steps = min(rows, width)
         top = 2 * (kt - k)
-        # A[k:,k] = Q_k R_kk, with T_k: H_k = I - V_k T_k V_k^H
+        # A[k:,k] = Q_k R_kk, with T_k: H_k = I - V_k T_k V_k^H  (flops: geqrf's and larft's)
         rt.insert("geqrt", panel, tau_tiles(k, 0), T(0, k), reads=[], writes=[panel, tau_tiles(k, 0), T(0, k)],
-                  priority=top + 1, flops=scale * (2 * max(rows, width) * steps**2 - 2 * steps**3 / 3))
+                  priority=top + 1,
+                  flops=scale * (2 * max(rows, width) * steps**2 - 2 * steps**3 / 3 + rows * steps**2))
         for j in range(k + 1, nt):
             column = A.block(k, mt, j, j + 1)
             # A[k:,j] = H_k^H A[k:,j]

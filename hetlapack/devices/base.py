@@ -22,6 +22,7 @@ KERNEL_CLASS = {
     "potrf": "panel",
     "getrf": "panel",
     "geqrf": "panel",
+    "geqrt": "panel",
     "larft": "panel",
     "orgqr": "panel",
     "laswp": "memory",
@@ -35,6 +36,10 @@ KERNEL_CLASS = {
 #: seconds for accelerators) until calibration measures it.
 DEFAULT_CAPABILITY = {"blas3": 50.0, "panel": 10.0, "memory": 5.0}
 
+#: Share of an accelerator's reported free memory that the runtime's tiles may take by default; the rest is left
+#: to the kernels' own workspaces and temporaries.
+MEMORY_HEADROOM = 0.9
+
 
 class Device(abc.ABC):
     """One compute device with its own memory space and tile kernels.
@@ -43,13 +48,16 @@ class Device(abc.ABC):
     transfer. ``workers`` is how many runtime worker threads feed the device (several for a multicore CPU).
     ``host_compute`` says whether its kernels run on the host's cores (so the runtime counts its workers when
     it caps BLAS threads). ``capability`` is the rate of one worker per kernel class in GFLOP/s, measured by
-    :mod:`hetlapack.devices.calibration` when a cached calibration exists.
+    :mod:`hetlapack.devices.calibration` when a cached calibration exists. ``memory_bytes`` caps the bytes of
+    tiles the runtime keeps in the device's own memory at once (out-of-core streaming beyond it); ``None`` means
+    what :meth:`free_memory_bytes` reports when a run starts.
     """
 
     name: str
     kind: str
     workers: int = 1
     host_compute: bool = True
+    memory_bytes: int | None = None
 
     def __init__(self) -> None:
         self.capability: dict[str, float] = dict(DEFAULT_CAPABILITY)
@@ -62,6 +70,18 @@ class Device(abc.ABC):
         """Identifier of the memory this device computes on."""
 
     # --- memory -------------------------------------------------------------------------------------------
+    def free_memory_bytes(self) -> int | None:
+        """Free memory the device reports (an accelerator's driver); ``None`` where it is unknown or unbounded."""
+        return None
+
+    def memory_capacity(self) -> int | None:
+        """Bytes of tiles the runtime may keep in this device's memory: ``memory_bytes``, else a share
+        (``MEMORY_HEADROOM``) of :meth:`free_memory_bytes`; ``None`` for no limit."""
+        if self.memory_bytes is not None:
+            return int(self.memory_bytes)
+        free = self.free_memory_bytes()
+        return None if free is None else int(free * MEMORY_HEADROOM)
+
     @abc.abstractmethod
     def to_device(self, host: np.ndarray) -> Any:
         """A Fortran-ordered copy of the host array in this device's memory."""
@@ -76,6 +96,10 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def to_host(self, data: Any, out: np.ndarray) -> None:
         """Copy device data back into the host array ``out`` (same shape)."""
+
+    def copy_within(self, data: Any, out: Any) -> None:
+        """Copy ``data`` into ``out``, both in this device's memory (two allocations holding the same tile)."""
+        out[...] = data
 
     @abc.abstractmethod
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
@@ -114,6 +138,13 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def larft(self, v: Any, tau: Any, t: Any) -> None:
         """The upper triangular factor ``T`` of the compact-WY block reflector ``H = I - V T V^H``."""
+
+    def geqrt(self, a: Any, tau: Any, t: Any) -> None:
+        """Householder QR of a (tall) panel with its compact-WY factor: ``a`` and ``tau`` as :meth:`geqrf`
+        leaves them, ``t`` as :meth:`larft` would compute it. Devices with a recursive kernel (LAPACK's geqrt3)
+        override this; the default makes the two calls."""
+        self.geqrf(a, tau)
+        self.larft(a, tau, t)
 
     @abc.abstractmethod
     def larfb(self, v: Any, t: Any, c: Any, *, conj: bool) -> None:

@@ -5,8 +5,11 @@ differs from the emulated accelerator only in the array module and the library c
 cuSOLVER's (``potrf``, ``getrf``, ``geqrf``, ``orgqr``) called in place on tile views with the mirror's
 leading dimension, and their ``info`` codes are read back and returned like LAPACK's (CuPy's own wrappers
 ignore them). BLAS-3 goes through CuPy's matmul and ``solve_triangular`` (cuBLAS GEMM/TRSM); LARFT and
-LARFB are written with GEMMs (seed 000 §6.7). Every kernel synchronizes its stream before returning, so a task
-that finished has its results in device memory for whichever device reads them next.
+LARFB are written with GEMMs (seed 000 §6.7). The custom kernels are numba-cuda's
+(:mod:`hetlapack.batched.cuda_panel`): a tile view is packed into one contiguous buffer before it crosses the link
+and unpacked after, and LASWP runs on the device with the pivots where getrf left them. Every kernel synchronizes
+its stream before returning, so a task that finished has its results in device memory for whichever device reads
+them next.
 
 Not measured on real hardware in this project: no GPU was available where it was written.
 """
@@ -38,6 +41,17 @@ def _import_cupy():
     return cupy, cusolver, solve_triangular
 
 
+def _panel_kernels():
+    from ..batched import cuda_panel  # noqa: PLC0415 - numba-cuda, imported with the device
+
+    return cuda_panel
+
+
+def _is_panel_view(a) -> bool:
+    """A strided 2-D view (a tile of a larger matrix): packed into one buffer before it crosses the link."""
+    return a.ndim == 2 and not (a.flags.f_contiguous or a.flags.c_contiguous)
+
+
 def _leading_dimension(a) -> int:
     rows = a.shape[0]
     if a.ndim != 2 or (rows > 1 and a.strides[0] != a.itemsize):
@@ -51,12 +65,13 @@ class CudaDevice(Device):
     kind = "accelerator"
     host_compute = False
 
-    def __init__(self, index: int = 0, workers: int = 1) -> None:
+    def __init__(self, index: int = 0, workers: int = 1, memory_bytes: int | None = None) -> None:
         super().__init__()
         self.cupy, self._cusolver, self._solve_triangular = _import_cupy()
         self.index = int(index)
         self.name = f"cuda:{self.index}"
         self.workers = max(1, workers)
+        self.memory_bytes = memory_bytes
         self._device = self.cupy.cuda.Device(self.index)
         self._local = threading.local()
         load_capability(self)
@@ -64,6 +79,14 @@ class CudaDevice(Device):
     @property
     def memory_space(self) -> str:
         return self.name
+
+    def free_memory_bytes(self) -> int:
+        """The driver's free memory plus what CuPy's pool holds unused (the runtime streams tiles beyond it)."""
+        with self._device:
+            return int(self._device.mem_info[0] + self.cupy.get_default_memory_pool().free_bytes())
+
+    def copy_within(self, data, out) -> None:
+        self._run(lambda: out.__setitem__(Ellipsis, data))
 
     def _stream(self):
         stream = getattr(self._local, "stream", None)
@@ -89,13 +112,23 @@ class CudaDevice(Device):
         return self._run(lambda: self.cupy.asfortranarray(self.cupy.asarray(host)))
 
     def upload(self, host: np.ndarray, out) -> None:
+        """Copy ``host`` into the device array ``out``; a tile view arrives as one buffer, unpacked on the device."""
         def copy() -> None:
-            out[...] = self.cupy.asarray(np.asfortranarray(host))
+            packed = self.cupy.asarray(np.asfortranarray(host))
+            if _is_panel_view(out):
+                _panel_kernels().unpack_panel(packed, out)
+            else:
+                out[...] = packed
 
         self._run(copy)
 
     def to_host(self, data, out: np.ndarray) -> None:
-        out[...] = self._run(lambda: self.cupy.asnumpy(data, stream=self._stream()))
+        """Copy the device array ``data`` into ``out``; a tile view is packed on the device and sent as one buffer."""
+        def fetch():
+            packed = _panel_kernels().pack_panel(data) if _is_panel_view(data) else data
+            return self.cupy.asnumpy(packed, stream=self._stream())
+
+        out[...] = self._run(fetch)
 
     # --- cuSOLVER calls -------------------------------------------------------------------------------------
     def _solver(self, kernel: str, dtype_char: str) -> tuple[Callable, Callable]:
@@ -202,16 +235,41 @@ class CudaDevice(Device):
         self._run(work)
 
     def laswp(self, a, piv) -> None:
+        """LAPACK's row interchanges (1-based ``piv``) in place, by the numba-cuda LASWP kernel: no host round trip."""
         if a.shape[1] == 0 or len(piv) == 0:
             return
-        swaps = self.cupy.asnumpy(piv).ravel() - 1
-        order = np.arange(a.shape[0])
-        for row, target in enumerate(swaps):
-            order[row], order[target] = order[target], order[row]
-        rows = self.cupy.asarray(order)
+        self._run(lambda: _panel_kernels().laswp_rows(a, (piv.ravel() - 1).astype(np.int32)))
+
+    # --- solves with factors on the device (a single CuPy matrix) ---------------------------------------------
+    def potrs(self, c, b, lower: bool) -> None:
+        """``b <- A^{-1} b`` in place, ``A`` given by the Cholesky factor in the ``lower`` (else upper) triangle of
+        ``c``; only that triangle is read (cuBLAS TRSM)."""
+        solve = self._solve_triangular
+        # A = L L^H: L Y = B, L^H X = Y ;  A = U^H U: U^H Y = B, U X = Y
+        first, second = ("N", "C") if lower else ("C", "N")
 
         def work() -> None:
-            a[...] = a[rows]
+            b[...] = solve(c, b, trans=first, lower=lower)
+            b[...] = solve(c, b, trans=second, lower=lower)
+
+        self._run(work)
+
+    def getrs(self, lu, piv, b, trans: int) -> None:
+        """``b <- op(A)^{-1} b`` in place from getrf's packed ``lu`` and 0-based ``piv`` (``op`` by ``trans`` 0, 1, 2
+        as ``scipy.linalg.lu_solve``): the row interchanges by the LASWP kernel, the triangles by cuBLAS TRSM."""
+        solve, mode, panel = self._solve_triangular, "NTC"[trans], _panel_kernels()
+
+        def work() -> None:
+            if trans == 0:
+                # X = U^{-1} L^{-1} P B
+                panel.laswp_rows(b, piv)
+                b[...] = solve(lu, b, lower=True, unit_diagonal=True)
+                b[...] = solve(lu, b, lower=False)
+            else:
+                # X = P^T op(L)^{-1} op(U)^{-1} B
+                b[...] = solve(lu, b, trans=mode, lower=False)
+                b[...] = solve(lu, b, trans=mode, lower=True, unit_diagonal=True)
+                panel.laswp_rows(b, piv, backward=True)
 
         self._run(work)
 

@@ -8,6 +8,7 @@ and the library calls.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import defaultdict
 
@@ -15,10 +16,11 @@ import numpy as np
 
 from .cpu import CpuDevice
 
-#: Buffers kept per emulated device index and allocation (shape, dtype), as a GPU memory pool keeps freed
-#: blocks: fresh host pages cost a page fault each on first touch, which would dominate the emulation.
-POOL_DEPTH = 2
-_pools: dict[int, dict[tuple, list[np.ndarray]]] = defaultdict(lambda: defaultdict(list))
+#: Bytes of freed buffers kept per emulated device index for reuse, as a GPU memory pool keeps freed blocks:
+#: fresh host pages cost a page fault each on first touch, which would dominate the emulation.
+POOL_BYTES = 512 << 20
+_pools: dict[int, dict[int, list[np.ndarray]]] = defaultdict(lambda: defaultdict(list))
+_pooled_bytes: dict[int, int] = defaultdict(int)
 _pool_lock = threading.Lock()
 
 
@@ -26,15 +28,19 @@ class EmulatedDevice(CpuDevice):
     """Accelerator number ``index`` (named ``"emulated:{index}"``); counts the bytes it uploads and downloads.
 
     Several can be instantiated; each has a memory space of its own even when two share an index.
+    ``memory_bytes`` gives it a memory capacity (default: none), so that a matrix larger than it streams through.
     """
 
     kind = "accelerator"
 
-    def __init__(self, index: int = 0, workers: int = 1) -> None:
+    def __init__(self, index: int = 0, workers: int = 1, memory_bytes: int | None = None) -> None:
         if int(index) != index or index < 0:
             raise ValueError(f"EmulatedDevice: index must be a non-negative integer, got {index!r}")
+        if memory_bytes is not None and (int(memory_bytes) != memory_bytes or memory_bytes <= 0):
+            raise ValueError(f"EmulatedDevice: memory_bytes must be a positive integer, got {memory_bytes!r}")
         super().__init__(workers=workers, name=f"emulated:{int(index)}")
         self.index = int(index)
+        self.memory_bytes = None if memory_bytes is None else int(memory_bytes)
         self.uploaded_bytes = 0
         self.downloaded_bytes = 0
 
@@ -43,19 +49,27 @@ class EmulatedDevice(CpuDevice):
         return f"{self.name}@{id(self):x}"
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        key = (tuple(shape), np.dtype(dtype).str)
+        dtype = np.dtype(dtype)
+        nbytes = math.prod(shape) * dtype.itemsize
         with _pool_lock:
-            kept = _pools[self.index][key]
-            if kept:
-                return kept.pop()
-        return np.empty(shape, dtype=dtype, order="F")
+            kept = _pools[self.index][nbytes]
+            buffer = kept.pop() if kept else None
+            if buffer is not None:
+                _pooled_bytes[self.index] -= nbytes
+        if buffer is None:
+            buffer = np.empty(nbytes, dtype=np.uint8)
+        return buffer.view(dtype).reshape(shape, order="F")
 
     def free(self, data: np.ndarray) -> None:
-        key = (data.shape, data.dtype.str)
+        buffer = data
+        while buffer.base is not None:
+            buffer = buffer.base
+        if not isinstance(buffer, np.ndarray) or buffer.dtype != np.uint8 or buffer.ndim != 1:
+            return  # not made by empty()
         with _pool_lock:
-            kept = _pools[self.index][key]
-            if len(kept) < POOL_DEPTH:
-                kept.append(data)
+            if _pooled_bytes[self.index] + buffer.nbytes <= POOL_BYTES:
+                _pools[self.index][buffer.nbytes].append(buffer)
+                _pooled_bytes[self.index] += buffer.nbytes
 
     def to_device(self, host: np.ndarray) -> np.ndarray:
         self.uploaded_bytes += host.nbytes

@@ -3,11 +3,14 @@
 Top-level block columns of width ``B`` are dealt 1-D cyclically over the accelerators; from each, a slice of
 ``Bh`` columns goes to the host's cores, ``Bh = Perf_core * cores / (Perf_core * cores + Perf_gpu * gpus) * B``,
 so host and accelerators finish a step together. The slice is then tuned by measurement in a few trials,
-judged by the load imbalance ``max / avg`` (1.0 is perfect balance).
+judged by the load imbalance ``max / avg`` (1.0 is perfect balance). The runtime runs it on tiles of varying
+size: :meth:`TwoLevelColumns.bounds` cuts the columns, :meth:`TwoLevelColumns.tile_owner` maps tile columns to
+devices for owner-computes placement.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -51,6 +54,24 @@ class TwoLevelColumns:
         top, offset = divmod(column, self.tile)
         return HOST if offset < self.host_cols else 1 + top % self.gpus
 
+    def bounds(self, n: int, small_tile: int) -> list[int]:
+        """Column boundaries of the two-level tiles of an ``n``-column matrix: per top-level tile, the host slice
+        cut into small tiles (at most ``small_tile`` wide, one per core's worth of work), then one large tile for
+        its accelerator."""
+        bounds = [0]
+        for top in range(0, n, self.tile):
+            end = min(top + self.tile, n)
+            host_end = min(top + self.host_cols, end)
+            pieces = math.ceil((host_end - top) / small_tile)
+            bounds += [top + round((host_end - top) * (i + 1) / pieces) for i in range(pieces)]
+            if end > host_end:
+                bounds.append(end)
+        return bounds
+
+    def tile_owner(self, bounds: Sequence[int]) -> TileColumnOwner:
+        """The layout read per tile column of the given boundaries (for ``OwnerComputes``)."""
+        return TileColumnOwner(self, tuple(bounds))
+
     def loads(self, n: int, rates: Sequence[float]) -> list[float]:
         """Seconds of trailing-update work per device for an ``n``-column right-looking factorization: column
         ``c`` is updated at every step before it (work ~ ``c``), at each device's rate (host first)."""
@@ -80,3 +101,18 @@ def tune_host_slice(start: int, tile: int, measure: Callable[[int], float], tria
             continue
         best, best_ratio = choice, ratio
     return best, best_ratio
+
+
+@dataclass(frozen=True)
+class TileColumnOwner:
+    """A two-level layout read per tile column: tile column ``j`` starts at element column ``bounds[j]``."""
+
+    layout: TwoLevelColumns
+    bounds: tuple[int, ...]
+
+    @property
+    def ndevices(self) -> int:
+        return self.layout.ndevices
+
+    def owner(self, tile_row: int, tile_col: int) -> int:
+        return self.layout.owner(tile_row, self.bounds[tile_col])

@@ -6,8 +6,13 @@ soon as its predecessors finished, highest priority first on its device (lookahe
 000 §6.4). Where devices have memory spaces of their own, each device also has a copy thread: a ready task whose
 tiles are elsewhere first has them copied in, highest priority first, while the device's workers compute, and
 joins the device's queue once they have arrived (seed 002 §2.3: panel transfers as high-priority work; seed 003
-§4: a data-availability-driven runtime). Leaving the block waits for every task, brings data home and joins every worker thread. If a task
-raises, nothing else starts, running tasks finish, and the task's exception is raised in the caller.
+§4: a data-availability-driven runtime). On an accelerator with a memory capacity every task passes through the
+copy thread, which also pins the task's tiles there until it has run (out-of-core streaming, see
+:mod:`~hetlapack.runtime.coherence`); a task too big for that capacity runs where it fits (the host). Leaving the
+block waits for every task, brings data home and joins every worker thread. If a task raises, nothing else starts,
+running tasks finish, and the task's exception is raised in the caller. Once the algorithm has inserted its last
+task (``wait``), a tile whose last writer has run on an accelerator is final: that device's copy thread writes it
+home when it has nothing to fetch, so the final gather overlaps the end of the factorization.
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ import numpy as np
 from ..devices import resolve
 from ..devices.base import KERNEL_CLASS, Device
 from ..devices.calibration import refine
+from ..devices.cpu import HOST_MEMORY
 from .blas_threads import blas_threads
-from .coherence import Coherence
+from .coherence import Coherence, MemoryStats
 from .data import Block, TiledMatrix
 from .placement import Placement, make_placement
 from .task import DependencyTracker, Task
@@ -40,7 +46,8 @@ class Runtime:
     the tile written; equal weights give the 1-D block-column cyclic layout), ``"capability"``
     (greedy by capability) or a :class:`~hetlapack.runtime.placement.Placement`. ``trace`` collects one record
     per task when given. Observed kernel rates refine the devices' capability weights as tasks finish
-    (seed 000 §6.2); ``transfers`` lists every tile copied between memory spaces.
+    (seed 000 §6.2); ``transfers`` lists every tile copied between memory spaces and ``memory`` each
+    accelerator's memory statistics.
     """
 
     def __init__(self, devices: Sequence[Device | str] | None = None, placement: str | Placement = "owner",
@@ -57,6 +64,9 @@ class Runtime:
         self._queues: list[list[Task]] = [[] for _ in self.devices]
         self._fetch_queues: list[list[Task]] = [[] for _ in self.devices]
         self._fetch_signal = [threading.Condition(self._lock) for _ in self.devices]
+        self._writebacks: list[list[Block]] = [[] for _ in self.devices]
+        self._last_writer: dict[Block, Task] = {}
+        self._all_inserted = False
         self._threads: list[threading.Thread] = []
         self._inserted = 0
         self._finished = 0
@@ -99,6 +109,10 @@ class Runtime:
     def wait(self, reraise: bool = True) -> None:
         """Wait for every inserted task (or, after a failure, for the running ones), then stop the workers."""
         with self._lock:
+            if not self._coherence.trivial and self._error is None:
+                self._all_inserted = True
+                for task in {t for t in self._last_writer.values() if t.done}:
+                    self._write_back(task)
             while not self._quiescent():
                 self._idle_signal.wait()
             self._stopping = True
@@ -125,6 +139,11 @@ class Runtime:
         """Every tile copy between memory spaces so far (:class:`~hetlapack.runtime.coherence.Transfer`)."""
         return self._coherence.log
 
+    @property
+    def memory(self) -> dict[str, MemoryStats]:
+        """Per accelerator: capacity, peak bytes held, evictions, bytes written back to make room."""
+        return self._coherence.stats()
+
     def _quiescent(self) -> bool:
         if self._error is not None:
             return self._running == 0
@@ -136,9 +155,10 @@ class Runtime:
                 self._error = error
             self._clear_queues()
             self._idle_signal.notify_all()
+        self._coherence.abort()
 
     def _clear_queues(self) -> None:
-        for queue in (*self._queues, *self._fetch_queues):
+        for queue in (*self._queues, *self._fetch_queues, *self._writebacks):
             queue.clear()
 
     # --- insertion --------------------------------------------------------------------------------------------
@@ -161,6 +181,8 @@ class Runtime:
         task_name = name or (kernel if isinstance(kernel, str) else getattr(kernel, "__name__", "task"))
         task = Task(self._inserted, kernel, args, kwargs, reads, writes, priority, task_name, flops)
         predecessors = self._tracker.predecessors(task)
+        if not self._coherence.trivial:
+            self._last_writer.update((part, task) for block in writes for part in block.parts)
         with self._lock:
             if device is not None:
                 task.device_index = device if isinstance(device, int) else self.devices.index(device)
@@ -177,7 +199,15 @@ class Runtime:
         """The device of a task that just became ready: pinned, or chosen by the placement policy now, when the
         device queues say how busy each device is (under the lock)."""
         if task.device_index is None:
-            task.device_index = self.placement.place(task)
+            index = self.placement.place(task)
+            blocks = [arg for arg in task.args if isinstance(arg, Block)]
+            if not self._coherence.fits(blocks, self.devices[index]):
+                roomy = [i for i, d in enumerate(self.devices) if self._coherence.fits(blocks, d)]
+                if roomy:
+                    self.placement.finished(task)  # the policy's booking moves with the task
+                    task.expected_seconds = 0.0
+                    index = roomy[0]
+            task.device_index = index
         return task.device_index
 
     def _push(self, task: Task) -> None:
@@ -214,25 +244,36 @@ class Runtime:
         device = self.devices[index]
         queue = self._fetch_queues[index]
         signal = self._fetch_signal[index]
+        writebacks = self._writebacks[index]
         while True:
             with self._lock:
-                while not queue and not self._stopping:
+                while not queue and not (writebacks or self._stopping):
                     signal.wait()
-                if not queue:
+                if not queue and self._stopping:
                     return
-                task = heapq.heappop(queue)
-                self._running += 1
+                if not queue:
+                    block = writebacks.pop(0)
+                    task = None
+                else:
+                    task = heapq.heappop(queue)
+                    self._running += 1
             error = None
             try:
-                task.prefetched = self._coherence.acquire([a for a in task.args if isinstance(a, Block)], device)[1]
+                if task is None:
+                    self._coherence.write_home(block)
+                else:
+                    blocks = [a for a in task.args if isinstance(a, Block)]
+                    task.prefetched = self._coherence.acquire(blocks, device, task)[1]
             except BaseException as failure:  # noqa: BLE001 - a failed copy cancels the graph like a failed task
                 error = failure
             with self._lock:
-                self._running -= 1
+                if task is not None:
+                    self._running -= 1
                 if error is not None and self._error is None:
                     self._error = error
                     self._clear_queues()
-                if self._error is None:
+                    self._coherence.abort()
+                if task is not None and self._error is None:
                     heapq.heappush(self._queues[index], task)
                     self._ready_signal[index].notify()
                 elif self._quiescent():
@@ -247,28 +288,44 @@ class Runtime:
         if error is not None and self._error is None:
             self._error = error
             self._clear_queues()
+            self._coherence.abort()
         if self._error is None:
             for after in task.dependents:
                 after.remaining -= 1
                 if after.remaining == 0:
                     self._push(after)
+            if self._all_inserted:
+                self._write_back(task)
         task.dependents = []
         if self._quiescent():
             self._idle_signal.notify_all()
+
+    def _write_back(self, task: Task) -> None:
+        """Queue the blocks ``task`` wrote on an accelerator that no later task writes, to go home (under the
+        lock, once every task is inserted)."""
+        index = task.device_index
+        if self.devices[index].memory_space == HOST_MEMORY:
+            return
+        final = [b for b in task.writes if all(self._last_writer.get(p) is task for p in b.parts)]
+        if final:
+            self._writebacks[index].extend(final)
+            self._fetch_signal[index].notify()
 
     def _execute(self, task: Task, device: Device, worker: int) -> BaseException | None:
         start = time.perf_counter()
         try:
             blocks = [arg for arg in task.args if isinstance(arg, Block)]
-            data, moved = self._coherence.acquire(blocks, device)
+            data, moved = self._coherence.acquire(blocks, device, task)
             args = [data[arg] if isinstance(arg, Block) else arg for arg in task.args]
             if isinstance(task.kernel, str):
                 getattr(device, task.kernel)(*args, **task.kwargs)
             else:
                 task.kernel(device, *args, **task.kwargs)
-            self._coherence.release([b for b in task.writes if b in data], device)
+            self._coherence.release([b for b in task.writes if b in data], device, task)
         except BaseException as error:  # noqa: BLE001 - any failure cancels the graph and reaches the caller
             return error
+        finally:
+            self._coherence.unpin(task, device)
         if self.trace is not None:
             tiles = ",".join(map(repr, task.writes))
             self.trace.record(task.name, tiles, device.name, worker, start, time.perf_counter(),
