@@ -23,14 +23,12 @@ from ..compat import scipy_linalg
 from ..compat._originals import scipy_functions
 from ..dispatch import model, using
 from ..explain import explain
+from ..mpi.grid import launched_ranks
 from ..runtime import Trace
 
 #: Accelerator paths shown for single matrices, on emulated accelerators: (path, devices, row label).
 EMULATED_ROWS = (("hybrid", ("cpu", "emulated:0", "emulated:1"), "hybrid:cpu+2emu"),
                  ("gpu", ("emulated:0",), "gpu:emu"))
-
-#: Environment variables through which MPI launchers (MPICH's Hydra, Open MPI) announce the number of ranks.
-MPI_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 
 
 @dataclass(frozen=True)
@@ -94,11 +92,6 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def mpi_ranks() -> int:
-    """How many ranks the MPI launcher started (1 when not under ``mpiexec``)."""
-    return max((int(os.environ.get(name, "1") or 1) for name in MPI_SIZE_VARIABLES), default=1)
-
-
 def _trace_png(n: int, output: str) -> str:
     """Run the tiled Cholesky once at dispatch's tile with tracing on and draw its Gantt chart; returns the path."""
     from ..algorithms.potrf import potrf  # noqa: PLC0415 - only the trace calls the algorithm directly
@@ -113,7 +106,7 @@ def _trace_png(n: int, output: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if mpi_ranks() > 1:
+    if launched_ranks() > 1:
         from ..mpi.__main__ import main as mpi_main  # noqa: PLC0415 - mpi4py only when launched by mpiexec
 
         mpi_main(["demo", "--n", str(args.n)])

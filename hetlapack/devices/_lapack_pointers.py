@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import functools
 from collections.abc import Callable
+from ctypes import byref
 
 import numpy as np
 from scipy.linalg import cython_blas, cython_lapack
@@ -95,3 +96,31 @@ def leading_dimension(a: np.ndarray) -> int:
     if a.shape[1] <= 1:
         return max(rows, 1)
     return max(a.strides[1] // a.itemsize, rows, 1)
+
+
+def gemm(trans_a: str, trans_b: str, alpha: complex, a: np.ndarray, b: np.ndarray, beta: complex,
+         c: np.ndarray) -> None:
+    """``C = alpha op(A) op(B) + beta C`` in place on Fortran views (BLAS ``?gemm``); ``trans`` is ``"N"``,
+    ``"T"`` or ``"C"``."""
+    kind = c.dtype.char
+    m, n = c.shape
+    k = a.shape[1] if trans_a == "N" else a.shape[0]
+    if m == 0 or n == 0:
+        return
+    routine("gemm", kind)(
+        byref(char(trans_a)), byref(char(trans_b)), byref(integer(m)), byref(integer(n)), byref(integer(k)),
+        byref(scalar(alpha, kind)), address(a), byref(integer(leading_dimension(a))),
+        address(b), byref(integer(leading_dimension(b))), byref(scalar(beta, kind)),
+        address(c), byref(integer(leading_dimension(c))))
+
+
+def trsm(side: str, uplo: str, trans: str, diag: str, alpha: complex, a: np.ndarray, b: np.ndarray) -> None:
+    """``B = alpha op(A)^{-1} B`` (side ``"L"``) or ``B = alpha B op(A)^{-1}`` (``"R"``) in place (BLAS ``?trsm``)."""
+    kind = b.dtype.char
+    m, n = b.shape
+    if m == 0 or n == 0:
+        return
+    routine("trsm", kind)(
+        byref(char(side)), byref(char(uplo)), byref(char(trans)), byref(char(diag)), byref(integer(m)),
+        byref(integer(n)), byref(scalar(alpha, kind)), address(a), byref(integer(leading_dimension(a))),
+        address(b), byref(integer(leading_dimension(b))))

@@ -27,8 +27,13 @@ def _flag(condition: bool, yes: str, no: str):
     return byref(lp.char(yes if condition else no))
 
 
+def _trans(conj: bool, dtype_char: str) -> str:
+    """BLAS ``trans`` for op(A) = A^H when ``conj`` (A^T for real dtypes), else A."""
+    return ("C" if dtype_char in "FD" else "T") if conj else "N"
+
+
 def _conj_flag(conj: bool, dtype_char: str):
-    return _flag(conj, "C" if dtype_char in "FD" else "T", "N")
+    return byref(lp.char(_trans(conj, dtype_char)))
 
 
 #: Block size the workspace of geqrf/orgqr is sized for (LAPACK's usual ILAENV answer).
@@ -93,15 +98,7 @@ class CpuDevice(Device):
         return info.value
 
     def trsm(self, a, b, *, side, lower, conj, unit, alpha=1):
-        char = b.dtype.char
-        m, n = b.shape
-        if m == 0 or n == 0:
-            return
-        lp.routine("trsm", char)(
-            byref(lp.char(side)), _flag(lower, "L", "U"), _conj_flag(conj, char), _flag(unit, "U", "N"),
-            byref(lp.integer(m)), byref(lp.integer(n)), byref(lp.scalar(alpha, char)),
-            lp.address(a), byref(lp.integer(lp.leading_dimension(a))),
-            lp.address(b), byref(lp.integer(lp.leading_dimension(b))))
+        lp.trsm(side, "L" if lower else "U", _trans(conj, b.dtype.char), "U" if unit else "N", alpha, a, b)
 
     def herk(self, a, c, *, lower, conj_first, alpha=-1.0, beta=1.0):
         char = c.dtype.char
@@ -115,17 +112,7 @@ class CpuDevice(Device):
             byref(lp.real_scalar(beta, char)), lp.address(c), byref(lp.integer(lp.leading_dimension(c))))
 
     def gemm(self, a, b, c, *, conj_a=False, conj_b=False, alpha=-1.0, beta=1.0):
-        char = c.dtype.char
-        m, n = c.shape
-        k = a.shape[0] if conj_a else a.shape[1]
-        if m == 0 or n == 0:
-            return
-        lp.routine("gemm", char)(
-            _conj_flag(conj_a, char), _conj_flag(conj_b, char),
-            byref(lp.integer(m)), byref(lp.integer(n)), byref(lp.integer(k)), byref(lp.scalar(alpha, char)),
-            lp.address(a), byref(lp.integer(lp.leading_dimension(a))),
-            lp.address(b), byref(lp.integer(lp.leading_dimension(b))), byref(lp.scalar(beta, char)),
-            lp.address(c), byref(lp.integer(lp.leading_dimension(c))))
+        lp.gemm(_trans(conj_a, c.dtype.char), _trans(conj_b, c.dtype.char), alpha, a, b, beta, c)
 
     def getrf(self, a, piv):
         m, n = a.shape

@@ -10,7 +10,6 @@ in-place semantics.
 
 from __future__ import annotations
 
-from ctypes import byref
 from functools import lru_cache
 
 import numpy as np
@@ -57,23 +56,16 @@ def _in_place(kernel):
 
 def gemm(alpha, a: np.ndarray, b: np.ndarray, beta, c: np.ndarray, trans_a: int = 0, trans_b: int = 0) -> None:
     """``c = alpha op(a) op(b) + beta c`` in place; ``trans`` is 0 (N), 1 (T) or 2 (C)."""
-    m, n = c.shape
     k = a.shape[0] if trans_a else a.shape[1]
     if c.size == 0:
         return
     if k == 0:
         c *= beta
         return
-    char = c.dtype.char
     a, b = _operand(a, c.dtype), _operand(b, c.dtype)
 
     def kernel(target: np.ndarray) -> None:
-        lp.routine("gemm", char)(
-            byref(lp.char(_TRANS[trans_a])), byref(lp.char(_TRANS[trans_b])),
-            byref(lp.integer(m)), byref(lp.integer(n)), byref(lp.integer(k)), byref(lp.scalar(alpha, char)),
-            lp.address(a), byref(lp.integer(lp.leading_dimension(a))),
-            lp.address(b), byref(lp.integer(lp.leading_dimension(b))), byref(lp.scalar(beta, char)),
-            lp.address(target), byref(lp.integer(lp.leading_dimension(target))))
+        lp.gemm(_TRANS[trans_a], _TRANS[trans_b], alpha, a, b, beta, target)
 
     _in_place(kernel)(c)
 
@@ -83,16 +75,10 @@ def trsm(alpha, a: np.ndarray, b: np.ndarray, side: int = 0, lower: bool = True,
     """``b = alpha op(a)^{-1} b`` (side 0) or ``b = alpha b op(a)^{-1}`` (side 1) in place, ``a`` triangular."""
     if b.size == 0:
         return
-    m, n = b.shape
-    char = b.dtype.char
     a = _operand(a, b.dtype)
 
     def kernel(target: np.ndarray) -> None:
-        lp.routine("trsm", char)(
-            byref(lp.char("LR"[side])), byref(lp.char("L" if lower else "U")), byref(lp.char(_TRANS[trans_a])),
-            byref(lp.char("U" if unit_diagonal else "N")), byref(lp.integer(m)), byref(lp.integer(n)),
-            byref(lp.scalar(alpha, char)), lp.address(a), byref(lp.integer(lp.leading_dimension(a))),
-            lp.address(target), byref(lp.integer(lp.leading_dimension(target))))
+        lp.trsm("LR"[side], "L" if lower else "U", _TRANS[trans_a], "U" if unit_diagonal else "N", alpha, a, target)
 
     _in_place(kernel)(b)
 

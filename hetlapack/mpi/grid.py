@@ -3,29 +3,32 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
 
+#: Environment variables through which MPI launchers (MPICH's Hydra, Open MPI) announce the number of ranks.
+LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
+
+
+def launched_ranks() -> int:
+    """How many ranks ``mpiexec`` started this process among (1 outside ``mpiexec``), read from the launcher's
+    environment, so callers can tell without importing mpi4py."""
+    return max(int(os.environ.get(name) or 1) for name in LAUNCHER_SIZE_VARIABLES)
+
+
 def cap_blas_threads(comm: Any) -> int:
-    """Give each rank's BLAS ``cores // ranks on this node`` threads (at least 1), so ranks sharing a node never
-    run more BLAS threads than its cores: 4 ranks of 2 threads on 2 cores made a Cholesky of order 1000 60x
-    slower. Returns the threads per rank."""
-    from threadpoolctl import threadpool_limits
-
-    from ..devices.cpu import usable_cores
-
-    node = comm.Split_type(_comm_type_shared(), key=comm.rank)
-    threads = max(1, usable_cores() // node.size)
-    node.Free()
-    threadpool_limits(limits=threads, user_api="blas")
-    return threads
-
-
-def _comm_type_shared() -> int:
+    """Give each rank's BLAS its share of its node's cores (at least 1 thread), so ranks sharing a node never run
+    more BLAS threads than its cores: 4 ranks of 2 threads on 2 cores made a Cholesky of order 1000 60x slower.
+    Returns the threads per rank."""
+    from ..runtime.blas_threads import share_cores
     from ._comm import mpi
 
-    return mpi().COMM_TYPE_SHARED
+    node = comm.Split_type(mpi().COMM_TYPE_SHARED, key=comm.rank)
+    ranks_on_node = node.size
+    node.Free()
+    return share_cores(ranks_on_node)
 
 
 def _near_square(size: int) -> tuple[int, int]:

@@ -26,3 +26,10 @@ def blas_threads(workers: int) -> AbstractContextManager:
     import scipy.linalg  # noqa: F401 - loads SciPy's OpenBLAS so the controller sees it
 
     return _controller().limit(limits=threads_per_worker(workers), user_api="blas")
+
+
+def share_cores(processes: int) -> int:
+    """Cap this process's BLAS, for the rest of its life, at its share of the cores when ``processes`` processes
+    share them (MPI ranks on one node); returns the threads it keeps. threadpoolctl's limiter applies on creation."""
+    blas_threads(processes)
+    return threads_per_worker(processes)
