@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import scipy.linalg as sl
 
+import hetlapack
+import hetlapack.linalg as hla
 from hetlapack.algorithms.geqrf import geqrf, orgqr
 from hetlapack.dispatch.model import tile_size
 from hetlapack.testing import general
@@ -66,3 +68,11 @@ def test_hetlapack_tile_geqrf_orgqr_economic(benchmark, matrix):
     benchmark.group = f"geqrf mode=economic n={n}"
     benchmark.extra_info["tile"] = tile_for(n)
     run(benchmark, lambda a: economic(a, tile_for(n)), matrix)
+
+
+@pytest.mark.parametrize("mode", ["r", "economic"])
+def test_hetlapack_dispatched_qr(benchmark, matrix, mode):
+    """What ``hetlapack.linalg.qr`` users get: the path dispatch picks (``extra_info['path']``)."""
+    benchmark.group = f"geqrf mode={mode} n={matrix.shape[0]}"
+    benchmark.extra_info["path"] = hetlapack.explain("qr", matrix, mode=mode).path
+    run(benchmark, lambda a: hla.qr(a, mode=mode, overwrite_a=True, check_finite=False), matrix)

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import scipy.linalg as sl
 
+import hetlapack
+import hetlapack.linalg as hla
 from hetlapack.algorithms.getrf import getrf
 from hetlapack.dispatch.model import tile_size
 from hetlapack.testing import general
@@ -42,3 +44,10 @@ def test_hetlapack_tile_getrf(benchmark, matrix, record_prediction):
     benchmark.extra_info["tile"] = tile_for(n)
     run(benchmark, lambda a: getrf(a, tile=tile_for(n)), matrix)
     record_prediction("getrf", n, tile_for(n))
+
+
+def test_hetlapack_dispatched_lu_factor(benchmark, matrix):
+    """What ``hetlapack.linalg.lu_factor`` users get: the path dispatch picks (``extra_info['path']``)."""
+    benchmark.group = f"getrf n={matrix.shape[0]}"
+    benchmark.extra_info["path"] = hetlapack.explain("lu_factor", matrix).path
+    run(benchmark, lambda a: hla.lu_factor(a, overwrite_a=True, check_finite=False), matrix)

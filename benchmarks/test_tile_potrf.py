@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import scipy.linalg as sl
 
+import hetlapack
+import hetlapack.linalg as hla
 from hetlapack.algorithms.potrf import potrf
 from hetlapack.dispatch.model import tile_size
 from hetlapack.testing import spd
@@ -42,3 +44,10 @@ def test_hetlapack_tile_potrf(benchmark, matrix, record_prediction):
     benchmark.extra_info["tile"] = tile_for(n)
     run(benchmark, lambda a: potrf(a, lower=True, tile=tile_for(n)), matrix)
     record_prediction("potrf", n, tile_for(n))
+
+
+def test_hetlapack_dispatched_cholesky(benchmark, matrix):
+    """What ``hetlapack.linalg.cholesky`` users get: the path dispatch picks (``extra_info['path']``)."""
+    benchmark.group = f"potrf n={matrix.shape[0]}"
+    benchmark.extra_info["path"] = hetlapack.explain("cholesky", matrix).path
+    run(benchmark, lambda a: hla.cholesky(a, lower=True, overwrite_a=True, check_finite=False), matrix)

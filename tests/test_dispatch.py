@@ -29,6 +29,15 @@ def test_small_matrices_go_to_host_large_to_hybrid():
     assert choose(Request("potrf", (8000, 8000), np.dtype("d"))).path == "hybrid"
 
 
+@pytest.mark.parametrize(("tile_speedup", "path"), [(1.2, "host"), (1.3, "hybrid")])
+def test_tiles_need_a_predicted_win_beyond_the_models_error(monkeypatch, tile_speedup, path):
+    monkeypatch.setattr(model, "predict_host", lambda *args: 1.0)
+    monkeypatch.setattr(model, "predict_tiled", lambda *args, **kwargs: 1.0 / tile_speedup)
+    plan = choose(Request("getrf", (3000, 3000), np.dtype("d")))
+    assert plan.path == path and model.TILE_MARGIN == 1.25
+    assert ("within the model's error" in plan.reason) == (path == "host")
+
+
 def test_using_forces_and_restores():
     a = testing.spd(30)
     with hetlapack.using(path="hybrid", tile=8) as options:

@@ -4,7 +4,9 @@
 one recursive kernel (LAPACK geqrt3: twice geqrf's speed on a tall panel, and the panel is the critical path),
 then ``A[k:,j] = H_k^H A[k:,j]`` (LARFB, GEMM-rich) for every tile column to the right; the next panel's column
 goes first (lookahead). The reflectors and ``tau`` are LAPACK's, so ``R`` and its signs
-equal SciPy's. ``orgqr`` applies the panels backwards to the identity, as LAPACK's orgqr does.
+equal SciPy's. ``orgqr`` applies the panels backwards to the identity, as LAPACK's orgqr does, but reads the
+reflectors from the (unchanged) factorization rather than from Q's own storage: every ``T_k`` can then be formed at
+once, and each tile column of Q is an independent chain of LARFB updates, with no panel task between steps.
 """
 
 from __future__ import annotations
@@ -78,29 +80,26 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, tile: int, devices: Se
     if not kmin <= ncols <= m or qr.ndim != 2 or qr.shape[1] < kmin:
         raise ValueError(f"orgqr: need len(tau) <= ncols <= m, got len(tau)={kmin}, ncols={ncols}, m={m}")
     nb = int(tile)
+    reflectors = np.asfortranarray(qr[:, :kmin])
     q = np.zeros((m, ncols), dtype=qr.dtype, order="F")
-    q[:, :kmin] = np.tril(qr[:, :kmin], -1)
-    q[kmin:, kmin:] = np.eye(m - kmin, ncols - kmin, dtype=qr.dtype)
+    np.fill_diagonal(q, 1)
     taus = np.asfortranarray(np.asarray(tau, dtype=qr.dtype).reshape(-1, 1))
     factors = np.zeros((nb, kmin), dtype=qr.dtype, order="F")
     with Runtime(devices, placement, trace) as rt:
         Q = rt.matrix(q, nb)
-        tau_tiles, T = householder_tiles(TiledMatrix(None, nb, shape=(m, kmin), dtype=qr.dtype), taus, factors)
+        V = rt.matrix(reflectors, nb, name="V")
+        tau_tiles, T = householder_tiles(V, taus, factors)
         mt, nt, kt = Q.mt, Q.nt, tau_tiles.mt
         scale = flop_scale(qr.dtype)
         for k in reversed(range(kt)):
-            panel = Q.block(k, mt, k, k + 1)
+            panel = V.block(k, mt, k, k + 1)
             rows, width = panel.shape
-            if k + 1 < nt:
-                # T_k: H_k = I - V_k T_k V_k^H
-                rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)],
-                          writes=[T(0, k)], priority=k, flops=scale * rows * width**2)
-            for j in range(k + 1, nt):
+            # T_k: H_k = I - V_k T_k V_k^H
+            rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)],
+                      writes=[T(0, k)], priority=k + 1, flops=scale * rows * width**2)
+            for j in range(k, nt):
                 column = Q.block(k, mt, j, j + 1)
-                # Q[k:,j] = H_k Q[k:,j]
+                # Q[k:,j] = H_k Q[k:,j]  (columns left of k are still the identity's, zero in rows k:)
                 rt.insert("larfb", panel, T(0, k), column, conj=False, reads=[panel, T(0, k)], writes=[column],
                           priority=k, flops=4 * scale * rows * Q.cols(j) * width)
-            # Q[k:,k] = H_k I[k:,k]
-            rt.insert("orgqr", panel, tau_tiles(k, 0), reads=[tau_tiles(k, 0)], writes=[panel], priority=k + 1,
-                      flops=scale * (4 * rows * width**2 - 2 * width**3))
     return q

@@ -95,8 +95,15 @@ _ZERO_BLOCK = 512
 
 
 def zero_other_triangle(a: np.ndarray, lower: bool) -> None:
-    """Zero the triangle a Cholesky factor does not use, in place, a block of columns at a time."""
+    """Zero the triangle a Cholesky factor does not use, in place, a block of columns at a time: the part off the
+    diagonal block is a plain fill, so only the diagonal blocks pass through ``tril``/``triu``."""
     n = a.shape[-1]
     for start in range(0, n, _ZERO_BLOCK):
-        block = a[..., :, start:start + _ZERO_BLOCK]
-        block[...] = np.tril(block, -start) if lower else np.triu(block, -start)
+        stop = min(start + _ZERO_BLOCK, n)
+        diagonal = a[..., start:stop, start:stop]
+        if lower:
+            a[..., :start, start:stop] = 0
+            diagonal[...] = np.tril(diagonal)
+        else:
+            a[..., stop:, start:stop] = 0
+            diagonal[...] = np.triu(diagonal)

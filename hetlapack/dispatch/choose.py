@@ -226,6 +226,8 @@ def choose(req: Request, options: Options | None = None) -> Plan:
         if "batched" in candidates and (max(req.core) > model.BATCHED_MAX_N[req.op]
                                         or req.dtype not in model.BATCHED_DEFAULT_DTYPES):
             del candidates["batched"]
+        if "hybrid" in candidates and "host" in candidates:
+            candidates["hybrid"] *= model.TILE_MARGIN
         path = min(candidates, key=candidates.get)
         reason = _reason(path, req, predicted)
 
@@ -255,6 +257,9 @@ def _reason(path: str, req: Request, predicted: dict[str, float]) -> str:
     if "batched" in predicted and max(req.core) > model.BATCHED_MAX_N[req.op]:
         return (f"matrices of order {max(req.core)} > {model.BATCHED_MAX_N[req.op]}: "
                 "a LAPACK call per matrix wins (measured)")
+    if predicted.get("hybrid", math.inf) < predicted[path]:
+        return (f"tiles are predicted only {predicted[path] / predicted['hybrid']:.2f}x faster than one LAPACK "
+                f"call, within the model's error (dispatch takes them from {model.TILE_MARGIN:.2f}x)")
     return f"one LAPACK call is cheapest at this size ({_ratio(path, predicted)})"
 
 
