@@ -53,9 +53,9 @@ BATCHED_OVER_BOUND = {"potrf": 3.0, "getrf": 3.5, "geqrf": 8.0, "potrs": 3.0, "g
 BATCHED_DEFAULT_DTYPES = frozenset(np.dtype(c) for c in "dD")
 
 #: How much faster the model must predict the tile path than one LAPACK call before dispatch leaves LAPACK: the
-#: model's error. Measured on a quiet machine (2026-11-23, benchmarks/test_tile_*.py): tile predictions were
-#: 0.9-1.33x the measured times and host predictions 0.63-1.29x, and where the tile path was predicted 1.1-1.2x
-#: faster (Cholesky n = 3000-4000, LU at every size) it measured 0.82-0.99x SciPy.
+#: model's error. Measured on a quiet machine (2026-11-23, benchmarks/test_tile_*.py): measured times were
+#: 0.92-1.33x the tile predictions and 0.63-1.29x the host predictions, and where the tile path was predicted
+#: 1.1-1.2x faster (Cholesky n = 3000-4000, LU at every size) it measured 0.82-0.99x SciPy.
 TILE_MARGIN = 1.25
 
 #: Largest matrix order for which the batched kernels beat a loop of LAPACK calls (measured crossover at B = 2000:
