@@ -65,15 +65,20 @@ def ratio_table():
     print("\n".join(lines))
 
 
+def _run_ranks(mpiexec: str, *arguments: str) -> subprocess.CompletedProcess:
+    """``mpiexec -n RANKS python ARGUMENTS`` with one BLAS thread per rank; raises if it fails."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MPIR_CVAR_ENABLE_HEAVY_YIELD": "1",
+           "PYTHONPATH": str(ROOT)}
+    return subprocess.run([mpiexec, "-n", str(RANKS), sys.executable, *arguments], check=True, env=env,
+                          timeout=1800, capture_output=True, text=True)
+
+
 def _launch_demo(routine: str, n: int, out: Path) -> list[dict]:
     mpiexec = shutil.which("mpiexec")
     if mpiexec is None:
         pytest.skip("mpiexec not on PATH")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MPIR_CVAR_ENABLE_HEAVY_YIELD": "1",
-           "PYTHONPATH": str(ROOT)}
-    command = [mpiexec, "-n", str(RANKS), sys.executable, "-m", "hetlapack.mpi", "demo", "--n", str(n),
-               "--block", str(BLOCK), "--routines", routine, "--repeat", str(ROUNDS), "--json", str(out)]
-    subprocess.run(command, check=True, env=env, timeout=1800, capture_output=True, text=True)
+    _run_ranks(mpiexec, "-m", "hetlapack.mpi", "demo", "--n", str(n), "--block", str(BLOCK), "--routines", routine,
+               "--repeat", str(ROUNDS), "--json", str(out))
     return json.loads(out.read_text())
 
 
@@ -185,12 +190,9 @@ def test_scalapack(benchmark, routine, n):
     if mpiexec is None or _scalapack_path() is None:
         pytest.skip(f"mpiexec or lib{SCALAPACK_LIBRARY} missing (apt-get install libscalapack-mpich2.2)")
     benchmark.group = f"{routine} n={n}"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MPIR_CVAR_ENABLE_HEAVY_YIELD": "1",
-           "PYTHONPATH": str(ROOT)}
-    command = [mpiexec, "-n", str(RANKS), sys.executable, __file__, routine, str(n), str(BLOCK), str(ROUNDS)]
 
     def launch() -> dict:
-        done = subprocess.run(command, check=True, env=env, timeout=1800, capture_output=True, text=True)
+        done = _run_ranks(mpiexec, __file__, routine, str(n), str(BLOCK), str(ROUNDS))
         return json.loads(done.stdout.strip().splitlines()[-1])
 
     result = benchmark.pedantic(launch, rounds=1, iterations=1)

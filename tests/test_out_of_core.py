@@ -17,7 +17,7 @@ import hetlapack.linalg as hl
 from hetlapack.algorithms.geqrf import geqrf
 from hetlapack.algorithms.getrf import getrf
 from hetlapack.algorithms.potrf import potrf
-from hetlapack.devices import EmulatedDevice
+from hetlapack.devices import CpuDevice, EmulatedDevice
 from hetlapack.devices.base import MEMORY_HEADROOM
 from hetlapack.runtime import Runtime, Trace
 from hetlapack.runtime import scheduler
@@ -216,3 +216,21 @@ def test_a_panel_crosses_each_link_as_one_packed_copy():
                      ("emulated:1", "host"): 4}
     assert rt.memory["emulated:0"].link_copies == 2 and rt.memory["emulated:1"].link_copies == 2
     assert first.uploaded_bytes == first.downloaded_bytes == 4 * 16 * 16 * 8
+
+
+def test_capability_placement_moves_a_task_too_big_for_its_choice_to_the_host():
+    a = np.asfortranarray(general(64))
+    reference = a.copy()
+    cpu = CpuDevice(workers=1)
+    cpu.capability = dict.fromkeys(cpu.capability, 1e-6)  # the policy would pick the accelerator
+
+    def scale(device, block):
+        block *= 2.0
+
+    trace = Trace()
+    with Runtime([cpu, EmulatedDevice(0, memory_bytes=tile_bytes(np.float64))], "capability", trace) as rt:
+        A = rt.matrix(a, TILE)
+        panel = A.block(0, 4, 0, 1)  # four tiles: more than the accelerator holds
+        rt.insert(scale, panel, reads=[panel], writes=[panel], flops=1e9)
+    assert [e.device for e in trace.events] == ["cpu"] and rt.placement.queued_seconds == [0.0, 0.0]
+    assert np.array_equal(a[:, :TILE], 2 * reference[:, :TILE])

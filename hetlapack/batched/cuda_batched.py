@@ -19,18 +19,17 @@ import math
 import numba
 import numpy as np
 
-from . import cuda_kernels, cuda_solve
-from .cuda_kernels import INDEX_DTYPE, array_module
+from ..devices.cuda import FILL_LOWER, FILL_UPPER, PREFIX
+from . import cuda_kernels
+from .cuda_kernels import array_module
+from .cuda_solve import getrs, potrs
+from .kernels import INDEX_DTYPE
+
+__all__ = ["KERNEL_MAX_N", "getrf", "getrs", "potrf", "potrs"]
 
 #: Largest matrix order the numba-cuda factorization kernels take before the vendor's batched routine does: seed
 #: 004's ranges (interleaved one-thread-per-matrix Cholesky up to 16 in double precision, shared-memory LU up to 32).
 KERNEL_MAX_N = {"potrf": 16, "getrf": 32}
-
-#: cuBLAS/cuSOLVER routine prefix per dtype character (LAPACK's s, d, c, z).
-_PREFIX = {"f": "s", "d": "d", "F": "c", "D": "z"}
-
-#: ``cublasFillMode_t``: which triangle cuSOLVER reads and writes (of a column-major matrix).
-_FILL = {True: 0, False: 1}
 
 
 def _libraries():
@@ -58,13 +57,10 @@ def _potrf_library(a, lower: bool, clean: bool):
     stack = a.reshape((math.prod(a.shape[:-2]), n, n))
     work, pointers = _column_major_stack(cupy, stack)
     info = cupy.zeros(stack.shape[0], dtype=INDEX_DTYPE)
-    routine = getattr(cusolver, _PREFIX[a.dtype.char] + "potrfBatched")
-    routine(cupy.cuda.device.get_cusolver_handle(), _FILL[lower], n, pointers.data.ptr, n, info.data.ptr,
-            stack.shape[0])
-    factor = cupy.swapaxes(work, -1, -2)
-    keep = cupy.tril(factor) if lower else cupy.triu(factor)
-    if not clean:
-        keep = keep + (cupy.triu(stack, 1) if lower else cupy.tril(stack, -1))
+    routine = getattr(cusolver, PREFIX[a.dtype.char] + "potrfBatched")
+    uplo = FILL_LOWER if lower else FILL_UPPER
+    routine(cupy.cuda.device.get_cusolver_handle(), uplo, n, pointers.data.ptr, n, info.data.ptr, stack.shape[0])
+    keep = cuda_kernels.factor_triangle(cupy, cupy.swapaxes(work, -1, -2), stack, lower=lower, clean=clean)
     return keep.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
@@ -76,7 +72,7 @@ def _getrf_library(a):
     work, pointers = _column_major_stack(cupy, stack)
     piv = cupy.empty((stack.shape[0], n), dtype=INDEX_DTYPE)
     info = cupy.zeros(stack.shape[0], dtype=INDEX_DTYPE)
-    routine = getattr(cublas, _PREFIX[a.dtype.char] + "getrfBatched")
+    routine = getattr(cublas, PREFIX[a.dtype.char] + "getrfBatched")
     routine(cupy.cuda.device.get_cublas_handle(), n, pointers.data.ptr, n, piv.data.ptr, info.data.ptr,
             stack.shape[0])
     lu = cupy.swapaxes(work, -1, -2).reshape(a.shape)
@@ -113,13 +109,3 @@ def getrf(a):
                          f"thread block ({cuda_kernels.LU_SHARED_BYTES} bytes of shared memory, at most "
                          f"{cuda_kernels.LU_MAX_ROWS} rows), and cuBLAS's getrfBatched takes square matrices only")
     return cuda_kernels.getrf(a)
-
-
-def potrs(c, b, *, lower: bool):
-    """Solve ``A X = B`` per matrix from Cholesky factors; ``b`` is ``(..., n, k)``. See :mod:`.cuda_solve`."""
-    return cuda_solve.potrs(c, b, lower=lower)
-
-
-def getrs(lu, piv, b, *, trans: int):
-    """Solve ``op(A) X = B`` per matrix from LU factors and 0-based pivots. See :mod:`.cuda_solve`."""
-    return cuda_solve.getrs(lu, piv, b, trans=trans)

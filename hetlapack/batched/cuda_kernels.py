@@ -30,6 +30,8 @@ import numba
 import numpy as np
 from numba import cuda
 
+from .kernels import INDEX_DTYPE
+
 #: Threads per block of the one-thread-per-matrix kernels, and the target of the LU kernel's 2-D blocks: enough
 #: warps to hide memory latency, few enough to keep many blocks per multiprocessor.
 THREADS_PER_BLOCK = 128
@@ -39,9 +41,6 @@ LU_SHARED_BYTES = 48 * 1024
 
 #: Most rows the LU kernel takes (one thread per row; a block has at most 1024 threads).
 LU_MAX_ROWS = 1024
-
-#: Integer type of pivots and info codes (LAPACK's ``INTEGER``).
-INDEX_DTYPE = np.dtype(np.int32)
 
 
 def array_module(a) -> ModuleType:
@@ -98,6 +97,15 @@ def _potrf_interleaved(a, info):
             a[i, j, matrix] /= root
 
 
+def factor_triangle(xp: ModuleType, factor, stack, *, lower: bool, clean: bool):
+    """The ``lower`` (else upper) triangle of ``factor``; the other triangle zero when ``clean``, else ``stack``'s
+    (the input's, as ``cho_factor`` leaves it)."""
+    keep = xp.tril(factor) if lower else xp.triu(factor)
+    if not clean:
+        keep = keep + (xp.triu(stack, 1) if lower else xp.tril(stack, -1))
+    return keep
+
+
 def potrf(a, *, lower: bool, clean: bool):
     """Cholesky factors and LAPACK ``info`` of a stack ``(..., n, n)`` on the GPU; same contract as
     :func:`hetlapack.batched.kernels.potrf` (results in ``a``'s array type, ``a`` untouched)."""
@@ -112,9 +120,7 @@ def potrf(a, *, lower: bool, clean: bool):
         launch(_potrf_interleaved, blocks, THREADS_PER_BLOCK, xp, interleaved, info)
     factor = xp.moveaxis(interleaved, -1, 0)
     factor = factor if lower else xp.conj(xp.swapaxes(factor, -1, -2))
-    keep = xp.tril(factor) if lower else xp.triu(factor)
-    if not clean:
-        keep = keep + (xp.triu(stack, 1) if lower else xp.tril(stack, -1))
+    keep = factor_triangle(xp, factor, stack, lower=lower, clean=clean)
     return xp.ascontiguousarray(keep).reshape(a.shape), info.reshape(a.shape[:-2])
 
 

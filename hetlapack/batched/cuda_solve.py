@@ -14,7 +14,8 @@ import math
 import numpy as np
 from numba import cuda
 
-from .cuda_kernels import INDEX_DTYPE, THREADS_PER_BLOCK, array_module, launch
+from .cuda_kernels import THREADS_PER_BLOCK, array_module, launch
+from .kernels import INDEX_DTYPE
 
 #: ``op`` codes of the triangular solves: ``T``, ``T^T``, ``T^H`` (``lu_solve``'s ``trans``).
 NO_TRANSPOSE, TRANSPOSE, CONJUGATE_TRANSPOSE = 0, 1, 2

@@ -31,6 +31,12 @@ def device_name(a) -> str:
     return f"cuda:{a.device.id}" if is_cupy(a) else "cpu"
 
 
+def fortran_matrices(x, xp=np):
+    """A stack whose every matrix is Fortran-ordered, as SciPy's batch loop stacks LAPACK's outputs (``xp``: the
+    array module, NumPy or CuPy)."""
+    return xp.swapaxes(xp.ascontiguousarray(xp.swapaxes(x, -1, -2)), -1, -2)
+
+
 def peek(a):
     """``a`` itself when it already has a shape and dtype, else ``np.asarray(a)`` (lists, ``__array__`` objects)."""
     if hasattr(a, "shape") and hasattr(a, "dtype"):

@@ -19,7 +19,7 @@ from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
 from ..dispatch import Plan, choose
-from ._arrays import check_flags, is_cupy, request, scipy_lapack_dtype
+from ._arrays import check_flags, fortran_matrices, is_cupy, request, scipy_lapack_dtype
 from .scipy_linalg import _NOT_PD, _SINGULAR, _first_failure
 
 #: Warnings point at the caller of ``hetlapack.linalg``'s function, two frames up.
@@ -58,11 +58,6 @@ def _check_finite(xp, *arrays) -> None:
             raise ValueError("array must not contain infs or NaNs")
 
 
-def _fortran_matrices(xp, x):
-    """A stack whose every matrix is Fortran-ordered, as SciPy's batch loop returns LAPACK's outputs."""
-    return xp.swapaxes(xp.ascontiguousarray(xp.swapaxes(x, -1, -2)), -1, -2)
-
-
 def _on_device(xp, a):
     """A private Fortran-ordered copy of one matrix for the CUDA device, made on CuPy's current stream and
     completed before the device's own stream reads it."""
@@ -99,7 +94,7 @@ def _cholesky(name: str, a, lower, overwrite_a, check_finite, clean: bool):
         failure = _first_failure(info.get())
         if failure is not None:
             raise LinAlgError(_NOT_PD.format(failure[1]))
-        return plan, _fortran_matrices(xp, c)
+        return plan, fortran_matrices(c, xp)
     c = _on_device(xp, a1)
     info = _device(plan.devices[0]).potrf(c, bool(lower))
     if info > 0:
@@ -131,7 +126,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
         for k in info.get().reshape(-1):
             if k > 0:
                 warnings.warn(_SINGULAR.format(k), LinAlgWarning, stacklevel=_STACKLEVEL)
-        return [_fortran_matrices(xp, lu), xp.ascontiguousarray(piv)]
+        return [fortran_matrices(lu, xp), xp.ascontiguousarray(piv)]
     lu = _on_device(xp, a1)
     piv = xp.empty(min(lu.shape), dtype=np.int32)
     info = _device(plan.devices[0]).getrf(lu, piv)
@@ -161,7 +156,7 @@ def _solve_input(name: str, op: str, factor, b, check_finite: bool):
 
 
 def _solution(xp, x, vector: bool):
-    return xp.ascontiguousarray(x[..., 0]) if vector else _fortran_matrices(xp, x)
+    return xp.ascontiguousarray(x[..., 0]) if vector else fortran_matrices(x, xp)
 
 
 def _uniform_lower(lower) -> bool:

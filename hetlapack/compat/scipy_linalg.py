@@ -16,7 +16,7 @@ from scipy.linalg.blas import find_best_blas_type
 
 from ..dispatch import Plan, choose
 from . import _run
-from ._arrays import check_flags, is_cupy, request, validated, working_copy
+from ._arrays import check_flags, fortran_matrices, is_cupy, request, validated, working_copy
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
@@ -64,11 +64,6 @@ def _stack(a1: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return a1.astype(dtype, copy=False)
 
 
-def _fortran_matrices(x: np.ndarray) -> np.ndarray:
-    """A stack whose every matrix is Fortran-ordered, as SciPy's batch loop stacks LAPACK's outputs."""
-    return np.swapaxes(np.ascontiguousarray(np.swapaxes(x, -1, -2)), -1, -2)
-
-
 def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool):
     """Common worker of ``cholesky`` and ``cho_factor`` on the accelerated paths: returns (c, info-checked)."""
     plan, arr, dtype = _plan("potrf", a)
@@ -81,7 +76,7 @@ def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool
         failure = _first_failure(info)
         if failure is not None:
             raise LinAlgError(_NOT_PD.format(failure[1]))
-        return _fortran_matrices(c), plan, arr
+        return fortran_matrices(c), plan, arr
     c, _ = _run.potrf(plan, working_copy(a1, a, dtype, overwrite_a), lower, clean)
     return c, plan, arr
 
@@ -247,7 +242,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
         return _scipy["cho_solve"](c_and_lower, b, overwrite_b=overwrite_b, check_finite=check_finite)
     c2, b2, vector, _ = operands
     x = _run.potrs(plan, c2, b2, bool(lower))
-    return np.ascontiguousarray(x[..., 0]) if vector else _fortran_matrices(x)
+    return np.ascontiguousarray(x[..., 0]) if vector else fortran_matrices(x)
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True):
@@ -298,7 +293,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
         for k in np.asarray(info).reshape(-1):
             if k > 0:
                 warnings.warn(_SINGULAR.format(k), LinAlgWarning, stacklevel=2)
-        return [_fortran_matrices(lu), np.ascontiguousarray(piv, dtype=np.int32)]
+        return [fortran_matrices(lu), np.ascontiguousarray(piv, dtype=np.int32)]
     lu, piv, info = _run.getrf(plan, working_copy(a1, a, dtype, overwrite_a))
     if info > 0:
         warnings.warn(_SINGULAR.format(int(info)), LinAlgWarning, stacklevel=2)
@@ -345,7 +340,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     lu2, b2, vector, n = operands
     piv2 = np.broadcast_to(np.asarray(piv), lu2.shape[:-2] + (n,))
     x = _run.getrs(plan, lu2, piv2, b2, trans=trans)
-    return np.ascontiguousarray(x[..., 0]) if vector else _fortran_matrices(x)
+    return np.ascontiguousarray(x[..., 0]) if vector else fortran_matrices(x)
 
 
 def _permutation(piv: np.ndarray, m: int) -> np.ndarray:
@@ -468,5 +463,5 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
         return np.ascontiguousarray(r) if plan.path == "batched" else (r,)
     q = _run.orgqr(plan, packed, tau, ncols=k if mode == "economic" else m)
     if plan.path == "batched":
-        return [_fortran_matrices(q), np.ascontiguousarray(r)]
+        return [fortran_matrices(q), np.ascontiguousarray(r)]
     return q, r

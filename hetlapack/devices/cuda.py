@@ -28,8 +28,9 @@ from .calibration import load_capability
 #: cuBLAS fill modes (``cublasFillMode_t``).
 FILL_LOWER, FILL_UPPER = 0, 1
 
-#: LAPACK routine -> cuSOLVER prefix per dtype character; the complex orgqr is ungqr.
-_PREFIX = {"f": "s", "d": "d", "F": "c", "D": "z"}
+#: cuBLAS/cuSOLVER routine prefix per dtype character (LAPACK's s, d, c, z).
+PREFIX = {"f": "s", "d": "d", "F": "c", "D": "z"}
+#: LAPACK routine -> cuSOLVER name per prefix where it is not prefix + routine: the complex orgqr is ungqr.
 _NAME = {"orgqr": {"s": "sorgqr", "d": "dorgqr", "c": "cungqr", "z": "zungqr"}}
 
 
@@ -132,7 +133,7 @@ class CudaDevice(Device):
 
     # --- cuSOLVER calls -------------------------------------------------------------------------------------
     def _solver(self, kernel: str, dtype_char: str) -> tuple[Callable, Callable]:
-        prefix = _PREFIX[dtype_char]
+        prefix = PREFIX[dtype_char]
         name = _NAME.get(kernel, {}).get(prefix, prefix + kernel)
         return getattr(self._cusolver, name), getattr(self._cusolver, name + "_bufferSize")
 

@@ -59,7 +59,6 @@ def run(routine: str, n: int, block: int, grid: ProcessGrid, dtype: np.dtype, re
     b = multiply(a, x_true)
     rounds = []
     for _ in range(max(1, repeat)):
-        factor = None
         grid.comm.Barrier()
         reset_traffic()
         start = time.perf_counter()

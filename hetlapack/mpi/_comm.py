@@ -54,6 +54,11 @@ def reset_traffic() -> None:
     _TRAFFIC = Traffic()
 
 
+def _displacements(sizes: np.ndarray) -> np.ndarray:
+    """Start offset of each rank's part in a buffer holding parts of ``sizes`` elements side by side."""
+    return np.concatenate(([0], np.cumsum(sizes)[:-1]))
+
+
 def bcast_array(comm, array: np.ndarray | None, root: int, shape: tuple[int, ...], dtype) -> np.ndarray:
     """Broadcast an array of known ``shape`` from ``root``; every rank returns a Fortran-ordered copy."""
     if comm.size == 1:
@@ -75,22 +80,11 @@ def allgather_rows(comm, rows: np.ndarray, width: int, dtype) -> list[np.ndarray
     recv = np.empty((int(counts.sum()), width), dtype=dtype)
     sizes = counts * width
     if recv.size:
-        offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        offsets = _displacements(sizes)
         comm.Allgatherv(sendbuf, [recv, (sizes, offsets)])
     _TRAFFIC.add("allgather", sendbuf.nbytes * (comm.size - 1), recv.nbytes - sendbuf.nbytes)
     bounds = np.concatenate(([0], np.cumsum(counts)))
     return [recv[bounds[r]:bounds[r + 1]] for r in range(comm.size)]
-
-
-def allgather_array(comm, array: np.ndarray) -> np.ndarray:
-    """Allgather equal-shaped arrays without pickling; row ``r`` of the result is rank ``r``'s array."""
-    sendbuf = np.ascontiguousarray(array)
-    if comm.size == 1:
-        return sendbuf[None]
-    recv = np.empty((comm.size, *sendbuf.shape), dtype=sendbuf.dtype)
-    comm.Allgather(sendbuf, recv)
-    _TRAFFIC.add("allgather", sendbuf.nbytes * (comm.size - 1), sendbuf.nbytes * (comm.size - 1))
-    return recv
 
 
 def allreduce_sum(comm, array: np.ndarray) -> np.ndarray:
@@ -126,8 +120,8 @@ def alltoall_rows(comm, outgoing: list[np.ndarray], incoming_counts: list[int], 
     recv_counts = np.asarray(incoming_counts, dtype=np.int64) * width
     sendbuf = np.concatenate([np.ascontiguousarray(block, dtype=dtype).ravel() for block in outgoing])
     recvbuf = np.empty(int(recv_counts.sum()), dtype=dtype)
-    send_offsets = np.concatenate(([0], np.cumsum(send_counts)[:-1]))
-    recv_offsets = np.concatenate(([0], np.cumsum(recv_counts)[:-1]))
+    send_offsets = _displacements(send_counts)
+    recv_offsets = _displacements(recv_counts)
     comm.Alltoallv([sendbuf, (send_counts, send_offsets)], [recvbuf, (recv_counts, recv_offsets)])
     me = comm.rank
     itemsize = np.dtype(dtype).itemsize
@@ -146,7 +140,7 @@ def gather_rows(comm, rows: np.ndarray, counts: list[int], root: int) -> list[np
     width, dtype = rows.shape[1], rows.dtype
     sendbuf = np.ascontiguousarray(rows)
     sizes = np.asarray(counts, dtype=np.int64) * width
-    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    offsets = _displacements(sizes)
     recv = np.empty(int(sizes.sum()), dtype=dtype) if comm.rank == root else None
     comm.Gatherv(sendbuf, [recv, (sizes, offsets)] if comm.rank == root else None, root=root)
     if comm.rank != root:
@@ -162,7 +156,7 @@ def scatter_rows(comm, blocks: list[np.ndarray] | None, counts: list[int], width
     if comm.size == 1:
         return blocks[0]
     sizes = np.asarray(counts, dtype=np.int64) * width
-    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    offsets = _displacements(sizes)
     mine = np.empty((counts[comm.rank], width), dtype=dtype)
     sendbuf = None
     if comm.rank == root:

@@ -33,25 +33,24 @@ def _write_back(target: np.ndarray, result: np.ndarray) -> None:
         target[...] = result
 
 
-def _columns_contiguous(a: np.ndarray) -> bool:
-    return a.shape[0] <= 1 or a.strides[0] == a.itemsize
+def _addressable(a: np.ndarray) -> bool:
+    """Whether BLAS can address the view ``a`` itself: contiguous columns and a positive column stride."""
+    return (a.shape[0] <= 1 or a.strides[0] == a.itemsize) and a.strides[1] > 0
 
 
 def _operand(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``a`` as a BLAS operand of ``dtype``: itself when its columns are contiguous, else a Fortran copy."""
-    return a if a.dtype == dtype and _columns_contiguous(a) and a.strides[1] > 0 else np.asfortranarray(a, dtype)
+    """``a`` as a BLAS operand of ``dtype``: itself when BLAS can address it, else a Fortran copy."""
+    return a if a.dtype == dtype and _addressable(a) else np.asfortranarray(a, dtype)
 
 
-def _in_place(kernel):
+def _in_place(kernel, c: np.ndarray) -> None:
     """Run ``kernel(c)`` on ``c`` itself when BLAS can address it, else on a Fortran copy written back."""
-    def run(c: np.ndarray) -> None:
-        if _columns_contiguous(c) and c.strides[1] > 0:
-            kernel(c)
-        else:
-            work = np.asfortranarray(c)
-            kernel(work)
-            c[...] = work
-    return run
+    if _addressable(c):
+        kernel(c)
+    else:
+        work = np.asfortranarray(c)
+        kernel(work)
+        c[...] = work
 
 
 def gemm(alpha, a: np.ndarray, b: np.ndarray, beta, c: np.ndarray, trans_a: int = 0, trans_b: int = 0) -> None:
@@ -67,7 +66,7 @@ def gemm(alpha, a: np.ndarray, b: np.ndarray, beta, c: np.ndarray, trans_a: int 
     def kernel(target: np.ndarray) -> None:
         lp.gemm(_TRANS[trans_a], _TRANS[trans_b], alpha, a, b, beta, target)
 
-    _in_place(kernel)(c)
+    _in_place(kernel, c)
 
 
 def trsm(alpha, a: np.ndarray, b: np.ndarray, side: int = 0, lower: bool = True, trans_a: int = 0,
@@ -80,7 +79,7 @@ def trsm(alpha, a: np.ndarray, b: np.ndarray, side: int = 0, lower: bool = True,
     def kernel(target: np.ndarray) -> None:
         lp.trsm("LR"[side], "L" if lower else "U", _TRANS[trans_a], "U" if unit_diagonal else "N", alpha, a, target)
 
-    _in_place(kernel)(b)
+    _in_place(kernel, b)
 
 
 def potrf(a: np.ndarray, lower: bool) -> int:

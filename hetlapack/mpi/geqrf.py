@@ -50,7 +50,7 @@ def geqrf(a: DistributedMatrix) -> list[np.ndarray]:
         products = np.zeros((k1 - k0, trailing.shape[1]), dtype=a.dtype, order="F")
         with latch.guard():
             # W[k, j] = V^H A[k:, j]   (this rank's rows; summed over the process column next)
-            _local.gemm(1.0, reflectors, trailing, 0.0, products, trans_a=2)
+            products = _local_products(reflectors, trailing)
         products = allreduce_sum(grid.col_comm, products)
         update = np.zeros_like(products, order="F")
         with latch.guard():
@@ -68,11 +68,8 @@ def geqrf(a: DistributedMatrix) -> list[np.ndarray]:
 
 def _factor_panel(a: DistributedMatrix, k0: int, k1: int, latch: FailureLatch) -> np.ndarray | None:
     """LAPACK ``geqrt`` of the panel ``A[k0:, k0:k1]``; on its root returns the panel's ``T``."""
-    def kernel(panel: np.ndarray) -> np.ndarray:
-        # A[k0:, k0:k1] = (I - V T V^H) R
-        return _local.geqrt(panel)
-
-    return factor_panel(a, k0, k1, kernel, np.zeros((k1 - k0, k1 - k0), dtype=a.dtype, order="F"), latch)
+    # A[k0:, k0:k1] = (I - V T V^H) R
+    return factor_panel(a, k0, k1, _local.geqrt, np.zeros((k1 - k0, k1 - k0), dtype=a.dtype, order="F"), latch)
 
 
 def form_q(a: DistributedMatrix, t_factors: list[np.ndarray], columns: int) -> DistributedMatrix:

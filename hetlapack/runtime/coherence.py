@@ -111,10 +111,15 @@ def covers(outer: Block, inner: Block) -> bool:
             and outer.j0 <= inner.j0 and inner.j1 <= outer.j1)
 
 
-def footprint(blocks: Sequence[Block]) -> int:
-    """Bytes of the distinct blocks among ``blocks`` that no other of them contains (what a task pins)."""
+def outermost(blocks: Sequence[Block]) -> list[Block]:
+    """The distinct blocks among ``blocks`` that no other of them contains (each gets a segment of its own)."""
     distinct = list(dict.fromkeys(blocks))
-    return sum(b.nbytes for b in distinct if not any(o is not b and covers(o, b) for o in distinct))
+    return [b for b in distinct if not any(o is not b and covers(o, b) for o in distinct)]
+
+
+def footprint(blocks: Sequence[Block]) -> int:
+    """Bytes of the outermost blocks among ``blocks`` (what a task pins)."""
+    return sum(b.nbytes for b in outermost(blocks))
 
 
 class Coherence:
@@ -251,17 +256,13 @@ class Coherence:
                 with self._lock:
                     memory.local_bytes += part.nbytes
                 return 0
-            valid = self._valid.setdefault(part, {HOST_MEMORY})
-            moved = 0
-            if HOST_MEMORY not in valid:
-                moved += self._copy(part, next(iter(valid)), HOST_MEMORY)
-                valid.add(HOST_MEMORY)
+            moved = self._make_valid_locked(part, HOST_MEMORY)  # through the host from another device
             memory.incoming[part] = segment
             try:
                 moved += self._copy(part, HOST_MEMORY, memory.space)
             finally:
                 del memory.incoming[part]
-            valid.add(memory.space)
+            self._valid[part].add(memory.space)
             memory.holders[part] = {segment}
             return moved
 
@@ -372,13 +373,11 @@ class Coherence:
         space = device.memory_space
         memory = self._memories.get(space)
         if memory is None:
-            moved = 0
-            for block in blocks:
-                packed = self._packed(block, space) if space == HOST_MEMORY and not block.is_tile else None
-                moved += packed if packed is not None else sum(self._make_valid(p, space) for p in block.parts)
+            moved = sum(self.write_home(block) if space == HOST_MEMORY
+                        else sum(self._make_valid(p, space) for p in block.parts) for block in blocks)
             return {block: self._view(block, device) for block in blocks}, moved
         distinct = list(dict.fromkeys(blocks))
-        outer = [b for b in distinct if not any(o is not b and covers(o, b) for o in distinct)]
+        outer = outermost(distinct)
         # pin what is already resident before making room, so that the task never evicts its own tiles
         segments = {b: self._hold(memory, b, holder, allocate=False) for b in outer}
         for block in sorted(outer, key=lambda b: -b.nbytes):

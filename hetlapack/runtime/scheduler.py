@@ -65,7 +65,6 @@ class Runtime:
         self._fetch_queues: list[list[Task]] = [[] for _ in self.devices]
         self._fetch_signal = [threading.Condition(self._lock) for _ in self.devices]
         self._writebacks: list[list[Block]] = [[] for _ in self.devices]
-        self._last_writer: dict[Block, Task] = {}
         self._all_inserted = False
         self._threads: list[threading.Thread] = []
         self._inserted = 0
@@ -111,7 +110,7 @@ class Runtime:
         with self._lock:
             if not self._coherence.trivial and self._error is None:
                 self._all_inserted = True
-                for task in {t for t in self._last_writer.values() if t.done}:
+                for task in {t for t in self._tracker.last_writer.values() if t.done}:
                     self._write_back(task)
             while not self._quiescent():
                 self._idle_signal.wait()
@@ -157,6 +156,13 @@ class Runtime:
             self._idle_signal.notify_all()
         self._coherence.abort()
 
+    def _fail(self, error: BaseException) -> None:
+        """Record the first failure of a copy or a task (under the lock): nothing else starts."""
+        if self._error is None:
+            self._error = error
+            self._clear_queues()
+            self._coherence.abort()
+
     def _clear_queues(self) -> None:
         for queue in (*self._queues, *self._fetch_queues, *self._writebacks):
             queue.clear()
@@ -181,8 +187,6 @@ class Runtime:
         task_name = name or (kernel if isinstance(kernel, str) else getattr(kernel, "__name__", "task"))
         task = Task(self._inserted, kernel, args, kwargs, reads, writes, priority, task_name, flops)
         predecessors = self._tracker.predecessors(task)
-        if not self._coherence.trivial:
-            self._last_writer.update((part, task) for block in writes for part in block.parts)
         with self._lock:
             if device is not None:
                 task.device_index = device if isinstance(device, int) else self.devices.index(device)
@@ -199,20 +203,19 @@ class Runtime:
         """The device of a task that just became ready: pinned, or chosen by the placement policy now, when the
         device queues say how busy each device is (under the lock)."""
         if task.device_index is None:
-            index = self.placement.place(task)
-            blocks = [arg for arg in task.args if isinstance(arg, Block)]
-            if not self._coherence.fits(blocks, self.devices[index]):
+            task.device_index = self.placement.place(task)
+            blocks = _block_args(task)
+            if not self._coherence.fits(blocks, self.devices[task.device_index]):
                 roomy = [i for i, d in enumerate(self.devices) if self._coherence.fits(blocks, d)]
                 if roomy:
                     self.placement.finished(task)  # the policy's booking moves with the task
                     task.expected_seconds = 0.0
-                    index = roomy[0]
-            task.device_index = index
+                    task.device_index = roomy[0]
         return task.device_index
 
     def _push(self, task: Task) -> None:
         index = self._place(task)
-        if self._coherence.missing([arg for arg in task.args if isinstance(arg, Block)], self.devices[index]):
+        if self._coherence.missing(_block_args(task), self.devices[index]):
             heapq.heappush(self._fetch_queues[index], task)
             self._fetch_signal[index].notify()
             return
@@ -262,17 +265,14 @@ class Runtime:
                 if task is None:
                     self._coherence.write_home(block)
                 else:
-                    blocks = [a for a in task.args if isinstance(a, Block)]
-                    task.prefetched = self._coherence.acquire(blocks, device, task)[1]
+                    task.prefetched = self._coherence.acquire(_block_args(task), device, task)[1]
             except BaseException as failure:  # noqa: BLE001 - a failed copy cancels the graph like a failed task
                 error = failure
             with self._lock:
                 if task is not None:
                     self._running -= 1
-                if error is not None and self._error is None:
-                    self._error = error
-                    self._clear_queues()
-                    self._coherence.abort()
+                if error is not None:
+                    self._fail(error)
                 if task is not None and self._error is None:
                     heapq.heappush(self._queues[index], task)
                     self._ready_signal[index].notify()
@@ -285,10 +285,8 @@ class Runtime:
         self._finished += 1
         task.done = True
         self.placement.finished(task)
-        if error is not None and self._error is None:
-            self._error = error
-            self._clear_queues()
-            self._coherence.abort()
+        if error is not None:
+            self._fail(error)
         if self._error is None:
             for after in task.dependents:
                 after.remaining -= 1
@@ -306,7 +304,7 @@ class Runtime:
         index = task.device_index
         if self.devices[index].memory_space == HOST_MEMORY:
             return
-        final = [b for b in task.writes if all(self._last_writer.get(p) is task for p in b.parts)]
+        final = [b for b in task.writes if all(self._tracker.last_writer.get(p) is task for p in b.parts)]
         if final:
             self._writebacks[index].extend(final)
             self._fetch_signal[index].notify()
@@ -314,8 +312,7 @@ class Runtime:
     def _execute(self, task: Task, device: Device, worker: int) -> BaseException | None:
         start = time.perf_counter()
         try:
-            blocks = [arg for arg in task.args if isinstance(arg, Block)]
-            data, moved = self._coherence.acquire(blocks, device, task)
+            data, moved = self._coherence.acquire(_block_args(task), device, task)
             args = [data[arg] if isinstance(arg, Block) else arg for arg in task.args]
             if isinstance(task.kernel, str):
                 getattr(device, task.kernel)(*args, **task.kwargs)
@@ -331,3 +328,8 @@ class Runtime:
             self.trace.record(task.name, tiles, device.name, worker, start, time.perf_counter(),
                               task.prefetched + moved)
         return None
+
+
+def _block_args(task: Task) -> list[Block]:
+    """The block handles among a task's arguments (the data it touches)."""
+    return [arg for arg in task.args if isinstance(arg, Block)]

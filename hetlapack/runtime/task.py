@@ -40,10 +40,11 @@ class Task:
 
 
 class DependencyTracker:
-    """Per tile: the last writer and the readers since; adds RaW, WaR and WaW edges at insertion."""
+    """Per tile: the last writer (``last_writer``, read by the runtime) and the readers since; adds RaW, WaR and WaW
+    edges at insertion."""
 
     def __init__(self) -> None:
-        self._last_writer: dict[Block, Task] = {}
+        self.last_writer: dict[Block, Task] = {}
         self._readers: dict[Block, list[Task]] = {}
 
     def predecessors(self, task: Task) -> set[Task]:
@@ -54,15 +55,15 @@ class DependencyTracker:
             for part in block.parts:
                 if part in written:
                     continue
-                writer = self._last_writer.get(part)
+                writer = self.last_writer.get(part)
                 if writer is not None:
                     before.add(writer)  # read after write
                 self._readers.setdefault(part, []).append(task)
         for part in written:
-            writer = self._last_writer.get(part)
+            writer = self.last_writer.get(part)
             if writer is not None:
                 before.add(writer)  # write after write
             before.update(self._readers.pop(part, ()))  # write after read
-            self._last_writer[part] = task
+            self.last_writer[part] = task
         before.discard(task)
         return before
