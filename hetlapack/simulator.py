@@ -20,11 +20,12 @@ from .algorithms.getrf import insert_getrf, pivot_tiles
 from .algorithms.potrf import insert_potrf
 from .devices.modeled import ModeledDevice
 from .devices.profiles import registry
-from .dispatch.model import RUNTIME_CALL_OVERHEAD_S, tile_size
+from .dispatch.model import RUNTIME_CALL_OVERHEAD_S, tile_size, two_level_host_cols
 from .dispatch.model import flops as flop_count
-from .layout import TwoLevelColumns
-from .layout.two_level import host_slice, imbalance, tune_host_slice
+from .layout.two_level import TWO_LEVEL_OPS, imbalance, tune_host_slice, two_level_unavailable
 from .runtime import OwnerComputes, SimulatedRuntime, TiledMatrix, Trace
+from .runtime.coherence import MemoryStats
+from .runtime.placement import two_level
 
 #: Public operation names -> LAPACK names.
 OPERATIONS = {"cholesky": "potrf", "lu": "getrf", "qr": "geqrf", "potrf": "potrf", "getrf": "getrf",
@@ -32,14 +33,12 @@ OPERATIONS = {"cholesky": "potrf", "lu": "getrf", "qr": "geqrf", "potrf": "potrf
 LAYOUTS = ("hgdd", "cyclic", "two-level")
 PATHS = ("hybrid", "gpu")
 
-#: Width of the host's small tiles in the two-level layout, at most (seed 003 cuts the host slice finer).
-TWO_LEVEL_SMALL_TILE = 128
-
 
 @dataclass
 class Prediction:
     """A simulated run. ``utilisation`` is busy time over makespan per device (all its workers); ``imbalance``
-    is ``max / avg`` of the per-worker busy time of the devices (seed 003 §5.3)."""
+    is ``max / avg`` of the per-worker busy time of the devices (seed 003 §5.3); ``memory`` has the statistics
+    of each accelerator with a memory capacity (peak bytes held, evictions, bytes written back to make room)."""
 
     op: str
     n: int
@@ -56,6 +55,7 @@ class Prediction:
     tasks: int
     bytes_moved: int
     trace: Trace = field(repr=False)
+    memory: dict[str, MemoryStats] = field(default_factory=dict, repr=False)
 
     @property
     def gflops(self) -> float:
@@ -76,6 +76,9 @@ class Prediction:
             lines.append(f"energy {self.joules:,.0f} J, {self.gflops_per_watt:.2f} GFLOP/s/W")
         if len(self.devices) <= 8:
             lines += [f"  {name:<16} utilisation {share:6.1%}" for name, share in self.utilisation.items()]
+        lines += [f"  {name:<16} memory {stats.capacity / 1e9:.2f} GB: {stats.evictions} tiles evicted, "
+                  f"{stats.written_back / 1e9:.2f} GB written back to make room"
+                  for name, stats in self.memory.items() if stats.evictions]
         return "\n".join(lines)
 
 
@@ -89,18 +92,13 @@ def _insert(op: str, rt: SimulatedRuntime, A: TiledMatrix, per_tile: bool = Fals
 
 
 def _two_level_setup(devices: Sequence[ModeledDevice], n: int, tile: int, host_cols: int | None):
-    cpus = [d for d in devices if d.kind == "cpu"]
-    gpus = [d for d in devices if d.kind != "cpu"]
-    if len(cpus) != 1 or not gpus or devices[0] is not cpus[0]:
-        raise ValueError("the two-level layout needs one CPU (listed first) and at least one accelerator")
-    cpu = cpus[0]
-    cpu.workers = cpu.cores  # small tiles go to single cores
+    why = two_level_unavailable([d.kind for d in devices])
+    if why is not None:
+        raise ValueError(why)
+    devices[0].workers = devices[0].cores  # small tiles go to single cores
     if host_cols is None:
-        host_cols = host_slice(tile, cpu.rate("gemm", TWO_LEVEL_SMALL_TILE), cpu.cores,
-                               gpus[0].rate("gemm", tile), len(gpus))
-    layout = TwoLevelColumns(tile, host_cols, len(gpus))
-    bounds = layout.bounds(n, TWO_LEVEL_SMALL_TILE)
-    return OwnerComputes(layout.tile_owner(bounds), panels_on_cpu=False), bounds
+        host_cols = two_level_host_cols(list(devices), tile)
+    return two_level(n, tile, host_cols, len(devices) - 1)
 
 
 def simulate(op: str, n: int, devices: str | Sequence[ModeledDevice] = "cpu", *, m: int | None = None,
@@ -136,7 +134,7 @@ def simulate(op: str, n: int, devices: str | Sequence[ModeledDevice] = "cpu", *,
     tile = tile or tile_size(lapack, min(m, n))
     dtype_ = np.dtype(dtype)
     if layout == "two-level":
-        if lapack == "getrf" or m != n:
+        if lapack not in TWO_LEVEL_OPS or m != n:
             raise ValueError("the two-level layout is implemented for square cholesky and qr (seed 003)")
         policy, bounds = _two_level_setup(compute, n, tile, host_cols)
         A = TiledMatrix(None, bounds, shape=(n, n), dtype=dtype_)
@@ -158,7 +156,8 @@ def _prediction(rt: SimulatedRuntime, op, n, dtype, names, path, layout, tile, f
     return Prediction(op=op, n=n, dtype=str(dtype), devices=tuple(names), path=path, layout=layout, tile=tile,
                       seconds=rt.makespan, flops=flops, utilisation=utilisation,
                       imbalance=imbalance(loads) if sum(loads) > 0 else 1.0, joules=rt.energy_joules(),
-                      tasks=rt.tasks, bytes_moved=sum(t.nbytes for t in rt.trace.transfers), trace=rt.trace)
+                      tasks=rt.tasks, bytes_moved=sum(t.nbytes for t in rt.trace.transfers), trace=rt.trace,
+                      memory=rt.memory)
 
 
 def tune_two_level(op: str, devices: str, tile: int, *, c0: int = 9, trials: int = 3,

@@ -161,6 +161,30 @@ def test_geqrf_orgqr_match_scipy(dtype, shape):
         assert orthogonality_residual(q_full[index]) < RESIDUAL_LIMIT
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(1, 1), (7, 7), (13, 5), (5, 13)])
+def test_fused_qr_is_orgqr_of_geqrf_and_its_upper_triangle(dtype, shape):
+    """One pass gives bitwise what geqrf, orgqr and triu give in three, for every Q width and R height."""
+    a = random_matrix((BATCH, *shape), dtype, seed=7)
+    a.flags.writeable = False
+    qr, tau = kernels.geqrf(a)
+    m, k = shape[0], min(shape)
+    for ncols, rows in ((k, k), (m, m), (0, k), (0, m)):
+        q, r = kernels.qr(a, ncols, rows)
+        np.testing.assert_array_equal(r, np.triu(qr[:, :rows, :]))
+        if ncols:
+            np.testing.assert_array_equal(q, kernels.orgqr(qr, tau, ncols))
+        else:
+            assert q is None
+
+
+def test_fused_qr_rejects_impossible_widths():
+    with pytest.raises(ValueError, match="qr needs"):
+        kernels.qr(np.ones((2, 4, 3)), 2, 4)
+    with pytest.raises(ValueError, match="qr needs"):
+        kernels.qr(np.ones((2, 4, 3)), 3, 2)
+
+
 def test_geqrf_zero_column_gives_zero_tau():
     a = random_matrix((3, 4, 3), np.float64, seed=6)
     a[1, 1:, 0] = 0.0

@@ -99,3 +99,60 @@ def test_explain_matches_what_lu_of_a_stack_runs():
     assert hetlapack.explain("lu_factor", stack).path == "batched"
     with hetlapack.using(path="batched"), pytest.raises(ValueError, match="cannot be honoured"):
         la.lu(stack)
+
+
+@pytest.mark.parametrize(("two_level_s", "layout"), [(0.5, "two-level"), (2.0, "hgdd")])
+def test_hybrid_takes_the_layout_the_model_prices_cheaper(monkeypatch, two_level_s, layout):
+    from hetlapack.devices import EmulatedDevice
+
+    monkeypatch.setattr(model, "predict_host", lambda *args: 100.0)
+    prices = {("hybrid", "hgdd"): 1.0, ("hybrid", "two-level"): two_level_s, ("gpu", "hgdd"): 10.0}
+    monkeypatch.setattr(model, "predict_tiled", lambda *args, path="hybrid", layout="hgdd": prices[path, layout])
+    with hetlapack.using(devices=["cpu", EmulatedDevice(0), EmulatedDevice(1)]):
+        plan = choose(Request("geqrf", (3000, 3000), np.dtype("d")))
+    assert plan.path == "hybrid" and plan.layout == layout
+    assert plan.layout_s == {"hgdd": 1.0, "two-level": two_level_s}
+    assert plan.predicted_s["hybrid"] == min(1.0, two_level_s)
+    assert f"{layout} layout" in plan.reason and f"layout:  {layout}" in str(plan)
+    assert (plan.host_cols is not None) == (layout == "two-level")
+
+
+def test_the_two_level_price_is_the_simulators():
+    from hetlapack.devices import EmulatedDevice
+    from hetlapack.simulator import simulate
+
+    devices = ("cpu", EmulatedDevice(0))
+    with hetlapack.using(devices=devices, path="hybrid"):
+        plan = choose(Request("potrf", (2000, 2000), np.dtype("d")))
+    simulated = simulate("potrf", 2000, model.modeled(devices), tile=plan.tile, layout="two-level")
+    assert plan.layout_s["two-level"] == pytest.approx(simulated.seconds)
+    assert set(plan.layout_s) == {"hgdd", "two-level"}
+
+
+def test_explain_names_the_layout_and_a_user_can_force_it():
+    from hetlapack.devices import EmulatedDevice
+
+    a = testing.spd(200)
+    with hetlapack.using(path="hybrid", devices=["cpu", EmulatedDevice(0)], layout="two-level", tile=64):
+        plan = hetlapack.explain("cholesky", a)
+        with hetlapack.using(layout="hgdd"):
+            assert hetlapack.explain("cholesky", a).layout == "hgdd"
+    assert plan.layout == "two-level" and set(plan.layout_s) == {"two-level"}
+    assert "two-level layout, forced" in plan.reason and "host slice" in str(plan)
+    with pytest.raises(ValueError, match="layout must be one of"):
+        with hetlapack.using(layout="spiral"):
+            pass
+
+
+def test_two_level_does_not_apply_without_an_accelerator_and_says_why():
+    with hetlapack.using(path="hybrid"):
+        plan = choose(Request("potrf", (16000, 16000), np.dtype("d")))
+    assert plan.layout == "hgdd" and set(plan.layout_s) == {"hgdd"}
+    assert "at least one accelerator" in plan.unavailable["two-level"]
+    assert "at least one accelerator" in plan.reason
+    with hetlapack.using(layout="two-level"):
+        plan = choose(Request("potrf", (16000, 16000), np.dtype("d")))
+    assert plan.path == "host" and "forced layout 'two-level' cannot run" in plan.unavailable["hybrid"]
+    with hetlapack.using(path="hybrid", layout="two-level"), pytest.raises(ValueError, match="cannot be honoured"):
+        choose(Request("potrf", (16000, 16000), np.dtype("d")))
+    assert "Cholesky and QR" in choose(Request("getrf", (16000, 16000), np.dtype("d"))).unavailable["two-level"]

@@ -1,9 +1,11 @@
 """The hybrid path over the CPU and 1–3 accelerators, end to end through ``hetlapack.linalg``.
 
-Panels run on the CPU, updates on the accelerators by the HGDD layout; results match SciPy (pivots and R's
-signs too), inputs are unmodified, SciPy's errors come out of accelerator tasks, no worker thread is left, and
-no version of a tile is copied to the same memory space twice. The accelerator is the emulated device here and
-the CUDA device where CuPy sees a GPU (the same test bodies; CUDA cases skip with the reason otherwise).
+Panels run on the CPU, updates on the accelerators by the HGDD layout, or every task on the owner of its tile by
+seed 003's two-level layout (big tiles for the accelerators, a host slice for the CPU); results match SciPy
+(pivots and R's signs too), inputs are unmodified, SciPy's errors come out of accelerator tasks, no worker
+thread is left, and no version of a tile is copied to the same memory space twice. The accelerator is the
+emulated device here and the CUDA device where CuPy sees a GPU (the same test bodies; CUDA cases skip with the
+reason otherwise).
 """
 
 import threading
@@ -54,7 +56,7 @@ def test_cholesky_lu_qr_through_linalg(kind, count, dtype):
     a_spd = spd(97, dtype=dtype, seed=count)
     a_gen = general(101, 83, dtype=dtype, seed=count)
     kept_spd, kept_gen = a_spd.copy(), a_gen.copy()
-    with hetlapack.using(path="hybrid", devices=devices, tile=16):
+    with hetlapack.using(path="hybrid", devices=devices, tile=16, layout="hgdd"):
         c = hl.cholesky(a_spd, lower=True)
         lu, piv = hl.lu_factor(a_gen)
         q, r = hl.qr(a_gen, mode="economic")
@@ -156,3 +158,43 @@ def test_a_hybrid_plan_defaults_to_the_available_devices():
     with hetlapack.using(path="hybrid"):
         plan = hetlapack.explain("lu_factor", general(300, dtype=np.float64))
     assert plan.devices == tuple(d.name for d in available())
+
+
+@pytest.mark.parametrize("count", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+def test_forced_two_level_layout_factors_odd_sizes_like_scipy(count, dtype):
+    devices = ["cpu", *accelerators("emulated", count)]
+    a_spd, a_gen = spd(101, dtype=dtype, seed=count), general(93, dtype=dtype, seed=count)
+    kept_spd, kept_gen = a_spd.copy(), a_gen.copy()
+    with hetlapack.using(path="hybrid", devices=devices, tile=32, layout="two-level"):
+        plan = hetlapack.explain("cholesky", a_spd)
+        lower = hl.cholesky(a_spd, lower=True)
+        upper = hl.cholesky(a_spd, lower=False)
+        q, r = hl.qr(a_gen)
+        r_only = hl.qr(a_gen, mode="r")[0]
+    assert plan.layout == "two-level" and 0 <= plan.host_cols <= plan.tile == 32
+    assert np.array_equal(a_spd, kept_spd) and np.array_equal(a_gen, kept_gen)
+    assert cholesky_residual(a_spd, lower, True) < EPS_FACTOR
+    assert cholesky_residual(a_spd, upper, False) < EPS_FACTOR
+    assert qr_residual(a_gen, q, r) < EPS_FACTOR and np.allclose(r, r_only)
+    ref_r = sl.qr(a_gen, mode="r")[0]
+    assert np.array_equal(np.sign(np.diag(r).real), np.sign(np.diag(ref_r).real))
+    assert no_worker_threads_left()
+
+
+def test_the_two_level_run_puts_the_host_slice_on_the_cpu_and_big_tiles_on_the_accelerators():
+    from hetlapack.compat._run import _tiled_kwargs
+    from hetlapack.dispatch import Plan
+
+    plan = Plan(op="potrf", path="hybrid", reason="", shape=(150, 150), dtype="float64",
+                devices=("cpu", EmulatedDevice(0), EmulatedDevice(1)), tile=48, layout="two-level", host_cols=12)
+    kwargs = _tiled_kwargs(plan)
+    assert kwargs["tile"][:3] == [0, 12, 48] and kwargs["devices"][0].workers == kwargs["devices"][0].cores
+    a = np.asfortranarray(spd(150))
+    reference = a.copy()
+    trace = Trace()
+    potrf(a, lower=True, trace=trace, **kwargs)
+    assert cholesky_residual(reference, np.tril(a), True) < EPS_FACTOR
+    assert {e.device for e in trace.events if e.tiles.endswith(",0]")} == {"cpu"}
+    assert {e.device for e in trace.events if e.tiles.endswith(",1]")} == {"emulated:0"}
+    assert {e.device for e in trace.events if e.tiles.endswith(",3]")} == {"emulated:1"}

@@ -7,14 +7,16 @@ import pytest
 
 import hetlapack
 from hetlapack.algorithms.geqrf import geqrf
-from hetlapack.algorithms.getrf import getrf
+from hetlapack.algorithms.getrf import getrf, insert_getrf, pivot_tiles
 from hetlapack.algorithms.potrf import potrf
 from hetlapack.cli import main
+from hetlapack.devices import EmulatedDevice
 from hetlapack.devices.modeled import ModeledDevice, Power
 from hetlapack.devices.profiles import parse, registry
+from hetlapack.dispatch.model import TWO_LEVEL_SMALL_TILE
 from hetlapack.layout import TwoLevelColumns
 from hetlapack.runtime import SimulatedRuntime, TiledMatrix, Trace
-from hetlapack.simulator import TWO_LEVEL_SMALL_TILE, grid_shape, simulate, simulate_distributed
+from hetlapack.simulator import grid_shape, simulate, simulate_distributed
 from hetlapack.testing import general, spd
 
 
@@ -219,3 +221,47 @@ def test_the_simulate_command_prints_predictions_and_writes_the_trace(tmp_path, 
     assert "per node" in capsys.readouterr().out
     assert main(["simulate", "--list"]) == 0
     assert "k20beta" in capsys.readouterr().out
+
+
+def _lu_on_a_bounded_gpu(memory_bytes):
+    devices = [cpu(cores=4), gpu(rate=500.0, bandwidth=6.0, latency=1e-5, memory_bytes=memory_bytes)]
+    A = TiledMatrix(None, 250, shape=(2000, 2000), dtype="d")  # 32 MB in 0.5 MB tiles
+    with SimulatedRuntime(devices) as rt:
+        insert_getrf(rt, A, pivot_tiles(A), {})
+    return rt
+
+
+def test_a_matrix_larger_than_the_accelerator_streams_through_its_memory():
+    unlimited, bounded = _lu_on_a_bounded_gpu(None), _lu_on_a_bounded_gpu(8_000_000)
+    stats = bounded.memory["gpu"]
+    assert unlimited.memory == {} and stats.capacity == 8_000_000
+    assert stats.evictions > 0 and stats.written_back > 0 and stats.peak_bytes <= stats.capacity
+    assert bounded.tasks == unlimited.tasks
+    moved = [sum(t.nbytes for t in rt.trace.transfers) for rt in (unlimited, bounded)]
+    assert moved[1] > moved[0] and bounded.transfer_seconds > unlimited.transfer_seconds
+    assert bounded.makespan > unlimited.makespan
+    prediction = simulate("lu", 2000, [cpu(cores=4), gpu(rate=500.0, bandwidth=6.0, memory_bytes=8_000_000)], tile=250)
+    assert prediction.memory["gpu"].evictions > 0
+    assert "written back to make room" in prediction.summary()
+
+
+def test_memory_that_holds_the_matrix_predicts_what_unlimited_memory_does():
+    unlimited, ample = _lu_on_a_bounded_gpu(None), _lu_on_a_bounded_gpu(40_000_000)
+    assert ample.memory["gpu"].evictions == 0
+    assert ample.makespan == unlimited.makespan and ample.transfer_seconds == unlimited.transfer_seconds
+    assert [t.nbytes for t in ample.trace.transfers] == [t.nbytes for t in unlimited.trace.transfers]
+
+
+def test_a_task_bigger_than_the_accelerators_memory_runs_on_the_host():
+    A = TiledMatrix(None, 100, shape=(100, 100), dtype="d")  # one 80 kB tile
+    with SimulatedRuntime([cpu(), gpu(memory_bytes=40_000)]) as rt:
+        rt.insert("gemm", A(0, 0), reads=[A(0, 0)], writes=[A(0, 0)], flops=1e6)
+    assert [e.device for e in rt.trace.events] == ["cpu"]
+
+
+def test_memory_capacities_come_from_profiles_and_real_devices():
+    assert parse("k20c")[0].memory_bytes == 5_000_000_000 and parse("k40c")[0].memory_bytes == 12_000_000_000
+    assert parse("phi")[0].memory_bytes is None and parse("sandybridge")[0].memory_bytes is None
+    assert ModeledDevice.of(EmulatedDevice(0, memory_bytes=1 << 20)).memory_bytes == 1 << 20
+    with pytest.raises(ValueError, match="memory_bytes must be positive"):
+        gpu(memory_bytes=0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 LAPACK_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
@@ -21,11 +23,19 @@ def check_fortran_matrix(a: np.ndarray, routine: str, square: bool = False) -> N
         raise ValueError(f"{routine}: the array is read-only")
 
 
-def check_tile(tile: int) -> int:
-    """The tile order as a positive ``int``."""
+def check_tile(tile: int | Sequence[int]) -> int | tuple[int, ...]:
+    """The tile order as a positive ``int``, or tile boundaries ``(0, b1, ..., n)`` as a tuple (tiles of varying
+    size, as the two-level layout cuts a square matrix; the tiled matrix checks them against its shape)."""
+    if isinstance(tile, (list, tuple, np.ndarray)):
+        return tuple(int(b) for b in tile)
     if int(tile) != tile or tile < 1:
         raise ValueError(f"tile must be a positive integer, got {tile!r}")
     return int(tile)
+
+
+def widest_tile(tile: int | tuple[int, ...]) -> int:
+    """The largest tile order of :func:`check_tile`'s result (what per-panel workspaces are sized by)."""
+    return tile if isinstance(tile, int) else int(max(np.diff(tile), default=1))
 
 
 def flop_scale(dtype: np.dtype) -> float:

@@ -17,10 +17,10 @@ import numpy as np
 
 from ..devices.base import Device
 from ..runtime import Placement, Runtime, TiledMatrix, Trace
-from ._common import check_fortran_matrix, check_tile, flop_scale, panel_bounds
+from ._common import check_fortran_matrix, check_tile, flop_scale, panel_bounds, widest_tile
 
 
-def geqrf(a: np.ndarray, *, tile: int, devices: Sequence[Device] | None = None,
+def geqrf(a: np.ndarray, *, tile: int | Sequence[int], devices: Sequence[Device] | None = None,
           placement: str | Placement = "owner", trace: Trace | None = None) -> np.ndarray:
     """QR factorization in place on an ``(m, n)`` Fortran-ordered matrix; returns ``tau`` (length ``min(m, n)``).
 
@@ -30,7 +30,7 @@ def geqrf(a: np.ndarray, *, tile: int, devices: Sequence[Device] | None = None,
     nb = check_tile(tile)
     kmin = min(a.shape)
     tau = np.zeros((kmin, 1), dtype=a.dtype, order="F")
-    factors = np.zeros((nb, kmin), dtype=a.dtype, order="F")
+    factors = np.zeros((widest_tile(nb), kmin), dtype=a.dtype, order="F")
     with Runtime(devices, placement, trace) as rt:
         A = rt.matrix(a, nb)
         insert_geqrf(rt, A, *householder_tiles(A, tau, factors))
@@ -68,23 +68,23 @@ def insert_geqrf(rt: Runtime, A: TiledMatrix, tau_tiles: TiledMatrix, T: TiledMa
                       priority=top if j == k + 1 else 2 * (kt - j), flops=4 * scale * rows * A.cols(j) * steps)
 
 
-def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, tile: int, devices: Sequence[Device] | None = None,
-          placement: str | Placement = "owner", trace: Trace | None = None) -> np.ndarray:
+def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, tile: int | Sequence[int],
+          devices: Sequence[Device] | None = None, placement: str | Placement = "owner",
+          trace: Trace | None = None) -> np.ndarray:
     """The first ``ncols`` columns of ``Q`` (an ``(m, ncols)`` Fortran array) from geqrf's output and ``tau``.
 
     ``len(tau) <= ncols <= m``; ``qr`` is only read.
     """
-    check_tile(tile)
+    nb = check_tile(tile)
     m = qr.shape[0]
     kmin = len(tau)
     if not kmin <= ncols <= m or qr.ndim != 2 or qr.shape[1] < kmin:
         raise ValueError(f"orgqr: need len(tau) <= ncols <= m, got len(tau)={kmin}, ncols={ncols}, m={m}")
-    nb = int(tile)
     reflectors = np.asfortranarray(qr[:, :kmin])
     q = np.zeros((m, ncols), dtype=qr.dtype, order="F")
     np.fill_diagonal(q, 1)
     taus = np.asfortranarray(np.asarray(tau, dtype=qr.dtype).reshape(-1, 1))
-    factors = np.zeros((nb, kmin), dtype=qr.dtype, order="F")
+    factors = np.zeros((widest_tile(nb), kmin), dtype=qr.dtype, order="F")
     with Runtime(devices, placement, trace) as rt:
         Q = rt.matrix(q, nb)
         V = rt.matrix(reflectors, nb, name="V")

@@ -40,7 +40,7 @@ def _swap_left(device: Device, column, *pivots_and_offsets) -> None:
         device.laswp(column[offset:], piv)
 
 
-def getrf(a: np.ndarray, *, tile: int, devices: Sequence[Device] | None = None,
+def getrf(a: np.ndarray, *, tile: int | Sequence[int], devices: Sequence[Device] | None = None,
           placement: str | Placement = "owner", trace: Trace | None = None) -> tuple[np.ndarray, int]:
     """LU factorization ``P A = L U`` in place on an ``(m, n)`` Fortran-ordered matrix.
 

@@ -27,7 +27,7 @@ def _potrf_tile(device: Device, a_kk, lower: bool, offset: int) -> None:
         raise np.linalg.LinAlgError(f"{offset + info}-th leading minor of the array is not positive definite")
 
 
-def potrf(a: np.ndarray, *, lower: bool, tile: int, devices: Sequence[Device] | None = None,
+def potrf(a: np.ndarray, *, lower: bool, tile: int | Sequence[int], devices: Sequence[Device] | None = None,
           placement: str | Placement = "owner", trace: Trace | None = None) -> None:
     """Cholesky factorization in place on the ``lower`` (or upper) triangle of a Fortran-ordered matrix.
 

@@ -195,17 +195,18 @@ def lu_factor(matrices: Sequence, *, check_finite: bool = True,
     return factors
 
 
-def _qr_results(qr_stack: np.ndarray, tau: np.ndarray, mode: str) -> list[tuple]:
+def _qr_results(stack: np.ndarray, mode: str) -> list[tuple]:
     """SciPy's per-matrix ``qr`` return value for each matrix of one same-shape group."""
-    m, n = qr_stack.shape[-2:]
+    m, n = stack.shape[-2:]
     k = min(m, n)
-    r_rows = m if mode in ("full", "r") or m < n else n
-    r = np.triu(qr_stack[:, :r_rows, :])
+    if mode == "raw":
+        qr_stack, tau = kernels.geqrf(stack)
+        r = np.triu(qr_stack[:, :k, :])
+        return [((qr_i, tau_i), r_i) for qr_i, tau_i, r_i in zip(qr_stack, tau, r)]
+    rows = k if mode == "economic" else m
+    q, r = kernels.qr(stack, 0 if mode == "r" else rows, rows)
     if mode == "r":
         return [(r_i,) for r_i in r]
-    if mode == "raw":
-        return [((qr_i, tau_i), r_i) for qr_i, tau_i, r_i in zip(qr_stack, tau, r)]
-    q = kernels.orgqr(qr_stack, tau, m if mode == "full" else k)
     return list(zip(q, r))
 
 
@@ -247,8 +248,7 @@ def qr(matrices: Sequence, mode: str = "full", *, check_finite: bool = True) -> 
     arrays = _prepare(matrices)
     results: list[tuple] = [None] * len(arrays)  # type: ignore[list-item]
     for indices, (stack,) in _grouped_stacks(check_finite, arrays):
-        qr_stack, tau = kernels.geqrf(stack)
-        for index, result in zip(indices, _qr_results(qr_stack, tau, mode)):
+        for index, result in zip(indices, _qr_results(stack, mode)):
             results[index] = result
     return results
 

@@ -42,6 +42,15 @@ def chunk_range(thread: int, threads: int, chunks: int) -> tuple[int, int]:
     return start, start + per + (1 if thread < extra else 0)
 
 
+#: Matrices and columns moved per block by the blocked copies: a 4 x 4 block of four matrices' rows becomes four
+#: lanes' columns, so reads and writes both run along cache lines.
+BLOCK = 4
+
+#: Columns from which the blocked copies win. Measured (1 thread, float64, B = 2e4, gather + scatter ns per
+#: matrix, plain / blocked): n = 8 96 / 161, n = 16 473 / 627, n = 32 2038 / 1466, n = 64 8847 / 4225.
+BLOCKED_MIN_COLUMNS = 24
+
+
 @numba.njit(**JIT_OPTIONS)
 def gather(a, first: int, buf) -> int:
     """Copy matrices ``a[first:first + lanes]`` into ``buf[i, j, lane]``; pad missing lanes with identity.
@@ -51,7 +60,18 @@ def gather(a, first: int, buf) -> int:
     lanes = buf.shape[2]
     count = min(lanes, a.shape[0] - first)
     m, n = a.shape[1], a.shape[2]
-    for lane in range(count):
+    done = count // BLOCK * BLOCK if n >= BLOCKED_MIN_COLUMNS else 0
+    blocked = n // BLOCK * BLOCK
+    for lane0 in range(0, done, BLOCK):
+        for i in range(m):
+            for j0 in range(0, blocked, BLOCK):
+                for w in range(BLOCK):
+                    for q in range(BLOCK):
+                        buf[i, j0 + q, lane0 + w] = a[first + lane0 + w, i, j0 + q]
+            for j in range(blocked, n):
+                for w in range(BLOCK):
+                    buf[i, j, lane0 + w] = a[first + lane0 + w, i, j]
+    for lane in range(done, count):
         for i in range(m):
             for j in range(n):
                 buf[i, j, lane] = a[first + lane, i, j]
@@ -66,7 +86,18 @@ def gather(a, first: int, buf) -> int:
 def scatter(buf, count: int, out, first: int) -> None:
     """Copy the first ``count`` lanes of ``buf`` back to ``out[first + lane]``."""
     m, n = out.shape[1], out.shape[2]
-    for lane in range(count):
+    done = count // BLOCK * BLOCK if n >= BLOCKED_MIN_COLUMNS else 0
+    blocked = n // BLOCK * BLOCK
+    for lane0 in range(0, done, BLOCK):
+        for i in range(m):
+            for j0 in range(0, blocked, BLOCK):
+                for q in range(BLOCK):
+                    for w in range(BLOCK):
+                        out[first + lane0 + w, i, j0 + q] = buf[i, j0 + q, lane0 + w]
+            for j in range(blocked, n):
+                for w in range(BLOCK):
+                    out[first + lane0 + w, i, j] = buf[i, j, lane0 + w]
+    for lane in range(done, count):
         for i in range(m):
             for j in range(n):
                 out[first + lane, i, j] = buf[i, j, lane]

@@ -3,7 +3,9 @@
 The reflectors follow LAPACK's ``larfg`` convention exactly (``beta = -sign(Re alpha) ||(alpha, x)||``,
 ``tau = (beta - alpha) / beta``, ``v = x / (alpha - beta)``, ``tau = 0`` when ``x = 0`` and ``alpha`` is real), so
 ``R``'s signs and the stored reflectors match SciPy's. ``geqr2`` applies ``H^H`` to the trailing columns; ``org2r``
-accumulates ``Q = H_0 H_1 ... H_{k-1}`` backwards from the identity.
+accumulates ``Q = H_0 H_1 ... H_{k-1}`` backwards from the identity. ``qr_stack`` does both on one gathered chunk
+and writes ``Q`` and ``R`` directly: the reflectors never leave the cache, so main memory sees one read of ``A``
+and one write of each result instead of the five passes of ``geqrf``, ``orgqr`` and a separate ``triu``.
 """
 
 from __future__ import annotations
@@ -123,3 +125,39 @@ def orgqr_stack(qr, tau, out, lanes, threads):
                     chunk_tau[r, lane] = tau[first + lane, r]
             _build_q_chunk(reflectors, chunk_tau, q, dots)
             scatter(q, count, out, first)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _scatter_upper(buf, count, out, first):
+    """Write the first ``out.shape[1]`` rows of each lane's upper triangle to ``out[first + lane]``, zeros below."""
+    rows, n = out.shape[1], out.shape[2]
+    for lane in range(count):
+        for i in range(rows):
+            for j in range(min(i, n)):
+                out[first + lane, i, j] = 0.0
+            for j in range(i, n):
+                out[first + lane, i, j] = buf[i, j, lane]
+
+
+@numba.njit(parallel=True, **JIT_OPTIONS)
+def qr_stack(a, q_out, r_out, lanes, threads):
+    """``Q`` (batch, m, ncols; none when ``ncols`` is 0) and ``R`` (batch, rows, n) of every matrix of ``a``, as
+    ``orgqr(geqrf(a))`` and ``triu`` of its first rows would give them, from one gathered chunk."""
+    batch, m, n = a.shape
+    k, ncols = min(m, n), q_out.shape[2]
+    chunks = (batch + lanes - 1) // lanes
+    for thread in numba.prange(threads):
+        start, stop = chunk_range(thread, threads, chunks)
+        buf = np.empty((m, n, lanes), dtype=r_out.dtype)
+        chunk_tau = np.empty((k, lanes), dtype=r_out.dtype)
+        q = np.empty((m, ncols, lanes), dtype=r_out.dtype)
+        norm = np.empty(lanes, dtype=r_out.real.dtype)
+        dots = np.empty(lanes, dtype=r_out.dtype)
+        for chunk in range(start, stop):
+            first = chunk * lanes
+            count = gather(a, first, buf)
+            _factor_chunk(buf, chunk_tau, norm, dots)
+            _scatter_upper(buf, count, r_out, first)
+            if ncols:
+                _build_q_chunk(buf, chunk_tau, q, dots)
+                scatter(q, count, q_out, first)

@@ -37,6 +37,7 @@ _ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "count", "count")),
     "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count", "count")),
     "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count", "count")),
+    "qr": (_qr.qr_stack, ("in3", "out3", "out3", "count", "count")),
 }
 
 
@@ -141,6 +142,24 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray:
     if out.size:
         _launch("orgqr", qr.dtype, out.shape[0], m, ncols, reflectors, taus, out)
     return out.reshape((*qr.shape[:-2], m, ncols))
+
+
+def qr(a: np.ndarray, ncols: int, rows: int) -> tuple[np.ndarray | None, np.ndarray]:
+    """``Q`` (the first ``ncols`` columns; ``None`` when ``ncols`` is 0) and ``R`` (the first ``rows`` rows of the
+    upper triangle) of a stack, in one pass: what ``orgqr(*geqrf(a), ncols)`` and ``triu(geqrf(a)[0][..., :rows, :])``
+    give, without writing the reflectors out and reading them back."""
+    _check_dtype(a)
+    m, n = a.shape[-2:]
+    if ncols and not min(m, n) <= ncols <= m or not min(m, n) <= rows <= m:
+        raise ValueError(f"qr needs min(m, n) <= ncols <= m (or ncols = 0) and min(m, n) <= rows <= m; got m={m}, "
+                         f"n={n}, ncols={ncols}, rows={rows}")
+    stack = as_stack(a)
+    q = np.empty((stack.shape[0], m, ncols), dtype=a.dtype)
+    r = np.empty((stack.shape[0], rows, n), dtype=a.dtype)
+    if q.size or r.size:
+        _launch("qr", a.dtype, stack.shape[0], m, n, stack, q, r)
+    batch = a.shape[:-2]
+    return (q.reshape((*batch, m, ncols)) if ncols else None), r.reshape((*batch, rows, n))
 
 
 def _broadcast_solve(factor: np.ndarray, b: np.ndarray, *extra: np.ndarray):

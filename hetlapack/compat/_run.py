@@ -22,7 +22,14 @@ def _batched():
 
 
 def _tiled_kwargs(plan: Plan) -> dict:
-    return {"tile": plan.tile, "devices": list(plan.devices), "placement": plan.placement}
+    """The tile algorithms' tiles, devices and placement for a hybrid plan: on the two-level layout, the tile
+    boundaries it cuts and its owner-computes placement over the CPU (one worker per core) and accelerators."""
+    if plan.layout != "two-level":
+        return {"tile": plan.tile, "devices": list(plan.devices), "placement": plan.placement}
+    from ..runtime.placement import two_level, two_level_devices  # noqa: PLC0415 - the runtime loads when a plan runs
+
+    placement, bounds = two_level(plan.shape[-1], plan.tile, plan.host_cols, len(plan.devices) - 1)
+    return {"tile": bounds, "devices": two_level_devices(plan.devices), "placement": placement}
 
 
 def _whole():
@@ -79,6 +86,16 @@ def orgqr(plan: Plan, qr: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray
     if plan.path == "gpu":
         return _whole().orgqr(qr, tau, ncols=ncols, device=_device(plan))
     return _algorithm("geqrf").orgqr(qr, tau, ncols=ncols, **_tiled_kwargs(plan))
+
+
+def qr(plan: Plan, a: np.ndarray, ncols: int, rows: int) -> tuple[np.ndarray | None, np.ndarray]:
+    """Q's first ``ncols`` columns (``None`` for 0) and the first ``rows`` rows of R, from one factorization of
+    ``a`` (the batched kernels produce both in one pass over memory)."""
+    if plan.path == "batched":
+        return _batched().qr(a, ncols, rows)
+    packed, tau = geqrf(plan, a)
+    r = np.triu(packed[..., :rows, :])
+    return (orgqr(plan, packed, tau, ncols) if ncols else None), r
 
 
 def potrs(plan: Plan, c: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:

@@ -119,11 +119,11 @@ def qr(a, mode="reduced"):
     if chosen is None:
         return _numpy["qr"](a, mode=mode)
     plan, dtype = chosen
-    packed, tau = _run.geqrf(plan, _work(plan, a, dtype))
-    m, n = packed.shape[-2:]
+    m, n = a.shape[-2:]
     k = min(m, n)
-    r = np.ascontiguousarray(np.triu(packed if mode == "complete" else packed[..., :k, :]))
+    rows = m if mode == "complete" else k
+    q, r = _run.qr(plan, _work(plan, a, dtype), ncols=0 if mode == "r" else rows, rows=rows)
+    r = np.ascontiguousarray(r)
     if mode == "r":
         return r
-    q = _run.orgqr(plan, packed, tau, ncols=m if mode == "complete" else k)
     return np.linalg._linalg.QRResult(np.ascontiguousarray(q), r)

@@ -455,13 +455,12 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     check_flags(overwrite_a)
     a1 = validated(arr, check_finite)
     work = _stack(a1, dtype) if plan.path == "batched" else working_copy(a1, a, dtype, overwrite_a)
-    packed, tau = _run.geqrf(plan, work)
-    m, n = packed.shape[-2:]
+    m, n = work.shape[-2:]
     k = min(m, n)
-    r = np.triu(packed if mode != "economic" or m < n else packed[..., :n, :])
+    ncols = 0 if mode == "r" else k if mode == "economic" else m
+    q, r = _run.qr(plan, work, ncols, rows=k if mode == "economic" else m)
     if mode == "r":
         return np.ascontiguousarray(r) if plan.path == "batched" else (r,)
-    q = _run.orgqr(plan, packed, tau, ncols=k if mode == "economic" else m)
     if plan.path == "batched":
         return [fortran_matrices(q), np.ascontiguousarray(r)]
     return q, r

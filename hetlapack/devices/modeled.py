@@ -3,9 +3,11 @@
 The simulator (:class:`hetlapack.runtime.SimulatedRuntime`) prices each task on a ModeledDevice: the task's
 flops over the device's rate for the task's kernel class (seed 000 §6.2: one rate per BLAS level), scaled by how
 far the task's tile is from the size the device needs to reach that rate, plus a fixed per-task overhead.
-Transfers cost ``latency + bytes / bandwidth`` over the device's link. Power is idle plus a busy increment per
-kernel class. Profiles of named hardware live in :mod:`hetlapack.devices.profiles`; :meth:`ModeledDevice.of`
-models a real device from its calibrated capability, which is how dispatch prices the tile paths.
+Transfers cost ``latency + bytes / bandwidth`` over the device's link; an accelerator's ``memory_bytes`` bounds
+the tiles it holds (the simulated runtime evicts and writes back as the real one does). Power is idle plus a busy
+increment per kernel class. Profiles of named hardware live in :mod:`hetlapack.devices.profiles`;
+:meth:`ModeledDevice.of` models a real device from its calibrated capability, which is how dispatch prices the
+tile paths.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ class ModeledDevice:
     a rate of their own, flat or as a table over tile orders (as :mod:`~hetlapack.devices.calibration`
     measures them), which replaces the class rate and ``half_tile``. A CPU's ``workers`` share its ``cores``
     evenly, as the real runtime's BLAS threads do. ``spin_s``: how long a CPU's cores keep drawing busy power
-    after a task while their threads spin-wait."""
+    after a task while their threads spin-wait. ``memory_bytes``: an accelerator's memory for tiles (``None``:
+    unlimited)."""
 
     name: str
     kind: str
@@ -73,6 +76,7 @@ class ModeledDevice:
     source: str = ""
     host_compute: bool = False
     memory_space: str = ""
+    memory_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("cpu", "accelerator", "node"):
@@ -85,6 +89,8 @@ class ModeledDevice:
         tabled = [r for v in self.kernels.values() if not isinstance(v, float | int) for _, r in v]
         if any(rate <= 0 for rate in (*self.rates.values(), *self.single_rates.values(), *flat, *tabled)):
             raise ValueError(f"{self.name}: rates must be positive")
+        if self.memory_bytes is not None and self.memory_bytes <= 0:
+            raise ValueError(f"{self.name}: memory_bytes must be positive (None: unlimited)")
         if not self.memory_space:
             self.memory_space = HOST_MEMORY if self.kind == "cpu" else f"{self.name}#{next(_spaces)}"
 
@@ -137,8 +143,8 @@ class ModeledDevice:
     @classmethod
     def of(cls, device: Device, task_overhead_s: float = 0.0) -> ModeledDevice:
         """The model of a real device: its calibrated rates (per core: calibration times one BLAS thread), kernel
-        tables, link and workers. A host-computing device without calibrated kernel tables gets the reference
-        machine's, scaled by this machine's GEMM rate."""
+        tables, link, workers and memory capacity. A host-computing device without calibrated kernel tables gets the
+        reference machine's, scaled by this machine's GEMM rate."""
         kernels = dict(device.kernel_rates)
         if not kernels and device.host_compute:
             from ..dispatch.model import host_gemm_gflops  # noqa: PLC0415 - dispatch imports devices
@@ -152,4 +158,5 @@ class ModeledDevice:
                    task_overhead_s=task_overhead_s,
                    bandwidth_gbs=device.capability.get("bandwidth_gbs", float("inf")),
                    latency_s=device.capability.get("latency_s", 0.0),
-                   memory_space=device.memory_space, source=f"{device.name} on this machine")
+                   memory_space=device.memory_space, memory_bytes=device.memory_capacity(),
+                   source=f"{device.name} on this machine")

@@ -73,6 +73,7 @@ class Registry:
             latency_s=float(profile.get("latency_s", 0.0)),
             power=Power(idle=float(power.pop("idle", 0.0)), busy={k: float(v) for k, v in power.items()}),
             spin_s=float(profile.get("spin_s", 0.0)),
+            memory_bytes=int(profile["memory_gb"] * 1e9) if "memory_gb" in profile else None,
             source=profile.get("source", ""))
 
     def parse(self, spec: str) -> list[ModeledDevice]:

@@ -3,6 +3,6 @@
 from .choose import OPS, Request, choose
 from .hardware import Hardware, detect
 from .options import Options, current, using
-from .plan import PATHS, Plan
+from .plan import LAYOUTS, PATHS, Plan
 
-__all__ = ["OPS", "PATHS", "Hardware", "Options", "Plan", "Request", "choose", "current", "detect", "using"]
+__all__ = ["LAYOUTS", "OPS", "PATHS", "Hardware", "Options", "Plan", "Request", "choose", "current", "detect", "using"]

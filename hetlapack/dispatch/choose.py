@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..layout.two_level import TWO_LEVEL_OPS, two_level_unavailable
 from . import model
 from .hardware import detect
 from .options import Options, current
@@ -120,10 +121,15 @@ def _batched_unavailable(req: Request) -> str | None:
     return None
 
 
+def _kind(device) -> str:
+    """``"cpu"`` for the CPU (by name or object); an accelerator's kind or name otherwise."""
+    return device.kind if hasattr(device, "kind") else device
+
+
 def _accelerators(options: Options) -> tuple:
     """The accelerators a gpu plan may use: those among the user's devices, else the GPUs CuPy sees."""
     if options.devices is not None:
-        return tuple(d for d in options.devices if (d.kind if hasattr(d, "kind") else d) != "cpu")
+        return tuple(d for d in options.devices if _kind(d) != "cpu")
     hardware = detect() if _module_present("cupy") else None
     return tuple(f"cuda:{i}" for i in range(len(hardware.gpus))) if hardware else ()
 
@@ -169,6 +175,30 @@ def _devices(path: str, options: Options) -> tuple:
     return ("cpu",)
 
 
+def _two_level_unavailable(req: Request, options: Options, devices: tuple) -> str | None:
+    if req.op not in TWO_LEVEL_OPS:
+        return "the two-level layout is implemented for Cholesky and QR (seed 003)"
+    if req.core[0] != req.core[1]:
+        return "the two-level layout cuts rows as it cuts columns: square matrices only"
+    if options.placement == "capability":
+        return "placement='capability' places tasks greedily, not by a layout"
+    return two_level_unavailable([_kind(d) for d in devices])
+
+
+def _hybrid_layouts(req: Request, options: Options, unavailable: dict[str, str]) -> dict[str, float]:
+    """Predicted seconds of the hybrid path per layout that can run ``req`` (only the forced one, if any). A
+    layout that cannot run is added to ``unavailable``, and so is the hybrid path when the forced layout cannot."""
+    devices = _devices("hybrid", options)
+    why = {"hgdd": None, "two-level": _two_level_unavailable(req, options, devices)}
+    if why["two-level"] is not None:
+        unavailable["two-level"] = why["two-level"]
+    layouts = [options.layout] if options.layout is not None else list(why)
+    if options.layout is not None and why[options.layout] is not None:
+        unavailable["hybrid"] = f"the forced layout {options.layout!r} cannot run: {why[options.layout]}"
+    return {layout: model.predict_tiled(req.op, *req.core, req.dtype, options.tile, devices, layout=layout)
+            for layout in layouts if why[layout] is None}
+
+
 def _device_array_plan(req: Request, options: Options, common: dict) -> Plan:
     """CuPy arrays stay on their GPU (no host round trip): a stack takes the GPU batched path, one matrix the gpu
     path. There is nothing to price; a forced path other than that one cannot be honoured."""
@@ -205,9 +235,9 @@ def choose(req: Request, options: Options | None = None) -> Plan:
     if (why := _gpu_unavailable(req, options)) is not None:
         unavailable["gpu"] = why
     predicted = {path: predict(req) for path, predict in _PREDICTORS.items() if path not in unavailable}
-    if "hybrid" not in unavailable:
-        predicted["hybrid"] = model.predict_tiled(req.op, *req.core, req.dtype, options.tile,
-                                                  _devices("hybrid", options))
+    layouts = _hybrid_layouts(req, options, unavailable) if "hybrid" not in unavailable else {}
+    if layouts:
+        predicted["hybrid"] = min(layouts.values())
     if "gpu" not in unavailable:
         predicted["gpu"] = model.predict_tiled(req.op, *req.core, req.dtype, options.tile,
                                                _devices("gpu", options), path="gpu")
@@ -231,13 +261,26 @@ def choose(req: Request, options: Options | None = None) -> Plan:
         path = min(candidates, key=candidates.get)
         reason = _reason(path, req, predicted)
 
-    tile = None
+    tile = layout = host_cols = None
     if path == "hybrid":
         tile = options.tile or model.tile_size(req.op, min(req.core))
+        layout = min(layouts, key=layouts.get)
+        reason = f"{reason}; {_layout_reason(layout, layouts, options, unavailable)}"
+        if layout == "two-level":
+            host_cols = model.two_level_host_cols(model.modeled(_devices(path, options)), tile)
     _log.debug("%s on %s %s -> %s: %s", req.op, req.dtype, tuple(req.shape), path, reason)
     return Plan(path=path, reason=reason, devices=_devices(path, options), tile=tile,
                 placement=options.placement or "owner", forced=forced,
-                predicted_s=predicted, unavailable=unavailable, **common)
+                predicted_s=predicted, unavailable=unavailable, layout=layout, host_cols=host_cols,
+                layout_s=layouts if path == "hybrid" else {}, **common)
+
+
+def _layout_reason(layout: str, layouts: dict[str, float], options: Options, unavailable: dict[str, str]) -> str:
+    if options.layout is not None:
+        return f"{layout} layout, forced by hetlapack.using(layout=...)"
+    if len(layouts) > 1:
+        return f"{layout} layout ({_ratio(layout, layouts)})"
+    return f"{layout} layout ({unavailable['two-level']})"
 
 
 def _reason(path: str, req: Request, predicted: dict[str, float]) -> str:

@@ -14,7 +14,8 @@ import time
 
 import numpy as np
 
-from ..devices.modeled import interpolate
+from ..devices.modeled import ModeledDevice, interpolate
+from ..layout.two_level import host_slice
 
 #: Fraction of the host's DGEMM rate that one LAPACK call reaches, by matrix order (scipy 1.17 + OpenBLAS 0.3.31
 #: Haswell kernels, 2 threads, quiet machine; DGEMM 80 GFLOP/s at n = 4000; benchmarks/test_tile_*.py).
@@ -30,6 +31,10 @@ TILE_SIZE: dict[str, tuple[tuple[int, int], ...]] = {
     "getrf": ((0, 256), (6000, 384)),
     "geqrf": ((0, 128), (1500, 192), (5000, 256)),
 }
+
+#: Width of the host's small tiles in the two-level layout, at most (seed 003 cuts the host slice finer: one small
+#: tile per core's worth of work).
+TWO_LEVEL_SMALL_TILE = 128
 
 #: Seconds of Python overhead per LAPACK call made from a Python loop (SciPy's batch loop: about 5 µs a matrix).
 HOST_CALL_OVERHEAD_S = 5e-6
@@ -123,23 +128,37 @@ def predict_host(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:
 
 
 def predict_tiled(op: str, m: int, n: int, dtype: np.dtype, tile: int | None = None,
-                  devices: tuple | None = None, path: str = "hybrid") -> float:
-    """Seconds for the tile path on ``devices`` (names or Device objects; default the host CPU), or with
-    ``path="gpu"`` for the whole factorization on one accelerator: the simulator runs the tile algorithm over
-    models of those devices (their calibrated rates and links), plus the runtime's measured per-task and per-call
-    overheads. ``hetlapack.simulator.simulate`` gives the same number."""
+                  devices: tuple | None = None, path: str = "hybrid", layout: str = "hgdd") -> float:
+    """Seconds for the tile path on ``devices`` (names or Device objects; default the host CPU) over ``layout``
+    (``"hgdd"`` or ``"two-level"``), or with ``path="gpu"`` for the whole factorization on one accelerator: the
+    simulator runs the tile algorithm over models of those devices (their calibrated rates, links and memory
+    capacities), plus the runtime's measured per-task and per-call overheads. ``hetlapack.simulator.simulate``
+    gives the same number."""
     tile = tile or tile_size(op, min(m, n))
-    return _predict_tiled(op, m, n, np.dtype(dtype).char, tile, tuple(devices or ("cpu",)), path)
+    return _predict_tiled(op, m, n, np.dtype(dtype).char, tile, tuple(devices or ("cpu",)), path, layout)
+
+
+def modeled(devices: tuple) -> list[ModeledDevice]:
+    """Models of the devices a plan names (names or Device objects), with the runtime's per-task overhead."""
+    from ..devices import resolve  # noqa: PLC0415 - devices import dispatch lazily too
+
+    return [ModeledDevice.of(d, task_overhead_s=RUNTIME_TASK_OVERHEAD_S) for d in resolve(devices)]
 
 
 @functools.lru_cache(maxsize=1024)
-def _predict_tiled(op: str, m: int, n: int, dtype_char: str, tile: int, devices: tuple, path: str) -> float:
-    from ..devices import resolve  # noqa: PLC0415 - devices import dispatch lazily too
-    from ..devices.modeled import ModeledDevice  # noqa: PLC0415
+def _predict_tiled(op: str, m: int, n: int, dtype_char: str, tile: int, devices: tuple, path: str,
+                   layout: str) -> float:
     from ..simulator import simulate  # noqa: PLC0415 - the simulator imports the algorithms
 
-    modeled = [ModeledDevice.of(d, task_overhead_s=RUNTIME_TASK_OVERHEAD_S) for d in resolve(devices)]
-    return simulate(op, n, modeled, m=m, dtype=dtype_char, tile=tile, path=path).seconds
+    return simulate(op, n, modeled(devices), m=m, dtype=dtype_char, tile=tile, path=path, layout=layout).seconds
+
+
+def two_level_host_cols(devices: list[ModeledDevice], tile: int) -> int:
+    """Seed 003's host slice of a ``tile``-wide top-level tile for one CPU (listed first) and its accelerators:
+    one core's GEMM rate on the small tiles against an accelerator's on the big ones."""
+    cpu, accelerators = devices[0], devices[1:]
+    return host_slice(tile, cpu.rate("gemm", TWO_LEVEL_SMALL_TILE) / cpu.threads, cpu.cores,
+                      accelerators[0].rate("gemm", tile), len(accelerators))
 
 
 def predict_batched(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:

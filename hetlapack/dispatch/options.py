@@ -8,19 +8,20 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from .plan import PATHS
+from .plan import LAYOUTS, PATHS
 
 ENV_PATH = "HETLAPACK_PATH"
 
 
 @dataclass(frozen=True)
 class Options:
-    """Forced choices; ``None`` leaves the decision to the model."""
+    """Forced choices; ``None`` leaves the decision to the model. ``layout`` applies when the hybrid path runs."""
 
     path: str | None = None
     tile: int | None = None
     devices: tuple | None = None
     placement: str | None = None
+    layout: str | None = None
 
 
 _current: contextvars.ContextVar[Options] = contextvars.ContextVar("hetlapack_options", default=Options())
@@ -49,8 +50,12 @@ def using(
     tile: int | None = None,
     devices: Sequence | None = None,
     placement: str | None = None,
+    layout: str | None = None,
 ) -> Iterator[Options]:
     """Force dispatch choices inside a ``with`` block (nestable; thread- and task-local).
+
+    ``layout`` (``"hgdd"`` or ``"two-level"``) is the hybrid path's layout; where the hybrid path cannot run it,
+    that path is unavailable (forcing both raises).
 
     Examples
     --------
@@ -63,12 +68,15 @@ def using(
         raise ValueError(f"using: tile must be a positive integer, got {tile!r}")
     if placement is not None and placement not in ("owner", "capability"):
         raise ValueError(f"using: placement must be 'owner' or 'capability', got {placement!r}")
+    if layout is not None and layout not in LAYOUTS:
+        raise ValueError(f"using: layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
     outer = _current.get()
     options = Options(
         path=path if path is not None else outer.path,
         tile=tile if tile is not None else outer.tile,
         devices=tuple(devices) if devices is not None else outer.devices,
         placement=placement if placement is not None else outer.placement,
+        layout=layout if layout is not None else outer.layout,
     )
     token = _current.set(options)
     try:

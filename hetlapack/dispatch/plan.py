@@ -6,6 +6,10 @@ from dataclasses import dataclass, field
 
 PATHS = ("host", "batched", "gpu", "hybrid")
 
+#: Layouts of the hybrid path: HGDD (tile columns dealt to the accelerators by capability, panels on the CPU) and
+#: seed 003's two-level hybrid tiles (big tiles for the accelerators, a host slice for the CPU's cores).
+LAYOUTS = ("hgdd", "two-level")
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -13,6 +17,9 @@ class Plan:
 
     ``predicted_s`` maps every candidate path that could run this input to the model's predicted seconds
     (a prediction, not a measurement); paths that cannot run it are listed in ``unavailable`` with the reason.
+    A hybrid plan names its ``layout``, with ``layout_s`` the predicted seconds of each layout that could run
+    it (a layout that cannot is in ``unavailable`` too) and, for the two-level layout, ``host_cols``: the columns
+    of each top-level tile of order ``tile`` that the CPU takes.
     """
 
     op: str
@@ -26,12 +33,17 @@ class Plan:
     forced: bool = False
     predicted_s: dict[str, float] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)
+    layout: str | None = None
+    host_cols: int | None = None
+    layout_s: dict[str, float] = field(default_factory=dict)
 
     def __str__(self) -> str:
         lines = [
             f"hetlapack plan for {self.op} on {self.dtype} {self.shape}",
             f"  path:    {self.path}{' (forced)' if self.forced else ''}",
             f"  devices: {', '.join(map(str, self.devices))}",
+            *([f"  layout:  {self.layout}" + (f" (host slice: {self.host_cols} of every {self.tile} columns)"
+                                              if self.host_cols is not None else "")] if self.layout else []),
             f"  tile:    {self.tile if self.tile is not None else '-'}"
             + (f" (placement: {self.placement})" if self.path == "hybrid" else ""),
             f"  reason:  {self.reason}",
@@ -41,6 +53,11 @@ class Plan:
             for path, seconds in sorted(self.predicted_s.items(), key=lambda item: item[1]):
                 marker = "*" if path == self.path else " "
                 lines.append(f"   {marker} {path:<8} {seconds:.3g}")
+        if len(self.layout_s) > 1:
+            lines.append("  predicted seconds of the hybrid path by layout (model, not measured):")
+            for layout, seconds in sorted(self.layout_s.items(), key=lambda item: item[1]):
+                marker = "*" if layout == self.layout else " "
+                lines.append(f"   {marker} {layout:<9} {seconds:.3g}")
         for path, why in self.unavailable.items():
             lines.append(f"     {path:<8} unavailable: {why}")
         return "\n".join(lines)

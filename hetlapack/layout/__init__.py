@@ -3,6 +3,7 @@ index`` (as SLATE's ``func::`` distributions), so a new distribution is one smal
 
 from .cyclic import BlockColumnCyclic
 from .hgdd import WeightedColumns
-from .two_level import TwoLevelColumns, host_slice, imbalance, tune_host_slice
+from .two_level import TWO_LEVEL_OPS, TwoLevelColumns, host_slice, imbalance, tune_host_slice, two_level_unavailable
 
-__all__ = ["BlockColumnCyclic", "TwoLevelColumns", "WeightedColumns", "host_slice", "imbalance", "tune_host_slice"]
+__all__ = ["TWO_LEVEL_OPS", "BlockColumnCyclic", "TwoLevelColumns", "WeightedColumns", "host_slice", "imbalance",
+           "tune_host_slice", "two_level_unavailable"]

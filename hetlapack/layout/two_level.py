@@ -17,6 +17,18 @@ from dataclasses import dataclass
 #: The host's device index in a two-level layout; accelerators are 1 .. gpus.
 HOST = 0
 
+#: LAPACK operations the two-level layout runs (seed 003 §3: Cholesky and QR; it cuts rows like columns, so the
+#: matrix must be square).
+TWO_LEVEL_OPS = frozenset({"potrf", "geqrf"})
+
+
+def two_level_unavailable(kinds: Sequence[str]) -> str | None:
+    """Why devices of these kinds (in order) cannot run the two-level layout, or None: it needs one CPU, listed
+    first (device ``HOST`` owns the host slices), and at least one accelerator."""
+    if len(kinds) < 2 or kinds[HOST] != "cpu" or "cpu" in kinds[HOST + 1:]:
+        return "the two-level layout needs one CPU, listed first, and at least one accelerator"
+    return None
+
 
 def host_slice(tile: int, core_rate: float, cores: int, gpu_rate: float, gpus: int) -> int:
     """Columns of each top-level tile the host takes (seed 003 §3.6), between 0 and ``tile``."""

@@ -2,7 +2,8 @@
 
 ``OwnerComputes`` (seed 003 §4, seed 000 §6.1): panel kernels (latency-bound) run on the CPU when the devices
 mix a CPU and accelerators; every other task runs where the tile it writes lives, by a layout's owner function
-(HGDD over the devices' capability weights unless told otherwise).
+(HGDD over the devices' capability weights unless told otherwise); :func:`two_level` builds it for seed 003's
+two-level hybrid tiles, with the tile boundaries they need.
 ``GreedyByCapability`` (seed 000 §6.3): the task goes to the device expected to finish it first, pricing each
 device's queued work and this task by the device's capability (GFLOP/s per kernel class).
 """
@@ -13,9 +14,11 @@ import abc
 import math
 from collections.abc import Sequence
 
+from ..devices import resolve
 from ..devices.base import KERNEL_CLASS, Device
-from ..devices.cpu import HOST_MEMORY
-from ..layout import WeightedColumns
+from ..devices.cpu import HOST_MEMORY, CpuDevice
+from ..dispatch.model import TWO_LEVEL_SMALL_TILE
+from ..layout import TwoLevelColumns, WeightedColumns
 from .data import Block
 from .task import Task
 
@@ -72,6 +75,22 @@ class OwnerComputes(Placement):
             return self.owners[0]
         block = task.writes[0]
         return self.owners[self.layout.owner(block.i0, block.j0)]
+
+
+def two_level(n: int, tile: int, host_cols: int, accelerators: int) -> tuple[OwnerComputes, list[int]]:
+    """Seed 003's two-level hybrid tiles for an ``n``-column matrix: the tile boundaries (per ``tile``-wide
+    top-level tile, ``host_cols`` columns cut into small tiles for the CPU, the rest one big tile for an
+    accelerator) and the placement that runs every task, panels included, on the owner of the tile it writes."""
+    layout = TwoLevelColumns(tile, host_cols, accelerators)
+    bounds = layout.bounds(n, TWO_LEVEL_SMALL_TILE)
+    return OwnerComputes(layout.tile_owner(bounds), panels_on_cpu=False), bounds
+
+
+def two_level_devices(devices: Sequence[Device | str]) -> list[Device]:
+    """The devices of a real two-level run: a CPU named ``"cpu"`` gets one worker per core, since each small tile
+    of the host slice runs on one core (seed 003 §3.4; the simulator models it so); the rest as
+    :func:`~hetlapack.devices.resolve` makes them."""
+    return resolve([CpuDevice() if d == "cpu" else d for d in devices])
 
 
 class GreedyByCapability(Placement):

@@ -7,26 +7,99 @@ device, which starts once its tiles have arrived and lasts what the device's mod
 (:meth:`~hetlapack.devices.modeled.ModeledDevice.seconds`). Tiles move with the same coherence protocol as real
 runs; each copy is priced on the device's link, one DMA engine per direction per link (seed 000 §6.2:
 communication = bytes / bandwidth + latency), and starts as soon as the task that needs it is ready (prefetch),
-as the engines allow. The result is a trace with virtual times, per-device busy time and energy.
+as the engines allow. An accelerator with a memory capacity (``ModeledDevice.memory_bytes``) holds its tiles
+within it as the real runtime does (:mod:`~hetlapack.runtime.coherence`): a tile that does not fit evicts the
+least recently used tile no ready or running task holds, a clean one first, and a tile whose only valid copy is
+there is first written home over the link; the copy in waits for that, and a task waits while the memory is full
+of tiles other tasks hold. The result is a trace with virtual times, per-device busy time and energy.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections import Counter, OrderedDict
 from collections.abc import Hashable, Sequence
 
 from ..devices.cpu import HOST_MEMORY
 from ..devices.modeled import ModeledDevice
-from .coherence import Coherence
+from .coherence import Coherence, MemoryStats
 from .data import Block, TiledMatrix
 from .placement import Placement
-from .scheduler import Runtime
+from .scheduler import Runtime, _block_args
 from .task import Task
 from .trace import Trace
 
 
+class ModeledMemory:
+    """The tiles one modeled accelerator holds within its capacity. Tiles held for no ready or running task wait
+    for eviction in least-recently-used order, the clean ones (valid elsewhere too) apart from the dirty ones;
+    ``pins`` counts the tasks holding each tile. A tile that stopped being current stays (and takes room) until
+    evicted, as the real runtime's segments do."""
+
+    def __init__(self, device: ModeledDevice) -> None:
+        self.device = device
+        self.space = device.memory_space
+        self.capacity = device.memory_bytes
+        self.tiles: set[Block] = set()
+        self.pins: Counter[Block] = Counter()
+        self.clean: OrderedDict[Block, None] = OrderedDict()
+        self.dirty: OrderedDict[Block, None] = OrderedDict()
+        self.used = self.evictable = self.peak = self.evictions = self.written_back = self.link_copies = 0
+
+    def stats(self) -> MemoryStats:
+        return MemoryStats(self.capacity, self.peak, self.evictions, self.written_back, 0, self.link_copies)
+
+    def pin(self, part: Block) -> None:
+        self.pins[part] += 1
+        self._unlist(part)
+
+    def unpin(self, part: Block, dirty: bool) -> None:
+        self.pins[part] -= 1
+        if not self.pins[part] and part in self.tiles:
+            (self.dirty if dirty else self.clean)[part] = None
+            self.evictable += part.nbytes
+
+    def cleaned(self, part: Block) -> None:
+        """``part`` became valid elsewhere too: evicting it needs no write-back."""
+        if part in self.dirty:
+            del self.dirty[part]
+            self.clean[part] = None
+
+    def add(self, part: Block) -> None:
+        self.tiles.add(part)
+        self.used += part.nbytes
+        self.peak = max(self.peak, self.used)
+
+    def victim(self) -> Block | None:
+        """The least recently used tile no task holds, a clean one if there is one."""
+        return next(iter(self.clean or self.dirty), None)
+
+    def remove(self, part: Block) -> None:
+        self._unlist(part)
+        self.tiles.discard(part)
+        self.used -= part.nbytes
+        self.evictions += 1
+
+    def room_for(self, parts: Sequence[Block]) -> bool:
+        """Whether ``parts`` fit once every tile no task holds has gone, or no task holds any (then, as in the real
+        runtime, a task bigger than the memory runs over its capacity rather than stall)."""
+        if self.used == self.evictable:
+            return True
+        own = [p for p in parts if p in self.tiles]
+        need = sum(p.nbytes for p in parts) - sum(p.nbytes for p in own)
+        spare = self.evictable - sum(p.nbytes for p in own if not self.pins[p])
+        return self.used - spare + need <= self.capacity
+
+    def _unlist(self, part: Block) -> None:
+        for listed in (self.clean, self.dirty):
+            if part in listed:
+                del listed[part]
+                self.evictable -= part.nbytes
+
+
 class TimedCoherence(Coherence):
-    """The coherence protocol of real runs, moving no data: each copy is priced and queued on a link engine.
+    """The coherence protocol of real runs, moving no data: each copy is priced and queued on a link engine,
+    within the accelerators' memory capacities (see the module docstring).
 
     ``arrival[(tile, space)]`` is when a tile's current version is there; ``now`` is the virtual time of the
     request.
@@ -38,19 +111,86 @@ class TimedCoherence(Coherence):
         self.arrival: dict[tuple[Block, Hashable], float] = {}
         self.engine_free: dict[tuple[Hashable, str], float] = {}
         self.copies: list[tuple[str, str, int, float, float]] = []
+        self._bounded = {d.memory_space: ModeledMemory(d) for d in self.devices
+                         if d.memory_space != HOST_MEMORY and d.memory_bytes is not None}
+        self._held: dict[object, tuple[ModeledMemory, list[Block]]] = {}
 
     def _view(self, block: Block, device: ModeledDevice) -> None:
         return None
 
-    def acquire(self, blocks: Sequence[Block], device: ModeledDevice) -> tuple[dict, int]:
-        """Make ``blocks`` valid on ``device`` (pricing the copies); there is no data to return."""
-        return ({}, 0) if self.trivial else super().acquire(blocks, device)
+    @staticmethod
+    def _parts(blocks: Sequence[Block]) -> list[Block]:
+        return list(dict.fromkeys(part for block in blocks for part in block.parts))
+
+    def fits(self, blocks: Sequence[Block], device: ModeledDevice) -> bool:
+        """Whether a task on ``blocks`` fits in ``device``'s memory at all."""
+        memory = self._bounded.get(device.memory_space)
+        return memory is None or sum(p.nbytes for p in self._parts(blocks)) <= memory.capacity
+
+    def room(self, blocks: Sequence[Block], device: ModeledDevice) -> bool:
+        """Whether ``blocks`` can be made resident on ``device`` now, evicting only tiles no task holds (else the
+        task waits for one to finish, as the real runtime's copy thread does)."""
+        memory = self._bounded.get(device.memory_space)
+        return memory is None or memory.room_for(self._parts(blocks))
+
+    def acquire(self, blocks: Sequence[Block], device: ModeledDevice, holder: object = None) -> tuple[dict, int]:
+        """Make ``blocks`` valid on ``device`` for task ``holder`` (pricing the copies), whose tiles stay pinned
+        there until :meth:`unpin`; there is no data to return."""
+        if self.trivial:
+            return {}, 0
+        memory = self._bounded.get(device.memory_space)
+        if memory is not None and holder is not None:
+            parts = self._parts(blocks)
+            for part in parts:
+                memory.pin(part)
+            self._held[holder] = (memory, parts)
+        return super().acquire(blocks, device)
+
+    def unpin(self, holder: object, device: ModeledDevice) -> None:
+        """Task ``holder`` has finished: its tiles may be evicted again, least recently used first."""
+        memory, parts = self._held.pop(holder, (None, ()))
+        for part in parts:
+            memory.unpin(part, self._valid.get(part) == {memory.space})
+
+    def stats(self) -> dict[str, MemoryStats]:
+        """Memory statistics per modeled accelerator with a capacity."""
+        return {memory.device.name: memory.stats() for memory in self._bounded.values()}
+
+    def _make_room(self, memory: ModeledMemory, part: Block) -> float:
+        """Give ``part`` a place in ``memory``, evicting as needed; returns when that place is free."""
+        if part in memory.tiles:
+            return self.now
+        free_at = self.now
+        while memory.used + part.nbytes > memory.capacity and (victim := memory.victim()) is not None:
+            free_at = max(free_at, self._evict(memory, victim))
+        memory.add(part)
+        return free_at
+
+    def _evict(self, memory: ModeledMemory, part: Block) -> float:
+        """Drop ``part`` from ``memory``, first writing it home if that is its only valid copy; returns when its
+        place is free."""
+        valid = self._valid.setdefault(part, {HOST_MEMORY})
+        free_at = self.now
+        memory.remove(part)
+        if valid == {memory.space}:
+            memory.written_back += self._copy(part, memory.space, HOST_MEMORY)
+            valid.add(HOST_MEMORY)
+            free_at = self.arrival[(part, HOST_MEMORY)]
+        valid.discard(memory.space)
+        return free_at
 
     def _copy(self, part: Block, source: Hashable, destination: Hashable) -> int:
         link_space, direction = (source, "down") if destination == HOST_MEMORY else (destination, "up")
         device = self._device_of_space[link_space]
         engine = (link_space, direction)
         ready = max(self.now, self.arrival.get((part, source), 0.0))
+        memory = self._bounded.get(link_space)
+        if memory is not None:
+            memory.link_copies += 1
+            if direction == "up":
+                ready = max(ready, self._make_room(memory, part))
+            else:
+                memory.cleaned(part)
         start = max(ready, self.engine_free.get(engine, 0.0))
         end = start + device.transfer_seconds(part.nbytes)
         self.engine_free[engine] = end
@@ -72,11 +212,15 @@ class TimedCoherence(Coherence):
         return max((self.arrival.get((part, space), 0.0) for block in blocks for part in block.parts), default=0.0)
 
     def written(self, blocks: Sequence[Block], device: ModeledDevice, when: float) -> None:
-        """``blocks`` were written on ``device`` at ``when``: that copy is the only valid one from then on."""
+        """``blocks`` were written on ``device`` at ``when``: that copy is the only valid one from then on (the
+        other accelerators' copies are stale: clean to evict)."""
         self.release(blocks, device)
+        others = [m for m in self._bounded.values() if m.space != device.memory_space]
         for block in blocks:
             for part in block.parts:
                 self.arrival[(part, device.memory_space)] = when
+                for memory in others:
+                    memory.cleaned(part)
 
     def close(self) -> None:
         """No memory was allocated."""
@@ -108,6 +252,7 @@ class SimulatedRuntime(Runtime):
         self._busy_energy = 0.0
         self.busy = {d.name: 0.0 for d in self.devices}
         self._arriving: list[tuple[float, int, Task]] = []
+        self._waiting: list[list[Task]] = [[] for _ in self.devices]
 
     @staticmethod
     def _resolve(devices: Sequence[ModeledDevice]) -> list[ModeledDevice]:
@@ -135,15 +280,24 @@ class SimulatedRuntime(Runtime):
 
     def _push(self, task: Task) -> None:
         """A ready task: its device starts fetching its tiles now (prefetch); the task joins its device's queue
-        once they have arrived (a data-availability-driven runtime, seed 003 §4)."""
-        device = self.devices[self._place(task)]
-        blocks = [arg for arg in task.args if isinstance(arg, Block)]
-        self._coherence.acquire(blocks, device)
-        arrival = self._coherence.ready_time(blocks, device)
-        if arrival <= self._coherence.now:
-            heapq.heappush(self._queues[task.device_index], task)
-        else:
-            heapq.heappush(self._arriving, (arrival, task.seq, task))
+        once they have arrived (a data-availability-driven runtime, seed 003 §4). On a device whose memory is
+        full of tiles other tasks hold, it first waits, highest priority first, for one of them to finish."""
+        index = self._place(task)
+        heapq.heappush(self._waiting[index], task)
+        self._admit(index)
+
+    def _admit(self, index: int) -> None:
+        """Fetch the tiles of device ``index``'s waiting tasks, in priority order, while they have room."""
+        device, waiting = self.devices[index], self._waiting[index]
+        while waiting and self._coherence.room(_block_args(waiting[0]), device):
+            task = heapq.heappop(waiting)
+            blocks = _block_args(task)
+            self._coherence.acquire(blocks, device, task)
+            arrival = self._coherence.ready_time(blocks, device)
+            if arrival <= self._coherence.now:
+                heapq.heappush(self._queues[index], task)
+            else:
+                heapq.heappush(self._arriving, (arrival, task.seq, task))
 
     def wait(self, reraise: bool = True) -> None:
         """Run the graph on the virtual clock, then (with ``gather``) bring every tile home."""
@@ -194,7 +348,9 @@ class SimulatedRuntime(Runtime):
             now, _, task = heapq.heappop(events)
             with self._lock:
                 self._coherence.now = now
+                self._coherence.unpin(task, self.devices[task.device_index])
                 self._complete(task, None)
+                self._admit(task.device_index)
             bar.update()
         self.makespan = now
 
