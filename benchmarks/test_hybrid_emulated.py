@@ -19,6 +19,8 @@ from hetlapack.algorithms.geqrf import geqrf
 from hetlapack.algorithms.getrf import getrf
 from hetlapack.algorithms.potrf import potrf
 from hetlapack.devices import EmulatedDevice
+from hetlapack.dispatch import model
+from hetlapack.runtime.placement import two_level, two_level_devices
 from hetlapack.testing import general, spd
 
 SIZES = [int(n) for n in os.environ.get("HETLAPACK_BENCH_SIZES", "1000,2000,4000").split(",")]
@@ -26,9 +28,10 @@ SIZES = [int(n) for n in os.environ.get("HETLAPACK_BENCH_SIZES", "1000,2000,4000
 TILE = {"potrf": {1000: 192, 2000: 256, 4000: 384}, "getrf": {1000: 128, 2000: 192, 4000: 256},
         "geqrf": {1000: 128, 2000: 192, 4000: 256}}
 OPS = {
-    "potrf": (spd, lambda a, tile, devices: potrf(a, lower=True, tile=tile, devices=devices)),
-    "getrf": (general, lambda a, tile, devices: getrf(a, tile=tile, devices=devices)),
-    "geqrf": (general, lambda a, tile, devices: geqrf(a, tile=tile, devices=devices)),
+    "potrf": (spd, lambda a, tile, devices, placement: potrf(a, lower=True, tile=tile, devices=devices,
+                                                            placement=placement)),
+    "getrf": (general, lambda a, tile, devices, placement: getrf(a, tile=tile, devices=devices, placement=placement)),
+    "geqrf": (general, lambda a, tile, devices, placement: geqrf(a, tile=tile, devices=devices, placement=placement)),
 }
 
 
@@ -42,17 +45,18 @@ def case(request):
     return op, np.asfortranarray(OPS[op][0](n))
 
 
-def run(benchmark, case, devices_factory, label):
+def run(benchmark, case, devices_factory, label, placement="owner", tile=None):
     op, matrix = case
     n = matrix.shape[0]
+    tile = tile or tile_for(op, n)
     benchmark.group = f"{op} n={n}"
-    benchmark.extra_info.update(tile=tile_for(op, n), devices=label)
+    benchmark.extra_info.update(tile=tile if isinstance(tile, int) else "two-level", devices=label)
     factor = OPS[op][1]
 
     def setup():
         return (np.array(matrix, order="F"), devices_factory()), {}
 
-    benchmark.pedantic(lambda a, devices: factor(a, tile_for(op, n), devices), setup=setup,
+    benchmark.pedantic(lambda a, devices: factor(a, tile, devices, placement), setup=setup,
                        rounds=max(3, 12000 // n), warmup_rounds=1)
 
 
@@ -62,6 +66,19 @@ def test_cpu_tile_path(benchmark, case):
 
 def test_hybrid_cpu_and_two_emulated(benchmark, case):
     run(benchmark, case, lambda: ["cpu", EmulatedDevice(0), EmulatedDevice(1)], "cpu+emulated:0+emulated:1")
+
+
+def test_hybrid_two_level_tiles(benchmark, case):
+    """Seed 003's two-level layout (Cholesky and QR): the CPU's cores take each big tile's host slice, with the
+    slice dispatch would use (the formula over the calibrated rates)."""
+    op, matrix = case
+    if op == "getrf":
+        pytest.skip("the two-level layout runs Cholesky and QR")
+    names = ["cpu", EmulatedDevice(0), EmulatedDevice(1)]
+    tile, n = tile_for(op, matrix.shape[0]), matrix.shape[0]
+    placement, bounds = two_level(n, tile, model.two_level_host_cols(model.modeled(tuple(names)), tile), 2)
+    devices = lambda: two_level_devices(["cpu", EmulatedDevice(0), EmulatedDevice(1)])  # noqa: E731
+    run(benchmark, case, devices, "two-level: cpu slices + emulated:0 + emulated:1", placement, bounds)
 
 
 def test_hybrid_out_of_core_a_quarter_of_the_matrix_per_accelerator(benchmark, case):

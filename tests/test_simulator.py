@@ -55,6 +55,51 @@ def test_priorities_order_ready_tasks_and_can_be_switched_off():
     assert [e.tiles for e in sorted(fifo.trace.events, key=lambda e: e.start)] == ["A[0,0]", "A[0,1]", "A[0,2]"]
 
 
+def _most_held_at_once(events, held) -> int:
+    """The most of something (cores, kernels) the trace's ``events`` hold at once, ``held[device]`` each."""
+    edges = sorted((t, step) for e in events for t, step in ((e.start, held[e.device]), (e.end, -held[e.device])))
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
+
+
+@pytest.mark.parametrize(("host_compute", "makespan"), [(True, 0.2), (False, 0.1)])
+def test_host_computing_devices_share_the_hosts_cores_others_do_not(host_compute, makespan):
+    A = TiledMatrix(None, 1, shape=(1, 4), dtype="d")
+    devices = [cpu(workers=2, cores=2, host_compute=host_compute),
+               *(gpu(name, rate=10.0, cores=2, host_compute=host_compute) for name in ("a", "b"))]
+    with SimulatedRuntime(devices) as rt:
+        for j, (device, priority) in enumerate(((0, 1), (0, 0), (1, 2), (2, 3))):
+            rt.insert("gemm", writes=[A(0, j)], flops=1e9, priority=priority, device=device)
+    assert rt.makespan == pytest.approx(makespan)
+    assert _most_held_at_once(rt.trace.events, {"cpu": 1, "a": 1, "b": 1}) == (2 if host_compute else 4)
+    if host_compute:  # the two highest priorities take the two cores first
+        assert {e.device for e in rt.trace.events if e.start == 0} == {"a", "b"}
+
+
+def test_cpu_and_emulated_accelerators_never_hold_more_cores_than_the_host_has(monkeypatch):
+    from hetlapack.devices import cpu as cpu_module
+    from hetlapack.dispatch import model
+
+    monkeypatch.setattr(cpu_module, "usable_cores", lambda: 2)
+    for layout in ("hgdd", "two-level"):
+        devices = model.modeled(("cpu", EmulatedDevice(0), EmulatedDevice(1)))
+        assert [(d.host_compute, d.cores) for d in devices] == [(True, 2)] * 3
+        prediction = simulate("cholesky", 2000, devices, tile=256, layout=layout)
+        threads = {d.name: d.threads for d in devices}  # as the simulation ran them (two-level: one per core)
+        assert _most_held_at_once(prediction.trace.events, threads) <= 2
+        assert _most_held_at_once(prediction.trace.events, dict.fromkeys(threads, 1)) <= 2
+
+
+def test_profiles_and_gpu_like_devices_do_not_compute_on_the_host():
+    assert not any(d.host_compute for d in parse("sandybridge:16,k20c,k20c"))
+    cuda_like = EmulatedDevice(0)
+    cuda_like.host_compute = False
+    assert (ModeledDevice.of(cuda_like).host_compute, ModeledDevice.of(cuda_like).cores) == (False, 1)
+
+
 def test_tiles_cross_the_link_once_per_version_one_engine_per_direction():
     A = TiledMatrix(None, 100, shape=(100, 300), dtype="d")  # three 80 kB tiles
     accelerator = gpu(bandwidth=8e-5, latency=0.5)  # 80 kB take 1 s, plus 0.5 s latency

@@ -60,17 +60,7 @@ def gather(a, first: int, buf) -> int:
     lanes = buf.shape[2]
     count = min(lanes, a.shape[0] - first)
     m, n = a.shape[1], a.shape[2]
-    done = count // BLOCK * BLOCK if n >= BLOCKED_MIN_COLUMNS else 0
-    blocked = n // BLOCK * BLOCK
-    for lane0 in range(0, done, BLOCK):
-        for i in range(m):
-            for j0 in range(0, blocked, BLOCK):
-                for w in range(BLOCK):
-                    for q in range(BLOCK):
-                        buf[i, j0 + q, lane0 + w] = a[first + lane0 + w, i, j0 + q]
-            for j in range(blocked, n):
-                for w in range(BLOCK):
-                    buf[i, j, lane0 + w] = a[first + lane0 + w, i, j]
+    done = _gather_blocks(a, first, buf, count) if n >= BLOCKED_MIN_COLUMNS else 0
     for lane in range(done, count):
         for i in range(m):
             for j in range(n):
@@ -83,11 +73,38 @@ def gather(a, first: int, buf) -> int:
 
 
 @numba.njit(**JIT_OPTIONS)
+def _gather_blocks(a, first: int, buf, count: int) -> int:
+    """The blocked part of :func:`gather`: lanes in groups of ``BLOCK``; returns how many lanes it copied."""
+    m, n = a.shape[1], a.shape[2]
+    done, blocked = count // BLOCK * BLOCK, n // BLOCK * BLOCK
+    for lane0 in range(0, done, BLOCK):
+        for i in range(m):
+            for j0 in range(0, blocked, BLOCK):
+                for w in range(BLOCK):
+                    for q in range(BLOCK):
+                        buf[i, j0 + q, lane0 + w] = a[first + lane0 + w, i, j0 + q]
+            for j in range(blocked, n):
+                for w in range(BLOCK):
+                    buf[i, j, lane0 + w] = a[first + lane0 + w, i, j]
+    return done
+
+
+@numba.njit(**JIT_OPTIONS)
 def scatter(buf, count: int, out, first: int) -> None:
     """Copy the first ``count`` lanes of ``buf`` back to ``out[first + lane]``."""
     m, n = out.shape[1], out.shape[2]
-    done = count // BLOCK * BLOCK if n >= BLOCKED_MIN_COLUMNS else 0
-    blocked = n // BLOCK * BLOCK
+    done = _scatter_blocks(buf, count, out, first) if n >= BLOCKED_MIN_COLUMNS else 0
+    for lane in range(done, count):
+        for i in range(m):
+            for j in range(n):
+                out[first + lane, i, j] = buf[i, j, lane]
+
+
+@numba.njit(**JIT_OPTIONS)
+def _scatter_blocks(buf, count: int, out, first: int) -> int:
+    """The blocked part of :func:`scatter`; returns how many lanes it copied."""
+    m, n = out.shape[1], out.shape[2]
+    done, blocked = count // BLOCK * BLOCK, n // BLOCK * BLOCK
     for lane0 in range(0, done, BLOCK):
         for i in range(m):
             for j0 in range(0, blocked, BLOCK):
@@ -97,10 +114,7 @@ def scatter(buf, count: int, out, first: int) -> None:
             for j in range(blocked, n):
                 for w in range(BLOCK):
                     out[first + lane0 + w, i, j] = buf[i, j, lane0 + w]
-    for lane in range(done, count):
-        for i in range(m):
-            for j in range(n):
-                out[first + lane, i, j] = buf[i, j, lane]
+    return done
 
 
 def as_stack(a: np.ndarray) -> np.ndarray:

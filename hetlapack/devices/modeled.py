@@ -56,9 +56,11 @@ class ModeledDevice:
     ``single_rates`` are the single-precision ones (default: twice ``rates``). ``kernels`` gives single kernels
     a rate of their own, flat or as a table over tile orders (as :mod:`~hetlapack.devices.calibration`
     measures them), which replaces the class rate and ``half_tile``. A CPU's ``workers`` share its ``cores``
-    evenly, as the real runtime's BLAS threads do. ``spin_s``: how long a CPU's cores keep drawing busy power
-    after a task while their threads spin-wait. ``memory_bytes``: an accelerator's memory for tiles (``None``:
-    unlimited)."""
+    evenly, as the real runtime's BLAS threads do. ``host_compute``: its kernels run on the host's cores (this
+    machine's CPU and emulated accelerators; not a profile's devices), which for an accelerator are its ``cores``
+    too: the simulated runtime runs no more such kernels at once than those cores hold. ``spin_s``: how long a
+    CPU's cores keep drawing busy power after a task while their threads spin-wait. ``memory_bytes``: an
+    accelerator's memory for tiles (``None``: unlimited)."""
 
     name: str
     kind: str
@@ -143,19 +145,21 @@ class ModeledDevice:
     @classmethod
     def of(cls, device: Device, task_overhead_s: float = 0.0) -> ModeledDevice:
         """The model of a real device: its calibrated rates (per core: calibration times one BLAS thread), kernel
-        tables, link, workers and memory capacity. A host-computing device without calibrated kernel tables gets the
+        tables, link, workers, memory capacity and whether it computes on the host's cores (then its ``cores`` are
+        the host's, which it shares with the CPU). A host-computing device without calibrated kernel tables gets the
         reference machine's, scaled by this machine's GEMM rate."""
         kernels = dict(device.kernel_rates)
         if not kernels and device.host_compute:
             from ..dispatch.model import host_gemm_gflops  # noqa: PLC0415 - dispatch imports devices
             from .calibration import scaled_reference_kernels  # noqa: PLC0415 - calibration is heavy to import
 
-            kernels = scaled_reference_kernels(host_gemm_gflops() / usable_cores())
+            kernels = scaled_reference_kernels(host_gemm_gflops("d") / usable_cores())
         cpu = device.kind == "cpu"
         return cls(name=device.name, kind="cpu" if cpu else "accelerator",
                    rates={c: device.capability.get(c, DEFAULT_CAPABILITY[c]) for c in DEFAULT_CAPABILITY},
-                   kernels=kernels, cores=getattr(device, "cores", 1) if cpu else 1, workers=device.workers,
-                   task_overhead_s=task_overhead_s,
+                   kernels=kernels, cores=getattr(device, "cores", 1) if cpu or device.host_compute else 1,
+                   workers=device.workers,
+                   task_overhead_s=task_overhead_s, host_compute=device.host_compute,
                    bandwidth_gbs=device.capability.get("bandwidth_gbs", float("inf")),
                    latency_s=device.capability.get("latency_s", 0.0),
                    memory_space=device.memory_space, memory_bytes=device.memory_capacity(),

@@ -11,7 +11,11 @@ as the engines allow. An accelerator with a memory capacity (``ModeledDevice.mem
 within it as the real runtime does (:mod:`~hetlapack.runtime.coherence`): a tile that does not fit evicts the
 least recently used tile no ready or running task holds, a clean one first, and a tile whose only valid copy is
 there is first written home over the link; the copy in waits for that, and a task waits while the memory is full
-of tiles other tasks hold. The result is a trace with virtual times, per-device busy time and energy.
+of tiles other tasks hold. Devices whose kernels run on the host's cores (``ModeledDevice.host_compute``: this
+machine's CPU and emulated accelerators) share those cores: each running kernel holds its ``threads`` of them, and
+a kernel that would start while too few are free waits for them, highest priority first across those devices. The
+operating system would time-share the cores instead; waiting for free cores costs the same core-seconds and keeps
+the model simple and deterministic. The result is a trace with virtual times, per-device busy time and energy.
 """
 
 from __future__ import annotations
@@ -253,6 +257,9 @@ class SimulatedRuntime(Runtime):
         self.busy = {d.name: 0.0 for d in self.devices}
         self._arriving: list[tuple[float, int, Task]] = []
         self._waiting: list[list[Task]] = [[] for _ in self.devices]
+        self._on_host = [i for i, d in enumerate(self.devices) if d.host_compute]
+        self._host_cores = max((self.devices[i].cores for i in self._on_host), default=0)
+        self._host_cores_busy = 0
 
     @staticmethod
     def _resolve(devices: Sequence[ModeledDevice]) -> list[ModeledDevice]:
@@ -330,16 +337,16 @@ class SimulatedRuntime(Runtime):
                 while self._arriving and self._arriving[0][0] <= now:
                     task = heapq.heappop(self._arriving)[2]
                     heapq.heappush(self._queues[task.device_index], task)
+                self._start_on_host_cores(free, events, now)
                 for index, device in enumerate(self.devices):
+                    if device.host_compute:
+                        continue  # started above, within the host's cores
                     queue = self._queues[index]
                     for worker, free_at in enumerate(free[index]):
                         if not queue:
                             break
                         if free_at <= now:
-                            task = heapq.heappop(queue)
-                            self._running += 1
-                            free[index][worker] = end = self._run(task, device, worker, now)
-                            heapq.heappush(events, (end, task.seq, task))
+                            self._start(heapq.heappop(queue), index, worker, free, events, now)
             if not events and not self._arriving:
                 break
             if self._arriving and (not events or self._arriving[0][0] < events[0][0]):
@@ -347,12 +354,39 @@ class SimulatedRuntime(Runtime):
                 continue
             now, _, task = heapq.heappop(events)
             with self._lock:
+                device = self.devices[task.device_index]
+                if device.host_compute:
+                    self._host_cores_busy -= device.threads
                 self._coherence.now = now
-                self._coherence.unpin(task, self.devices[task.device_index])
+                self._coherence.unpin(task, device)
                 self._complete(task, None)
                 self._admit(task.device_index)
             bar.update()
         self.makespan = now
+
+    def _start_on_host_cores(self, free: list[list[float]], events: list, now: float) -> None:
+        """Start the ready tasks of the host-computing devices that have an idle worker, highest priority first
+        across them, while the host has the cores each needs; the first that does not fit waits for cores to free,
+        and so do the tasks after it (no overtaking, as in one priority queue)."""
+        while True:
+            heads = [(self._queues[i][0], i) for i in self._on_host
+                     if self._queues[i] and min(free[i]) <= now]
+            if not heads:
+                return
+            task, index = min(heads, key=lambda head: head[0])
+            threads = self.devices[index].threads
+            if self._host_cores_busy + threads > self._host_cores:
+                return
+            self._host_cores_busy += threads
+            worker = next(w for w, free_at in enumerate(free[index]) if free_at <= now)
+            self._start(heapq.heappop(self._queues[index]), index, worker, free, events, now)
+
+    def _start(self, task: Task, index: int, worker: int, free: list[list[float]], events: list,
+               now: float) -> None:
+        """Run ``task`` on worker ``worker`` of device ``index`` from ``now``; its end joins ``events``."""
+        self._running += 1
+        free[index][worker] = end = self._run(task, self.devices[index], worker, now)
+        heapq.heappush(events, (end, task.seq, task))
 
     def _run(self, task: Task, device: ModeledDevice, worker: int, start: float) -> float:
         """Price ``task`` on ``device`` from ``start``; record it; returns its end."""
