@@ -80,8 +80,12 @@ def _threads(batch: int, lanes: int) -> int:
     return max(1, min(numba.get_num_threads(), math.ceil(batch / lanes)))
 
 
+#: Kernels whose buffers take ``WIDE_LANES`` matrices (the Householder ones, bound by loop overhead, not cache).
+_WIDE = frozenset({"geqrf", "orgqr", "qr"})
+
+
 def _launch(op: str, dtype: np.dtype, batch: int, m: int, n: int, *arrays) -> None:
-    lanes = lanes_for(m, n, dtype.itemsize)
+    lanes = lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE)
     compiled(op, dtype)(*arrays, lanes, _threads(batch, lanes))
 
 
