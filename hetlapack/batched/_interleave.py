@@ -52,15 +52,6 @@ def chunk_range(thread: int, threads: int, chunks: int) -> tuple[int, int]:
     return start, start + per + (1 if thread < extra else 0)
 
 
-#: Matrices and columns moved per block by the blocked copies: a 4 x 4 block of four matrices' rows becomes four
-#: lanes' columns, so reads and writes both run along cache lines.
-BLOCK = 4
-
-#: Columns from which the blocked copies win. Measured (1 thread, float64, B = 2e4, gather + scatter ns per
-#: matrix, plain / blocked): n = 8 96 / 161, n = 16 473 / 627, n = 32 2038 / 1466, n = 64 8847 / 4225.
-BLOCKED_MIN_COLUMNS = 24
-
-
 @numba.njit(**JIT_OPTIONS)
 def gather(a, first: int, buf) -> int:
     """Copy matrices ``a[first:first + lanes]`` into ``buf[i, j, lane]``; pad missing lanes with identity.
@@ -70,8 +61,7 @@ def gather(a, first: int, buf) -> int:
     lanes = buf.shape[2]
     count = min(lanes, a.shape[0] - first)
     m, n = a.shape[1], a.shape[2]
-    done = _gather_blocks(a, first, buf, count) if n >= BLOCKED_MIN_COLUMNS else 0
-    for lane in range(done, count):
+    for lane in range(count):
         for i in range(m):
             for j in range(n):
                 buf[i, j, lane] = a[first + lane, i, j]
@@ -83,48 +73,13 @@ def gather(a, first: int, buf) -> int:
 
 
 @numba.njit(**JIT_OPTIONS)
-def _gather_blocks(a, first: int, buf, count: int) -> int:
-    """The blocked part of :func:`gather`: lanes in groups of ``BLOCK``; returns how many lanes it copied."""
-    m, n = a.shape[1], a.shape[2]
-    done, blocked = count // BLOCK * BLOCK, n // BLOCK * BLOCK
-    for lane0 in range(0, done, BLOCK):
-        for i in range(m):
-            for j0 in range(0, blocked, BLOCK):
-                for w in range(BLOCK):
-                    for q in range(BLOCK):
-                        buf[i, j0 + q, lane0 + w] = a[first + lane0 + w, i, j0 + q]
-            for j in range(blocked, n):
-                for w in range(BLOCK):
-                    buf[i, j, lane0 + w] = a[first + lane0 + w, i, j]
-    return done
-
-
-@numba.njit(**JIT_OPTIONS)
 def scatter(buf, count: int, out, first: int) -> None:
     """Copy the first ``count`` lanes of ``buf`` back to ``out[first + lane]``."""
     m, n = out.shape[1], out.shape[2]
-    done = _scatter_blocks(buf, count, out, first) if n >= BLOCKED_MIN_COLUMNS else 0
-    for lane in range(done, count):
+    for lane in range(count):
         for i in range(m):
             for j in range(n):
                 out[first + lane, i, j] = buf[i, j, lane]
-
-
-@numba.njit(**JIT_OPTIONS)
-def _scatter_blocks(buf, count: int, out, first: int) -> int:
-    """The blocked part of :func:`scatter`; returns how many lanes it copied."""
-    m, n = out.shape[1], out.shape[2]
-    done, blocked = count // BLOCK * BLOCK, n // BLOCK * BLOCK
-    for lane0 in range(0, done, BLOCK):
-        for i in range(m):
-            for j0 in range(0, blocked, BLOCK):
-                for q in range(BLOCK):
-                    for w in range(BLOCK):
-                        out[first + lane0 + w, i, j0 + q] = buf[i, j0 + q, lane0 + w]
-            for j in range(blocked, n):
-                for w in range(BLOCK):
-                    out[first + lane0 + w, i, j] = buf[i, j, lane0 + w]
-    return done
 
 
 def as_stack(a: np.ndarray) -> np.ndarray:
