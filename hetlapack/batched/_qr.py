@@ -15,7 +15,7 @@ import math
 import numba
 import numpy as np
 
-from ._interleave import JIT_OPTIONS, chunk_range, gather, scatter
+from ._interleave import JIT_OPTIONS, chunk_range, gather_wide, scatter_wide
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -68,9 +68,9 @@ def geqrf_stack(a, out, tau, lanes, threads):
         dots = np.empty(lanes, dtype=out.dtype)
         for chunk in range(start, stop):
             first = chunk * lanes
-            count = gather(a, first, buf)
+            count = gather_wide(a, first, buf)
             _factor_chunk(buf, chunk_tau, norm, dots)
-            scatter(buf, count, out, first)
+            scatter_wide(buf, count, out, first)
             for lane in range(count):
                 for k in range(min(m, n)):
                     tau[first + lane, k] = chunk_tau[k, lane]
@@ -119,12 +119,12 @@ def orgqr_stack(qr, tau, out, lanes, threads):
         dots = np.empty(lanes, dtype=out.dtype)
         for chunk in range(start, stop):
             first = chunk * lanes
-            count = gather(qr, first, reflectors)
+            count = gather_wide(qr, first, reflectors)
             for lane in range(count):
                 for r in range(k):
                     chunk_tau[r, lane] = tau[first + lane, r]
             _build_q_chunk(reflectors, chunk_tau, q, dots)
-            scatter(q, count, out, first)
+            scatter_wide(q, count, out, first)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -155,9 +155,9 @@ def qr_stack(a, q_out, r_out, lanes, threads):
         dots = np.empty(lanes, dtype=r_out.dtype)
         for chunk in range(start, stop):
             first = chunk * lanes
-            count = gather(a, first, buf)
+            count = gather_wide(a, first, buf)
             _factor_chunk(buf, chunk_tau, norm, dots)
             _scatter_upper(buf, count, r_out, first)
             if ncols:
                 _build_q_chunk(buf, chunk_tau, q, dots)
-                scatter(q, count, q_out, first)
+                scatter_wide(q, count, q_out, first)
