@@ -13,7 +13,7 @@ from hetlapack.cli import main
 from hetlapack.devices import EmulatedDevice
 from hetlapack.devices.modeled import ModeledDevice, Power
 from hetlapack.devices.profiles import parse, registry
-from hetlapack.dispatch.model import TWO_LEVEL_SMALL_TILE
+from hetlapack.layout.two_level import TWO_LEVEL_SMALL_TILE
 from hetlapack.layout import TwoLevelColumns
 from hetlapack.runtime import SimulatedRuntime, TiledMatrix, Trace
 from hetlapack.simulator import grid_shape, simulate, simulate_distributed

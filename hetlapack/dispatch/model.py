@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from ..devices.modeled import ModeledDevice, interpolate
-from ..layout.two_level import host_slice
+from ..layout.two_level import TWO_LEVEL_SMALL_TILE, host_slice
 
 #: Fraction of the host's DGEMM rate that one LAPACK call reaches, by matrix order (scipy 1.17 + OpenBLAS 0.3.31
 #: Haswell kernels, 2 threads, quiet machine; DGEMM 80 GFLOP/s at n = 4000; benchmarks/test_tile_*.py).
@@ -31,10 +31,6 @@ TILE_SIZE: dict[str, tuple[tuple[int, int], ...]] = {
     "getrf": ((0, 256), (6000, 384)),
     "geqrf": ((0, 128), (1500, 192), (5000, 256)),
 }
-
-#: Width of the host's small tiles in the two-level layout, at most (seed 003 cuts the host slice finer: one small
-#: tile per core's worth of work).
-TWO_LEVEL_SMALL_TILE = 128
 
 #: Seconds of Python overhead per LAPACK call made from a Python loop (SciPy's batch loop: about 5 µs a matrix).
 HOST_CALL_OVERHEAD_S = 5e-6

@@ -17,6 +17,10 @@ from dataclasses import dataclass
 #: The host's device index in a two-level layout; accelerators are 1 .. gpus.
 HOST = 0
 
+#: Width of the host's small tiles in the two-level layout, at most (seed 003 cuts the host slice finer: one small
+#: tile per core's worth of work).
+TWO_LEVEL_SMALL_TILE = 128
+
 #: LAPACK operations the two-level layout runs (seed 003 §3: Cholesky and QR; it cuts rows like columns, so the
 #: matrix must be square).
 TWO_LEVEL_OPS = frozenset({"potrf", "geqrf"})

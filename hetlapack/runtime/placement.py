@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from ..devices import resolve
 from ..devices.base import KERNEL_CLASS, Device
 from ..devices.cpu import HOST_MEMORY, CpuDevice
-from ..dispatch.model import TWO_LEVEL_SMALL_TILE
 from ..layout import TwoLevelColumns, WeightedColumns
+from ..layout.two_level import TWO_LEVEL_SMALL_TILE
 from .data import Block
 from .task import Task
 

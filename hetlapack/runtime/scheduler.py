@@ -204,7 +204,7 @@ class Runtime:
         device queues say how busy each device is (under the lock)."""
         if task.device_index is None:
             task.device_index = self.placement.place(task)
-            blocks = _block_args(task)
+            blocks = task.blocks
             if not self._coherence.fits(blocks, self.devices[task.device_index]):
                 roomy = [i for i, d in enumerate(self.devices) if self._coherence.fits(blocks, d)]
                 if roomy:
@@ -215,7 +215,7 @@ class Runtime:
 
     def _push(self, task: Task) -> None:
         index = self._place(task)
-        if self._coherence.missing(_block_args(task), self.devices[index]):
+        if self._coherence.missing(task.blocks, self.devices[index]):
             heapq.heappush(self._fetch_queues[index], task)
             self._fetch_signal[index].notify()
             return
@@ -265,7 +265,7 @@ class Runtime:
                 if task is None:
                     self._coherence.write_home(block)
                 else:
-                    task.prefetched = self._coherence.acquire(_block_args(task), device, task)[1]
+                    task.prefetched = self._coherence.acquire(task.blocks, device, task)[1]
             except BaseException as failure:  # noqa: BLE001 - a failed copy cancels the graph like a failed task
                 error = failure
             with self._lock:
@@ -312,7 +312,7 @@ class Runtime:
     def _execute(self, task: Task, device: Device, worker: int) -> BaseException | None:
         start = time.perf_counter()
         try:
-            data, moved = self._coherence.acquire(_block_args(task), device, task)
+            data, moved = self._coherence.acquire(task.blocks, device, task)
             args = [data[arg] if isinstance(arg, Block) else arg for arg in task.args]
             if isinstance(task.kernel, str):
                 getattr(device, task.kernel)(*args, **task.kwargs)
@@ -328,8 +328,3 @@ class Runtime:
             self.trace.record(task.name, tiles, device.name, worker, start, time.perf_counter(),
                               task.prefetched + moved)
         return None
-
-
-def _block_args(task: Task) -> list[Block]:
-    """The block handles among a task's arguments (the data it touches)."""
-    return [arg for arg in task.args if isinstance(arg, Block)]

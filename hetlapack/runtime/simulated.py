@@ -29,7 +29,7 @@ from ..devices.modeled import ModeledDevice
 from .coherence import Coherence, MemoryStats
 from .data import Block, TiledMatrix
 from .placement import Placement
-from .scheduler import Runtime, _block_args
+from .scheduler import Runtime
 from .task import Task
 from .trace import Trace
 
@@ -296,9 +296,9 @@ class SimulatedRuntime(Runtime):
     def _admit(self, index: int) -> None:
         """Fetch the tiles of device ``index``'s waiting tasks, in priority order, while they have room."""
         device, waiting = self.devices[index], self._waiting[index]
-        while waiting and self._coherence.room(_block_args(waiting[0]), device):
+        while waiting and self._coherence.room(waiting[0].blocks, device):
             task = heapq.heappop(waiting)
-            blocks = _block_args(task)
+            blocks = task.blocks
             self._coherence.acquire(blocks, device, task)
             arrival = self._coherence.ready_time(blocks, device)
             if arrival <= self._coherence.now:

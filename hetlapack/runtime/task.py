@@ -32,6 +32,11 @@ class Task:
         self.done = False
         self.prefetched = 0
 
+    @property
+    def blocks(self) -> list[Block]:
+        """The block handles among the task's arguments (the data it touches)."""
+        return [arg for arg in self.args if isinstance(arg, Block)]
+
     def __lt__(self, other: Task) -> bool:
         return (-self.priority, self.seq) < (-other.priority, other.seq)
 
