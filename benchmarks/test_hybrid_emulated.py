@@ -69,11 +69,9 @@ def test_hybrid_cpu_and_two_emulated(benchmark, case):
 
 
 def test_hybrid_two_level_tiles(benchmark, case):
-    """Seed 003's two-level layout (Cholesky and QR): the CPU's cores take each big tile's host slice, with the
-    slice dispatch would use (the formula over the calibrated rates)."""
+    """Seed 003's two-level layout: the CPU's cores take each big tile's host slice, with the slice dispatch would
+    use (the formula over the calibrated rates)."""
     op, matrix = case
-    if op == "getrf":
-        pytest.skip("the two-level layout runs Cholesky and QR")
     names = ["cpu", EmulatedDevice(0), EmulatedDevice(1)]
     tile, n = tile_for(op, matrix.shape[0]), matrix.shape[0]
     placement, bounds = two_level(n, tile, model.two_level_host_cols(model.modeled(tuple(names)), tile), 2)

@@ -22,7 +22,7 @@ from .devices.modeled import ModeledDevice
 from .devices.profiles import registry
 from .dispatch.model import RUNTIME_CALL_OVERHEAD_S, tile_size, two_level_host_cols
 from .dispatch.model import flops as flop_count
-from .layout.two_level import TWO_LEVEL_OPS, imbalance, tune_host_slice, two_level_unavailable
+from .layout.two_level import imbalance, tune_host_slice, two_level_unavailable
 from .runtime import OwnerComputes, SimulatedRuntime, TiledMatrix, Trace
 from .runtime.coherence import MemoryStats
 from .runtime.placement import two_level
@@ -91,14 +91,16 @@ def _insert(op: str, rt: SimulatedRuntime, A: TiledMatrix, per_tile: bool = Fals
         insert_geqrf(rt, A, *householder_tiles(A))
 
 
-def _two_level_setup(devices: Sequence[ModeledDevice], n: int, tile: int, host_cols: int | None):
+def _two_level_setup(devices: Sequence[ModeledDevice], extent: int, tile: int, host_cols: int | None):
+    """The two-level placement and tile boundaries along ``extent`` (the matrix's longer side), the CPU's
+    workers one per core."""
     why = two_level_unavailable([d.kind for d in devices])
     if why is not None:
         raise ValueError(why)
     devices[0].workers = devices[0].cores  # small tiles go to single cores
     if host_cols is None:
         host_cols = two_level_host_cols(list(devices), tile)
-    return two_level(n, tile, host_cols, len(devices) - 1)
+    return two_level(extent, tile, host_cols, len(devices) - 1)
 
 
 def simulate(op: str, n: int, devices: str | Sequence[ModeledDevice] = "cpu", *, m: int | None = None,
@@ -134,10 +136,8 @@ def simulate(op: str, n: int, devices: str | Sequence[ModeledDevice] = "cpu", *,
     tile = tile or tile_size(lapack, min(m, n))
     dtype_ = np.dtype(dtype)
     if layout == "two-level":
-        if lapack not in TWO_LEVEL_OPS or m != n:
-            raise ValueError("the two-level layout is implemented for square cholesky and qr (seed 003)")
-        policy, bounds = _two_level_setup(compute, n, tile, host_cols)
-        A = TiledMatrix(None, bounds, shape=(n, n), dtype=dtype_)
+        policy, bounds = _two_level_setup(compute, max(m, n), tile, host_cols)
+        A = TiledMatrix(None, bounds, shape=(m, n), dtype=dtype_)
     else:
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")

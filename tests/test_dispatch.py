@@ -155,7 +155,36 @@ def test_two_level_does_not_apply_without_an_accelerator_and_says_why():
     assert plan.path == "host" and "forced layout 'two-level' cannot run" in plan.unavailable["hybrid"]
     with hetlapack.using(path="hybrid", layout="two-level"), pytest.raises(ValueError, match="cannot be honoured"):
         choose(Request("potrf", (16000, 16000), np.dtype("d")))
-    assert "Cholesky and QR" in choose(Request("getrf", (16000, 16000), np.dtype("d"))).unavailable["two-level"]
+    assert "at least one accelerator" in choose(Request("getrf", (16000, 9000), np.dtype("d"))).unavailable["two-level"]
+
+
+@pytest.mark.parametrize(("op", "shape"), [("getrf", (3000, 3000)), ("getrf", (4000, 2500)), ("getrf", (2500, 4000)),
+                                           ("geqrf", (4000, 2500)), ("geqrf", (2500, 4000))])
+def test_two_level_prices_lu_and_rectangular_matrices_and_can_be_forced(monkeypatch, op, shape):
+    from hetlapack.devices import EmulatedDevice
+
+    monkeypatch.setattr(model, "predict_host", lambda *args: 100.0)
+    prices = {("hybrid", "hgdd"): 1.0, ("hybrid", "two-level"): 0.5, ("gpu", "hgdd"): 10.0}
+    monkeypatch.setattr(model, "predict_tiled", lambda *args, path="hybrid", layout="hgdd": prices[path, layout])
+    with hetlapack.using(devices=["cpu", EmulatedDevice(0), EmulatedDevice(1)]):
+        plan = choose(Request(op, shape, np.dtype("d")))
+        with hetlapack.using(path="hybrid", layout="two-level"):
+            forced = choose(Request(op, shape, np.dtype("d")))
+    assert "two-level" not in plan.unavailable and plan.layout_s == {"hgdd": 1.0, "two-level": 0.5}
+    assert plan.path == "hybrid" and plan.layout == "two-level" and plan.host_cols is not None
+    assert forced.layout == "two-level" and "hybrid" not in forced.unavailable
+
+
+def test_the_two_level_price_of_a_rectangular_lu_is_the_simulators():
+    from hetlapack.devices import EmulatedDevice
+    from hetlapack.simulator import simulate
+
+    devices = ("cpu", EmulatedDevice(0))
+    with hetlapack.using(devices=devices, path="hybrid"):
+        plan = choose(Request("getrf", (1500, 1000), np.dtype("d")))
+    simulated = simulate("getrf", 1000, model.modeled(devices), m=1500, tile=plan.tile, layout="two-level")
+    assert set(plan.layout_s) == {"hgdd", "two-level"}
+    assert plan.layout_s["two-level"] == pytest.approx(simulated.seconds)
 
 
 def test_emulated_accelerators_share_the_hosts_cores_so_two_level_is_not_the_cheaper_layout(monkeypatch):

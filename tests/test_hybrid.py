@@ -198,3 +198,67 @@ def test_the_two_level_run_puts_the_host_slice_on_the_cpu_and_big_tiles_on_the_a
     assert {e.device for e in trace.events if e.tiles.endswith(",0]")} == {"cpu"}
     assert {e.device for e in trace.events if e.tiles.endswith(",1]")} == {"emulated:0"}
     assert {e.device for e in trace.events if e.tiles.endswith(",3]")} == {"emulated:1"}
+
+
+@pytest.mark.parametrize("count", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+@pytest.mark.parametrize("shape", [(93, 93), (101, 101), (101, 67), (67, 101)])
+def test_forced_two_level_layout_runs_lu_like_scipy(count, dtype, shape):
+    devices = ["cpu", *accelerators("emulated", count)]
+    a = general(*shape, dtype=dtype, seed=count)
+    kept = a.copy()
+    with hetlapack.using(path="hybrid", devices=devices, tile=32, layout="two-level"):
+        plan = hetlapack.explain("lu_factor", a)
+        lu, piv = hl.lu_factor(a)
+    assert plan.path == "hybrid" and plan.layout == "two-level" and 0 <= plan.host_cols <= plan.tile == 32
+    assert np.array_equal(a, kept)
+    assert np.array_equal(piv, sl.lu_factor(kept)[1]) and lu_residual(kept, lu, piv) < EPS_FACTOR
+    assert no_worker_threads_left()
+
+
+@pytest.mark.parametrize("count", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+@pytest.mark.parametrize("shape", [(101, 67), (67, 101)])
+def test_forced_two_level_layout_runs_qr_of_tall_and_wide_matrices_like_scipy(count, dtype, shape):
+    devices = ["cpu", *accelerators("emulated", count)]
+    a = general(*shape, dtype=dtype, seed=count)
+    kept = a.copy()
+    with hetlapack.using(path="hybrid", devices=devices, tile=32, layout="two-level"):
+        plan = hetlapack.explain("qr", a)
+        q, r = hl.qr(a)
+        q_economic, r_economic = hl.qr(a, mode="economic")
+        r_only = hl.qr(a, mode="r")[0]
+    m, n = shape
+    assert plan.layout == "two-level" and q.shape == (m, m) and r.shape == (m, n)
+    assert q_economic.shape == (m, min(m, n)) and r_economic.shape == (min(m, n), n)
+    assert np.array_equal(a, kept)
+    assert qr_residual(kept, q, r) < EPS_FACTOR and qr_residual(kept, q_economic, r_economic) < EPS_FACTOR
+    assert np.allclose(r, r_only)
+    ref_r = sl.qr(kept, mode="r")[0]
+    assert np.array_equal(np.sign(np.diag(r).real), np.sign(np.diag(ref_r).real))
+    assert no_worker_threads_left()
+
+
+def _written_tile_column(event) -> int:
+    """The tile column of the first block a traced task wrote (``"A[0:5,2]"`` or ``"A[1:5,2:4]"`` -> 2)."""
+    return int(event.tiles.split(",")[1].split(":")[0].rstrip("]"))
+
+
+def test_a_tall_two_level_lu_cuts_rows_past_the_columns_and_runs_each_column_on_its_owner():
+    from hetlapack.compat._run import _tiled_kwargs
+    from hetlapack.dispatch import Plan
+
+    plan = Plan(op="getrf", path="hybrid", reason="", shape=(150, 100), dtype="float64",
+                devices=("cpu", EmulatedDevice(0), EmulatedDevice(1)), tile=48, layout="two-level", host_cols=12)
+    kwargs = _tiled_kwargs(plan)
+    assert list(kwargs["tile"]) == [0, 12, 48, 60, 96, 108, 144, 150]
+    a = np.asfortranarray(general(150, 100, seed=7))
+    reference = a.copy()
+    trace = Trace()
+    piv, info = getrf(a, trace=trace, **kwargs)
+    assert info == 0 and np.array_equal(piv, sl.lu_factor(reference)[1])
+    assert lu_residual(reference, a, piv) < EPS_FACTOR
+    owners = {0: "cpu", 1: "emulated:0", 2: "cpu", 3: "emulated:1", 4: "cpu"}
+    assert {e.device for e in trace.events if e.kernel == "getrf" and _written_tile_column(e) == 1} == {"emulated:0"}
+    for event in trace.events:
+        assert event.device == owners[_written_tile_column(event)], event

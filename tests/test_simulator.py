@@ -13,6 +13,7 @@ from hetlapack.cli import main
 from hetlapack.devices import EmulatedDevice
 from hetlapack.devices.modeled import ModeledDevice, Power
 from hetlapack.devices.profiles import parse, registry
+from hetlapack.dispatch.model import flops as flop_count
 from hetlapack.layout.two_level import TWO_LEVEL_SMALL_TILE
 from hetlapack.layout import TwoLevelColumns
 from hetlapack.runtime import SimulatedRuntime, TiledMatrix, Trace
@@ -225,8 +226,22 @@ def test_bad_requests_are_value_errors():
         simulate("cholesky", 100, "sandybridge", layout="spiral")
     with pytest.raises(ValueError, match="square"):
         simulate("cholesky", 100, "sandybridge", m=50)
-    with pytest.raises(ValueError, match="two-level"):
-        simulate("lu", 1000, "westmere:3,m2070", layout="two-level")
+    with pytest.raises(ValueError, match="two-level layout needs one CPU"):
+        simulate("lu", 1000, "westmere:3", layout="two-level")
+
+
+@pytest.mark.parametrize("op", ["lu", "qr"])
+def test_two_level_prices_lu_and_qr_of_square_tall_and_wide_matrices(op):
+    """The host slice and the big tiles both work at every shape; rows past the square part add work."""
+    square = simulate(op, 2000, "westmere:3,m2070", tile=480, layout="two-level")
+    tall = simulate(op, 2000, "westmere:3,m2070", m=3000, tile=480, layout="two-level")
+    wide = simulate(op, 3000, "westmere:3,m2070", m=2000, tile=480, layout="two-level")
+    lapack = {"lu": "getrf", "qr": "geqrf"}[op]
+    for prediction, (m, n) in ((square, (2000, 2000)), (tall, (3000, 2000)), (wide, (2000, 3000))):
+        assert prediction.layout == "two-level" and prediction.tasks > 0
+        assert prediction.flops == pytest.approx(flop_count(lapack, m, n))
+        assert min(prediction.utilisation.values()) > 0
+    assert square.seconds < tall.seconds and square.seconds < wide.seconds
 
 
 def test_two_level_bounds_cut_the_host_slice_small_and_leave_one_big_tile():
@@ -234,6 +249,10 @@ def test_two_level_bounds_cut_the_host_slice_small_and_leave_one_big_tile():
     bounds = layout.bounds(2000, TWO_LEVEL_SMALL_TILE)
     assert bounds[:6] == [0, 100, 200, 300, 960, 1060]
     assert bounds[-1] == 2000 and all(b > a for a, b in zip(bounds, bounds[1:]))
+    wide = TiledMatrix(None, bounds, shape=(1500, 2000), dtype=np.float64)
+    assert wide.col_bounds == tuple(bounds) and wide.row_bounds == (*(b for b in bounds if b < 1500), 1500)
+    with pytest.raises(ValueError, match="at least 2100"):
+        TiledMatrix(None, bounds, shape=(2100, 2000), dtype=np.float64)
 
 
 def test_distributed_cholesky_on_a_2d_grid():

@@ -24,8 +24,9 @@ def check_fortran_matrix(a: np.ndarray, routine: str, square: bool = False) -> N
 
 
 def check_tile(tile: int | Sequence[int]) -> int | tuple[int, ...]:
-    """The tile order as a positive ``int``, or tile boundaries ``(0, b1, ..., n)`` as a tuple (tiles of varying
-    size, as the two-level layout cuts a square matrix; the tiled matrix checks them against its shape)."""
+    """The tile order as a positive ``int``, or tile boundaries ``(0, b1, ...)`` as a tuple (tiles of varying
+    size, as the two-level layout cuts the longer side of a matrix; the tiled matrix checks them against its
+    shape, each axis taking the boundaries below its length)."""
     if isinstance(tile, (list, tuple, np.ndarray)):
         return tuple(int(b) for b in tile)
     if int(tile) != tile or tile < 1:

@@ -25,13 +25,16 @@ def _getrf_panel(device: Device, panel, piv, offset: int, infos: dict) -> None:
         infos[offset] = offset + info
 
 
-def _update_right(device: Device, column, piv, panel_top, panel_below, rows: int) -> None:
-    """Column ``j`` of step ``k``: swap its rows, ``A[k,j] = L_kk^{-1} A[k,j]``, ``A[k+1:,j] -= L[k+1:,k] A[k,j]``."""
+def _update_right(device: Device, column, piv, panel, rows: int) -> None:
+    """Column ``j`` of step ``k``: swap its rows, ``A[k,j] = L_kk^{-1} A[k,j]``, ``A[k+1:,j] -= L[k+1:,k] A[k,j]``.
+
+    The panel comes whole and is split here: below the last tile row (a wide matrix's last step) there is no
+    tile to name."""
     device.laswp(column, piv)
     top, below = column[:rows], column[rows:]
-    device.trsm(panel_top, top, side="L", lower=True, conj=False, unit=True)
+    device.trsm(panel[:rows], top, side="L", lower=True, conj=False, unit=True)
     if below.shape[0]:
-        device.gemm(panel_below, top, below)
+        device.gemm(panel[rows:], top, below)
 
 
 def _swap_left(device: Device, column, *pivots_and_offsets) -> None:
@@ -83,7 +86,7 @@ def insert_getrf(rt: Runtime, A: TiledMatrix, P: TiledMatrix, infos: dict[int, i
         for j in range(k + 1, nt):
             column = A.block(k, mt, j, j + 1)
             # A[k:,j] = P_k A[k:,j];  A[k,j] = L_kk^{-1} A[k,j];  A[k+1:,j] -= A[k+1:,k] @ A[k,j]
-            rt.insert(_update_right, column, P(k, 0), A(k, k), A.block(k + 1, mt, k, k + 1), A.rows(k),
+            rt.insert(_update_right, column, P(k, 0), panel, A.rows(k),
                       reads=[P(k, 0), panel], writes=[column], priority=top + 1 if j == k + 1 else 3 * (kt - j),
                       name="gemm", flops=scale * A.cols(j) * (A.rows(k) ** 2 + 2 * A.rows(k + 1, mt) * width))
     for j in range(kt - 1):

@@ -177,9 +177,7 @@ def _devices(path: str, options: Options) -> tuple:
 
 def _two_level_unavailable(req: Request, options: Options, devices: tuple) -> str | None:
     if req.op not in TWO_LEVEL_OPS:
-        return "the two-level layout is implemented for Cholesky and QR (seed 003)"
-    if req.core[0] != req.core[1]:
-        return "the two-level layout cuts rows as it cuts columns: square matrices only"
+        return f"the two-level layout is implemented for Cholesky, LU and QR, not {req.op}"
     if options.placement == "capability":
         return "placement='capability' places tasks greedily, not by a layout"
     return two_level_unavailable([_kind(d) for d in devices])

@@ -4,8 +4,9 @@ Top-level block columns of width ``B`` are dealt 1-D cyclically over the acceler
 ``Bh`` columns goes to the host's cores, ``Bh = Perf_core * cores / (Perf_core * cores + Perf_gpu * gpus) * B``,
 so host and accelerators finish a step together. The slice is then tuned by measurement in a few trials,
 judged by the load imbalance ``max / avg`` (1.0 is perfect balance). The runtime runs it on tiles of varying
-size: :meth:`TwoLevelColumns.bounds` cuts the columns, :meth:`TwoLevelColumns.tile_owner` maps tile columns to
-devices for owner-computes placement.
+size: :meth:`TwoLevelColumns.bounds` cuts the columns (and the rows alike, so diagonal tiles are square; a
+rectangular matrix is cut along its longer side, each axis taking the boundaries below its length),
+:meth:`TwoLevelColumns.tile_owner` maps tile columns to devices for owner-computes placement.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ HOST = 0
 #: tile per core's worth of work).
 TWO_LEVEL_SMALL_TILE = 128
 
-#: LAPACK operations the two-level layout runs (seed 003 §3: Cholesky and QR; it cuts rows like columns, so the
-#: matrix must be square).
-TWO_LEVEL_OPS = frozenset({"potrf", "geqrf"})
+#: LAPACK operations the two-level layout runs: seed 003 §3's Cholesky and QR, and LU with partial pivoting (its
+#: panel, like QR's, is a whole tile column below the diagonal, factored by the owner of that column), on square
+#: and rectangular matrices alike.
+TWO_LEVEL_OPS = frozenset({"potrf", "getrf", "geqrf"})
 
 
 def two_level_unavailable(kinds: Sequence[str]) -> str | None:
@@ -71,9 +73,9 @@ class TwoLevelColumns:
         return HOST if offset < self.host_cols else 1 + top % self.gpus
 
     def bounds(self, n: int, small_tile: int) -> list[int]:
-        """Column boundaries of the two-level tiles of an ``n``-column matrix: per top-level tile, the host slice
-        cut into small tiles (at most ``small_tile`` wide, one per core's worth of work), then one large tile for
-        its accelerator."""
+        """Boundaries of the two-level tiles along ``n`` columns (or rows: they are cut alike): per top-level
+        tile, the host slice cut into small tiles (at most ``small_tile`` wide, one per core's worth of work),
+        then one large tile for its accelerator."""
         bounds = [0]
         for top in range(0, n, self.tile):
             end = min(top + self.tile, n)

@@ -14,20 +14,24 @@ import numpy as np
 
 def _bounds(extent: int, tiles: int | Sequence[int]) -> tuple[int, ...]:
     """Tile boundaries ``0 = b0 < b1 < ... = extent`` from a tile order (the last tile may be ragged) or a
-    list of boundaries (tiles of varying size, as the two-level layout cuts them)."""
+    list of boundaries reaching at least ``extent`` (tiles of varying size, as the two-level layout cuts them).
+
+    Either is a cut of the line that each axis takes up to its own length: the boundaries below ``extent``, then
+    ``extent``. One cut of a rectangular matrix's longer side so serves both its axes and its factors' (Q,
+    pivots), and their tiles agree up to the shorter side, as the LU and QR panels need."""
     if isinstance(tiles, (int, np.integer)):
         step = max(1, int(tiles))
         return (*range(0, extent, step), extent) if extent else (0,)
     bounds = tuple(int(b) for b in tiles)
-    if not bounds or bounds[0] != 0 or bounds[-1] != extent or any(b <= a for a, b in zip(bounds, bounds[1:])):
-        raise ValueError(f"tile boundaries must rise strictly from 0 to {extent}, got {list(bounds)}")
-    return bounds
+    if not bounds or bounds[0] != 0 or bounds[-1] < extent or any(b <= a for a, b in zip(bounds, bounds[1:])):
+        raise ValueError(f"tile boundaries must rise strictly from 0 to at least {extent}, got {list(bounds)}")
+    return (*(b for b in bounds if b < extent), extent) if extent else (0,)
 
 
 class TiledMatrix:
     """A Fortran-ordered host array cut into tiles: ``tile_rows`` / ``tile_cols`` are tile orders (the last
-    tiles may be ragged) or explicit boundary lists. With ``array=None`` the matrix is virtual and ``shape`` and
-    ``dtype`` describe it."""
+    tiles may be ragged) or explicit boundary lists, each axis taking the boundaries below its length. With
+    ``array=None`` the matrix is virtual and ``shape`` and ``dtype`` describe it."""
 
     def __init__(self, array: np.ndarray | None, tile_rows: int | Sequence[int],
                  tile_cols: int | Sequence[int] | None = None, name: str = "A", *,

@@ -77,12 +77,14 @@ class OwnerComputes(Placement):
         return self.owners[self.layout.owner(block.i0, block.j0)]
 
 
-def two_level(n: int, tile: int, host_cols: int, accelerators: int) -> tuple[OwnerComputes, list[int]]:
-    """Seed 003's two-level hybrid tiles for an ``n``-column matrix: the tile boundaries (per ``tile``-wide
-    top-level tile, ``host_cols`` columns cut into small tiles for the CPU, the rest one big tile for an
-    accelerator) and the placement that runs every task, panels included, on the owner of the tile it writes."""
+def two_level(extent: int, tile: int, host_cols: int, accelerators: int) -> tuple[OwnerComputes, list[int]]:
+    """Seed 003's two-level hybrid tiles for a matrix whose longer side is ``extent``: the tile boundaries (per
+    ``tile``-wide top-level tile, ``host_cols`` columns cut into small tiles for the CPU, the rest one big tile
+    for an accelerator; rows are cut alike, and each axis of the matrix and of its factors takes the boundaries
+    below its length) and the placement that runs every task, panels included, on the owner of the tile it
+    writes."""
     layout = TwoLevelColumns(tile, host_cols, accelerators)
-    bounds = layout.bounds(n, TWO_LEVEL_SMALL_TILE)
+    bounds = layout.bounds(extent, TWO_LEVEL_SMALL_TILE)
     return OwnerComputes(layout.tile_owner(bounds), panels_on_cpu=False), bounds
 
 
