@@ -225,6 +225,35 @@ def test_getrs_broadcasts_one_factorization_over_many_right_hand_sides():
     np.testing.assert_allclose(a @ x, b, atol=1e-13)
 
 
+def _fortran_matrices(x: np.ndarray) -> bool:
+    return all(np.asarray(m).flags.f_contiguous for m in x.reshape(-1, *x.shape[-2:]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(7, 7), (30, 30), (30, 26), (26, 30)])
+def test_fortran_outputs_are_the_c_outputs_reordered(dtype, shape):
+    """``fortran=True`` writes SciPy's layout directly (the blocked wide copies included, from 24 columns and a
+    full chunk); the values are bitwise those of the C-ordered outputs, and Fortran-ordered factors solve alike."""
+    a = random_matrix((40, *shape), dtype, seed=11)
+    pairs = [(kernels.getrf(a), kernels.getrf(a, fortran=True)),
+             (kernels.qr(a, min(shape), min(shape)), kernels.qr(a, min(shape), min(shape), fortran=True))]
+    if shape[0] == shape[1]:
+        h = spd(shape[0], dtype, batch=(40,), seed=12)
+        b = random_matrix((40, shape[0], 3), dtype, seed=13)
+        for lower, clean in [(True, True), (False, False)]:
+            c, cf = kernels.potrf(h, lower=lower, clean=clean), kernels.potrf(h, lower=lower, clean=clean, fortran=True)
+            pairs += [(c, cf), (kernels.potrs(c[0], b, lower=lower), kernels.potrs(cf[0], b, lower=lower, fortran=True))]
+        lu, piv, _ = kernels.getrf(a)
+        lu_f = kernels.getrf(a, fortran=True)[0]
+        pairs.append((kernels.getrs(lu, piv, b, trans=1), kernels.getrs(lu_f, piv, b, trans=1, fortran=True)))
+    for c_out, f_out in pairs:
+        c_out, f_out = (c_out, f_out) if isinstance(c_out, tuple) else ((c_out,), (f_out,))
+        np.testing.assert_array_equal(c_out[0], f_out[0])
+        assert _fortran_matrices(f_out[0]) and c_out[0].flags.c_contiguous
+        for x, y in zip(c_out[1:], f_out[1:]):
+            np.testing.assert_array_equal(x, y)
+
+
 def test_kernels_reject_non_lapack_dtypes_and_bad_arguments():
     with pytest.raises(TypeError, match="float32, float64"):
         kernels.potrf(np.eye(3, dtype=np.int64)[None], lower=True, clean=True)

@@ -1,7 +1,8 @@
 """Batched LAPACK kernels for stacks ``(..., m, n)`` of small matrices: the entry points dispatch calls.
 
 Every kernel computes per matrix what LAPACK computes (same pivots, reflector signs, info codes), never modifies its
-inputs, and returns C-ordered outputs. The compiled loops live in ``_cholesky``, ``_lu`` and ``_qr``; this module
+inputs, and returns C-ordered outputs, or Fortran-ordered matrices where asked (``fortran=True``: the layout
+SciPy's batch loop gives, written directly instead of copied afterwards). The compiled loops live in ``_cholesky``, ``_lu`` and ``_qr``; this module
 shapes the stacks, allocates the outputs and picks, by a lookup table keyed on dtype, the kernel compiled for it.
 Each kernel is compiled once per dtype (inputs typed as read-only arrays of any layout, so C, Fortran, strided and
 read-only stacks share one machine-code version) and cached on disk.
@@ -29,7 +30,8 @@ INDEX_DTYPE = np.dtype(np.int32)
 _INDEX = types.int32
 _COUNT = types.intp
 
-#: Argument kinds of each compiled kernel: ``in`` arrays are read-only of any layout, ``out`` arrays C-ordered.
+#: Argument kinds of each compiled kernel: ``in`` arrays are read-only of any layout, ``out3`` stacks hold C- or
+#: Fortran-ordered matrices, the other outputs are C-ordered.
 _ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "count", "count")),
     "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
@@ -44,7 +46,7 @@ _ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
 def _numba_type(kind: str, scalar: types.Type) -> types.Type:
     table = {
         "in3": types.Array(scalar, 3, "A", readonly=True),
-        "out3": types.Array(scalar, 3, "C"),
+        "out3": types.Array(scalar, 3, "A"),
         "tau_out": types.Array(scalar, 2, "C"),
         "tau_in": types.Array(scalar, 2, "A", readonly=True),
         "piv_out": types.Array(_INDEX, 2, "C"),
@@ -89,7 +91,14 @@ def _launch(op: str, dtype: np.dtype, batch: int, m: int, n: int, *arrays) -> No
     compiled(op, dtype)(*arrays, lanes, _threads(batch, lanes))
 
 
-def potrf(a: np.ndarray, *, lower: bool, clean: bool) -> tuple[np.ndarray, np.ndarray]:
+def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.ndarray:
+    """An uninitialized ``(batch, m, n)`` output stack: C-ordered, or of Fortran-ordered matrices."""
+    if fortran:
+        return np.empty((batch, n, m), dtype=dtype).swapaxes(1, 2)
+    return np.empty((batch, m, n), dtype=dtype)
+
+
+def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Cholesky factors of a stack of Hermitian positive definite matrices, and LAPACK's ``info`` per matrix.
 
     The factor is in the ``lower`` (else upper) triangle; the other triangle is zero if ``clean``, else the input's.
@@ -99,14 +108,14 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool) -> tuple[np.ndarray, np.nd
     _check_dtype(a)
     n = a.shape[-1]
     stack = as_stack(a)
-    out = np.empty(stack.shape, dtype=a.dtype)
+    out = _output(*stack.shape, a.dtype, fortran)
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
     if out.size:
         _launch("potrf", a.dtype, stack.shape[0], n, n, stack, bool(lower), bool(clean), out, info)
     return out.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
-def getrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def getrf(a: np.ndarray, *, fortran: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """LU with partial pivoting of a stack: packed ``lu``, 0-based LAPACK pivots (int32) and ``info`` per matrix.
 
     ``info[i] = k > 0`` means ``U[k-1, k-1]`` of matrix ``i`` is exactly zero (the factorization is still complete).
@@ -114,7 +123,7 @@ def getrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     _check_dtype(a)
     m, n = a.shape[-2:]
     stack = as_stack(a)
-    out = np.empty(stack.shape, dtype=a.dtype)
+    out = _output(*stack.shape, a.dtype, fortran)
     piv = np.empty((stack.shape[0], min(m, n)), dtype=INDEX_DTYPE)
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
     if out.size:
@@ -148,17 +157,18 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray:
     return out.reshape((*qr.shape[:-2], m, ncols))
 
 
-def qr(a: np.ndarray, ncols: int, rows: int) -> tuple[np.ndarray | None, np.ndarray]:
+def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
     """``Q`` (the first ``ncols`` columns; ``None`` when ``ncols`` is 0) and ``R`` (the first ``rows`` rows of the
     upper triangle) of a stack, in one pass: what ``orgqr(*geqrf(a), ncols)`` and ``triu(geqrf(a)[0][..., :rows, :])``
-    give, without writing the reflectors out and reading them back."""
+    give, without writing the reflectors out and reading them back. ``fortran`` orders Q's matrices (R is C-ordered,
+    as SciPy returns it)."""
     _check_dtype(a)
     m, n = a.shape[-2:]
     if ncols and not min(m, n) <= ncols <= m or not min(m, n) <= rows <= m:
         raise ValueError(f"qr needs min(m, n) <= ncols <= m (or ncols = 0) and min(m, n) <= rows <= m; got m={m}, "
                          f"n={n}, ncols={ncols}, rows={rows}")
     stack = as_stack(a)
-    q = np.empty((stack.shape[0], m, ncols), dtype=a.dtype)
+    q = _output(stack.shape[0], m, ncols, a.dtype, fortran)
     r = np.empty((stack.shape[0], rows, n), dtype=a.dtype)
     if q.size or r.size:
         _launch("qr", a.dtype, stack.shape[0], m, n, stack, q, r)
@@ -176,18 +186,18 @@ def _broadcast_solve(factor: np.ndarray, b: np.ndarray, *extra: np.ndarray):
     return batch, dtype, factor, b, extra
 
 
-def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool) -> np.ndarray:
+def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False) -> np.ndarray:
     """Solve ``A X = B`` per matrix from the Cholesky factor ``c`` of ``A``; ``b`` is ``(..., n, k)``."""
     batch, dtype, c, b, _ = _broadcast_solve(c, b)
     _check_dtype(c)
     n, nrhs = b.shape[-2:]
-    out = np.empty((math.prod(batch), n, nrhs), dtype=dtype)
+    out = _output(math.prod(batch), n, nrhs, dtype, fortran)
     if out.size:
         _launch("potrs", dtype, out.shape[0], n, n, as_stack(c), bool(lower), as_stack(b), out)
     return out.reshape((*batch, n, nrhs))
 
 
-def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int) -> np.ndarray:
+def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int, fortran: bool = False) -> np.ndarray:
     """Solve ``op(A) X = B`` per matrix from ``getrf``'s ``lu`` and 0-based ``piv``; ``op`` is ``A``, ``A^T``,
     ``A^H`` for ``trans`` 0, 1, 2 (as ``scipy.linalg.lu_solve``)."""
     if trans not in (0, 1, 2):
@@ -195,7 +205,7 @@ def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int) -> np.n
     batch, dtype, lu, b, (piv,) = _broadcast_solve(lu, b, np.asarray(piv))
     _check_dtype(lu)
     n, nrhs = b.shape[-2:]
-    out = np.empty((math.prod(batch), n, nrhs), dtype=dtype)
+    out = _output(math.prod(batch), n, nrhs, dtype, fortran)
     if out.size:
         pivots = np.asarray(piv, dtype=INDEX_DTYPE).reshape(-1, n)
         _launch("getrs", dtype, out.shape[0], n, n, as_stack(lu), pivots, as_stack(b), int(trans), out)

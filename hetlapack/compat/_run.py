@@ -23,12 +23,13 @@ def _batched():
 
 def _tiled_kwargs(plan: Plan) -> dict:
     """The tile algorithms' tiles, devices and placement for a hybrid plan: on the two-level layout, the tile
-    boundaries it cuts and its owner-computes placement over the CPU (one worker per core) and accelerators."""
+    boundaries it cuts along the matrix's longer side (each axis, Q's too, takes those below its length) and its
+    owner-computes placement over the CPU (one worker per core) and accelerators."""
     if plan.layout != "two-level":
         return {"tile": plan.tile, "devices": list(plan.devices), "placement": plan.placement}
     from ..runtime.placement import two_level, two_level_devices  # noqa: PLC0415 - the runtime loads when a plan runs
 
-    placement, bounds = two_level(plan.shape[-1], plan.tile, plan.host_cols, len(plan.devices) - 1)
+    placement, bounds = two_level(max(plan.shape[-2:]), plan.tile, plan.host_cols, len(plan.devices) - 1)
     return {"tile": bounds, "devices": two_level_devices(plan.devices), "placement": placement}
 
 
@@ -43,13 +44,14 @@ def _device(plan: Plan):
     return resolve(list(plan.devices))[0]
 
 
-def potrf(plan: Plan, a: np.ndarray, lower: bool, clean: bool) -> tuple[np.ndarray, np.ndarray]:
+def potrf(plan: Plan, a: np.ndarray, lower: bool, clean: bool, fortran: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Cholesky of ``a`` (a Fortran working copy on the hybrid path, any stack on the batched one) -> (c, info).
 
-    On the hybrid and gpu paths a failure raises SciPy's LinAlgError instead of returning info.
+    On the hybrid and gpu paths a failure raises SciPy's LinAlgError instead of returning info. ``fortran``: the
+    batched path writes Fortran-ordered matrices (SciPy's layout) instead of C-ordered ones (NumPy's).
     """
     if plan.path == "batched":
-        return _batched().potrf(a, lower=lower, clean=clean)
+        return _batched().potrf(a, lower=lower, clean=clean, fortran=fortran)
     if plan.path == "gpu":
         _whole().potrf(a, lower=lower, device=_device(plan))
     else:
@@ -59,10 +61,10 @@ def potrf(plan: Plan, a: np.ndarray, lower: bool, clean: bool) -> tuple[np.ndarr
     return a, np.zeros((), dtype=np.int32)
 
 
-def getrf(plan: Plan, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """LU with partial pivoting -> (lu, piv 0-based int32, info)."""
+def getrf(plan: Plan, a: np.ndarray, fortran: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """LU with partial pivoting -> (lu, piv 0-based int32, info); ``fortran`` as for :func:`potrf`."""
     if plan.path == "batched":
-        return _batched().getrf(a)
+        return _batched().getrf(a, fortran=fortran)
     if plan.path == "gpu":
         piv, info = _whole().getrf(a, device=_device(plan))
     else:
@@ -88,24 +90,24 @@ def orgqr(plan: Plan, qr: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray
     return _algorithm("geqrf").orgqr(qr, tau, ncols=ncols, **_tiled_kwargs(plan))
 
 
-def qr(plan: Plan, a: np.ndarray, ncols: int, rows: int) -> tuple[np.ndarray | None, np.ndarray]:
+def qr(plan: Plan, a: np.ndarray, ncols: int, rows: int, fortran: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
     """Q's first ``ncols`` columns (``None`` for 0) and the first ``rows`` rows of R, from one factorization of
-    ``a`` (the batched kernels produce both in one pass over memory)."""
+    ``a`` (the batched kernels produce both in one pass over memory); ``fortran`` orders Q as for :func:`potrf`."""
     if plan.path == "batched":
-        return _batched().qr(a, ncols, rows)
+        return _batched().qr(a, ncols, rows, fortran=fortran)
     packed, tau = geqrf(plan, a)
     r = np.triu(packed[..., :rows, :])
     return (orgqr(plan, packed, tau, ncols) if ncols else None), r
 
 
 def potrs(plan: Plan, c: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
-    """Solve with Cholesky factors (batched path only: single solves are one LAPACK call)."""
-    return _batched().potrs(c, b, lower=lower)
+    """Solve with Cholesky factors (batched path only: single solves are one LAPACK call), in SciPy's layout."""
+    return _batched().potrs(c, b, lower=lower, fortran=True)
 
 
 def getrs(plan: Plan, lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: int) -> np.ndarray:
-    """Solve with LU factors (batched path only)."""
-    return _batched().getrs(lu, piv, b, trans=trans)
+    """Solve with LU factors (batched path only), in SciPy's layout."""
+    return _batched().getrs(lu, piv, b, trans=trans, fortran=True)
 
 
 _ZERO_BLOCK = 512

@@ -16,7 +16,7 @@ from scipy.linalg.blas import find_best_blas_type
 
 from ..dispatch import Plan, choose
 from . import _run
-from ._arrays import check_flags, fortran_matrices, is_cupy, request, validated, working_copy
+from ._arrays import check_flags, is_cupy, request, validated, working_copy
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
@@ -72,11 +72,11 @@ def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool
     check_flags(lower, overwrite_a)
     a1 = validated(arr, check_finite)
     if plan.path == "batched":
-        c, info = _run.potrf(plan, _stack(a1, dtype), lower, clean)
+        c, info = _run.potrf(plan, _stack(a1, dtype), lower, clean, fortran=True)
         failure = _first_failure(info)
         if failure is not None:
             raise LinAlgError(_NOT_PD.format(failure[1]))
-        return fortran_matrices(c), plan, arr
+        return c, plan, arr
     c, _ = _run.potrf(plan, working_copy(a1, a, dtype, overwrite_a), lower, clean)
     return c, plan, arr
 
@@ -242,7 +242,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
         return _scipy["cho_solve"](c_and_lower, b, overwrite_b=overwrite_b, check_finite=check_finite)
     c2, b2, vector, _ = operands
     x = _run.potrs(plan, c2, b2, bool(lower))
-    return np.ascontiguousarray(x[..., 0]) if vector else fortran_matrices(x)
+    return np.ascontiguousarray(x[..., 0]) if vector else x
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True):
@@ -289,11 +289,10 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     check_flags(overwrite_a)
     a1 = validated(arr, check_finite)
     if plan.path == "batched":
-        lu, piv, info = _run.getrf(plan, _stack(a1, dtype))
-        for k in np.asarray(info).reshape(-1):
-            if k > 0:
-                warnings.warn(_SINGULAR.format(k), LinAlgWarning, stacklevel=2)
-        return [fortran_matrices(lu), np.ascontiguousarray(piv, dtype=np.int32)]
+        lu, piv, info = _run.getrf(plan, _stack(a1, dtype), fortran=True)
+        for k in info[info > 0]:
+            warnings.warn(_SINGULAR.format(k), LinAlgWarning, stacklevel=2)
+        return [lu, np.ascontiguousarray(piv, dtype=np.int32)]
     lu, piv, info = _run.getrf(plan, working_copy(a1, a, dtype, overwrite_a))
     if info > 0:
         warnings.warn(_SINGULAR.format(int(info)), LinAlgWarning, stacklevel=2)
@@ -340,7 +339,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     lu2, b2, vector, n = operands
     piv2 = np.broadcast_to(np.asarray(piv), lu2.shape[:-2] + (n,))
     x = _run.getrs(plan, lu2, piv2, b2, trans=trans)
-    return np.ascontiguousarray(x[..., 0]) if vector else fortran_matrices(x)
+    return np.ascontiguousarray(x[..., 0]) if vector else x
 
 
 def _permutation(piv: np.ndarray, m: int) -> np.ndarray:
@@ -458,9 +457,9 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     m, n = work.shape[-2:]
     k = min(m, n)
     ncols = 0 if mode == "r" else k if mode == "economic" else m
-    q, r = _run.qr(plan, work, ncols, rows=k if mode == "economic" else m)
+    q, r = _run.qr(plan, work, ncols, rows=k if mode == "economic" else m, fortran=True)
     if mode == "r":
         return np.ascontiguousarray(r) if plan.path == "batched" else (r,)
     if plan.path == "batched":
-        return [fortran_matrices(q), np.ascontiguousarray(r)]
+        return [q, np.ascontiguousarray(r)]
     return q, r
