@@ -1,5 +1,7 @@
 """Stacks (..., m, n): SciPy's batch results, return types, errors and warnings on the batched and host paths."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.linalg as sl
@@ -78,6 +80,30 @@ def test_first_non_spd_member_raises_scipy_error(path):
     a[2, 0, 3, 3] = -50.0
     with hetlapack.using(path=path), pytest.raises(LinAlgError, match="^6-th leading minor"):
         la.cholesky(a)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, complex(0, np.inf)], ids=["nan", "inf", "-inf", "inf*1j"])
+@pytest.mark.parametrize("where", [(0, 5, 1), (38, 1, 5)], ids=["lower", "upper"])
+def test_check_finite_on_stacks(path, dtype, bad, where):
+    """SciPy's ValueError for an infinity or NaN anywhere in a stack, in either triangle whichever Cholesky reads
+    (the batched LU and QR kernels check as they gather), and ``check_finite=False`` lifts the check."""
+    if np.dtype(dtype).kind == "f" and isinstance(bad, complex):
+        pytest.skip("a complex infinity needs a complex stack")
+    a = testing.spd(7, dtype, batch=(40,))
+    a[where] = bad
+    kept = a.copy()
+    with hetlapack.using(path=path):
+        for func in (la.cholesky, la.cho_factor, la.lu_factor, la.qr):
+            for stack in (a, np.asfortranarray(a)):
+                with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+                    func(stack)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            la.lu_factor(a, check_finite=False)
+            la.qr(a, check_finite=False)
+    np.testing.assert_array_equal(a, kept)
 
 
 @pytest.mark.parametrize("path", PATHS)

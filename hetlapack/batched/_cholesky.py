@@ -14,7 +14,7 @@ import math
 import numba
 import numpy as np
 
-from ._interleave import JIT_OPTIONS, by_columns, chunk_range, gather, scatter
+from ._interleave import JIT_OPTIONS, chunk_range, gather, scatter
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -71,29 +71,25 @@ def _scatter_triangle(buf, count, a, lower, clean, out, first):
     """Write each lane's factor into ``out[first + lane]``: the ``lower`` (else upper, conjugate-transposed)
     triangle from ``buf``, the other triangle zero if ``clean`` else copied from ``a``.
 
-    Each matrix is written along its rows, or down its columns where ``out`` holds Fortran-ordered matrices; the
-    triangles are separate loops, not one loop with a per-element branch, so each row or column is a plain copy.
+    The triangles are separate loops, not one loop with a per-element branch, so each row is a plain copy.
     """
     n = out.shape[1]
-    columns = by_columns(out)
     for lane in range(count):
         m = first + lane
-        for outer in range(n):
-            start, stop = (0, outer + 1) if lower != columns else (outer, n)
-            for inner in range(start, stop):
-                i, j = (inner, outer) if columns else (outer, inner)
+        for i in range(n):
+            start, stop = (0, i + 1) if lower else (i, n)
+            for j in range(start, stop):
                 out[m, i, j] = buf[i, j, lane] if lower else np.conj(buf[j, i, lane])
-            for inner in range(0, start):
-                i, j = (inner, outer) if columns else (outer, inner)
+            for j in range(0, start):
                 out[m, i, j] = 0.0 if clean else a[m, i, j]
-            for inner in range(stop, n):
-                i, j = (inner, outer) if columns else (outer, inner)
+            for j in range(stop, n):
                 out[m, i, j] = 0.0 if clean else a[m, i, j]
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
 def potrf_stack(a, lower, clean, out, info, lanes, threads):
-    """Factorize every matrix of the 3-D stack ``a`` into ``out`` (C- or Fortran-ordered matrices); ``info`` per matrix."""
+    """Factorize every matrix of the 3-D stack ``a`` into ``out`` (C- or Fortran-ordered matrices); ``info`` per
+    matrix."""
     batch, n = a.shape[0], a.shape[1]
     chunks = (batch + lanes - 1) // lanes
     for thread in numba.prange(threads):

@@ -53,26 +53,11 @@ def chunk_range(thread: int, threads: int, chunks: int) -> tuple[int, int]:
 
 
 @numba.njit(**JIT_OPTIONS)
-def by_columns(stack) -> bool:
-    """Whether the matrices of a 3-D ``stack`` are Fortran-ordered (as SciPy's batch loop stacks LAPACK's results),
-    so that copies run down their columns rather than along their rows."""
-    return stack.shape[1] > 1 and stack.shape[2] > 1 and stack.strides[1] < stack.strides[2]
-
-
-@numba.njit(**JIT_OPTIONS)
 def gather(a, first: int, buf) -> int:
     """Copy matrices ``a[first:first + lanes]`` into ``buf[i, j, lane]``; pad missing lanes with identity.
 
     Returns the number of real lanes.
     """
-    if by_columns(a):
-        return _gather_rows(a.transpose((0, 2, 1)), first, buf.transpose((1, 0, 2)))
-    return _gather_rows(a, first, buf)
-
-
-@numba.njit(**JIT_OPTIONS)
-def _gather_rows(a, first: int, buf) -> int:
-    """:func:`gather` reading each matrix row by row."""
     lanes = buf.shape[2]
     count = min(lanes, a.shape[0] - first)
     m, n = a.shape[1], a.shape[2]
@@ -89,16 +74,7 @@ def _gather_rows(a, first: int, buf) -> int:
 
 @numba.njit(**JIT_OPTIONS)
 def scatter(buf, count: int, out, first: int) -> None:
-    """Copy the first ``count`` lanes of ``buf`` back to ``out[first + lane]`` (C- or Fortran-ordered matrices)."""
-    if by_columns(out):
-        _scatter_rows(buf.transpose((1, 0, 2)), count, out.transpose((0, 2, 1)), first)
-    else:
-        _scatter_rows(buf, count, out, first)
-
-
-@numba.njit(**JIT_OPTIONS)
-def _scatter_rows(buf, count: int, out, first: int) -> None:
-    """:func:`scatter` writing each matrix row by row."""
+    """Copy the first ``count`` lanes of ``buf`` back to ``out[first + lane]``."""
     m, n = out.shape[1], out.shape[2]
     for lane in range(count):
         for i in range(m):
@@ -119,19 +95,10 @@ BLOCKED_MIN_COLUMNS = 24
 
 @numba.njit(**JIT_OPTIONS)
 def gather_wide(a, first: int, buf) -> int:
-    """:func:`gather` for a wide buffer: whole chunks of matrices at least ``BLOCKED_MIN_COLUMNS`` long in their
-    storage order, in 4 x 4 blocks."""
-    if by_columns(a):
-        return _gather_wide_rows(a.transpose((0, 2, 1)), first, buf.transpose((1, 0, 2)))
-    return _gather_wide_rows(a, first, buf)
-
-
-@numba.njit(**JIT_OPTIONS)
-def _gather_wide_rows(a, first: int, buf) -> int:
-    """:func:`gather_wide` reading each matrix row by row."""
+    """:func:`gather` for a wide buffer: whole chunks of at least ``BLOCKED_MIN_COLUMNS`` columns in 4 x 4 blocks."""
     lanes, m, n = buf.shape[2], a.shape[1], a.shape[2]
     if n < BLOCKED_MIN_COLUMNS or a.shape[0] - first < lanes:
-        return _gather_rows(a, first, buf)
+        return gather(a, first, buf)
     blocked = n // BLOCK * BLOCK
     for lane0 in range(0, lanes, BLOCK):
         for i in range(m):
@@ -147,20 +114,10 @@ def _gather_wide_rows(a, first: int, buf) -> int:
 
 @numba.njit(**JIT_OPTIONS)
 def scatter_wide(buf, count: int, out, first: int) -> None:
-    """:func:`scatter` for a wide buffer: whole chunks of matrices at least ``BLOCKED_MIN_COLUMNS`` long in their
-    storage order, in 4 x 4 blocks."""
-    if by_columns(out):
-        _scatter_wide_rows(buf.transpose((1, 0, 2)), count, out.transpose((0, 2, 1)), first)
-    else:
-        _scatter_wide_rows(buf, count, out, first)
-
-
-@numba.njit(**JIT_OPTIONS)
-def _scatter_wide_rows(buf, count: int, out, first: int) -> None:
-    """:func:`scatter_wide` writing each matrix row by row."""
+    """:func:`scatter` for a wide buffer: whole chunks of at least ``BLOCKED_MIN_COLUMNS`` columns in 4 x 4 blocks."""
     m, n = out.shape[1], out.shape[2]
     if n < BLOCKED_MIN_COLUMNS or count < buf.shape[2]:
-        _scatter_rows(buf, count, out, first)
+        scatter(buf, count, out, first)
         return
     blocked = n // BLOCK * BLOCK
     for lane0 in range(0, count, BLOCK):
@@ -172,6 +129,20 @@ def _scatter_wide_rows(buf, count: int, out, first: int) -> None:
             for j in range(blocked, n):
                 for w in range(BLOCK):
                     out[first + lane0 + w, i, j] = buf[i, j, lane0 + w]
+
+
+@numba.njit(**JIT_OPTIONS)
+def all_finite(buf, count: int) -> bool:
+    """Whether the first ``count`` lanes of a gathered buffer hold only finite numbers: SciPy's ``check_finite``,
+    done while the data is in cache instead of in a pass of its own over memory (``x - x`` is 0 for finite ``x``
+    and NaN for infinities and NaNs, real and imaginary parts alike)."""
+    bad = False
+    for i in range(buf.shape[0]):
+        for j in range(buf.shape[1]):
+            for lane in range(count):
+                value = buf[i, j, lane]
+                bad |= (value - value) != 0
+    return not bad
 
 
 def as_stack(a: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._interleave import JIT_OPTIONS, chunk_range, gather, scatter
+from ._interleave import JIT_OPTIONS, all_finite, chunk_range, gather, scatter
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -83,8 +83,9 @@ def _factor_chunk(buf, piv, info, best, recip):
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
-def getrf_stack(a, out, piv, info, lanes, threads):
-    """Factorize every matrix of the 3-D stack ``a`` into ``out``; ``piv`` (batch, min(m, n)), ``info`` (batch,)."""
+def getrf_stack(a, out, piv, info, check, nonfinite, lanes, threads):
+    """Factorize every matrix of the 3-D stack ``a`` into ``out``; ``piv`` (batch, min(m, n)), ``info`` (batch,).
+    With ``check``, a thread that meets an infinity or NaN in ``a`` sets its ``nonfinite`` flag."""
     batch, m, n = a.shape
     chunks = (batch + lanes - 1) // lanes
     for thread in numba.prange(threads):
@@ -97,6 +98,8 @@ def getrf_stack(a, out, piv, info, lanes, threads):
         for chunk in range(start, stop):
             first = chunk * lanes
             count = gather(a, first, buf)
+            if check and not all_finite(buf, count):
+                nonfinite[thread] = 1
             _factor_chunk(buf, chunk_piv, chunk_info, best, recip)
             scatter(buf, count, out, first)
             for lane in range(count):

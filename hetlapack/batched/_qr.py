@@ -15,7 +15,7 @@ import math
 import numba
 import numpy as np
 
-from ._interleave import JIT_OPTIONS, chunk_range, gather_wide, scatter_wide
+from ._interleave import JIT_OPTIONS, all_finite, chunk_range, gather_wide, scatter_wide
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -140,9 +140,10 @@ def _scatter_upper(buf, count, out, first):
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
-def qr_stack(a, q_out, r_out, lanes, threads):
+def qr_stack(a, q_out, r_out, check, nonfinite, lanes, threads):
     """``Q`` (batch, m, ncols; none when ``ncols`` is 0) and ``R`` (batch, rows, n) of every matrix of ``a``, as
-    ``orgqr(geqrf(a))`` and ``triu`` of its first rows would give them, from one gathered chunk."""
+    ``orgqr(geqrf(a))`` and ``triu`` of its first rows would give them, from one gathered chunk. With ``check``, a
+    thread that meets an infinity or NaN in ``a`` sets its ``nonfinite`` flag."""
     batch, m, n = a.shape
     k, ncols = min(m, n), q_out.shape[2]
     chunks = (batch + lanes - 1) // lanes
@@ -156,6 +157,8 @@ def qr_stack(a, q_out, r_out, lanes, threads):
         for chunk in range(start, stop):
             first = chunk * lanes
             count = gather_wide(a, first, buf)
+            if check and not all_finite(buf, count):
+                nonfinite[thread] = 1
             _factor_chunk(buf, chunk_tau, norm, dots)
             _scatter_upper(buf, count, r_out, first)
             if ncols:

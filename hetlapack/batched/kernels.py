@@ -35,11 +35,11 @@ _COUNT = types.intp
 _ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "count", "count")),
     "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
-    "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "count", "count")),
+    "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "bool", "flags", "count", "count")),
     "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "count", "count")),
     "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count", "count")),
     "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count", "count")),
-    "qr": (_qr.qr_stack, ("in3", "out3", "out3", "count", "count")),
+    "qr": (_qr.qr_stack, ("in3", "out3", "out3", "bool", "flags", "count", "count")),
 }
 
 
@@ -52,6 +52,7 @@ def _numba_type(kind: str, scalar: types.Type) -> types.Type:
         "piv_out": types.Array(_INDEX, 2, "C"),
         "piv_in": types.Array(_INDEX, 2, "A", readonly=True),
         "info": types.Array(_INDEX, 1, "C"),
+        "flags": types.Array(types.uint8, 1, "C"),
         "bool": types.boolean,
         "count": _COUNT,
     }
@@ -91,6 +92,17 @@ def _launch(op: str, dtype: np.dtype, batch: int, m: int, n: int, *arrays) -> No
     compiled(op, dtype)(*arrays, lanes, _threads(batch, lanes))
 
 
+def _launch_checked(op: str, check_finite: bool, dtype: np.dtype, batch: int, m: int, n: int, *arrays) -> None:
+    """:func:`_launch` for a factorization that checks its input for infinities and NaNs as it gathers it (SciPy's
+    ``check_finite`` without a pass of its own over memory); raises SciPy's ValueError after the kernel."""
+    lanes = lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE)
+    threads = _threads(batch, lanes)
+    nonfinite = np.zeros(threads, dtype=np.uint8)
+    compiled(op, dtype)(*arrays, bool(check_finite), nonfinite, lanes, threads)
+    if nonfinite.any():
+        raise ValueError("array must not contain infs or NaNs")
+
+
 def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.ndarray:
     """An uninitialized ``(batch, m, n)`` output stack: C-ordered, or of Fortran-ordered matrices."""
     if fortran:
@@ -115,10 +127,12 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False) -> 
     return out.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
-def getrf(a: np.ndarray, *, fortran: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def getrf(a: np.ndarray, *, fortran: bool = False,
+          check_finite: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """LU with partial pivoting of a stack: packed ``lu``, 0-based LAPACK pivots (int32) and ``info`` per matrix.
 
     ``info[i] = k > 0`` means ``U[k-1, k-1]`` of matrix ``i`` is exactly zero (the factorization is still complete).
+    ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``.
     """
     _check_dtype(a)
     m, n = a.shape[-2:]
@@ -127,7 +141,7 @@ def getrf(a: np.ndarray, *, fortran: bool = False) -> tuple[np.ndarray, np.ndarr
     piv = np.empty((stack.shape[0], min(m, n)), dtype=INDEX_DTYPE)
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
     if out.size:
-        _launch("getrf", a.dtype, stack.shape[0], m, n, stack, out, piv, info)
+        _launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info)
     return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
 
 
@@ -157,11 +171,12 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray:
     return out.reshape((*qr.shape[:-2], m, ncols))
 
 
-def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
+def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False,
+       check_finite: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
     """``Q`` (the first ``ncols`` columns; ``None`` when ``ncols`` is 0) and ``R`` (the first ``rows`` rows of the
     upper triangle) of a stack, in one pass: what ``orgqr(*geqrf(a), ncols)`` and ``triu(geqrf(a)[0][..., :rows, :])``
     give, without writing the reflectors out and reading them back. ``fortran`` orders Q's matrices (R is C-ordered,
-    as SciPy returns it)."""
+    as SciPy returns it); ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``."""
     _check_dtype(a)
     m, n = a.shape[-2:]
     if ncols and not min(m, n) <= ncols <= m or not min(m, n) <= rows <= m:
@@ -171,7 +186,7 @@ def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False) -> tuple[
     q = _output(stack.shape[0], m, ncols, a.dtype, fortran)
     r = np.empty((stack.shape[0], rows, n), dtype=a.dtype)
     if q.size or r.size:
-        _launch("qr", a.dtype, stack.shape[0], m, n, stack, q, r)
+        _launch_checked("qr", check_finite, a.dtype, stack.shape[0], m, n, stack, q, r)
     batch = a.shape[:-2]
     return (q.reshape((*batch, m, ncols)) if ncols else None), r.reshape((*batch, rows, n))
 

@@ -47,8 +47,8 @@ def _device(plan: Plan):
 def potrf(plan: Plan, a: np.ndarray, lower: bool, clean: bool, fortran: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Cholesky of ``a`` (a Fortran working copy on the hybrid path, any stack on the batched one) -> (c, info).
 
-    On the hybrid and gpu paths a failure raises SciPy's LinAlgError instead of returning info. ``fortran``: the
-    batched path writes Fortran-ordered matrices (SciPy's layout) instead of C-ordered ones (NumPy's).
+    On the hybrid and gpu paths a failure raises SciPy's LinAlgError instead of returning info. On the batched
+    path, ``fortran`` writes Fortran-ordered matrices (SciPy's layout) instead of C-ordered ones (NumPy's).
     """
     if plan.path == "batched":
         return _batched().potrf(a, lower=lower, clean=clean, fortran=fortran)
@@ -61,10 +61,13 @@ def potrf(plan: Plan, a: np.ndarray, lower: bool, clean: bool, fortran: bool = F
     return a, np.zeros((), dtype=np.int32)
 
 
-def getrf(plan: Plan, a: np.ndarray, fortran: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """LU with partial pivoting -> (lu, piv 0-based int32, info); ``fortran`` as for :func:`potrf`."""
+def getrf(plan: Plan, a: np.ndarray, fortran: bool = False,
+          check_finite: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """LU with partial pivoting -> (lu, piv 0-based int32, info); ``fortran`` as for :func:`potrf`, and on the
+    batched path ``check_finite`` makes the kernel check ``a`` for infinities and NaNs as it reads it (the other
+    paths' callers check first)."""
     if plan.path == "batched":
-        return _batched().getrf(a, fortran=fortran)
+        return _batched().getrf(a, fortran=fortran, check_finite=check_finite)
     if plan.path == "gpu":
         piv, info = _whole().getrf(a, device=_device(plan))
     else:
@@ -90,11 +93,13 @@ def orgqr(plan: Plan, qr: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray
     return _algorithm("geqrf").orgqr(qr, tau, ncols=ncols, **_tiled_kwargs(plan))
 
 
-def qr(plan: Plan, a: np.ndarray, ncols: int, rows: int, fortran: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
+def qr(plan: Plan, a: np.ndarray, ncols: int, rows: int, fortran: bool = False,
+       check_finite: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
     """Q's first ``ncols`` columns (``None`` for 0) and the first ``rows`` rows of R, from one factorization of
-    ``a`` (the batched kernels produce both in one pass over memory); ``fortran`` orders Q as for :func:`potrf`."""
+    ``a`` (the batched kernels produce both in one pass over memory); ``fortran`` (Q only) as for :func:`potrf`,
+    ``check_finite`` as for :func:`getrf`."""
     if plan.path == "batched":
-        return _batched().qr(a, ncols, rows, fortran=fortran)
+        return _batched().qr(a, ncols, rows, fortran=fortran, check_finite=check_finite)
     packed, tau = geqrf(plan, a)
     r = np.triu(packed[..., :rows, :])
     return (orgqr(plan, packed, tau, ncols) if ncols else None), r

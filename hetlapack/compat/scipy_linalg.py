@@ -287,9 +287,9 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     if plan.path == "host":
         return _scipy["lu_factor"](arr, overwrite_a=overwrite_a, check_finite=check_finite)
     check_flags(overwrite_a)
-    a1 = validated(arr, check_finite)
+    a1 = validated(arr, check_finite and plan.path != "batched")
     if plan.path == "batched":
-        lu, piv, info = _run.getrf(plan, _stack(a1, dtype), fortran=True)
+        lu, piv, info = _run.getrf(plan, _stack(a1, dtype), fortran=True, check_finite=check_finite)
         for k in info[info > 0]:
             warnings.warn(_SINGULAR.format(k), LinAlgWarning, stacklevel=2)
         return [lu, np.ascontiguousarray(piv, dtype=np.int32)]
@@ -452,12 +452,12 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
         return _scipy["qr"](arr, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
                             check_finite=check_finite)
     check_flags(overwrite_a)
-    a1 = validated(arr, check_finite)
+    a1 = validated(arr, check_finite and plan.path != "batched")
     work = _stack(a1, dtype) if plan.path == "batched" else working_copy(a1, a, dtype, overwrite_a)
     m, n = work.shape[-2:]
     k = min(m, n)
     ncols = 0 if mode == "r" else k if mode == "economic" else m
-    q, r = _run.qr(plan, work, ncols, rows=k if mode == "economic" else m, fortran=True)
+    q, r = _run.qr(plan, work, ncols, rows=k if mode == "economic" else m, fortran=True, check_finite=check_finite)
     if mode == "r":
         return np.ascontiguousarray(r) if plan.path == "batched" else (r,)
     if plan.path == "batched":
