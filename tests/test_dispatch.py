@@ -101,7 +101,7 @@ def test_explain_matches_what_lu_of_a_stack_runs():
         la.lu(stack)
 
 
-@pytest.mark.parametrize(("two_level_s", "layout"), [(0.5, "two-level"), (2.0, "hgdd")])
+@pytest.mark.parametrize(("two_level_s", "layout"), [(0.5, "two-level"), (0.9, "hgdd"), (2.0, "hgdd")])
 def test_hybrid_takes_the_layout_the_model_prices_cheaper(monkeypatch, two_level_s, layout):
     from hetlapack.devices import EmulatedDevice
 
@@ -112,8 +112,9 @@ def test_hybrid_takes_the_layout_the_model_prices_cheaper(monkeypatch, two_level
         plan = choose(Request("geqrf", (3000, 3000), np.dtype("d")))
     assert plan.path == "hybrid" and plan.layout == layout
     assert plan.layout_s == {"hgdd": 1.0, "two-level": two_level_s}
-    assert plan.predicted_s["hybrid"] == min(1.0, two_level_s)
+    assert plan.predicted_s["hybrid"] == plan.layout_s[layout]
     assert f"{layout} layout" in plan.reason and f"layout:  {layout}" in str(plan)
+    assert ("within the model's error" in plan.reason) == (layout == "hgdd" and two_level_s < 1.0)
     assert (plan.host_cols is not None) == (layout == "two-level")
 
 

@@ -235,7 +235,7 @@ def choose(req: Request, options: Options | None = None) -> Plan:
     predicted = {path: predict(req) for path, predict in _PREDICTORS.items() if path not in unavailable}
     layouts = _hybrid_layouts(req, options, unavailable) if "hybrid" not in unavailable else {}
     if layouts:
-        predicted["hybrid"] = min(layouts.values())
+        predicted["hybrid"] = layouts[_layout(layouts)]
     if "gpu" not in unavailable:
         predicted["gpu"] = model.predict_tiled(req.op, *req.core, req.dtype, options.tile,
                                                _devices("gpu", options), path="gpu")
@@ -262,7 +262,7 @@ def choose(req: Request, options: Options | None = None) -> Plan:
     tile = layout = host_cols = None
     if path == "hybrid":
         tile = options.tile or model.tile_size(req.op, min(req.core))
-        layout = min(layouts, key=layouts.get)
+        layout = _layout(layouts)
         reason = f"{reason}; {_layout_reason(layout, layouts, options, unavailable)}"
         if layout == "two-level":
             host_cols = model.two_level_host_cols(model.modeled(_devices(path, options)), tile)
@@ -273,9 +273,22 @@ def choose(req: Request, options: Options | None = None) -> Plan:
                 layout_s=layouts if path == "hybrid" else {}, **common)
 
 
+def _layout(layouts: dict[str, float]) -> str:
+    """The hybrid layout to run among those priced: HGDD, unless two-level is priced cheaper by the model's error
+    between them (``model.TWO_LEVEL_MARGIN``)."""
+    if "hgdd" not in layouts:
+        return next(iter(layouts))
+    if layouts.get("two-level", np.inf) * model.TWO_LEVEL_MARGIN < layouts["hgdd"]:
+        return "two-level"
+    return "hgdd"
+
+
 def _layout_reason(layout: str, layouts: dict[str, float], options: Options, unavailable: dict[str, str]) -> str:
     if options.layout is not None:
         return f"{layout} layout, forced by hetlapack.using(layout=...)"
+    if layout == "hgdd" and layouts.get("two-level", np.inf) < layouts["hgdd"]:
+        return (f"hgdd layout (two-level predicted {layouts['hgdd'] / layouts['two-level']:.2f}x faster, within the "
+                f"model's error: dispatch takes it from {model.TWO_LEVEL_MARGIN:.2f}x)")
     if len(layouts) > 1:
         return f"{layout} layout ({_ratio(layout, layouts)})"
     return f"{layout} layout ({unavailable['two-level']})"

@@ -59,6 +59,12 @@ BATCHED_DEFAULT_DTYPES = frozenset(np.dtype(c) for c in "dD")
 #: 1.1-1.2x faster (Cholesky n = 3000-4000, LU at every size) it measured 0.82-0.99x SciPy.
 TILE_MARGIN = 1.25
 
+#: How much cheaper the model must price the two-level layout than HGDD before the hybrid path takes it: the
+#: model's error between the two, which it cannot see (per-task hand-offs between many small tiles' threads).
+#: Measured on CPU + 2 emulated accelerators (2026-11-23, benchmarks/test_hybrid_emulated.py, n = 2000 and 4000):
+#: two-level over HGDD measured 1.19-1.85x while the model priced it 0.98-1.13x, an error of up to 1.9x.
+TWO_LEVEL_MARGIN = 1.9
+
 #: Largest matrix order for which the batched kernels beat a loop of LAPACK calls (measured crossover at B = 2000:
 #: Cholesky ties NumPy's loop at 48-64 and loses at 96, LU beats SciPy's loop through 64; QR, with 128 matrices per
 #: buffer, is 1.76x / 2.18x / 1.36x / 1.14x NumPy's loop at n = 48 / 64 / 96 / 128).
