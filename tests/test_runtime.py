@@ -139,6 +139,21 @@ def test_results_written_on_another_memory_space_are_flushed_home():
     assert a[2:, 2:].tolist() == [[7, 7], [7, 7]] and a[:2].sum() == 8
 
 
+def test_a_block_of_no_tile_moves_nothing_between_memory_spaces():
+    """The rows past a wide matrix's last tile row are a block of no tile: the host and an accelerator get an
+    empty view of it, whoever wrote the column last, and no copy is made for it."""
+    a = np.asfortranarray(np.ones((4, 6)))
+    shapes = []
+    with Runtime(["cpu", EmulatedDevice(0)]) as rt:
+        A = rt.matrix(a, 2)
+        below = A.block(A.mt, A.mt, 2, 3)
+        rt.insert(lambda device, tile: tile.fill(7), A(1, 2), writes=[A(1, 2)], device=1)
+        for device in (0, 1):
+            rt.insert(lambda device, column, empty: shapes.append(empty.shape), A.block(0, A.mt, 2, 3), below,
+                      reads=[A.block(0, A.mt, 2, 3), below], device=device)
+    assert shapes == [(0, 2), (0, 2)] and a[2:, 4:].tolist() == [[7, 7], [7, 7]]
+
+
 def test_trace_writes_chrome_json_and_a_gantt_png(tmp_path, matrix):
     trace = Trace()
     with Runtime([CpuDevice(workers=2)], trace=trace) as rt:

@@ -203,8 +203,11 @@ class Coherence:
         """Copy a block of several tiles that ``space`` lacks entirely as one packed transfer (seed 002 §2.3: a
         2-D panel becomes one contiguous buffer and one copy, not one copy per tile): first home, in one copy
         when a single segment of one accelerator holds all of it, then into ``segment``. ``None`` when the block
-        is partly there already (the tile-by-tile path then copies what is missing)."""
+        is partly there already (the tile-by-tile path then copies what is missing). A block of no tile (rows past
+        the last tile row) moves nothing."""
         parts = block.parts
+        if not parts:
+            return 0
         memory = self._memories.get(space)
         locks = [self._tile_lock(p) for p in parts]
         for lock in locks:
