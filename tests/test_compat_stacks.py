@@ -74,6 +74,23 @@ def test_solves_broadcast_like_scipy(path, bshape):
 
 
 @pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(5, 6, 6), (2, 3, 7, 4), (4, 4, 9), (3, 1, 1), (3, 5, 1)])
+@pytest.mark.parametrize("kwargs", [{}, {"permute_l": True}, {"p_indices": True}])
+def test_lu_of_stacks_equals_scipy(path, dtype, shape, kwargs):
+    """``lu`` (P, L, U) of a stack: SciPy's shapes, dtypes, strides and values, a singular member and pivot ties
+    included (a zero first column, integer entries), the input untouched."""
+    a = testing.general(*shape[-2:], dtype=dtype, seed=4, batch=shape[:-2])
+    a[(0,) * (len(shape) - 2)][:, 0] = 0
+    a[(-1,) * (len(shape) - 2)] = np.round(4 * a[(-1,) * (len(shape) - 2)].real)
+    kept = a.copy()
+    with hetlapack.using(path=path):
+        ours = la.lu(a, **kwargs)
+    assert_same(ours, sl.lu(a, **kwargs), dtype)
+    np.testing.assert_array_equal(a, kept)
+
+
+@pytest.mark.parametrize("path", PATHS)
 def test_first_non_spd_member_raises_scipy_error(path):
     a = testing.spd(8, seed=5, batch=(3, 4))
     a[1, 2, 5, 5] = -50.0

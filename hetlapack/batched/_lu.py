@@ -108,6 +108,38 @@ def getrf_stack(a, out, piv, info, check, nonfinite, lanes, threads):
                     piv[first + lane, k] = chunk_piv[k, lane]
 
 
+@numba.njit(parallel=True, **JIT_OPTIONS)
+def plu_stack(packed, piv, permute_l, rows, lower, upper, threads):
+    """SciPy's ``lu`` from each packed LU of a stack and its 0-based pivots: ``rows[i]`` the column of row ``i``'s
+    one in ``P`` (``A = P L U``), the unit lower ``L`` (rows permuted to ``P L`` if ``permute_l``) and the upper
+    ``U``, each written once."""
+    batch, m, n = packed.shape
+    k = min(m, n)
+    for thread in numba.prange(threads):
+        start, stop = chunk_range(thread, threads, batch)
+        order = np.empty(m, dtype=np.int64)
+        for b in range(start, stop):
+            for i in range(m):
+                order[i] = i
+            for i in range(k):
+                row = piv[b, i]
+                order[i], order[row] = order[row], order[i]
+            for i in range(m):
+                rows[b, order[i]] = i
+            for i in range(m):
+                source = rows[b, i] if permute_l else i
+                below = min(source, k)
+                for j in range(below):
+                    lower[b, i, j] = packed[b, source, j]
+                for j in range(below, k):
+                    lower[b, i, j] = 1.0 if j == source else 0.0
+            for i in range(k):
+                for j in range(i):
+                    upper[b, i, j] = 0.0
+                for j in range(i, n):
+                    upper[b, i, j] = packed[b, i, j]
+
+
 @numba.njit(**JIT_OPTIONS)
 def _maybe_conj(value, conjugate):
     return np.conj(value) if conjugate else value

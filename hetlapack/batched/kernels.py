@@ -37,6 +37,7 @@ _ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
     "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "bool", "flags", "count", "count")),
     "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "count", "count")),
+    "plu": (_lu.plu_stack, ("in3", "piv_in", "bool", "piv_out", "out3", "out3", "count")),
     "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count", "count")),
     "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count", "count")),
     "qr": (_qr.qr_stack, ("in3", "out3", "out3", "bool", "flags", "count", "count")),
@@ -82,6 +83,9 @@ def _threads(batch: int, lanes: int) -> int:
     """Threads worth starting: numba's pool size, but no more than there are chunks of ``lanes`` matrices."""
     return max(1, min(numba.get_num_threads(), math.ceil(batch / lanes)))
 
+
+#: Matrices per thread below which :func:`plu` does not start another (a pass of copies, not worth a thread).
+MIN_BATCH_PER_THREAD = 256
 
 #: Kernels whose buffers take ``WIDE_LANES`` matrices (the Householder ones, bound by loop overhead, not cache).
 _WIDE = frozenset({"geqrf", "orgqr", "qr"})
@@ -143,6 +147,24 @@ def getrf(a: np.ndarray, *, fortran: bool = False,
     if out.size:
         _launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info)
     return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
+
+
+def plu(lu: np.ndarray, piv: np.ndarray, *, permute_l: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``scipy.linalg.lu``'s pieces from :func:`getrf`'s results, in one pass: the row indices ``p`` (int32; ``A =
+    P L U`` with ``P[i, p[i]] = 1``), the unit lower ``L`` (``P L`` if ``permute_l``) and the upper ``U``, each
+    C-ordered."""
+    _check_dtype(lu)
+    m, n = lu.shape[-2:]
+    k, batch = min(m, n), lu.shape[:-2]
+    stack = as_stack(lu)
+    rows = np.empty((stack.shape[0], m), dtype=INDEX_DTYPE)
+    lower = np.empty((stack.shape[0], m, k), dtype=lu.dtype)
+    upper = np.empty((stack.shape[0], k, n), dtype=lu.dtype)
+    if stack.shape[0]:
+        pivots = np.asarray(piv, dtype=INDEX_DTYPE).reshape(-1, k)
+        compiled("plu", lu.dtype)(stack, pivots, bool(permute_l), rows, lower, upper,
+                                  _threads(stack.shape[0], MIN_BATCH_PER_THREAD))
+    return rows.reshape((*batch, m)), lower.reshape((*batch, m, k)), upper.reshape((*batch, k, n))
 
 
 def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -75,6 +75,12 @@ def getrf(plan: Plan, a: np.ndarray, fortran: bool = False,
     return a, piv, np.asarray(info)
 
 
+def plu(lu: np.ndarray, piv: np.ndarray, permute_l: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``scipy.linalg.lu``'s row indices, ``L`` (or ``P L``) and ``U`` from a packed LU of any path, in one
+    compiled pass over a matrix or a stack."""
+    return _batched().plu(lu, piv, permute_l=permute_l)
+
+
 def geqrf(plan: Plan, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Householder QR in LAPACK storage -> (qr, tau)."""
     if plan.path == "batched":

@@ -45,10 +45,8 @@ def qr_features(mode: str, pivoting: bool, lwork) -> tuple[str, ...]:
 
 
 def lu_features(a) -> tuple[str, ...]:
-    """``lu`` (P, L, U) of a stack has no batched kernel: SciPy's own loop does it; of a CuPy array, no GPU route."""
-    if is_cupy(a):
-        return ("lu (P, L, U)",)
-    return ("lu (P, L, U) of a stack",) if np.ndim(a) > 2 else ()
+    """``lu`` (P, L, U) of a CuPy array has no GPU route."""
+    return ("lu (P, L, U)",) if is_cupy(a) else ()
 
 
 def _first_failure(info: np.ndarray) -> tuple[tuple[int, ...], int] | None:
@@ -342,12 +340,16 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     return np.ascontiguousarray(x[..., 0]) if vector else x
 
 
-def _permutation(piv: np.ndarray, m: int) -> np.ndarray:
-    """Row order ``perm`` with ``A[perm] = L U`` from LAPACK's sequential row interchanges."""
-    perm = np.arange(m)
-    for i, p in enumerate(piv):
-        perm[i], perm[p] = perm[p], perm[i]
-    return perm
+def _p_l_u(packed: np.ndarray, piv: np.ndarray, dtype: np.dtype, permute_l: bool, p_indices: bool) -> tuple:
+    """SciPy's ``lu`` results from a packed LU (or a stack of them) and LAPACK's 0-based pivots."""
+    p, lower, upper = _run.plu(packed, piv, permute_l)
+    if permute_l:
+        return lower, upper
+    if p_indices:
+        return p, lower, upper
+    perm_matrix = np.zeros((*p.shape, p.shape[-1]), dtype=np.empty(0, dtype).real.dtype)
+    np.put_along_axis(perm_matrix, p[..., None].astype(np.intp), 1, axis=-1)
+    return perm_matrix, lower, upper
 
 
 def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
@@ -385,26 +387,16 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     True
     """
     plan, arr, dtype = _plan("getrf", a, lu_features(a))
-    if plan.path == "host" or np.shape(arr) == (1, 1):
+    if plan.path == "host" or np.shape(arr)[-2:] == (1, 1):
         return _scipy["lu"](arr, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)
     check_flags(overwrite_a)
-    a1 = validated(arr, check_finite)
-    packed, piv, _ = _run.getrf(plan, working_copy(a1, a, dtype, overwrite_a))
-    m, n = packed.shape
-    k = min(m, n)
-    lower = np.tril(packed[:, :k], -1)
-    lower[np.diag_indices(k)] = 1
-    upper = np.ascontiguousarray(np.triu(packed[:k, :]))
-    p = np.argsort(_permutation(piv, m)).astype(np.int32)
-    if permute_l:
-        return np.ascontiguousarray(lower[p]), upper
-    lower = np.ascontiguousarray(lower)
-    if p_indices:
-        return p, lower, upper
-    perm_matrix = np.zeros((m, m), dtype=np.empty(0, dtype).real.dtype)
-    perm_matrix[np.arange(m), p] = 1
-    return perm_matrix, lower, upper
+    a1 = validated(arr, check_finite and plan.path != "batched")
+    if plan.path == "batched":
+        packed, piv, _ = _run.getrf(plan, _stack(a1, dtype), check_finite=check_finite)
+    else:
+        packed, piv, _ = _run.getrf(plan, working_copy(a1, a, dtype, overwrite_a))
+    return _p_l_u(packed, piv, dtype, permute_l, p_indices)
 
 
 def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
