@@ -241,8 +241,10 @@ def test_fortran_outputs_are_the_c_outputs_reordered(dtype, shape):
         h = spd(shape[0], dtype, batch=(40,), seed=12)
         b = random_matrix((40, shape[0], 3), dtype, seed=13)
         for lower, clean in [(True, True), (False, False)]:
-            c, cf = kernels.potrf(h, lower=lower, clean=clean), kernels.potrf(h, lower=lower, clean=clean, fortran=True)
-            pairs += [(c, cf), (kernels.potrs(c[0], b, lower=lower), kernels.potrs(cf[0], b, lower=lower, fortran=True))]
+            c = kernels.potrf(h, lower=lower, clean=clean)
+            cf = kernels.potrf(h, lower=lower, clean=clean, fortran=True)
+            x, xf = kernels.potrs(c[0], b, lower=lower), kernels.potrs(cf[0], b, lower=lower, fortran=True)
+            pairs += [(c, cf), (x, xf)]
         lu, piv, _ = kernels.getrf(a)
         lu_f = kernels.getrf(a, fortran=True)[0]
         pairs.append((kernels.getrs(lu, piv, b, trans=1), kernels.getrs(lu_f, piv, b, trans=1, fortran=True)))

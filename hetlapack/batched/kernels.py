@@ -2,8 +2,9 @@
 
 Every kernel computes per matrix what LAPACK computes (same pivots, reflector signs, info codes), never modifies its
 inputs, and returns C-ordered outputs, or Fortran-ordered matrices where asked (``fortran=True``: the layout
-SciPy's batch loop gives, written directly instead of copied afterwards). The compiled loops live in ``_cholesky``, ``_lu`` and ``_qr``; this module
-shapes the stacks, allocates the outputs and picks, by a lookup table keyed on dtype, the kernel compiled for it.
+SciPy's batch loop gives, written directly instead of copied afterwards). The compiled loops live in
+``_cholesky``, ``_lu`` and ``_qr``; this module shapes the stacks, allocates the outputs and picks, by a lookup
+table keyed on dtype, the kernel compiled for it.
 Each kernel is compiled once per dtype (inputs typed as read-only arrays of any layout, so C, Fortran, strided and
 read-only stacks share one machine-code version) and cached on disk.
 """
