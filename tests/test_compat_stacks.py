@@ -91,6 +91,23 @@ def test_lu_of_stacks_equals_scipy(path, dtype, shape, kwargs):
 
 
 @pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("operand", ["lu", "b"])
+def test_lu_solve_checks_b_for_non_finite_numbers_as_scipy_does(path, bad, operand):
+    """SciPy's ``lu_solve`` checks ``b`` and not the factors; a non-finite number in either reaches the result."""
+    lu, piv = sl.lu_factor(testing.general(6, seed=8, batch=(30,)))
+    b = testing.general(6, seed=9, batch=(30,))[..., :2]
+    (lu if operand == "lu" else b)[17, 3, 1] = bad
+    with hetlapack.using(path=path):
+        if operand == "b":
+            with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+                la.lu_solve((lu, piv), b)
+        else:
+            assert not np.isfinite(la.lu_solve((lu, piv), b)[17]).all()
+        assert not np.isfinite(la.lu_solve((lu, piv), b, check_finite=False)[17]).all()
+
+
+@pytest.mark.parametrize("path", PATHS)
 def test_first_non_spd_member_raises_scipy_error(path):
     a = testing.spd(8, seed=5, batch=(3, 4))
     a[1, 2, 5, 5] = -50.0

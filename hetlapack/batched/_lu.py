@@ -192,8 +192,10 @@ def _solve_chunk(lu, piv, rhs, trans, count, first):
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
-def getrs_stack(lu, piv, b, trans, out, lanes, threads):
-    """Solve ``op(A) X = B`` for each matrix from its packed LU and 0-based pivots; ``out`` is (batch, n, k)."""
+def getrs_stack(lu, piv, b, trans, out, check, nonfinite, lanes, threads):
+    """Solve ``op(A) X = B`` for each matrix from its packed LU and 0-based pivots; ``out`` is (batch, n, k). With
+    ``check``, a thread that meets an infinity or NaN in ``b`` sets its ``nonfinite`` flag (SciPy's ``lu_solve``
+    checks ``b`` only)."""
     batch, n, nrhs = b.shape
     chunks = (batch + lanes - 1) // lanes
     for thread in numba.prange(threads):
@@ -204,5 +206,7 @@ def getrs_stack(lu, piv, b, trans, out, lanes, threads):
             first = chunk * lanes
             count = gather(lu, first, factor)
             gather(b, first, rhs)
+            if check and not all_finite(rhs, count):
+                nonfinite[thread] = 1
             _solve_chunk(factor, piv, rhs, trans, count, first)
             scatter(rhs, count, out, first)

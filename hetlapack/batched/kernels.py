@@ -37,7 +37,7 @@ _ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "count", "count")),
     "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
     "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "bool", "flags", "count", "count")),
-    "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "count", "count")),
+    "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "bool", "flags", "count", "count")),
     "plu": (_lu.plu_stack, ("in3", "piv_in", "bool", "piv_out", "out3", "out3", "count")),
     "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count", "count")),
     "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count", "count")),
@@ -235,9 +235,11 @@ def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False) -
     return out.reshape((*batch, n, nrhs))
 
 
-def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int, fortran: bool = False) -> np.ndarray:
+def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int, fortran: bool = False,
+          check_finite: bool = False) -> np.ndarray:
     """Solve ``op(A) X = B`` per matrix from ``getrf``'s ``lu`` and 0-based ``piv``; ``op`` is ``A``, ``A^T``,
-    ``A^H`` for ``trans`` 0, 1, 2 (as ``scipy.linalg.lu_solve``)."""
+    ``A^H`` for ``trans`` 0, 1, 2 (as ``scipy.linalg.lu_solve``). ``check_finite`` raises SciPy's ValueError for
+    infinities or NaNs in ``b`` (SciPy's ``lu_solve`` checks ``b`` only)."""
     if trans not in (0, 1, 2):
         raise ValueError("trans must be 0, 1 or 2")
     batch, dtype, lu, b, (piv,) = _broadcast_solve(lu, b, np.asarray(piv))
@@ -246,5 +248,6 @@ def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int, fortran
     out = _output(math.prod(batch), n, nrhs, dtype, fortran)
     if out.size:
         pivots = np.asarray(piv, dtype=INDEX_DTYPE).reshape(-1, n)
-        _launch("getrs", dtype, out.shape[0], n, n, as_stack(lu), pivots, as_stack(b), int(trans), out)
+        _launch_checked("getrs", check_finite, dtype, out.shape[0], n, n, as_stack(lu), pivots, as_stack(b),
+                        int(trans), out)
     return out.reshape((*batch, n, nrhs))

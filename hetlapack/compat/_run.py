@@ -116,9 +116,11 @@ def potrs(plan: Plan, c: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
     return _batched().potrs(c, b, lower=lower, fortran=True)
 
 
-def getrs(plan: Plan, lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: int) -> np.ndarray:
-    """Solve with LU factors (batched path only), in SciPy's layout."""
-    return _batched().getrs(lu, piv, b, trans=trans, fortran=True)
+def getrs(plan: Plan, lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: int,
+          check_finite: bool = False) -> np.ndarray:
+    """Solve with LU factors (batched path only), in SciPy's layout; ``check_finite`` makes the kernel check ``b``
+    as it reads it (SciPy's ``lu_solve`` checks ``b`` only)."""
+    return _batched().getrs(lu, piv, b, trans=trans, fortran=True, check_finite=check_finite)
 
 
 _ZERO_BLOCK = 512

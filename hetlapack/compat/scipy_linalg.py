@@ -331,12 +331,13 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     lu, piv = lu_and_piv
     if is_cupy(lu) or is_cupy(b):
         return _on_gpu().lu_solve(lu_and_piv, b, trans, overwrite_b, check_finite)
-    plan, operands = _batched_solve("getrs", lu, b, check_finite, supported=trans in (0, 1, 2))
+    # SciPy checks b only: the batched kernel does so as it reads it, SciPy's own call checks itself
+    plan, operands = _batched_solve("getrs", lu, b, False, supported=trans in (0, 1, 2))
     if operands is None:
         return _scipy["lu_solve"](lu_and_piv, b, trans=trans, overwrite_b=overwrite_b, check_finite=check_finite)
     lu2, b2, vector, n = operands
     piv2 = np.broadcast_to(np.asarray(piv), lu2.shape[:-2] + (n,))
-    x = _run.getrs(plan, lu2, piv2, b2, trans=trans)
+    x = _run.getrs(plan, lu2, piv2, b2, trans=trans, check_finite=check_finite)
     return np.ascontiguousarray(x[..., 0]) if vector else x
 
 
