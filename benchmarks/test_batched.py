@@ -84,13 +84,15 @@ PEERS = {
                  "scipy": lambda: (_same, lambda a: sla.cholesky(a, lower=True))},
     "lu": {"hetlapack": _ours(la.lu_factor), "torch": lambda: _torch("lu_factor"),
            "scipy": lambda: (_same, sla.lu_factor)},
+    "plu": {"hetlapack": _ours(la.lu), "torch": lambda: _torch("lu"), "scipy": lambda: (_same, sla.lu)},
     "qr": {"hetlapack": _ours(lambda a: la.qr(a, mode="economic")), "numpy": lambda: (_same, np.linalg.qr),
            "torch": lambda: _torch("qr"), "scipy": lambda: (_same, lambda a: sla.qr(a, mode="economic"))},
 }
 
 
-#: Elements written per matrix for each operation's results (Q and R for QR), for the roofline's byte count.
-OUTPUT_MATRICES = {"cholesky": 1, "lu": 1, "qr": 2}
+#: Elements written per matrix for each operation's results (Q and R for QR, P, L and U for ``lu``), for the
+#: roofline's byte count.
+OUTPUT_MATRICES = {"cholesky": 1, "lu": 1, "plu": 3, "qr": 2}
 
 CASES = [(op, peer) for op, peers in PEERS.items() for peer in peers]
 
