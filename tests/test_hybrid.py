@@ -160,35 +160,41 @@ def test_a_hybrid_plan_defaults_to_the_available_devices():
     assert plan.devices == tuple(d.name for d in available())
 
 
-@pytest.mark.parametrize("count", [1, 2])
-@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
-def test_forced_two_level_layout_factors_odd_sizes_like_scipy(count, dtype):
+def _forced_two_level(name: str, a: np.ndarray, count: int, calls) -> list:
+    """``calls(a)`` on the two-level layout forced over the CPU and ``count`` emulated accelerators (tile 32):
+    checks that the plan of ``name`` takes it, that ``a`` is left alone and no worker is left; returns the results."""
+    kept = a.copy()
     devices = ["cpu", *accelerators("emulated", count)]
-    a_spd, a_gen = spd(101, dtype=dtype, seed=count), general(93, dtype=dtype, seed=count)
-    kept_spd, kept_gen = a_spd.copy(), a_gen.copy()
     with hetlapack.using(path="hybrid", devices=devices, tile=32, layout="two-level"):
-        plan = hetlapack.explain("cholesky", a_spd)
-        lower = hl.cholesky(a_spd, lower=True)
-        upper = hl.cholesky(a_spd, lower=False)
-        q, r = hl.qr(a_gen)
-        r_only = hl.qr(a_gen, mode="r")[0]
-    assert plan.layout == "two-level" and 0 <= plan.host_cols <= plan.tile == 32
-    assert np.array_equal(a_spd, kept_spd) and np.array_equal(a_gen, kept_gen)
-    assert cholesky_residual(a_spd, lower, True) < EPS_FACTOR
-    assert cholesky_residual(a_spd, upper, False) < EPS_FACTOR
-    assert qr_residual(a_gen, q, r) < EPS_FACTOR and np.allclose(r, r_only)
-    ref_r = sl.qr(a_gen, mode="r")[0]
-    assert np.array_equal(np.sign(np.diag(r).real), np.sign(np.diag(ref_r).real))
-    assert no_worker_threads_left()
+        plan = hetlapack.explain(name, a)
+        results = calls(a)
+    assert plan.path == "hybrid" and plan.layout == "two-level" and 0 <= plan.host_cols <= plan.tile == 32
+    assert np.array_equal(a, kept) and no_worker_threads_left()
+    return results
 
 
-def test_the_two_level_run_puts_the_host_slice_on_the_cpu_and_big_tiles_on_the_accelerators():
+def _two_level_kwargs(op: str, shape: tuple[int, int]) -> dict:
+    """The tile algorithms' arguments for a two-level plan over the CPU and 2 emulated accelerators (tile 48, a
+    host slice of 12 columns)."""
     from hetlapack.compat._run import _tiled_kwargs
     from hetlapack.dispatch import Plan
 
-    plan = Plan(op="potrf", path="hybrid", reason="", shape=(150, 150), dtype="float64",
-                devices=("cpu", EmulatedDevice(0), EmulatedDevice(1)), tile=48, layout="two-level", host_cols=12)
-    kwargs = _tiled_kwargs(plan)
+    return _tiled_kwargs(Plan(op=op, path="hybrid", reason="", shape=shape, dtype="float64", tile=48,
+                              devices=("cpu", EmulatedDevice(0), EmulatedDevice(1)), layout="two-level",
+                              host_cols=12))
+
+
+@pytest.mark.parametrize("count", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+def test_forced_two_level_layout_runs_cholesky_of_an_odd_size_like_scipy(count, dtype):
+    a = spd(101, dtype=dtype, seed=count)
+    lower, upper = _forced_two_level("cholesky", a, count,
+                                     lambda a: (hl.cholesky(a, lower=True), hl.cholesky(a, lower=False)))
+    assert cholesky_residual(a, lower, True) < EPS_FACTOR and cholesky_residual(a, upper, False) < EPS_FACTOR
+
+
+def test_the_two_level_run_puts_the_host_slice_on_the_cpu_and_big_tiles_on_the_accelerators():
+    kwargs = _two_level_kwargs("potrf", (150, 150))
     assert kwargs["tile"][:3] == [0, 12, 48] and kwargs["devices"][0].workers == kwargs["devices"][0].cores
     a = np.asfortranarray(spd(150))
     reference = a.copy()
@@ -204,39 +210,25 @@ def test_the_two_level_run_puts_the_host_slice_on_the_cpu_and_big_tiles_on_the_a
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64])
 @pytest.mark.parametrize("shape", [(93, 93), (101, 101), (101, 67), (67, 101)])
 def test_forced_two_level_layout_runs_lu_like_scipy(count, dtype, shape):
-    devices = ["cpu", *accelerators("emulated", count)]
     a = general(*shape, dtype=dtype, seed=count)
-    kept = a.copy()
-    with hetlapack.using(path="hybrid", devices=devices, tile=32, layout="two-level"):
-        plan = hetlapack.explain("lu_factor", a)
-        lu, piv = hl.lu_factor(a)
-    assert plan.path == "hybrid" and plan.layout == "two-level" and 0 <= plan.host_cols <= plan.tile == 32
-    assert np.array_equal(a, kept)
-    assert np.array_equal(piv, sl.lu_factor(kept)[1]) and lu_residual(kept, lu, piv) < EPS_FACTOR
-    assert no_worker_threads_left()
+    lu, piv = _forced_two_level("lu_factor", a, count, hl.lu_factor)
+    assert np.array_equal(piv, sl.lu_factor(a)[1]) and lu_residual(a, lu, piv) < EPS_FACTOR
 
 
 @pytest.mark.parametrize("count", [1, 2])
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64])
-@pytest.mark.parametrize("shape", [(101, 67), (67, 101)])
-def test_forced_two_level_layout_runs_qr_of_tall_and_wide_matrices_like_scipy(count, dtype, shape):
-    devices = ["cpu", *accelerators("emulated", count)]
+@pytest.mark.parametrize("shape", [(93, 93), (101, 67), (67, 101)])
+def test_forced_two_level_layout_runs_qr_of_square_tall_and_wide_matrices_like_scipy(count, dtype, shape):
     a = general(*shape, dtype=dtype, seed=count)
-    kept = a.copy()
-    with hetlapack.using(path="hybrid", devices=devices, tile=32, layout="two-level"):
-        plan = hetlapack.explain("qr", a)
-        q, r = hl.qr(a)
-        q_economic, r_economic = hl.qr(a, mode="economic")
-        r_only = hl.qr(a, mode="r")[0]
+    (q, r), (q_economic, r_economic), (r_only,) = _forced_two_level(
+        "qr", a, count, lambda a: (hl.qr(a), hl.qr(a, mode="economic"), hl.qr(a, mode="r")))
     m, n = shape
-    assert plan.layout == "two-level" and q.shape == (m, m) and r.shape == (m, n)
+    assert q.shape == (m, m) and r.shape == (m, n)
     assert q_economic.shape == (m, min(m, n)) and r_economic.shape == (min(m, n), n)
-    assert np.array_equal(a, kept)
-    assert qr_residual(kept, q, r) < EPS_FACTOR and qr_residual(kept, q_economic, r_economic) < EPS_FACTOR
+    assert qr_residual(a, q, r) < EPS_FACTOR and qr_residual(a, q_economic, r_economic) < EPS_FACTOR
     assert np.allclose(r, r_only)
-    ref_r = sl.qr(kept, mode="r")[0]
+    ref_r = sl.qr(a, mode="r")[0]
     assert np.array_equal(np.sign(np.diag(r).real), np.sign(np.diag(ref_r).real))
-    assert no_worker_threads_left()
 
 
 def _written_tile_column(event) -> int:
@@ -245,12 +237,7 @@ def _written_tile_column(event) -> int:
 
 
 def test_a_tall_two_level_lu_cuts_rows_past_the_columns_and_runs_each_column_on_its_owner():
-    from hetlapack.compat._run import _tiled_kwargs
-    from hetlapack.dispatch import Plan
-
-    plan = Plan(op="getrf", path="hybrid", reason="", shape=(150, 100), dtype="float64",
-                devices=("cpu", EmulatedDevice(0), EmulatedDevice(1)), tile=48, layout="two-level", host_cols=12)
-    kwargs = _tiled_kwargs(plan)
+    kwargs = _two_level_kwargs("getrf", (150, 100))
     assert list(kwargs["tile"]) == [0, 12, 48, 60, 96, 108, 144, 150]
     a = np.asfortranarray(general(150, 100, seed=7))
     reference = a.copy()

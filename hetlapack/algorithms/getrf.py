@@ -26,10 +26,8 @@ def _getrf_panel(device: Device, panel, piv, offset: int, infos: dict) -> None:
 
 
 def _update_right(device: Device, column, piv, panel, rows: int) -> None:
-    """Column ``j`` of step ``k``: swap its rows, ``A[k,j] = L_kk^{-1} A[k,j]``, ``A[k+1:,j] -= L[k+1:,k] A[k,j]``.
-
-    The panel comes whole and is split here: below the last tile row (a wide matrix's last step) there is no
-    tile to name."""
+    """Column ``j`` of step ``k``: swap its rows, ``A[k,j] = L_kk^{-1} A[k,j]``, ``A[k+1:,j] -= L[k+1:,k] A[k,j]``;
+    ``panel`` is the factored block column ``A[k:,k]``, as the task reads it."""
     device.laswp(column, piv)
     top, below = column[:rows], column[rows:]
     device.trsm(panel[:rows], top, side="L", lower=True, conj=False, unit=True)

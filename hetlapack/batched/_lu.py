@@ -83,9 +83,10 @@ def _factor_chunk(buf, piv, info, best, recip):
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
-def getrf_stack(a, out, piv, info, check, nonfinite, lanes, threads):
+def getrf_stack(a, out, piv, info, nonfinite, lanes, threads):
     """Factorize every matrix of the 3-D stack ``a`` into ``out``; ``piv`` (batch, min(m, n)), ``info`` (batch,).
-    With ``check``, a thread that meets an infinity or NaN in ``a`` sets its ``nonfinite`` flag."""
+    Given a ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a``
+    sets its own."""
     batch, m, n = a.shape
     chunks = (batch + lanes - 1) // lanes
     for thread in numba.prange(threads):
@@ -98,7 +99,7 @@ def getrf_stack(a, out, piv, info, check, nonfinite, lanes, threads):
         for chunk in range(start, stop):
             first = chunk * lanes
             count = gather(a, first, buf)
-            if check and not all_finite(buf, count):
+            if nonfinite.size and not all_finite(buf, count):
                 nonfinite[thread] = 1
             _factor_chunk(buf, chunk_piv, chunk_info, best, recip)
             scatter(buf, count, out, first)
@@ -192,10 +193,9 @@ def _solve_chunk(lu, piv, rhs, trans, count, first):
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
-def getrs_stack(lu, piv, b, trans, out, check, nonfinite, lanes, threads):
-    """Solve ``op(A) X = B`` for each matrix from its packed LU and 0-based pivots; ``out`` is (batch, n, k). With
-    ``check``, a thread that meets an infinity or NaN in ``b`` sets its ``nonfinite`` flag (SciPy's ``lu_solve``
-    checks ``b`` only)."""
+def getrs_stack(lu, piv, b, trans, out, nonfinite, lanes, threads):
+    """Solve ``op(A) X = B`` for each matrix from its packed LU and 0-based pivots; ``out`` is (batch, n, k).
+    ``nonfinite`` as for :func:`getrf_stack`, for ``b`` only (SciPy's ``lu_solve`` checks ``b`` only)."""
     batch, n, nrhs = b.shape
     chunks = (batch + lanes - 1) // lanes
     for thread in numba.prange(threads):
@@ -206,7 +206,7 @@ def getrs_stack(lu, piv, b, trans, out, check, nonfinite, lanes, threads):
             first = chunk * lanes
             count = gather(lu, first, factor)
             gather(b, first, rhs)
-            if check and not all_finite(rhs, count):
+            if nonfinite.size and not all_finite(rhs, count):
                 nonfinite[thread] = 1
             _solve_chunk(factor, piv, rhs, trans, count, first)
             scatter(rhs, count, out, first)

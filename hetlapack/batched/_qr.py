@@ -140,10 +140,11 @@ def _scatter_upper(buf, count, out, first):
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
-def qr_stack(a, q_out, r_out, check, nonfinite, lanes, threads):
+def qr_stack(a, q_out, r_out, nonfinite, lanes, threads):
     """``Q`` (batch, m, ncols; none when ``ncols`` is 0) and ``R`` (batch, rows, n) of every matrix of ``a``, as
-    ``orgqr(geqrf(a))`` and ``triu`` of its first rows would give them, from one gathered chunk. With ``check``, a
-    thread that meets an infinity or NaN in ``a`` sets its ``nonfinite`` flag."""
+    ``orgqr(geqrf(a))`` and ``triu`` of its first rows would give them, from one gathered chunk. Given a
+    ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a`` sets its
+    own."""
     batch, m, n = a.shape
     k, ncols = min(m, n), q_out.shape[2]
     chunks = (batch + lanes - 1) // lanes
@@ -157,7 +158,7 @@ def qr_stack(a, q_out, r_out, check, nonfinite, lanes, threads):
         for chunk in range(start, stop):
             first = chunk * lanes
             count = gather_wide(a, first, buf)
-            if check and not all_finite(buf, count):
+            if nonfinite.size and not all_finite(buf, count):
                 nonfinite[thread] = 1
             _factor_chunk(buf, chunk_tau, norm, dots)
             _scatter_upper(buf, count, r_out, first)

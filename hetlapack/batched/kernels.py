@@ -36,12 +36,12 @@ _COUNT = types.intp
 _ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "count", "count")),
     "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
-    "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "bool", "flags", "count", "count")),
-    "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "bool", "flags", "count", "count")),
+    "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "flags", "count", "count")),
+    "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "flags", "count", "count")),
     "plu": (_lu.plu_stack, ("in3", "piv_in", "bool", "piv_out", "out3", "out3", "count")),
     "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count", "count")),
     "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count", "count")),
-    "qr": (_qr.qr_stack, ("in3", "out3", "out3", "bool", "flags", "count", "count")),
+    "qr": (_qr.qr_stack, ("in3", "out3", "out3", "flags", "count", "count")),
 }
 
 
@@ -98,12 +98,13 @@ def _launch(op: str, dtype: np.dtype, batch: int, m: int, n: int, *arrays) -> No
 
 
 def _launch_checked(op: str, check_finite: bool, dtype: np.dtype, batch: int, m: int, n: int, *arrays) -> None:
-    """:func:`_launch` for a factorization that checks its input for infinities and NaNs as it gathers it (SciPy's
-    ``check_finite`` without a pass of its own over memory); raises SciPy's ValueError after the kernel."""
+    """:func:`_launch` for a kernel that can check its input for infinities and NaNs as it gathers it (SciPy's
+    ``check_finite`` without a pass of its own over memory: one flag per thread, none when not asked); raises
+    SciPy's ValueError after the kernel."""
     lanes = lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE)
     threads = _threads(batch, lanes)
-    nonfinite = np.zeros(threads, dtype=np.uint8)
-    compiled(op, dtype)(*arrays, bool(check_finite), nonfinite, lanes, threads)
+    nonfinite = np.zeros(threads if check_finite else 0, dtype=np.uint8)
+    compiled(op, dtype)(*arrays, nonfinite, lanes, threads)
     if nonfinite.any():
         raise ValueError("array must not contain infs or NaNs")
 

@@ -58,8 +58,18 @@ def _first_failure(info: np.ndarray) -> tuple[tuple[int, ...], int] | None:
     return index, int(np.asarray(info)[index])
 
 
-def _stack(a1: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    return a1.astype(dtype, copy=False)
+def _operand(plan: Plan, a1: np.ndarray, original, dtype: np.dtype, overwrite_a: bool) -> np.ndarray:
+    """What ``plan`` factors: the batched kernels read the stack and never write it; the other paths factor a
+    Fortran working copy (``a1`` itself where SciPy's rules allow)."""
+    if plan.path == "batched":
+        return a1.astype(dtype, copy=False)
+    return working_copy(a1, original, dtype, overwrite_a)
+
+
+def _kernel_checked(plan: Plan, arr, check_finite: bool) -> np.ndarray:
+    """SciPy's entry conversion for LU and QR, whose batched kernels check for infinities and NaNs themselves as
+    they read the stack: ``asarray_chkfinite`` on the other paths only."""
+    return validated(arr, check_finite and plan.path != "batched")
 
 
 def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool):
@@ -69,13 +79,10 @@ def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool
         return None, plan, arr
     check_flags(lower, overwrite_a)
     a1 = validated(arr, check_finite)
-    if plan.path == "batched":
-        c, info = _run.potrf(plan, _stack(a1, dtype), lower, clean, fortran=True)
-        failure = _first_failure(info)
-        if failure is not None:
-            raise LinAlgError(_NOT_PD.format(failure[1]))
-        return c, plan, arr
-    c, _ = _run.potrf(plan, working_copy(a1, a, dtype, overwrite_a), lower, clean)
+    c, info = _run.potrf(plan, _operand(plan, a1, a, dtype, overwrite_a), lower, clean, fortran=True)
+    failure = _first_failure(info)
+    if failure is not None:
+        raise LinAlgError(_NOT_PD.format(failure[1]))
     return c, plan, arr
 
 
@@ -285,16 +292,12 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     if plan.path == "host":
         return _scipy["lu_factor"](arr, overwrite_a=overwrite_a, check_finite=check_finite)
     check_flags(overwrite_a)
-    a1 = validated(arr, check_finite and plan.path != "batched")
-    if plan.path == "batched":
-        lu, piv, info = _run.getrf(plan, _stack(a1, dtype), fortran=True, check_finite=check_finite)
-        for k in info[info > 0]:
-            warnings.warn(_SINGULAR.format(k), LinAlgWarning, stacklevel=2)
-        return [lu, np.ascontiguousarray(piv, dtype=np.int32)]
-    lu, piv, info = _run.getrf(plan, working_copy(a1, a, dtype, overwrite_a))
-    if info > 0:
-        warnings.warn(_SINGULAR.format(int(info)), LinAlgWarning, stacklevel=2)
-    return lu, piv
+    a1 = _kernel_checked(plan, arr, check_finite)
+    lu, piv, info = _run.getrf(plan, _operand(plan, a1, a, dtype, overwrite_a), fortran=True,
+                               check_finite=check_finite)
+    for k in np.extract(info > 0, info):
+        warnings.warn(_SINGULAR.format(int(k)), LinAlgWarning, stacklevel=2)
+    return [lu, np.ascontiguousarray(piv, dtype=np.int32)] if plan.path == "batched" else (lu, piv)
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
@@ -341,14 +344,14 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     return np.ascontiguousarray(x[..., 0]) if vector else x
 
 
-def _p_l_u(packed: np.ndarray, piv: np.ndarray, dtype: np.dtype, permute_l: bool, p_indices: bool) -> tuple:
+def _p_l_u(packed: np.ndarray, piv: np.ndarray, permute_l: bool, p_indices: bool) -> tuple:
     """SciPy's ``lu`` results from a packed LU (or a stack of them) and LAPACK's 0-based pivots."""
     p, lower, upper = _run.plu(packed, piv, permute_l)
     if permute_l:
         return lower, upper
     if p_indices:
         return p, lower, upper
-    perm_matrix = np.zeros((*p.shape, p.shape[-1]), dtype=np.empty(0, dtype).real.dtype)
+    perm_matrix = np.zeros((*p.shape, p.shape[-1]), dtype=lower.real.dtype)
     np.put_along_axis(perm_matrix, p[..., None].astype(np.intp), 1, axis=-1)
     return perm_matrix, lower, upper
 
@@ -392,12 +395,9 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
         return _scipy["lu"](arr, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)
     check_flags(overwrite_a)
-    a1 = validated(arr, check_finite and plan.path != "batched")
-    if plan.path == "batched":
-        packed, piv, _ = _run.getrf(plan, _stack(a1, dtype), check_finite=check_finite)
-    else:
-        packed, piv, _ = _run.getrf(plan, working_copy(a1, a, dtype, overwrite_a))
-    return _p_l_u(packed, piv, dtype, permute_l, p_indices)
+    a1 = _kernel_checked(plan, arr, check_finite)
+    packed, piv, _ = _run.getrf(plan, _operand(plan, a1, a, dtype, overwrite_a), check_finite=check_finite)
+    return _p_l_u(packed, piv, permute_l, p_indices)
 
 
 def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
@@ -445,8 +445,8 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
         return _scipy["qr"](arr, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
                             check_finite=check_finite)
     check_flags(overwrite_a)
-    a1 = validated(arr, check_finite and plan.path != "batched")
-    work = _stack(a1, dtype) if plan.path == "batched" else working_copy(a1, a, dtype, overwrite_a)
+    a1 = _kernel_checked(plan, arr, check_finite)
+    work = _operand(plan, a1, a, dtype, overwrite_a)
     m, n = work.shape[-2:]
     k = min(m, n)
     ncols = 0 if mode == "r" else k if mode == "economic" else m
