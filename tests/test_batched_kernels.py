@@ -8,6 +8,7 @@ import scipy.linalg as sla
 from scipy.linalg import lapack
 
 from hetlapack.batched import kernels
+from hetlapack.batched._interleave import SMALL_ORDER_LANES, lanes_for
 from hetlapack.testing import (
     cholesky_residual,
     ill_conditioned,
@@ -94,7 +95,7 @@ def test_empty_batches_and_zero_size_matrices(shape):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("shape", [(1, 1), (7, 7), (13, 13), (9, 4), (4, 9)])
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (3, 3), (4, 4), (7, 7), (13, 13), (9, 4), (4, 9)])
 def test_getrf_pivots_and_factors_equal_lapack(dtype, shape):
     a = random_matrix((BATCH, *shape), dtype, seed=sum(shape))
     lu, piv, info = kernels.getrf(a)
@@ -105,6 +106,27 @@ def test_getrf_pivots_and_factors_equal_lapack(dtype, shape):
         np.testing.assert_allclose(lu_i, lu_ref, atol=_tolerance(dtype, max(shape)))
         assert lu_residual(a_i, lu_i, piv_i) < RESIDUAL_LIMIT
     assert piv.dtype == np.int32 and not info.any()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_getrf_versions_compiled_per_order_equal_the_general_kernel(dtype, n):
+    """A stack of at least ``SMALL_ORDER_LANES`` matrices of order 2-4 runs the version compiled for its order; a
+    stack of 8 runs the general kernel (8 lanes). Both give bitwise the same factors, pivots and info codes, zero
+    pivots included, and both see an infinity."""
+    a = random_matrix((BATCH, n, n), dtype, seed=20 + n)
+    a[3, :, 1] = 0.0
+    a[6] = 0.0
+    assert lanes_for(n, n, dtype.itemsize, BATCH, small_order=True) == SMALL_ORDER_LANES
+    assert lanes_for(n, n, dtype.itemsize, 8, small_order=True) == 8
+    whole, part = kernels.getrf(a), kernels.getrf(a[:8])
+    for full, first in zip(whole, part):
+        np.testing.assert_array_equal(full[:8], first)
+    assert set(np.flatnonzero(whole[2])) == {3, 6}
+    a[BATCH - 1, n - 1, 0] = np.inf
+    for stack in (a, a[BATCH - 8:]):
+        with pytest.raises(ValueError, match="infs or NaNs"):
+            kernels.getrf(stack, check_finite=True)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

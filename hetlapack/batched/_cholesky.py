@@ -118,7 +118,7 @@ def potrs_stack(c, lower, b, out, lanes, threads):
         for chunk in range(start, stop):
             first = chunk * lanes
             count = _gather_hermitian(c, first, lower, factor)
-            gather(b, first, rhs)
+            gather(b, first, rhs, n, nrhs, lanes)
             for r in range(nrhs):
                 for i in range(n):
                     for k in range(i):
@@ -132,4 +132,4 @@ def potrs_stack(c, lower, b, out, lanes, threads):
                             rhs[i, r, lane] -= np.conj(factor[k, i, lane]) * rhs[k, r, lane]
                     for lane in range(lanes):
                         rhs[i, r, lane] /= np.conj(factor[i, i, lane])
-            scatter(rhs, count, out, first)
+            scatter(rhs, count, out, first, n, nrhs)

@@ -34,13 +34,22 @@ JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": {"contract"}}
 #: 87,339 ns with 8 lanes (the cache rule's), 33,762 with 128.
 WIDE_LANES = 128
 
+#: Square orders up to ``SMALL_ORDER`` take ``SMALL_ORDER_LANES`` matrices per buffer, every dtype, in kernels with
+#: a version compiled for each such order (``_lu.getrf_stack``): with constant loop bounds the compiler unrolls the
+#: loops over the matrix and keeps the lanes in registers.
+SMALL_ORDER, SMALL_ORDER_LANES = 4, 32
 
-def lanes_for(m: int, n: int, itemsize: int, batch: int, wide: bool = False) -> int:
-    """Matrices per interleaved buffer for a batch of ``m x n`` matrices: ``WIDE_LANES`` for ``wide`` kernels, else
-    as many as fit ``BUFFER_BYTES`` (a multiple of 8) within ``MIN_LANES`` and ``MAX_LANE_BYTES``; never more
-    than the batch needs (rounded up to 8), so a small batch does not factor a buffer of identity padding."""
+
+def lanes_for(m: int, n: int, itemsize: int, batch: int, wide: bool = False, small_order: bool = False) -> int:
+    """Matrices per interleaved buffer for a batch of ``m x n`` matrices: ``WIDE_LANES`` for ``wide`` kernels,
+    ``SMALL_ORDER_LANES`` for square orders up to ``SMALL_ORDER`` in ``small_order`` kernels (those with versions
+    compiled per order), else as many as fit ``BUFFER_BYTES`` (a multiple of 8) within ``MIN_LANES`` and
+    ``MAX_LANE_BYTES``; never more than the batch needs (rounded up to 8), so a small batch does not factor a buffer
+    of identity padding."""
     fitting = BUFFER_BYTES // max(m * n * itemsize, 1) // 8 * 8
     lanes = WIDE_LANES if wide else min(max(fitting, MIN_LANES), max(MAX_LANE_BYTES // itemsize, MIN_LANES))
+    if small_order and m == n <= SMALL_ORDER:
+        lanes = SMALL_ORDER_LANES
     return int(min(lanes, max(MIN_LANES, -(-batch // 8) * 8)))
 
 
@@ -53,14 +62,14 @@ def chunk_range(thread: int, threads: int, chunks: int) -> tuple[int, int]:
 
 
 @numba.njit(**JIT_OPTIONS)
-def gather(a, first: int, buf) -> int:
-    """Copy matrices ``a[first:first + lanes]`` into ``buf[i, j, lane]``; pad missing lanes with identity.
+def gather(a, first: int, buf, m: int, n: int, lanes: int) -> int:
+    """Copy matrices ``a[first:first + lanes]`` into the ``m x n x lanes`` buffer ``buf[i, j, lane]``; pad missing
+    lanes with identity. The sizes are arguments, not read from the arrays, so that a caller that knows them as
+    constants gets a version compiled for them.
 
     Returns the number of real lanes.
     """
-    lanes = buf.shape[2]
     count = min(lanes, a.shape[0] - first)
-    m, n = a.shape[1], a.shape[2]
     for lane in range(count):
         for i in range(m):
             for j in range(n):
@@ -73,9 +82,8 @@ def gather(a, first: int, buf) -> int:
 
 
 @numba.njit(**JIT_OPTIONS)
-def scatter(buf, count: int, out, first: int) -> None:
-    """Copy the first ``count`` lanes of ``buf`` back to ``out[first + lane]``."""
-    m, n = out.shape[1], out.shape[2]
+def scatter(buf, count: int, out, first: int, m: int, n: int) -> None:
+    """Copy the first ``count`` lanes of the ``m x n`` matrices in ``buf`` back to ``out[first + lane]``."""
     for lane in range(count):
         for i in range(m):
             for j in range(n):
@@ -98,7 +106,7 @@ def gather_wide(a, first: int, buf) -> int:
     """:func:`gather` for a wide buffer: whole chunks of at least ``BLOCKED_MIN_COLUMNS`` columns in 4 x 4 blocks."""
     lanes, m, n = buf.shape[2], a.shape[1], a.shape[2]
     if n < BLOCKED_MIN_COLUMNS or a.shape[0] - first < lanes:
-        return gather(a, first, buf)
+        return gather(a, first, buf, m, n, lanes)
     blocked = n // BLOCK * BLOCK
     for lane0 in range(0, lanes, BLOCK):
         for i in range(m):
@@ -117,7 +125,7 @@ def scatter_wide(buf, count: int, out, first: int) -> None:
     """:func:`scatter` for a wide buffer: whole chunks of at least ``BLOCKED_MIN_COLUMNS`` columns in 4 x 4 blocks."""
     m, n = out.shape[1], out.shape[2]
     if n < BLOCKED_MIN_COLUMNS or count < buf.shape[2]:
-        scatter(buf, count, out, first)
+        scatter(buf, count, out, first, m, n)
         return
     blocked = n // BLOCK * BLOCK
     for lane0 in range(0, count, BLOCK):
@@ -132,13 +140,14 @@ def scatter_wide(buf, count: int, out, first: int) -> None:
 
 
 @numba.njit(**JIT_OPTIONS)
-def all_finite(buf, count: int) -> bool:
-    """Whether the first ``count`` lanes of a gathered buffer hold only finite numbers: SciPy's ``check_finite``,
+def all_finite(buf, count: int, m: int, n: int) -> bool:
+    """Whether the first ``count`` lanes of a gathered buffer of ``m x n`` matrices hold only finite numbers:
+    SciPy's ``check_finite``,
     done while the data is in cache instead of in a pass of its own over memory (``x - x`` is 0 for finite ``x``
     and NaN for infinities and NaNs, real and imaginary parts alike)."""
     bad = False
-    for i in range(buf.shape[0]):
-        for j in range(buf.shape[1]):
+    for i in range(m):
+        for j in range(n):
             for lane in range(count):
                 value = buf[i, j, lane]
                 bad |= (value - value) != 0

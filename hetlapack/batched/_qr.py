@@ -158,7 +158,7 @@ def qr_stack(a, q_out, r_out, nonfinite, lanes, threads):
         for chunk in range(start, stop):
             first = chunk * lanes
             count = gather_wide(a, first, buf)
-            if nonfinite.size and not all_finite(buf, count):
+            if nonfinite.size and not all_finite(buf, count, m, n):
                 nonfinite[thread] = 1
             _factor_chunk(buf, chunk_tau, norm, dots)
             _scatter_upper(buf, count, r_out, first)

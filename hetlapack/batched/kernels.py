@@ -91,6 +91,9 @@ MIN_BATCH_PER_THREAD = 256
 #: Kernels whose buffers take ``WIDE_LANES`` matrices (the Householder ones, bound by loop overhead, not cache).
 _WIDE = frozenset({"geqrf", "orgqr", "qr"})
 
+#: Kernels with versions compiled for each square order up to ``SMALL_ORDER`` (in buffers of that many lanes).
+_SMALL_ORDER = frozenset({"getrf"})
+
 
 def _launch(op: str, dtype: np.dtype, batch: int, m: int, n: int, *arrays) -> None:
     lanes = lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE)
@@ -101,7 +104,7 @@ def _launch_checked(op: str, check_finite: bool, dtype: np.dtype, batch: int, m:
     """:func:`_launch` for a kernel that can check its input for infinities and NaNs as it gathers it (SciPy's
     ``check_finite`` without a pass of its own over memory: one flag per thread, none when not asked); raises
     SciPy's ValueError after the kernel."""
-    lanes = lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE)
+    lanes = lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE, small_order=op in _SMALL_ORDER)
     threads = _threads(batch, lanes)
     nonfinite = np.zeros(threads if check_finite else 0, dtype=np.uint8)
     compiled(op, dtype)(*arrays, nonfinite, lanes, threads)
