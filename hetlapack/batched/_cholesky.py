@@ -14,15 +14,14 @@ import math
 import numba
 import numpy as np
 
-from ._interleave import JIT_OPTIONS, chunk_range, gather, scatter
+from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range, gather, scatter
 
 
 @numba.njit(**JIT_OPTIONS)
-def _gather_hermitian(a, first, lower, buf):
-    """Load the ``lower`` (else upper, conjugate-transposed) triangle of each matrix into lower form."""
-    lanes = buf.shape[2]
+def _gather_hermitian(a, first, lower, buf, n, lanes):
+    """Load the ``lower`` (else upper, conjugate-transposed) triangle of each matrix into lower form in the
+    ``n x n x lanes`` buffer (sizes as arguments, as for :func:`~._interleave.gather`)."""
     count = min(lanes, a.shape[0] - first)
-    n = a.shape[1]
     for lane in range(count):
         for i in range(n):
             for j in range(i + 1):
@@ -35,13 +34,12 @@ def _gather_hermitian(a, first, lower, buf):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _factor_chunk(buf, info, recip):
-    """Lower Cholesky of the interleaved matrices in ``buf``; ``info[lane]`` as LAPACK's potrf.
+def _factor_chunk(buf, info, recip, n, lanes):
+    """Lower Cholesky of the interleaved matrices in the ``n x n x lanes`` buffer; ``info[lane]`` as LAPACK's potrf.
 
     Column ``j`` takes the updates of two earlier columns per pass (one load and store of column ``j`` per two
     multiply-adds instead of per one); the subtractions keep potf2's order, so the results are unchanged.
     """
-    n, lanes = buf.shape[0], buf.shape[2]
     for lane in range(lanes):
         info[lane] = 0
     for j in range(n):
@@ -67,13 +65,12 @@ def _factor_chunk(buf, info, recip):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _scatter_triangle(buf, count, a, lower, clean, out, first):
+def _scatter_triangle(buf, count, a, lower, clean, out, first, n):
     """Write each lane's factor into ``out[first + lane]``: the ``lower`` (else upper, conjugate-transposed)
     triangle from ``buf``, the other triangle zero if ``clean`` else copied from ``a``.
 
     The triangles are separate loops, not one loop with a per-element branch, so each row is a plain copy.
     """
-    n = out.shape[1]
     for lane in range(count):
         m = first + lane
         for i in range(n):
@@ -86,24 +83,38 @@ def _scatter_triangle(buf, count, a, lower, clean, out, first):
                 out[m, i, j] = 0.0 if clean else a[m, i, j]
 
 
+@numba.njit(**JIT_OPTIONS)
+def _potrf_chunks(a, lower, clean, out, info, start, stop, n, lanes):
+    """Factorize chunks ``start:stop`` of the stack in ``n x n x lanes`` buffers (one thread's share)."""
+    buf = np.empty((n, n, lanes), dtype=out.dtype)
+    chunk_info = np.empty(lanes, dtype=np.int64)
+    recip = np.empty(lanes, dtype=out.real.dtype)
+    for chunk in range(start, stop):
+        first = chunk * lanes
+        count = _gather_hermitian(a, first, lower, buf, n, lanes)
+        _factor_chunk(buf, chunk_info, recip, n, lanes)
+        for lane in range(count):
+            info[first + lane] = chunk_info[lane]
+        _scatter_triangle(buf, count, a, lower, clean, out, first, n)
+
+
 @numba.njit(parallel=True, **JIT_OPTIONS)
 def potrf_stack(a, lower, clean, out, info, lanes, threads):
     """Factorize every matrix of the 3-D stack ``a`` into ``out`` (C- or Fortran-ordered matrices); ``info`` per
-    matrix."""
+    matrix. Orders up to ``SMALL_ORDER`` in buffers of ``SMALL_ORDER_LANES`` run versions compiled for them."""
     batch, n = a.shape[0], a.shape[1]
     chunks = (batch + lanes - 1) // lanes
+    small = lanes == SMALL_ORDER_LANES
     for thread in numba.prange(threads):
         start, stop = chunk_range(thread, threads, chunks)
-        buf = np.empty((n, n, lanes), dtype=out.dtype)
-        chunk_info = np.empty(lanes, dtype=np.int64)
-        recip = np.empty(lanes, dtype=out.real.dtype)
-        for chunk in range(start, stop):
-            first = chunk * lanes
-            count = _gather_hermitian(a, first, lower, buf)
-            _factor_chunk(buf, chunk_info, recip)
-            for lane in range(count):
-                info[first + lane] = chunk_info[lane]
-            _scatter_triangle(buf, count, a, lower, clean, out, first)
+        if small and n == 2:
+            _potrf_chunks(a, lower, clean, out, info, start, stop, 2, SMALL_ORDER_LANES)
+        elif small and n == 3:
+            _potrf_chunks(a, lower, clean, out, info, start, stop, 3, SMALL_ORDER_LANES)
+        elif small and n == 4:
+            _potrf_chunks(a, lower, clean, out, info, start, stop, 4, SMALL_ORDER_LANES)
+        else:
+            _potrf_chunks(a, lower, clean, out, info, start, stop, n, lanes)
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
@@ -117,7 +128,7 @@ def potrs_stack(c, lower, b, out, lanes, threads):
         rhs = np.empty((n, nrhs, lanes), dtype=out.dtype)
         for chunk in range(start, stop):
             first = chunk * lanes
-            count = _gather_hermitian(c, first, lower, factor)
+            count = _gather_hermitian(c, first, lower, factor, n, lanes)
             gather(b, first, rhs, n, nrhs, lanes)
             for r in range(nrhs):
                 for i in range(n):

@@ -35,7 +35,7 @@ JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": {"contract"}}
 WIDE_LANES = 128
 
 #: Square orders up to ``SMALL_ORDER`` take ``SMALL_ORDER_LANES`` matrices per buffer, every dtype, in kernels with
-#: a version compiled for each such order (``_lu.getrf_stack``): with constant loop bounds the compiler unrolls the
+#: a version compiled for each such order (``_lu.getrf_stack``, ``_cholesky.potrf_stack``): with constant loop bounds the compiler unrolls the
 #: loops over the matrix and keeps the lanes in registers.
 SMALL_ORDER, SMALL_ORDER_LANES = 4, 32
 

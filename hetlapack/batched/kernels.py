@@ -92,11 +92,16 @@ MIN_BATCH_PER_THREAD = 256
 _WIDE = frozenset({"geqrf", "orgqr", "qr"})
 
 #: Kernels with versions compiled for each square order up to ``SMALL_ORDER`` (in buffers of that many lanes).
-_SMALL_ORDER = frozenset({"getrf"})
+_SMALL_ORDER = frozenset({"getrf", "potrf"})
+
+
+def _lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int) -> int:
+    """Matrices per buffer for ``op``'s kernel (:func:`~._interleave.lanes_for` with the kernel's kind)."""
+    return lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE, small_order=op in _SMALL_ORDER)
 
 
 def _launch(op: str, dtype: np.dtype, batch: int, m: int, n: int, *arrays) -> None:
-    lanes = lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE)
+    lanes = _lanes(op, dtype, batch, m, n)
     compiled(op, dtype)(*arrays, lanes, _threads(batch, lanes))
 
 
@@ -104,7 +109,7 @@ def _launch_checked(op: str, check_finite: bool, dtype: np.dtype, batch: int, m:
     """:func:`_launch` for a kernel that can check its input for infinities and NaNs as it gathers it (SciPy's
     ``check_finite`` without a pass of its own over memory: one flag per thread, none when not asked); raises
     SciPy's ValueError after the kernel."""
-    lanes = lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE, small_order=op in _SMALL_ORDER)
+    lanes = _lanes(op, dtype, batch, m, n)
     threads = _threads(batch, lanes)
     nonfinite = np.zeros(threads if check_finite else 0, dtype=np.uint8)
     compiled(op, dtype)(*arrays, nonfinite, lanes, threads)
