@@ -35,8 +35,9 @@ JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": {"contract"}}
 WIDE_LANES = 128
 
 #: Square orders up to ``SMALL_ORDER`` take ``SMALL_ORDER_LANES`` matrices per buffer, every dtype, in kernels with
-#: a version compiled for each such order (``_lu.getrf_stack``, ``_cholesky.potrf_stack``): with constant loop bounds the compiler unrolls the
-#: loops over the matrix and keeps the lanes in registers.
+#: a version compiled for each such order (``_lu.getrf_stack`` and ``_cholesky.potrf_stack`` list them): with
+#: constant loop bounds the compiler unrolls the loops over the matrix and keeps the lanes in registers. Measured
+#: (LU, 2 threads, float64, ns per matrix): 21 -> 8 at n = 2, 52 -> 29 at n = 3, 72 -> 45 at n = 4; none from n = 8.
 SMALL_ORDER, SMALL_ORDER_LANES = 4, 32
 
 
@@ -142,9 +143,8 @@ def scatter_wide(buf, count: int, out, first: int) -> None:
 @numba.njit(**JIT_OPTIONS)
 def all_finite(buf, count: int, m: int, n: int) -> bool:
     """Whether the first ``count`` lanes of a gathered buffer of ``m x n`` matrices hold only finite numbers:
-    SciPy's ``check_finite``,
-    done while the data is in cache instead of in a pass of its own over memory (``x - x`` is 0 for finite ``x``
-    and NaN for infinities and NaNs, real and imaginary parts alike)."""
+    SciPy's ``check_finite``, done while the data is in cache instead of in a pass of its own over memory
+    (``x - x`` is 0 for finite ``x`` and NaN for infinities and NaNs, real and imaginary parts alike)."""
     bad = False
     for i in range(m):
         for j in range(n):
