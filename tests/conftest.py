@@ -5,3 +5,15 @@ import shutil
 
 if shutil.which("nvidia-smi") is None:
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+
+import pytest  # noqa: E402 - after the simulator switch, which must precede any numba import
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dispatch():
+    """Each test prices its own plans: some replace the model's functions, which dispatch otherwise remembers."""
+    yield
+    from hetlapack.dispatch.choose import _remembered
+
+    _remembered.cache_clear()

@@ -74,6 +74,28 @@ def test_env_var_forces_path(monkeypatch):
         hetlapack.explain("cholesky", a)
 
 
+def test_a_decision_is_priced_once_per_request_and_options(monkeypatch):
+    """Dispatch remembers its plans, so a call on a small matrix costs a lookup instead of a pricing; other options
+    (a forced path, the environment variable, other devices) are other decisions."""
+    from hetlapack.devices import EmulatedDevice
+
+    priced = []
+    predict_host = model.predict_host
+    monkeypatch.setattr(model, "predict_host", lambda *args: priced.append(args) or predict_host(*args))
+    req = Request("potrf", (5, 5), np.dtype(np.float64))
+    plan = choose(req)
+    assert choose(req) is plan and len(priced) == 1
+    with hetlapack.using(path="hybrid"):
+        assert choose(req).forced and len(priced) == 2
+    monkeypatch.setenv("HETLAPACK_PATH", "hybrid")
+    assert choose(req).path == "hybrid"
+    monkeypatch.delenv("HETLAPACK_PATH")
+    assert choose(req) is plan
+    with hetlapack.using(devices=["cpu", EmulatedDevice(0)]):
+        other = choose(req)
+        assert other is not plan and other.path == "host" and other.predicted_s != plan.predicted_s
+
+
 def test_solves_follow_only_their_own_paths():
     with hetlapack.using(path="hybrid"):
         assert hetlapack.explain("cho_solve", np.eye(5)).path == "host"

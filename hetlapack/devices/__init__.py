@@ -31,6 +31,11 @@ def available() -> list[Device]:
     return [CpuDevice(), *(_cuda(i) for i in range(_gpu_count()))]
 
 
+def available_names() -> list[str]:
+    """The names of :func:`available`'s devices, without creating them (dispatch asks on every call)."""
+    return ["cpu", *(f"cuda:{i}" for i in range(_gpu_count()))]
+
+
 def _by_name(name: str, accelerators: int) -> Device:
     """The device a name denotes. Among accelerators the CPU is one worker whose kernels use all its cores: it
     factors the panels, and a panel on one core would throttle LU and QR (seed 001: MAGMA's hybrid panel is one
@@ -72,4 +77,5 @@ def resolve(spec: Iterable[str | Device] | None) -> list[Device]:
     return devices
 
 
-__all__ = ["HOST_MEMORY", "KERNEL_CLASS", "CpuDevice", "Device", "EmulatedDevice", "available", "resolve"]
+__all__ = ["HOST_MEMORY", "KERNEL_CLASS", "CpuDevice", "Device", "EmulatedDevice", "available", "available_names",
+           "resolve"]

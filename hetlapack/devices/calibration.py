@@ -9,6 +9,7 @@ it) and every device loads its entry, by name, when it is created. Devices not i
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -29,20 +30,30 @@ CACHE_FILE = "calibration.json"
 DEFAULT_TILE = 256
 
 
+@functools.cache
+def _user_cache_dir() -> str:
+    import platformdirs  # noqa: PLC0415 - only needed when the cache is used
+
+    return platformdirs.user_cache_dir("hetlapack")
+
+
 def cache_path() -> Path:
     """Where this machine's calibration lives."""
-    directory = os.environ.get(ENV_CACHE_DIR)
-    if directory is None:
-        import platformdirs  # noqa: PLC0415 - only needed when the cache is used
+    return Path(os.environ.get(ENV_CACHE_DIR) or _user_cache_dir()) / CACHE_FILE
 
-        directory = platformdirs.user_cache_dir("hetlapack")
-    return Path(directory) / CACHE_FILE
+
+@functools.lru_cache(maxsize=4)
+def _read(path: Path, modified_ns: int, size: int) -> str:
+    """The text of the calibration file as of that modification (every device created reads it: one stat then)."""
+    return path.read_text()
 
 
 def load() -> dict[str, dict[str, float]]:
     """The cached calibration, device name -> measured values (empty when none was made or it is unreadable)."""
+    path = cache_path()
     try:
-        data = json.loads(cache_path().read_text())
+        stat = path.stat()
+        data = json.loads(_read(path, stat.st_mtime_ns, stat.st_size))
     except (OSError, ValueError):
         return {}
     return data.get("devices", {}) if isinstance(data, dict) else {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import math
@@ -73,7 +74,9 @@ class Request:
         return self.shape[-2], self.shape[-1]
 
 
+@functools.cache
 def _module_present(name: str) -> bool:
+    """Whether module ``name`` can be imported (asked once per process: the search touches the file system)."""
     try:
         return importlib.util.find_spec(name) is not None
     except ModuleNotFoundError:
@@ -169,9 +172,9 @@ def _devices(path: str, options: Options) -> tuple:
     if options.devices is not None:
         return options.devices
     if path == "hybrid":
-        from ..devices import available  # noqa: PLC0415 - probes for GPUs only when a hybrid plan is made
+        from ..devices import available_names  # noqa: PLC0415 - probes for GPUs only when a hybrid plan is made
 
-        return tuple(device.name for device in available())
+        return tuple(available_names())
     return ("cpu",)
 
 
@@ -220,8 +223,24 @@ def _device_array_plan(req: Request, options: Options, common: dict) -> Plan:
 
 
 def choose(req: Request, options: Options | None = None) -> Plan:
-    """Pick the path for ``req``: the user's forced path if it can run, else the cheapest by the cost model."""
+    """Pick the path for ``req``: the user's forced path if it can run, else the cheapest by the cost model.
+
+    A plan depends only on the request and the options (the model's prices and the hardware probe are fixed for
+    the life of the process), so each decision is made once and reused: pricing costs about 50 us, several times
+    a LAPACK call on a small matrix. Plans are shared; treat them as read-only.
+    """
     options = current() if options is None else options
+    plan = _remembered(req, options)
+    _log.debug("%s on %s %s -> %s: %s", req.op, req.dtype, tuple(req.shape), plan.path, plan.reason)
+    return plan
+
+
+@functools.lru_cache(maxsize=1024)
+def _remembered(req: Request, options: Options) -> Plan:
+    return _choose(req, options)
+
+
+def _choose(req: Request, options: Options) -> Plan:
     common = {"op": req.op, "shape": tuple(req.shape), "dtype": str(req.dtype)}
     if req.array_module == "cupy":
         return _device_array_plan(req, options, common)
@@ -266,7 +285,6 @@ def choose(req: Request, options: Options | None = None) -> Plan:
         reason = f"{reason}; {_layout_reason(layout, layouts, options, unavailable)}"
         if layout == "two-level":
             host_cols = model.two_level_host_cols(model.modeled(_devices(path, options)), tile)
-    _log.debug("%s on %s %s -> %s: %s", req.op, req.dtype, tuple(req.shape), path, reason)
     return Plan(path=path, reason=reason, devices=_devices(path, options), tile=tile,
                 placement=options.placement or "owner", forced=forced,
                 predicted_s=predicted, unavailable=unavailable, layout=layout, host_cols=host_cols,
