@@ -76,7 +76,8 @@ def test_env_var_forces_path(monkeypatch):
 
 def test_a_decision_is_priced_once_per_request_and_options(monkeypatch):
     """Dispatch remembers its plans, so a call on a small matrix costs a lookup instead of a pricing; other options
-    (a forced path, the environment variable, other devices) are other decisions."""
+    (a forced path, the environment variable, other devices) are other decisions, and options naming device
+    objects are priced on every call."""
     from hetlapack.devices import EmulatedDevice
 
     priced = []
@@ -91,9 +92,11 @@ def test_a_decision_is_priced_once_per_request_and_options(monkeypatch):
     assert choose(req).path == "hybrid"
     monkeypatch.delenv("HETLAPACK_PATH")
     assert choose(req) is plan
+    with hetlapack.using(devices=["cpu", "emulated:0"]):
+        named = choose(req)
+        assert named is choose(req) is not plan and named.predicted_s != plan.predicted_s
     with hetlapack.using(devices=["cpu", EmulatedDevice(0)]):
-        other = choose(req)
-        assert other is not plan and other.path == "host" and other.predicted_s != plan.predicted_s
+        assert choose(req) is not choose(req)  # device objects: not remembered, never kept alive
 
 
 def test_solves_follow_only_their_own_paths():

@@ -227,10 +227,12 @@ def choose(req: Request, options: Options | None = None) -> Plan:
 
     A plan depends only on the request and the options (the model's prices and the hardware probe are fixed for
     the life of the process), so each decision is made once and reused: pricing costs about 50 us, several times
-    a LAPACK call on a small matrix. Plans are shared; treat them as read-only.
+    a LAPACK call on a small matrix. Plans are shared; treat them as read-only. Options naming device objects are
+    priced afresh, so that remembered plans never keep a user's devices (and their streams and memory) alive.
     """
     options = current() if options is None else options
-    plan = _remembered(req, options)
+    by_name = options.devices is None or all(isinstance(device, str) for device in options.devices)
+    plan = _remembered(req, options) if by_name else _choose(req, options)
     _log.debug("%s on %s %s -> %s: %s", req.op, req.dtype, tuple(req.shape), plan.path, plan.reason)
     return plan
 
