@@ -80,15 +80,17 @@ def test_potrf_info_names_failing_matrices_like_lapack(dtype):
 @pytest.mark.parametrize("lower", [True, False])
 def test_potrf_versions_compiled_per_order_equal_the_general_kernel(dtype, n, lower):
     """As for LU: orders 2-4 in a stack of ``BATCH`` run the version compiled for the order, a stack of 8 the
-    general kernel; factors (the other triangle kept) and info codes are bitwise the same."""
+    general kernel; factors (the other triangle kept, or zero) and info codes are bitwise the same."""
     a = spd(n, dtype, seed=30 + n, batch=(BATCH,))
     a[2, n - 1, n - 1] = -1.0
     a[5] = -np.eye(n)
     assert lanes_for(n, n, dtype.itemsize, BATCH, small_order=True) == SMALL_ORDER_LANES
-    whole, part = kernels.potrf(a, lower=lower, clean=False), kernels.potrf(a[:8], lower=lower, clean=False)
-    for full, first in zip(whole, part):
-        np.testing.assert_array_equal(full[:8], first)
-    assert set(np.flatnonzero(whole[1])) == {2, 5}
+    for clean in (False, True):
+        whole, part = kernels.potrf(a, lower=lower, clean=clean), kernels.potrf(a[:8], lower=lower, clean=clean)
+        for full, first in zip(whole, part):
+            np.testing.assert_array_equal(full[:8], first)
+        assert set(np.flatnonzero(whole[1])) == {2, 5}
+    assert not (np.triu(whole[0], 1) if lower else np.tril(whole[0], -1)).any()
 
 
 def test_potrf_ill_conditioned_residual():
