@@ -17,12 +17,6 @@ import numpy as np
 from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range, gather, scatter
 
 
-#: Largest order whose clean factors are scattered as whole rows (see :func:`_scatter_triangle`). Measured (1
-#: thread, 32 lanes, in cache, ns per matrix, lower / upper factor): n = 8, Fortran-ordered output 95 -> 59 /
-#: 107 -> 43, C-ordered 87 -> 40 / 71 -> 66; at n = 16 and 32 whole rows were slower (up to 2.3x).
-FULL_ROW_SCATTER_N = 8
-
-
 @numba.njit(**JIT_OPTIONS)
 def _gather_hermitian(a, first, lower, buf, n, lanes):
     """Load the ``lower`` (else upper, conjugate-transposed) triangle of each matrix into lower form in the
@@ -68,6 +62,12 @@ def _factor_chunk(buf, info, recip, n, lanes):
         for i in range(j + 1, n):
             for lane in range(lanes):
                 buf[i, j, lane] *= recip[lane]
+
+
+#: Largest order whose clean factors are scattered as whole rows (see :func:`_scatter_triangle`). Measured (1
+#: thread, 32 lanes, in cache, ns per matrix, lower / upper factor): n = 8, Fortran-ordered output 95 -> 59 /
+#: 107 -> 43, C-ordered 87 -> 40 / 71 -> 66; at n = 16 and 32 whole rows were slower (up to 2.3x).
+FULL_ROW_SCATTER_N = 8
 
 
 @numba.njit(**JIT_OPTIONS)
