@@ -1,13 +1,13 @@
-"""Test-session setup: custom CUDA kernels run in Numba's CUDA simulator on machines without an NVIDIA GPU."""
+"""Test-session setup: custom CUDA kernels run in Numba's CUDA simulator on machines without an NVIDIA GPU, and
+dispatch forgets its decisions after each test."""
 
 import os
 import shutil
 
+import pytest
+
 if shutil.which("nvidia-smi") is None:
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
-
-
-import pytest  # noqa: E402 - after the simulator switch, which must precede any numba import
 
 
 @pytest.fixture(autouse=True)
