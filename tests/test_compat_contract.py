@@ -224,6 +224,27 @@ def test_inputs_like_scipy_lists_matrices_masked():
         np.testing.assert_allclose(la.lu_factor(value)[0], sl.lu_factor(value)[0])
 
 
+class ForeignTensor:
+    """An array-like with a shape and a dtype of its own library (as a torch tensor has), converted by ``__array__``."""
+
+    def __init__(self, data):
+        self.data, self.shape, self.dtype = data, data.shape, "foreign.float64"
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data if dtype is None else self.data.astype(dtype)
+
+
+@pytest.mark.parametrize("shape", [(5,), (30, 5)], ids=["matrix", "stack"])
+def test_foreign_tensors_are_converted_as_scipy_converts_them(shape):
+    a = testing.spd(shape[-1], seed=3, batch=shape[:-1])
+    for func in ("cholesky", "lu_factor", "qr"):
+        ours, theirs = getattr(la, func)(ForeignTensor(a)), getattr(sl, func)(ForeignTensor(a))
+        for x, y in zip(ours if isinstance(ours, (tuple, list)) else (ours,),
+                        theirs if isinstance(theirs, (tuple, list)) else (theirs,)):
+            assert type(x) is type(y) is np.ndarray
+            np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+
+
 def test_empty_like_scipy():
     for func in ("cholesky", "lu_factor", "qr"):
         ours, theirs = getattr(la, func)(np.empty((0, 0))), getattr(sl, func)(np.empty((0, 0)))

@@ -38,8 +38,9 @@ def fortran_matrices(x, xp=np):
 
 
 def peek(a):
-    """``a`` itself when it already has a shape and dtype, else ``np.asarray(a)`` (lists, ``__array__`` objects)."""
-    if hasattr(a, "shape") and hasattr(a, "dtype"):
+    """``a`` itself when it already has a shape and a NumPy dtype (NumPy and CuPy arrays), else ``np.asarray(a)``,
+    as SciPy converts it (lists, ``__array__`` objects, and tensors whose dtype is their library's own, as torch's)."""
+    if hasattr(a, "shape") and isinstance(getattr(a, "dtype", None), np.dtype):
         return a
     return np.asarray(a)
 
@@ -61,10 +62,10 @@ def numpy_linalg_dtype(dtype: np.dtype) -> np.dtype | None:
 
 
 def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...] = ()) -> tuple[Request, object]:
-    """The dispatch request for ``a`` and the array to pass on (converted only when ``a`` had no shape)."""
+    """The dispatch request for ``a`` and the array to pass on (converted as :func:`peek` does)."""
     arr = peek(a)
-    lapack = dtype_rule(np.dtype(arr.dtype)) if hasattr(arr, "dtype") else None
-    dtype = lapack if lapack is not None else np.dtype(arr.dtype)
+    lapack = dtype_rule(arr.dtype)
+    dtype = lapack if lapack is not None else arr.dtype
     return Request(op, tuple(arr.shape), dtype, array_module(arr), features, device_name(arr)), arr
 
 
