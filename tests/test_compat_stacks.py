@@ -107,6 +107,20 @@ def test_lu_solve_checks_b_for_non_finite_numbers_as_scipy_does(path, bad, opera
         assert not np.isfinite(la.lu_solve((lu, piv), b, check_finite=False)[17]).all()
 
 
+@pytest.mark.parametrize("path", [*PATHS, "hybrid"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("lower", [2, -1])
+def test_lower_outside_0_and_1_raises_scipys_f2py_error(path, dtype, lower):
+    """SciPy passes ``lower`` to f2py, which accepts 0 and 1 only; the accelerated paths raise its error and text."""
+    a = testing.spd(5, dtype, batch=() if path == "hybrid" else (6,))
+    with pytest.raises(Exception) as expected:
+        sl.cholesky(a, lower=lower)
+    for func in (la.cholesky, la.cho_factor):
+        with hetlapack.using(path=path), pytest.raises(type(expected.value)) as raised:
+            func(a, lower=lower)
+        assert str(raised.value) == str(expected.value)
+
+
 @pytest.mark.parametrize("path", PATHS)
 def test_first_non_spd_member_raises_scipy_error(path):
     a = testing.spd(8, seed=5, batch=(3, 4))

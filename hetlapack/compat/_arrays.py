@@ -7,6 +7,7 @@ import operator
 
 import numpy as np
 from scipy.linalg.blas import find_best_blas_type
+from scipy.linalg.lapack import get_lapack_funcs
 
 from ..dispatch import Request
 
@@ -74,6 +75,27 @@ def check_flags(*flags) -> None:
     TypeError; the accelerated paths reject the same values the same way."""
     for flag in flags:
         operator.index(flag)
+
+
+@functools.cache
+def _f2py_check_error() -> type[Exception] | None:
+    """The exception f2py raises for an argument that fails its check (SciPy does not export the class), found by
+    asking potrf once for ``lower=2``; None if this SciPy accepts it."""
+    try:
+        get_lapack_funcs("potrf", dtype=np.float64)(np.ones((1, 1)), lower=2)
+    except Exception as error:  # noqa: BLE001 - the class of whatever f2py raises is the point
+        return type(error)
+    return None
+
+
+def check_lower(lower, dtype: np.dtype) -> None:
+    """f2py's check on potrf's ``lower``, which SciPy's ``cholesky`` and ``cho_factor`` pass to it: 0 or 1 only,
+    else f2py's error with its text (the accelerated paths make no f2py call, so they raise it themselves). Call it
+    where SciPy's potrf call would be, after the finiteness check, and after :func:`check_flags`."""
+    error = _f2py_check_error()
+    if error is not None and operator.index(lower) not in (0, 1):
+        prefix = {"f": "s", "d": "d", "F": "c", "D": "z"}[np.dtype(dtype).char]
+        raise error(f"(lower==0||lower==1) failed for 1st keyword lower: {prefix}potrf:lower={operator.index(lower)}")
 
 
 def validated(a, check_finite: bool) -> np.ndarray:

@@ -19,7 +19,7 @@ from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
 from ..dispatch import Plan, choose
-from ._arrays import check_flags, fortran_matrices, is_cupy, request, scipy_lapack_dtype
+from ._arrays import check_flags, check_lower, fortran_matrices, is_cupy, request, scipy_lapack_dtype
 from .scipy_linalg import _NOT_PD, _SINGULAR, _first_failure
 
 #: Warnings point at the caller of ``hetlapack.linalg``'s function, two frames up.
@@ -89,6 +89,7 @@ def _factor_input(name: str, op: str, a, check_finite: bool, flags: tuple) -> tu
 
 def _cholesky(name: str, a, lower, overwrite_a, check_finite, clean: bool):
     plan, xp, a1 = _factor_input(name, "potrf", a, check_finite, (lower, overwrite_a))
+    check_lower(lower, a1.dtype)
     if plan.path == "batched":
         c, info = _batched().potrf(a1, lower=bool(lower), clean=clean)
         failure = _first_failure(info.get())

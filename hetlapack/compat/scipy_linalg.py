@@ -16,7 +16,7 @@ from scipy.linalg.blas import find_best_blas_type
 
 from ..dispatch import Plan, choose
 from . import _run
-from ._arrays import check_flags, is_cupy, request, validated, working_copy
+from ._arrays import check_flags, check_lower, is_cupy, request, validated, working_copy
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
@@ -77,8 +77,9 @@ def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool
     plan, arr, dtype = _plan("potrf", a)
     if plan.path == "host":
         return None, plan, arr
-    check_flags(lower, overwrite_a)
     a1 = validated(arr, check_finite)
+    check_flags(lower, overwrite_a)
+    check_lower(lower, dtype)
     c, info = _run.potrf(plan, _operand(plan, a1, a, dtype, overwrite_a), lower, clean, fortran=True)
     failure = _first_failure(info)
     if failure is not None:
