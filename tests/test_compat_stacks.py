@@ -29,7 +29,7 @@ def assert_same(ours, theirs, dtype):
     for x, y in zip(ours, theirs):
         x, y = np.asarray(x), np.asarray(y)
         assert x.shape == y.shape and x.dtype == y.dtype and x.strides == y.strides
-        if x.dtype.kind in "biu":
+        if x.dtype.kind in "biuOU":
             np.testing.assert_array_equal(x, y)
         else:
             np.testing.assert_allclose(x, y, atol=tol(dtype), rtol=tol(dtype))
@@ -109,16 +109,25 @@ def test_lu_solve_checks_b_for_non_finite_numbers_as_scipy_does(path, bad, opera
 
 @pytest.mark.parametrize("path", [*PATHS, "hybrid"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("lower", [2, -1])
-def test_lower_outside_0_and_1_raises_scipys_f2py_error(path, dtype, lower):
-    """SciPy passes ``lower`` to f2py, which accepts 0 and 1 only; the accelerated paths raise its error and text."""
+@pytest.mark.parametrize("lower", [0.5, 1.5, None, "1", [1], 2, -1, "x"], ids=repr)
+def test_lower_means_and_fails_as_f2py_reads_it(path, dtype, lower):
+    """SciPy hands ``lower`` to f2py, which converts it its own way (0.5 and None mean upper, "1" lower) and rejects
+    some values with its own errors; the accelerated paths give the same factors, flags, solutions and errors."""
     a = testing.spd(5, dtype, batch=() if path == "hybrid" else (6,))
-    with pytest.raises(Exception) as expected:
-        sl.cholesky(a, lower=lower)
-    for func in (la.cholesky, la.cho_factor):
-        with hetlapack.using(path=path), pytest.raises(type(expected.value)) as raised:
-            func(a, lower=lower)
-        assert str(raised.value) == str(expected.value)
+    factor = np.broadcast_to(sl.cho_factor(testing.spd(5, dtype), lower=True)[0], a.shape)
+    b = np.ones(a.shape[:-1], dtype=dtype)
+    calls = [(name, lambda m, name=name: getattr(m, name)(a, lower=lower)) for name in ("cholesky", "cho_factor")]
+    calls.append(("cho_solve", lambda m: m.cho_solve((factor, lower), b)))
+    for name, call in calls:
+        try:
+            expected = call(sl)
+        except Exception as error:  # noqa: BLE001 - whatever f2py raises, hetlapack must raise alike
+            with hetlapack.using(path=path), pytest.raises(type(error)) as raised:
+                call(la)
+            assert str(raised.value) == str(error), name
+            continue
+        with hetlapack.using(path=path):
+            assert_same(call(la), expected, dtype)
 
 
 @pytest.mark.parametrize("path", PATHS)

@@ -71,31 +71,32 @@ def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...]
 
 
 def check_flags(*flags) -> None:
-    """SciPy hands flags such as ``overwrite_a`` and ``lower`` to f2py, which rejects non-integers with this
-    TypeError; the accelerated paths reject the same values the same way."""
+    """SciPy hands flags such as ``overwrite_a`` to f2py, which rejects non-integers with this TypeError; the
+    accelerated paths reject the same values the same way (``lower``, which f2py reads otherwise, goes through
+    :func:`potrf_lower` and :func:`potrs_lower`)."""
     for flag in flags:
         operator.index(flag)
 
 
-@functools.cache
-def _f2py_check_error() -> type[Exception] | None:
-    """The exception f2py raises for an argument that fails its check (SciPy does not export the class), found by
-    asking potrf once for ``lower=2``; None if this SciPy accepts it."""
-    try:
-        get_lapack_funcs("potrf", dtype=np.float64)(np.ones((1, 1)), lower=2)
-    except Exception as error:  # noqa: BLE001 - the class of whatever f2py raises is the point
-        return type(error)
-    return None
+#: A 2 x 2 Hermitian positive definite matrix, its lower Cholesky factor, and a right-hand side: which triangle
+#: f2py's potrf wrote, or which one its potrs read, shows the ``lower`` it understood.
+_PROBE, _PROBE_FACTOR, _PROBE_RHS = np.array([[1.0, 2.0], [2.0, 5.0]]), np.array([[1.0, 0.0], [2.0, 1.0]]), np.ones(2)
 
 
-def check_lower(lower, dtype: np.dtype) -> None:
-    """f2py's check on potrf's ``lower``, which SciPy's ``cholesky`` and ``cho_factor`` pass to it: 0 or 1 only,
-    else f2py's error with its text (the accelerated paths make no f2py call, so they raise it themselves). Call it
-    where SciPy's potrf call would be, after the finiteness check, and after :func:`check_flags`."""
-    error = _f2py_check_error()
-    if error is not None and operator.index(lower) not in (0, 1):
-        prefix = {"f": "s", "d": "d", "F": "c", "D": "z"}[np.dtype(dtype).char]
-        raise error(f"(lower==0||lower==1) failed for 1st keyword lower: {prefix}potrf:lower={operator.index(lower)}")
+def potrf_lower(dtype: np.dtype, lower, overwrite_a) -> bool:
+    """``lower`` as SciPy's potrf call understands it. SciPy hands its flags to f2py, which converts them its own way
+    (``lower=0.5`` and ``None`` mean upper, ``"1"`` lower) and raises its own errors (``lower=2``, ``overwrite_a=1.5``).
+    The accelerated paths make no f2py call, so they let f2py read the flags on a 2 x 2 matrix: the same errors,
+    texts and meaning. Call it where SciPy's potrf call would be: after the finiteness check."""
+    c, _ = get_lapack_funcs("potrf", dtype=dtype)(_PROBE.astype(dtype), lower=lower, overwrite_a=overwrite_a, clean=1)
+    return bool(c[1, 0] != 0)
+
+
+def potrs_lower(dtype: np.dtype, lower, overwrite_b) -> bool:
+    """:func:`potrf_lower` for SciPy's potrs call (``cho_solve``): the flag its factor's triangle is read by."""
+    x, _ = get_lapack_funcs("potrs", dtype=dtype)(_PROBE_FACTOR.astype(dtype), _PROBE_RHS.astype(dtype), lower=lower,
+                                                  overwrite_b=overwrite_b)
+    return bool(x[1] == 0)
 
 
 def validated(a, check_finite: bool) -> np.ndarray:

@@ -19,7 +19,7 @@ from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
 from ..dispatch import Plan, choose
-from ._arrays import check_flags, check_lower, fortran_matrices, is_cupy, request, scipy_lapack_dtype
+from ._arrays import check_flags, fortran_matrices, is_cupy, potrf_lower, request, scipy_lapack_dtype
 from .scipy_linalg import _NOT_PD, _SINGULAR, _first_failure
 
 #: Warnings point at the caller of ``hetlapack.linalg``'s function, two frames up.
@@ -88,21 +88,22 @@ def _factor_input(name: str, op: str, a, check_finite: bool, flags: tuple) -> tu
 
 
 def _cholesky(name: str, a, lower, overwrite_a, check_finite, clean: bool):
-    plan, xp, a1 = _factor_input(name, "potrf", a, check_finite, (lower, overwrite_a))
-    check_lower(lower, a1.dtype)
+    """(plan, factor, lower as f2py reads it) of SciPy's function ``name`` on a CuPy matrix or stack."""
+    plan, xp, a1 = _factor_input(name, "potrf", a, check_finite, ())
+    lower = potrf_lower(np.dtype(a1.dtype), lower, overwrite_a)
     if plan.path == "batched":
-        c, info = _batched().potrf(a1, lower=bool(lower), clean=clean)
+        c, info = _batched().potrf(a1, lower=lower, clean=clean)
         failure = _first_failure(info.get())
         if failure is not None:
             raise LinAlgError(_NOT_PD.format(failure[1]))
-        return plan, fortran_matrices(c, xp)
+        return plan, fortran_matrices(c, xp), lower
     c = _on_device(xp, a1)
-    info = _device(plan.devices[0]).potrf(c, bool(lower))
+    info = _device(plan.devices[0]).potrf(c, lower)
     if info > 0:
         raise LinAlgError(_NOT_PD.format(info))
     if clean:
         c = xp.tril(c) if lower else xp.triu(c)
-    return plan, c
+    return plan, c, lower
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
@@ -111,11 +112,12 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
-    """:func:`scipy.linalg.cho_factor` of a CuPy matrix or stack (a list with per-matrix flags for stacks)."""
-    plan, c = _cholesky("cho_factor", a, lower, overwrite_a, check_finite, clean=False)
+    """:func:`scipy.linalg.cho_factor` of a CuPy matrix or stack (a list with per-matrix flags for stacks). The flag
+    is the bool f2py reads ``lower`` as, so that :func:`cho_solve`, which takes flags as bools, reads it alike."""
+    plan, c, factor_lower = _cholesky("cho_factor", a, lower, overwrite_a, check_finite, clean=False)
     if plan.path == "batched":
-        return [c, np.full(c.shape[:-2], bool(lower))]
-    return c, lower
+        return [c, np.full(c.shape[:-2], factor_lower)]
+    return c, factor_lower
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True):

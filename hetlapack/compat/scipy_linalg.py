@@ -16,7 +16,7 @@ from scipy.linalg.blas import find_best_blas_type
 
 from ..dispatch import Plan, choose
 from . import _run
-from ._arrays import check_flags, check_lower, is_cupy, request, validated, working_copy
+from ._arrays import check_flags, is_cupy, potrf_lower, potrs_lower, request, validated, working_copy
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
@@ -78,9 +78,8 @@ def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool
     if plan.path == "host":
         return None, plan, arr
     a1 = validated(arr, check_finite)
-    check_flags(lower, overwrite_a)
-    check_lower(lower, dtype)
-    c, info = _run.potrf(plan, _operand(plan, a1, a, dtype, overwrite_a), lower, clean, fortran=True)
+    factor_lower = potrf_lower(dtype, lower, overwrite_a)
+    c, info = _run.potrf(plan, _operand(plan, a1, a, dtype, bool(overwrite_a)), factor_lower, clean, fortran=True)
     failure = _first_failure(info)
     if failure is not None:
         raise LinAlgError(_NOT_PD.format(failure[1]))
@@ -178,7 +177,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     if c is None:
         return _scipy["cho_factor"](arr, lower=lower, overwrite_a=overwrite_a, check_finite=check_finite)
     if plan.path == "batched":
-        return [c, np.full(c.shape[:-2], lower, dtype=bool)]
+        return [c, np.array(np.broadcast_to(lower, (*c.shape[:-2], *np.shape(lower))))]  # SciPy's stacked flags
     return c, lower
 
 
@@ -247,7 +246,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     if operands is None:
         return _scipy["cho_solve"](c_and_lower, b, overwrite_b=overwrite_b, check_finite=check_finite)
     c2, b2, vector, _ = operands
-    x = _run.potrs(plan, c2, b2, bool(lower))
+    x = _run.potrs(plan, c2, b2, potrs_lower(c2.dtype, lower, overwrite_b))
     return np.ascontiguousarray(x[..., 0]) if vector else x
 
 
