@@ -22,16 +22,16 @@ from typing import Any
 
 import numpy as np
 
+from ._lapack_pointers import PREFIX, ROUTINE_NAME
 from .base import Device
 from .calibration import load_capability
 
 #: cuBLAS fill modes (``cublasFillMode_t``).
 FILL_LOWER, FILL_UPPER = 0, 1
 
-#: cuBLAS/cuSOLVER routine prefix per dtype character (LAPACK's s, d, c, z).
-PREFIX = {"f": "s", "d": "d", "F": "c", "D": "z"}
-#: LAPACK routine -> cuSOLVER name per prefix where it is not prefix + routine: the complex orgqr is ungqr.
-_NAME = {"orgqr": {"s": "sorgqr", "d": "dorgqr", "c": "cungqr", "z": "zungqr"}}
+#: LAPACK routine -> cuSOLVER name per prefix where it is not prefix + routine (cuBLAS/cuSOLVER take LAPACK's
+#: ``PREFIX``): the complex orgqr is ungqr.
+_NAME = {"orgqr": ROUTINE_NAME["orgqr"]}
 
 
 def _import_cupy():
