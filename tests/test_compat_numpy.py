@@ -75,3 +75,32 @@ def test_subclasses_keep_numpy_wrapping():
     m = np.asmatrix(testing.spd(4))
     with hetlapack.compat.patched():
         assert isinstance(np.linalg.cholesky(m), np.matrix)
+
+
+def _in_every_layout(stack):
+    """``stack`` in the memory layouts NumPy's results follow: C, Fortran, the first batch axis innermost, the
+    batch reversed, each matrix's rows and columns reversed (Hermitian positive definite ones stay so)."""
+    moved = np.moveaxis(np.ascontiguousarray(np.moveaxis(stack, 0, -1)), -1, 0)
+    return {"C": stack, "Fortran": np.asfortranarray(stack), "batch axis innermost": moved,
+            "batch reversed": stack[::-1], "matrices reversed": stack[..., ::-1, ::-1]}
+
+
+@pytest.mark.parametrize("shape", [(7, 4, 4), (2, 3, 5, 5), (3, 1, 2, 4, 4)])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+def test_stacked_results_are_laid_out_as_numpy_lays_them_out(shape, dtype):
+    """Cholesky's factor and QR's Q follow NumPy's gufunc outputs (matrices C-ordered, batch axes in the input's
+    order); R follows ``triu`` over a copy of the input in its own axis order. Values equal, strides identical, on
+    the batched path (forced, since single-precision stacks stay on LAPACK by default)."""
+    n = shape[-1]
+    x = np.random.default_rng(n).standard_normal(shape).astype(dtype)
+    spd = x @ np.swapaxes(x.conj(), -1, -2) + n * np.eye(n, dtype=dtype)
+    for (layout, general), hpd in zip(_in_every_layout(x[..., :-1]).items(), _in_every_layout(spd).values()):
+        with hetlapack.using(path="batched"):
+            pairs = [(numpy_linalg.cholesky(hpd, upper=upper), numpy_functions["cholesky"](hpd, upper=upper))
+                     for upper in (False, True)]
+            for mode in ("reduced", "complete", "r"):
+                ours, theirs = numpy_linalg.qr(general, mode=mode), numpy_functions["qr"](general, mode=mode)
+                pairs += [(ours, theirs)] if mode == "r" else list(zip(ours, theirs))
+        for ours, theirs in pairs:
+            assert (ours.strides, ours.dtype) == (theirs.strides, theirs.dtype), layout
+            np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4)

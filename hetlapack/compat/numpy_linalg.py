@@ -36,6 +36,31 @@ def _work(plan: Plan, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.array(a, dtype=dtype, order="F", copy=True)
 
 
+def _laid_out_as_numpy_r(r: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``r`` in the memory layout ``numpy.linalg.qr`` gives R: that of ``triu`` over the first rows of a copy of
+    ``a`` in ``a``'s own axis order. It is C order unless ``a`` is not C-contiguous: a stack of Fortran-ordered
+    matrices, for one, gets an R whose batch axis is the innermost."""
+    if a.flags.c_contiguous:
+        return np.ascontiguousarray(r)
+    laid_out = np.triu(np.empty_like(a, dtype=r.dtype)[..., : r.shape[-2], :])
+    laid_out[...] = r
+    return laid_out
+
+
+def _laid_out_as_gufunc_output(result: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``result`` in the memory layout of a NumPy gufunc's output for the stack ``a``: each matrix C-ordered, the
+    batch axes in ``a``'s own order (NumPy's 'K'). It is C order unless ``a`` has two batch axes or more and they are
+    not in C order (a stack of Fortran-ordered matrices, for one)."""
+    if a.ndim < 4 or a.flags.c_contiguous:
+        return np.ascontiguousarray(result)
+    batch = np.empty_like(a[..., 0, 0], dtype=np.int8)
+    outer_first = sorted(range(batch.ndim), key=lambda axis: batch.strides[axis], reverse=True)
+    laid_out = np.empty((*(result.shape[axis] for axis in outer_first), *result.shape[-2:]), dtype=result.dtype)
+    laid_out = laid_out.transpose((*np.argsort(outer_first), batch.ndim, batch.ndim + 1))
+    laid_out[...] = result
+    return laid_out
+
+
 def cholesky(a, /, *, upper=False):
     """
     Cholesky decomposition (NumPy-compatible).
@@ -79,7 +104,7 @@ def cholesky(a, /, *, upper=False):
         info = 1
     if np.any(np.asarray(info) > 0):
         raise LinAlgError(_NOT_PD)
-    return np.ascontiguousarray(c)
+    return _laid_out_as_gufunc_output(c, a)
 
 
 def qr(a, mode="reduced"):
@@ -123,7 +148,7 @@ def qr(a, mode="reduced"):
     k = min(m, n)
     rows = m if mode == "complete" else k
     q, r = _run.qr(plan, _work(plan, a, dtype), ncols=0 if mode == "r" else rows, rows=rows)
-    r = np.ascontiguousarray(r)
+    r = _laid_out_as_numpy_r(r, a)
     if mode == "r":
         return r
-    return np.linalg._linalg.QRResult(np.ascontiguousarray(q), r)
+    return np.linalg._linalg.QRResult(_laid_out_as_gufunc_output(q, a), r)
