@@ -39,10 +39,11 @@ def _work(plan: Plan, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
 def _laid_out_as_numpy_r(r: np.ndarray, a: np.ndarray) -> np.ndarray:
     """``r`` in the memory layout ``numpy.linalg.qr`` gives R: that of ``triu`` over the first rows of a copy of
     ``a`` in ``a``'s own axis order. It is C order unless ``a`` is not C-contiguous: a stack of Fortran-ordered
-    matrices, for one, gets an R whose batch axis is the innermost."""
+    matrices, for one, gets an R whose batch axis is the innermost. The layout is NumPy's own, read from ``triu``
+    over a byte-sized array of ``a``'s layout."""
     if a.flags.c_contiguous:
         return np.ascontiguousarray(r)
-    laid_out = np.triu(np.empty_like(a, dtype=r.dtype)[..., : r.shape[-2], :])
+    laid_out = np.empty_like(np.triu(np.empty_like(a, dtype=np.int8)[..., : r.shape[-2], :]), dtype=r.dtype)
     laid_out[...] = r
     return laid_out
 
