@@ -38,26 +38,30 @@ def _work(plan: Plan, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 def _laid_out_as_numpy_r(r: np.ndarray, a: np.ndarray) -> np.ndarray:
     """``r`` in the memory layout ``numpy.linalg.qr`` gives R: that of ``triu`` over the first rows of a copy of
-    ``a`` in ``a``'s own axis order. It is C order unless ``a`` is not C-contiguous: a stack of Fortran-ordered
-    matrices, for one, gets an R whose batch axis is the innermost. The layout is NumPy's own, read from ``triu``
-    over a byte-sized array of ``a``'s layout."""
+    ``a`` in ``a``'s own axis order (for a stack of Fortran-ordered matrices, the batch axis is the innermost)."""
     if a.flags.c_contiguous:
         return np.ascontiguousarray(r)
-    laid_out = np.empty_like(np.triu(np.empty_like(a, dtype=np.int8)[..., : r.shape[-2], :]), dtype=r.dtype)
-    laid_out[...] = r
-    return laid_out
+    return _laid_out_as(r, np.triu(_bytes_like(a)[..., : r.shape[-2], :]))
 
 
 def _laid_out_as_gufunc_output(result: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """``result`` in the memory layout of a NumPy gufunc's output for the stack ``a``: each matrix C-ordered, the
-    batch axes in ``a``'s own order (NumPy's 'K'). It is C order unless ``a`` has two batch axes or more and they are
-    not in C order (a stack of Fortran-ordered matrices, for one)."""
+    """``result`` (``(..., m, k)`` for the stack ``a``) in the memory layout of a NumPy gufunc's output for ``a``,
+    as ``numpy.linalg.cholesky``'s factor and ``qr``'s Q are: each matrix C-ordered, the batch axes in ``a``'s own
+    order (so C order with fewer than two batch axes)."""
     if a.ndim < 4 or a.flags.c_contiguous:
         return np.ascontiguousarray(result)
-    batch = np.empty_like(a[..., 0, 0], dtype=np.int8)
-    outer_first = sorted(range(batch.ndim), key=lambda axis: batch.strides[axis], reverse=True)
-    laid_out = np.empty((*(result.shape[axis] for axis in outer_first), *result.shape[-2:]), dtype=result.dtype)
-    laid_out = laid_out.transpose((*np.argsort(outer_first), batch.ndim, batch.ndim + 1))
+    return _laid_out_as(result, np.matmul(_bytes_like(a)[..., :1], np.ones((1, result.shape[-1]), dtype=np.int8)))
+
+
+def _bytes_like(a: np.ndarray) -> np.ndarray:
+    """An uninitialized byte array of ``a``'s shape and axis order: NumPy's own operations on it show the layout
+    they give their results, at one byte per element."""
+    return np.empty_like(a, dtype=np.int8)
+
+
+def _laid_out_as(result: np.ndarray, layout: np.ndarray) -> np.ndarray:
+    """A copy of ``result`` with the memory layout of ``layout``, an array of its shape."""
+    laid_out = np.empty_like(layout, dtype=result.dtype)
     laid_out[...] = result
     return laid_out
 

@@ -26,14 +26,15 @@ def _cuda(index: int) -> Device:
     return CudaDevice(index)
 
 
-def available() -> list[Device]:
-    """The devices this process can compute on: the host CPU, then ``cuda:0 … cuda:N-1`` when CuPy sees GPUs."""
-    return [CpuDevice(), *(_cuda(i) for i in range(_gpu_count()))]
-
-
 def available_names() -> list[str]:
-    """The names of :func:`available`'s devices, without creating them (dispatch asks on every call)."""
+    """The names of the devices this process can compute on, without creating them (dispatch asks on every call):
+    the host CPU, then ``cuda:0 … cuda:N-1`` when CuPy sees GPUs."""
     return ["cpu", *(f"cuda:{i}" for i in range(_gpu_count()))]
+
+
+def available() -> list[Device]:
+    """The devices :func:`available_names` names, each as it computes alone (the CPU with one worker per core)."""
+    return [_by_name(name, accelerators=0) for name in available_names()]
 
 
 def _by_name(name: str, accelerators: int) -> Device:
@@ -48,7 +49,7 @@ def _by_name(name: str, accelerators: int) -> Device:
         return EmulatedDevice(int(number))
     if kind == "cuda" and number.isdigit() and int(number) < _gpu_count():
         return _cuda(int(number))
-    names = ", ".join(repr(d.name) for d in available())
+    names = ", ".join(repr(known) for known in available_names())
     raise ValueError(f"unknown device {name!r}; available devices: {names} (and 'emulated:N' for emulation)")
 
 
