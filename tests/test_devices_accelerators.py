@@ -62,7 +62,8 @@ def check(mirror, dtype):
 def test_blas3_kernels_match_the_cpu(accelerator, cpu, dtype):
     mirror = Mirror(accelerator, general(40, 30, dtype=dtype, seed=1))
     tri = Mirror(accelerator, np.tril(spd(12, dtype=dtype)) + np.triu(general(12, dtype=dtype), 1))
-    (ha, da), (hb, db), (hc, dc) = mirror.view(0, 12, 0, 9), mirror.view(12, 21, 9, 21), mirror.view(21, 33, 2, 14)
+    # C (12 x 12) = 0.5 A (12 x 9) B^H (B: 12 x 9) + 2 C, three windows that do not overlap
+    (ha, da), (hb, db), (hc, dc) = mirror.view(0, 12, 0, 9), mirror.view(0, 12, 10, 19), mirror.view(21, 33, 2, 14)
     for device, (a, b, c) in ((cpu, (ha, hb, hc)), (accelerator, (da, db, dc))):
         device.gemm(a, b, c, conj_b=True, alpha=0.5, beta=2.0)
     check(mirror, dtype)
@@ -138,12 +139,28 @@ def test_emulated_devices_are_named_by_index_and_never_alias_host_memory():
         EmulatedDevice(-1)
 
 
+def test_transfers_copy_into_tile_views(accelerator):
+    """A tile view of a device matrix (leading dimension larger than its rows) is written and read in place."""
+    mirror = Mirror(accelerator, np.zeros((7, 6)))
+    host = general(3, 2, seed=2)
+    _, tile = mirror.view(1, 4, 2, 4)
+    accelerator.upload(host, tile)
+    out = np.empty((3, 2), order="F")
+    accelerator.to_host(tile, out)
+    assert np.array_equal(out, host)
+    expected = np.zeros((7, 6))
+    expected[1:4, 2:4] = host
+    assert np.array_equal(mirror.fetch(), expected)
+
+
 def test_available_lists_the_cpu_first_and_resolve_accepts_names_and_objects():
     names = [d.name for d in available()]
     assert names[0] == "cpu" and all(n.startswith("cuda:") for n in names[1:])
     accelerator = EmulatedDevice(2)
     cpu, emulated, given = resolve(["cpu", "emulated:1", accelerator])
-    assert isinstance(cpu, CpuDevice) and cpu.workers == max(1, cpu.cores - 2)
+    # among accelerators the CPU is one worker (the panels), whose kernels use all its cores
+    assert isinstance(cpu, CpuDevice) and cpu.workers == 1
+    assert resolve(["cpu"])[0].workers == max(1, cpu.cores)
     assert emulated.name == "emulated:1" and given is accelerator
     assert [d.name for d in resolve(None)] == ["cpu"]
 

@@ -38,7 +38,9 @@ def accelerators(kind: str, count: int) -> list:
     names = _cuda_names()
     if not names:
         pytest.skip("no CUDA device: CuPy is not installed or sees no GPU (the emulated cases cover this path)")
-    return [names[i % len(names)] for i in range(min(count, len(names)))]
+    if len(names) < count:
+        pytest.skip(f"needs {count} CUDA devices, CuPy sees {len(names)} (the emulated cases cover {count})")
+    return names[:count]
 
 
 KINDS = ["emulated", "cuda"]

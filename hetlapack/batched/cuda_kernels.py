@@ -16,8 +16,10 @@ Two designs, one per factorization, each the one seed 004 finds best at the size
   (shared-memory arrays have compile-time sizes), as MAGMA instantiates its batched kernels per size.
 
 Every kernel takes arrays exposing ``__cuda_array_interface__`` (CuPy, zero copy) and, under Numba's CUDA simulator
-(``NUMBA_ENABLE_CUDASIM=1``), NumPy arrays: that is how CI checks their logic on a machine without a GPU. No GPU
-speed of these kernels has been measured in this project.
+(``NUMBA_ENABLE_CUDASIM=1``), NumPy arrays: that is how CI checks their logic on a machine without a GPU. On an
+H100 (``docs/batched.md``) neither beat the vendor's batched routine: the LU kernel runs on a GPU all the same, its
+pivots being LAPACK's where cuBLAS's are not; the Cholesky kernel took 0.85-3.3x cuSOLVER's time, so a GPU runs
+cuSOLVER's and this kernel runs only in the simulator, the starting point for a faster one.
 """
 
 from __future__ import annotations
@@ -42,6 +44,11 @@ LU_SHARED_BYTES = 48 * 1024
 #: Most rows the LU kernel takes (one thread per row; a block has at most 1024 threads).
 LU_MAX_ROWS = 1024
 
+#: numba-cuda warns (``NumbaPerformanceWarning``) at every launch of fewer blocks than this. A small stack or one
+#: tile needs fewer, and the warning would reach the caller's own warnings (among the LinAlgWarnings a SciPy user
+#: records; seen on an H100), so grids are padded to it on a GPU.
+MIN_GRID_BLOCKS = 128
+
 
 def array_module(a) -> ModuleType:
     """CuPy for CuPy arrays (imported lazily: the caller already has it), NumPy otherwise (the simulator's)."""
@@ -60,18 +67,35 @@ def _stream(xp: ModuleType):
 
 
 def _kernel_argument(a):
-    """Under the simulator, a NumPy array wrapped as a simulated device array over its own memory: the simulator
-    would otherwise copy it in and out, which it refuses for strided views. On a GPU, arrays pass as they are."""
-    if isinstance(a, np.ndarray) and numba.config.ENABLE_CUDASIM:
-        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # noqa: PLC0415 - simulator only
+    """An array as a kernel takes it, without a copy. Under the simulator, a NumPy array is wrapped as a simulated
+    device array over its own memory: the simulator would otherwise copy it in and out, which it refuses for
+    strided views. On a GPU, a CuPy array is wrapped as numba's own device array: numba-cuda 0.30 reads other
+    arrays through ``cuda.core``, which measures a strided view's memory as its element count and refuses a tile
+    view of a larger matrix (seen on an H100)."""
+    if isinstance(a, np.ndarray):
+        if numba.config.ENABLE_CUDASIM:
+            from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # noqa: PLC0415 - simulator only
 
-        return FakeCUDAArray(a)
+            return FakeCUDAArray(a)
+        return a
+    if hasattr(a, "__cuda_array_interface__"):
+        return cuda.as_cuda_array(a, sync=False)
     return a
+
+
+def _padded(grid):
+    """``grid`` with at least ``MIN_GRID_BLOCKS`` blocks on a GPU (more along its first dimension); every kernel
+    here returns from threads past its work, so the extra blocks only return."""
+    dims = grid if isinstance(grid, tuple) else (grid,)
+    blocks = math.prod(dims)
+    if numba.config.ENABLE_CUDASIM or blocks >= MIN_GRID_BLOCKS:
+        return grid
+    return (dims[0] * math.ceil(MIN_GRID_BLOCKS / max(blocks, 1)), *dims[1:])
 
 
 def launch(kernel, grid, block, xp: ModuleType, *arguments) -> None:
     """Launch ``kernel[grid, block]`` on the stream of ``xp``'s current work, arrays passed without copies."""
-    kernel[grid, block, _stream(xp)](*(_kernel_argument(a) for a in arguments))
+    kernel[_padded(grid), block, _stream(xp)](*(_kernel_argument(a) for a in arguments))
 
 
 @cuda.jit

@@ -126,9 +126,9 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     plan, xp, a1 = _factor_input("lu_factor", "getrf", a, check_finite, (overwrite_a,))
     if plan.path == "batched":
         lu, piv, info = _batched().getrf(a1)
-        for k in info.get().reshape(-1):
-            if k > 0:
-                warnings.warn(_SINGULAR.format(k), LinAlgWarning, stacklevel=_STACKLEVEL)
+        info = info.get()
+        for k in np.extract(info > 0, info):
+            warnings.warn(_SINGULAR.format(int(k)), LinAlgWarning, stacklevel=_STACKLEVEL)
         return [fortran_matrices(lu, xp), xp.ascontiguousarray(piv)]
     lu = _on_device(xp, a1)
     piv = xp.empty(min(lu.shape), dtype=np.int32)

@@ -104,7 +104,12 @@ def gemm(trans_a: str, trans_b: str, alpha: complex, a: np.ndarray, b: np.ndarra
     ``"T"`` or ``"C"``."""
     kind = c.dtype.char
     m, n = c.shape
-    k = a.shape[1] if trans_a == "N" else a.shape[0]
+    op_a = a.shape if trans_a == "N" else a.shape[::-1]
+    op_b = b.shape if trans_b == "N" else b.shape[::-1]
+    if op_a[0] != m or op_b[1] != n or op_a[1] != op_b[0]:
+        # BLAS reads its operands by these sizes and would read past views of the wrong shape
+        raise ValueError(f"gemm: op(A) of shape {op_a} times op(B) of shape {op_b} does not make C {c.shape}")
+    k = op_a[1]
     if m == 0 or n == 0:
         return
     routine("gemm", kind)(

@@ -124,12 +124,14 @@ class Device(abc.ABC):
         """``C = alpha op(A) op(B) + beta C``."""
 
     @abc.abstractmethod
-    def getrf(self, a: Any, piv: np.ndarray) -> int:
-        """LU with partial pivoting of a (tall) panel; 1-based LAPACK pivots into ``piv``; returns ``info``."""
+    def getrf(self, a: Any, piv: Any) -> int:
+        """LU with partial pivoting of a (tall) panel; 1-based LAPACK pivots into ``piv`` (int32, in this device's
+        memory, as :meth:`empty` makes it); returns ``info``."""
 
     @abc.abstractmethod
-    def laswp(self, a: Any, piv: np.ndarray) -> None:
-        """Apply the row interchanges ``piv`` (1-based, relative to ``a``'s first row) in order."""
+    def laswp(self, a: Any, piv: Any) -> None:
+        """Apply the row interchanges ``piv`` (1-based, relative to ``a``'s first row; on the host or in this
+        device's memory) in order."""
 
     @abc.abstractmethod
     def geqrf(self, a: Any, tau: Any) -> None:

@@ -87,7 +87,7 @@ def _kernel_rates(device: Device, tile: int, repeats: int) -> dict[str, float]:
     host_panel = np.asfortranarray(rng.standard_normal((tall, tile)))
     for target in (a, b, c):
         device.upload(host_square, target)
-    piv = np.zeros(tile, dtype=np.int32)
+    piv = device.empty((tile,), np.dtype(np.int32))
     swaps = np.asarray(rng.integers(1, tile + 1, tile), dtype=np.int32)
 
     def factor_panel() -> None:
@@ -150,9 +150,9 @@ def _kernel_cases(device: Device, t: int, rng: np.random.Generator) -> dict[str,
                for name, shape in (("t", (t, t)), ("u", (t, t)), ("tall", (h, t)), ("tall2", (h, t)))}
     device.upload(spd, buffers["u"])
     device.upload(tall, buffers["tall2"])
-    piv = np.zeros(t, dtype=np.int32)
+    piv = device.empty((t,), np.dtype(np.int32))
     swaps = np.asarray(rng.integers(1, h + 1, t), dtype=np.int32)
-    tau = np.zeros(t)
+    tau = device.to_device(np.zeros(t))
     factor = device.empty((t, t), np.float64)
 
     def fresh(name: str, host: np.ndarray) -> Callable[[], None]:

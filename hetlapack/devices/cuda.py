@@ -11,7 +11,7 @@ and unpacked after, and LASWP runs on the device with the pivots where getrf lef
 its stream before returning, so a task that finished has its results in device memory for whichever device reads
 them next.
 
-Not measured on real hardware in this project: no GPU was available where it was written.
+Measured once, on an H100 (``docs/hybrid.md``); CI runs its array code against a NumPy stand-in for CuPy.
 """
 
 from __future__ import annotations
@@ -124,12 +124,17 @@ class CudaDevice(Device):
         self._run(copy)
 
     def to_host(self, data, out: np.ndarray) -> None:
-        """Copy the device array ``data`` into ``out``; a tile view is packed on the device and sent as one buffer."""
+        """Copy the device array ``data`` into ``out``: straight into it when ``out`` is contiguous (a whole matrix),
+        else through one buffer (a tile view, packed on the device before it crosses the link)."""
+        direct = out.flags.f_contiguous or out.flags.c_contiguous
+
         def fetch():
             packed = _panel_kernels().pack_panel(data) if _is_panel_view(data) else data
-            return self.cupy.asnumpy(packed, stream=self._stream())
+            return self.cupy.asnumpy(packed, stream=self._stream(), out=out if direct else None)
 
-        out[...] = self._run(fetch)
+        fetched = self._run(fetch)
+        if not direct:
+            out[...] = fetched
 
     # --- cuSOLVER calls -------------------------------------------------------------------------------------
     def _solver(self, kernel: str, dtype_char: str) -> tuple[Callable, Callable]:
@@ -236,10 +241,12 @@ class CudaDevice(Device):
         self._run(work)
 
     def laswp(self, a, piv) -> None:
-        """LAPACK's row interchanges (1-based ``piv``) in place, by the numba-cuda LASWP kernel: no host round trip."""
+        """LAPACK's row interchanges (1-based ``piv``, host pivots sent over first) in place, by the numba-cuda LASWP
+        kernel: the rows never cross the link."""
         if a.shape[1] == 0 or len(piv) == 0:
             return
-        self._run(lambda: _panel_kernels().laswp_rows(a, (piv.ravel() - 1).astype(np.int32)))
+        cupy = self.cupy
+        self._run(lambda: _panel_kernels().laswp_rows(a, cupy.asarray(piv.ravel() - 1, dtype=np.int32)))
 
     # --- solves with factors on the device (a single CuPy matrix) ---------------------------------------------
     def potrs(self, c, b, lower: bool) -> None:

@@ -43,8 +43,8 @@ DEVICE_ARRAY_OPS = frozenset({"potrf", "getrf", "potrs", "getrs"})
 
 #: What runs a CuPy array, by (path, is a solve).
 _DEVICE_ARRAY_KERNELS = {
-    ("batched", False): "numba-cuda batched kernels for small matrices, cuSOLVER/cuBLAS batched routines above "
-                        "(hetlapack.batched.cuda_batched.KERNEL_MAX_N)",
+    ("batched", False): "cuSOLVER's batched Cholesky; LU by the numba-cuda kernel (LAPACK's pivots), one cuSOLVER "
+                        "call per matrix past its sizes",
     ("batched", True): "numba-cuda batched solve kernels",
     ("gpu", False): "cuSOLVER through the CUDA device",
     ("gpu", True): "cuBLAS TRSM through the CUDA device (LU's row swaps by the numba-cuda LASWP kernel)",
@@ -129,15 +129,16 @@ def _kind(device) -> str:
     return device.kind if hasattr(device, "kind") else device
 
 
-def _accelerators(options: Options) -> tuple:
-    """The accelerators a gpu plan may use: those among the user's devices, else the GPUs CuPy sees."""
+def _accelerators(options: Options, probe: bool = True) -> tuple:
+    """The accelerators a gpu plan may use: those among the user's devices, else the GPUs CuPy sees (when
+    ``probe``)."""
     if options.devices is not None:
         return tuple(d for d in options.devices if _kind(d) != "cpu")
-    hardware = detect() if _module_present("cupy") else None
+    hardware = detect() if probe and _module_present("cupy") else None
     return tuple(f"cuda:{i}" for i in range(len(hardware.gpus))) if hardware else ()
 
 
-def _gpu_unavailable(req: Request, options: Options) -> str | None:
+def _gpu_unavailable(req: Request, options: Options, probe: bool) -> str | None:
     if req.array_module != "numpy":
         return f"{req.array_module} arrays are not supported (NumPy and CuPy arrays are)"
     if req.op not in TILED_OPS:
@@ -146,10 +147,13 @@ def _gpu_unavailable(req: Request, options: Options) -> str | None:
         return "it factorizes one matrix; stacks go to the batched or host path"
     if req.features:
         return f"{', '.join(req.features)} is implemented on the host path only"
-    if _accelerators(options):
+    if _accelerators(options, probe):
         return None
     if options.devices is not None:
         return "the devices given include no accelerator"
+    if not probe:
+        return (f"no GPU was looked for: one LAPACK call on the host is predicted to finish within the "
+                f"{model.RUNTIME_CALL_OVERHEAD_S * 1e3:g} ms that any device path costs")
     hardware = detect() if _module_present("cupy") else None
     return hardware.gpu_reason if hardware else "CuPy is not installed (pip install 'hetlapack[gpu]')"
 
@@ -166,12 +170,12 @@ _UNAVAILABLE: dict[str, Callable[[Request], str | None]] = {
 }
 
 
-def _devices(path: str, options: Options) -> tuple:
+def _devices(path: str, options: Options, probe: bool = True) -> tuple:
     if path == "gpu":
-        return _accelerators(options)[:1]
+        return _accelerators(options, probe)[:1]
     if options.devices is not None:
         return options.devices
-    if path == "hybrid":
+    if path == "hybrid" and probe:
         from ..devices import available_names  # noqa: PLC0415 - probes for GPUs only when a hybrid plan is made
 
         return tuple(available_names())
@@ -186,10 +190,10 @@ def _two_level_unavailable(req: Request, options: Options, devices: tuple) -> st
     return two_level_unavailable([_kind(d) for d in devices])
 
 
-def _hybrid_layouts(req: Request, options: Options, unavailable: dict[str, str]) -> dict[str, float]:
+def _hybrid_layouts(req: Request, options: Options, unavailable: dict[str, str], probe: bool) -> dict[str, float]:
     """Predicted seconds of the hybrid path per layout that can run ``req`` (only the forced one, if any). A
     layout that cannot run is added to ``unavailable``, and so is the hybrid path when the forced layout cannot."""
-    devices = _devices("hybrid", options)
+    devices = _devices("hybrid", options, probe)
     why = {"hgdd": None, "two-level": _two_level_unavailable(req, options, devices)}
     if why["two-level"] is not None:
         unavailable["two-level"] = why["two-level"]
@@ -251,15 +255,18 @@ def _choose(req: Request, options: Options) -> Plan:
         return Plan(path="host", reason=edge, **common)
 
     unavailable = {path: why for path, check in _UNAVAILABLE.items() if (why := check(req)) is not None}
-    if (why := _gpu_unavailable(req, options)) is not None:
-        unavailable["gpu"] = why
     predicted = {path: predict(req) for path, predict in _PREDICTORS.items() if path not in unavailable}
-    layouts = _hybrid_layouts(req, options, unavailable) if "hybrid" not in unavailable else {}
+    # GPUs are looked for (CuPy imported, CUDA started) only where one LAPACK call on the host is predicted to take
+    # longer than the fixed cost every device path pays, which no device wins back
+    probe = options.path is not None or predicted.get("host", np.inf) > model.RUNTIME_CALL_OVERHEAD_S
+    if (why := _gpu_unavailable(req, options, probe)) is not None:
+        unavailable["gpu"] = why
+    layouts = _hybrid_layouts(req, options, unavailable, probe) if "hybrid" not in unavailable else {}
     if layouts:
         predicted["hybrid"] = layouts[_layout(layouts)]
     if "gpu" not in unavailable:
         predicted["gpu"] = model.predict_tiled(req.op, *req.core, req.dtype, options.tile,
-                                               _devices("gpu", options), path="gpu")
+                                               _devices("gpu", options, probe), path="gpu")
 
     forced_path = options.path
     if req.op in SOLVE_OPS and forced_path not in SOLVE_PATHS:
@@ -286,8 +293,8 @@ def _choose(req: Request, options: Options) -> Plan:
         layout = _layout(layouts)
         reason = f"{reason}; {_layout_reason(layout, layouts, options, unavailable)}"
         if layout == "two-level":
-            host_cols = model.two_level_host_cols(model.modeled(_devices(path, options)), tile)
-    return Plan(path=path, reason=reason, devices=_devices(path, options), tile=tile,
+            host_cols = model.two_level_host_cols(model.modeled(_devices(path, options, probe)), tile)
+    return Plan(path=path, reason=reason, devices=_devices(path, options, probe), tile=tile,
                 placement=options.placement or "owner", forced=forced,
                 predicted_s=predicted, unavailable=unavailable, layout=layout, host_cols=host_cols,
                 layout_s=layouts if path == "hybrid" else {}, **common)
