@@ -2,14 +2,16 @@
 
 Entry points with the contract of :mod:`hetlapack.batched.kernels` (LAPACK's per-matrix results, pivots and ``info``
 codes; inputs untouched), in the input's array type: CuPy stacks on their GPU, or NumPy stacks under Numba's CUDA
-simulator, which is how CI runs the custom kernels' share of this path. Per operation and size the work goes to
+simulator, which is how CI runs the custom kernels. Measured on an H100 (``benchmarks/test_gpu.py``, 2026-11-24,
+B = 10^4 and 10^5, n = 4-64), each operation runs what was fastest among the routes that keep LAPACK's contract:
 
-- seed 004's numba-cuda kernels (:mod:`.cuda_kernels`, :mod:`.cuda_solve`) within the sizes its designs target
-  (``KERNEL_MAX_N``), and
-- the vendor baseline above them, through CuPy: cuSOLVER ``potrfBatched``, cuBLAS ``getrfBatched``, whose ``info``
-  arrays are returned to the caller like the kernels' (CuPy's own wrappers ignore them).
-
-The split follows the seed's measurements on its GPUs; none was measured on a GPU in this project.
+- Cholesky: cuSOLVER's ``potrfBatched`` at every order, its ``info`` array returned to the caller like the kernels'
+  (CuPy's own wrappers ignore it). Seed 004's one-thread-per-matrix kernel (:mod:`.cuda_kernels`), which was to beat
+  it up to n = 16, took 0.8-3.3x its time.
+- LU: seed 004's shared-memory kernel wherever a matrix fits one thread block, and cuSOLVER's ``getrf`` one matrix
+  at a time beyond. cuBLAS's ``getrfBatched`` ran 2-3x faster than the kernel, but its pivots are not LAPACK's: after
+  an exactly zero column it pivoted differently (n = 4), and in complex arithmetic it pivots on ``|z|`` where
+  LAPACK pivots on ``|re| + |im|`` (n = 40); it also takes square matrices only.
 """
 
 from __future__ import annotations
@@ -25,19 +27,15 @@ from .cuda_kernels import array_module
 from .cuda_solve import getrs, potrs
 from .kernels import INDEX_DTYPE
 
-__all__ = ["KERNEL_MAX_N", "getrf", "getrs", "potrf", "potrs"]
-
-#: Largest matrix order the numba-cuda factorization kernels take before the vendor's batched routine does: seed
-#: 004's ranges (interleaved one-thread-per-matrix Cholesky up to 16 in double precision, shared-memory LU up to 32).
-KERNEL_MAX_N = {"potrf": 16, "getrf": 32}
+__all__ = ["getrf", "getrs", "potrf", "potrs"]
 
 
 def _libraries():
-    """CuPy and its cuSOLVER and cuBLAS bindings (only reached with CuPy arrays, so CuPy is already imported)."""
+    """CuPy and its cuSOLVER bindings (only reached with CuPy arrays, so CuPy is already imported)."""
     import cupy  # noqa: PLC0415 - optional dependency
-    from cupy_backends.cuda.libs import cublas, cusolver  # noqa: PLC0415
+    from cupy_backends.cuda.libs import cusolver  # noqa: PLC0415
 
-    return cupy, cusolver, cublas
+    return cupy, cusolver
 
 
 def _column_major_stack(cupy, stack):
@@ -52,7 +50,7 @@ def _column_major_stack(cupy, stack):
 
 def _potrf_library(a, lower: bool, clean: bool):
     """cuSOLVER ``potrfBatched``; it uses the other triangle as workspace, so that triangle is restored after."""
-    cupy, cusolver, _ = _libraries()
+    cupy, cusolver = _libraries()
     n = a.shape[-1]
     stack = a.reshape((math.prod(a.shape[:-2]), n, n))
     work, pointers = _column_major_stack(cupy, stack)
@@ -64,32 +62,37 @@ def _potrf_library(a, lower: bool, clean: bool):
     return keep.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
-def _getrf_library(a):
-    """cuBLAS ``getrfBatched`` (square matrices); its 1-based pivots become LAPACK's 0-based ones."""
-    cupy, _, cublas = _libraries()
-    n = a.shape[-1]
-    stack = a.reshape((math.prod(a.shape[:-2]), n, n))
-    work, pointers = _column_major_stack(cupy, stack)
-    piv = cupy.empty((stack.shape[0], n), dtype=INDEX_DTYPE)
+def _getrf_each(a):
+    """cuSOLVER ``getrf`` matrix by matrix: LAPACK's pivots for every shape and dtype, one call per matrix."""
+    cupy, cusolver = _libraries()
+    m, n = a.shape[-2:]
+    stack = a.reshape((math.prod(a.shape[:-2]), m, n))
+    work, _ = _column_major_stack(cupy, stack)
+    k = min(m, n)
+    piv = cupy.empty((stack.shape[0], k), dtype=INDEX_DTYPE)
     info = cupy.zeros(stack.shape[0], dtype=INDEX_DTYPE)
-    routine = getattr(cublas, PREFIX[a.dtype.char] + "getrfBatched")
-    routine(cupy.cuda.device.get_cublas_handle(), n, pointers.data.ptr, n, piv.data.ptr, info.data.ptr,
-            stack.shape[0])
+    prefix = PREFIX[a.dtype.char]
+    handle = cupy.cuda.device.get_cusolver_handle()
+    lwork = getattr(cusolver, prefix + "getrf_bufferSize")(handle, m, n, work.data.ptr, m)
+    buffer = cupy.empty(max(lwork, 1), dtype=a.dtype)
+    routine = getattr(cusolver, prefix + "getrf")
+    step, index_bytes = m * n * a.dtype.itemsize, np.dtype(INDEX_DTYPE).itemsize
+    for i in range(stack.shape[0]):
+        routine(handle, m, n, work.data.ptr + i * step, m, buffer.data.ptr, piv.data.ptr + i * k * index_bytes,
+                info.data.ptr + i * index_bytes)
     lu = cupy.swapaxes(work, -1, -2).reshape(a.shape)
-    return lu, (piv - 1).reshape((*a.shape[:-2], n)), info.reshape(a.shape[:-2])
+    return lu, (piv - 1).reshape((*a.shape[:-2], k)), info.reshape(a.shape[:-2])
 
 
-def _library_available(a, op: str) -> bool:
-    """Whether the vendor routine runs this stack: CuPy arrays on a real GPU (not the simulator), non-empty, past the
-    kernels' sizes."""
-    on_gpu = array_module(a) is not np and not numba.config.ENABLE_CUDASIM
-    return on_gpu and a.size > 0 and max(a.shape[-2:]) > KERNEL_MAX_N[op]
+def _library_available(a) -> bool:
+    """Whether the vendor's routines run this stack: CuPy arrays on a real GPU (not the simulator), non-empty."""
+    return array_module(a) is not np and not numba.config.ENABLE_CUDASIM and a.size > 0
 
 
 def potrf(a, *, lower: bool, clean: bool):
     """Cholesky factors and LAPACK ``info`` per matrix of a stack ``(..., n, n)``; see
     :func:`hetlapack.batched.kernels.potrf`."""
-    if _library_available(a, "potrf"):
+    if _library_available(a):
         return _potrf_library(a, lower, clean)
     return cuda_kernels.potrf(a, lower=lower, clean=clean)
 
@@ -98,14 +101,14 @@ def getrf(a):
     """LU with partial pivoting per matrix of a stack ``(..., m, n)``: ``lu``, 0-based pivots, ``info``; see
     :func:`hetlapack.batched.kernels.getrf`.
 
-    Raises ``ValueError`` for matrices the kernel cannot hold in one thread block when cuBLAS cannot take them
-    either (its batched LU takes square matrices only, and only on a GPU).
+    Under the simulator (no vendor library), raises ``ValueError`` for matrices the kernel cannot hold in one
+    thread block.
     """
     m, n = a.shape[-2:]
-    if m == n and _library_available(a, "getrf"):
-        return _getrf_library(a)
-    if not cuda_kernels.lu_kernel_fits(m, n, a.dtype):
-        raise ValueError(f"batched LU of {m}x{n} {a.dtype} matrices on the GPU: the kernel needs each matrix in one "
-                         f"thread block ({cuda_kernels.LU_SHARED_BYTES} bytes of shared memory, at most "
-                         f"{cuda_kernels.LU_MAX_ROWS} rows), and cuBLAS's getrfBatched takes square matrices only")
-    return cuda_kernels.getrf(a)
+    if cuda_kernels.lu_kernel_fits(m, n, a.dtype):
+        return cuda_kernels.getrf(a)
+    if _library_available(a):
+        return _getrf_each(a)
+    raise ValueError(f"batched LU of {m}x{n} {a.dtype} matrices under the CUDA simulator: the kernel needs each "
+                     f"matrix in one thread block ({cuda_kernels.LU_SHARED_BYTES} bytes of shared memory, at most "
+                     f"{cuda_kernels.LU_MAX_ROWS} rows), and cuSOLVER needs a GPU")
