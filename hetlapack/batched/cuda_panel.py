@@ -10,7 +10,8 @@
   kernel is correct, only strided. Pivots stay on the device (no host round trip).
 
 CuPy arrays pass without copies (``__cuda_array_interface__``); under Numba's CUDA simulator the same kernels run on
-NumPy arrays, which is how CI checks them. No GPU speed has been measured in this project.
+NumPy arrays, which is how CI checks them. They ran on an H100 in the GPU tests (the hybrid path's transfers and
+LASWP); their speed was not measured apart.
 """
 
 from __future__ import annotations
