@@ -44,11 +44,11 @@ BATCHES = [10_000, 100_000]
 DTYPES = [np.float64, np.float32]
 
 
-def _synchronized(call):
-    """``call`` whose clock stops only when the GPU has finished its work."""
+def _synchronized(call, synchronize=lambda: cupy.cuda.Device().synchronize()):
+    """``call`` whose clock stops only when the GPU has finished its work (``synchronize``: CuPy's, or torch's)."""
     def timed(*args):
         result = call(*args)
-        cupy.cuda.Device().synchronize()
+        synchronize()
         return result
     return timed
 
@@ -61,13 +61,7 @@ def _torch():
 
 
 def _torch_synchronized(call):
-    torch = _torch()
-
-    def timed(*args):
-        result = call(*args)
-        torch.cuda.synchronize()
-        return result
-    return timed
+    return _synchronized(call, _torch().cuda.synchronize)
 
 
 @functools.lru_cache(maxsize=2)
@@ -83,15 +77,15 @@ def _cublas_getrf_batched(a):
     LU; not hetlapack's route, whose pivots must be LAPACK's)."""
     from cupy_backends.cuda.libs import cublas  # noqa: PLC0415
 
+    from hetlapack.batched.cuda_batched import _column_major_stack  # noqa: PLC0415 - needs numba-cuda
+    from hetlapack.devices.cuda import PREFIX  # noqa: PLC0415
+
     n, batch = a.shape[-1], a.shape[0]
-    work = cupy.array(cupy.swapaxes(a, -1, -2), order="C")
-    step = n * n * work.itemsize
-    pointers = cupy.arange(work.data.ptr, work.data.ptr + step * batch, step, dtype=cupy.uintp)
+    work, pointers = _column_major_stack(cupy, a)
     piv = cupy.empty((batch, n), dtype=np.int32)
     info = cupy.zeros(batch, dtype=np.int32)
-    prefix = {"f": "s", "d": "d", "F": "c", "D": "z"}[a.dtype.char]
-    getattr(cublas, prefix + "getrfBatched")(cupy.cuda.device.get_cublas_handle(), n, pointers.data.ptr, n,
-                                             piv.data.ptr, info.data.ptr, batch)
+    getattr(cublas, PREFIX[a.dtype.char] + "getrfBatched")(cupy.cuda.device.get_cublas_handle(), n,
+                                                          pointers.data.ptr, n, piv.data.ptr, info.data.ptr, batch)
     return work, piv, info
 
 

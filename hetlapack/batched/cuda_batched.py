@@ -21,7 +21,7 @@ import math
 import numba
 import numpy as np
 
-from ..devices.cuda import FILL_LOWER, FILL_UPPER, PREFIX
+from ..devices.cuda import FILL_LOWER, FILL_UPPER, PREFIX, solver_routines
 from . import cuda_kernels
 from .cuda_kernels import array_module
 from .cuda_solve import getrs, potrs
@@ -63,7 +63,8 @@ def _potrf_library(a, lower: bool, clean: bool):
 
 
 def _getrf_each(a):
-    """cuSOLVER ``getrf`` matrix by matrix: LAPACK's pivots for every shape and dtype, one call per matrix."""
+    """cuSOLVER ``getrf`` matrix by matrix (as the CUDA device calls it, but with one workspace for the stack and
+    no wait between matrices): LAPACK's pivots for every shape and dtype."""
     cupy, cusolver = _libraries()
     m, n = a.shape[-2:]
     stack = a.reshape((math.prod(a.shape[:-2]), m, n))
@@ -71,11 +72,9 @@ def _getrf_each(a):
     k = min(m, n)
     piv = cupy.empty((stack.shape[0], k), dtype=INDEX_DTYPE)
     info = cupy.zeros(stack.shape[0], dtype=INDEX_DTYPE)
-    prefix = PREFIX[a.dtype.char]
+    routine, buffer_size = solver_routines(cusolver, "getrf", a.dtype.char)
     handle = cupy.cuda.device.get_cusolver_handle()
-    lwork = getattr(cusolver, prefix + "getrf_bufferSize")(handle, m, n, work.data.ptr, m)
-    buffer = cupy.empty(max(lwork, 1), dtype=a.dtype)
-    routine = getattr(cusolver, prefix + "getrf")
+    buffer = cupy.empty(max(buffer_size(handle, m, n, work.data.ptr, m), 1), dtype=a.dtype)
     step, index_bytes = m * n * a.dtype.itemsize, np.dtype(INDEX_DTYPE).itemsize
     for i in range(stack.shape[0]):
         routine(handle, m, n, work.data.ptr + i * step, m, buffer.data.ptr, piv.data.ptr + i * k * index_bytes,

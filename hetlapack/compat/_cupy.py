@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import functools
 import importlib
-import warnings
 
 import numpy as np
 from numpy.linalg import LinAlgError
-from scipy.linalg import LinAlgWarning
 
 from ..dispatch import Plan, choose
 from ._arrays import check_flags, fortran_matrices, is_cupy, potrf_lower, request, scipy_lapack_dtype
-from .scipy_linalg import _NOT_PD, _SINGULAR, _first_failure
+from .scipy_linalg import _NOT_PD, _first_failure, _warn_singular
 
 #: Warnings point at the caller of ``hetlapack.linalg``'s function, two frames up.
 _STACKLEVEL = 3
@@ -126,15 +124,11 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     plan, xp, a1 = _factor_input("lu_factor", "getrf", a, check_finite, (overwrite_a,))
     if plan.path == "batched":
         lu, piv, info = _batched().getrf(a1)
-        info = info.get()
-        for k in np.extract(info > 0, info):
-            warnings.warn(_SINGULAR.format(int(k)), LinAlgWarning, stacklevel=_STACKLEVEL)
+        _warn_singular(info.get(), _STACKLEVEL)
         return [fortran_matrices(lu, xp), xp.ascontiguousarray(piv)]
     lu = _on_device(xp, a1)
     piv = xp.empty(min(lu.shape), dtype=np.int32)
-    info = _device(plan.devices[0]).getrf(lu, piv)
-    if info > 0:
-        warnings.warn(_SINGULAR.format(info), LinAlgWarning, stacklevel=_STACKLEVEL)
+    _warn_singular(_device(plan.devices[0]).getrf(lu, piv), _STACKLEVEL)
     return lu, piv - 1
 
 

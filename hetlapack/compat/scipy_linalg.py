@@ -58,6 +58,14 @@ def _first_failure(info: np.ndarray) -> tuple[tuple[int, ...], int] | None:
     return index, int(np.asarray(info)[index])
 
 
+def _warn_singular(info, stacklevel: int) -> None:
+    """SciPy's ``LinAlgWarning`` for each exactly singular matrix (positive ``info``, in C order), pointing
+    ``stacklevel`` frames above the caller."""
+    info = np.asarray(info)
+    for k in np.extract(info > 0, info):
+        warnings.warn(_SINGULAR.format(int(k)), LinAlgWarning, stacklevel=stacklevel + 1)
+
+
 def _operand(plan: Plan, a1: np.ndarray, original, dtype: np.dtype, overwrite_a: bool) -> np.ndarray:
     """What ``plan`` factors: the batched kernels read the stack and never write it; the other paths factor a
     Fortran working copy (``a1`` itself where SciPy's rules allow)."""
@@ -295,8 +303,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     a1 = _kernel_checked(plan, arr, check_finite)
     lu, piv, info = _run.getrf(plan, _operand(plan, a1, a, dtype, overwrite_a), fortran=True,
                                check_finite=check_finite)
-    for k in np.extract(info > 0, info):
-        warnings.warn(_SINGULAR.format(int(k)), LinAlgWarning, stacklevel=2)
+    _warn_singular(info, stacklevel=2)
     return [lu, np.ascontiguousarray(piv, dtype=np.int32)] if plan.path == "batched" else (lu, piv)
 
 

@@ -27,8 +27,8 @@ def _cuda(index: int) -> Device:
 
 
 def available_names() -> list[str]:
-    """The names of the devices this process can compute on, without creating them (dispatch asks on every call):
-    the host CPU, then ``cuda:0 … cuda:N-1`` when CuPy sees GPUs."""
+    """The names of the devices this process can compute on, without creating them: the host CPU, then
+    ``cuda:0 … cuda:N-1`` when CuPy sees GPUs."""
     return ["cpu", *(f"cuda:{i}" for i in range(_gpu_count()))]
 
 

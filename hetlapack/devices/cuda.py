@@ -34,6 +34,13 @@ FILL_LOWER, FILL_UPPER = 0, 1
 _NAME = {"orgqr": ROUTINE_NAME["orgqr"]}
 
 
+def solver_routines(cusolver, kernel: str, dtype_char: str) -> tuple[Callable, Callable]:
+    """cuSOLVER's routine for LAPACK's ``kernel`` in the precision of ``dtype_char``, and its workspace query."""
+    prefix = PREFIX[dtype_char]
+    name = _NAME.get(kernel, {}).get(prefix, prefix + kernel)
+    return getattr(cusolver, name), getattr(cusolver, name + "_bufferSize")
+
+
 def _import_cupy():
     import cupy  # noqa: PLC0415 - optional dependency, imported only when a CUDA device is used
     from cupy_backends.cuda.libs import cusolver  # noqa: PLC0415
@@ -137,15 +144,10 @@ class CudaDevice(Device):
             out[...] = fetched
 
     # --- cuSOLVER calls -------------------------------------------------------------------------------------
-    def _solver(self, kernel: str, dtype_char: str) -> tuple[Callable, Callable]:
-        prefix = PREFIX[dtype_char]
-        name = _NAME.get(kernel, {}).get(prefix, prefix + kernel)
-        return getattr(self._cusolver, name), getattr(self._cusolver, name + "_bufferSize")
-
     def _lapack(self, kernel: str, a, buffer_args: tuple, call_args: Callable[[Any, int, Any], tuple]) -> int:
         """Query the workspace, call the cuSOLVER routine, return its ``info`` (read back from the GPU)."""
         cupy = self.cupy
-        routine, buffer_size = self._solver(kernel, a.dtype.char)
+        routine, buffer_size = solver_routines(self._cusolver, kernel, a.dtype.char)
 
         def call() -> Any:
             handle = cupy.cuda.device.get_cusolver_handle()

@@ -129,16 +129,21 @@ def _kind(device) -> str:
     return device.kind if hasattr(device, "kind") else device
 
 
-def _accelerators(options: Options, probe: bool = True) -> tuple:
-    """The accelerators a gpu plan may use: those among the user's devices, else the GPUs CuPy sees (when
-    ``probe``)."""
-    if options.devices is not None:
-        return tuple(d for d in options.devices if _kind(d) != "cpu")
-    hardware = detect() if probe and _module_present("cupy") else None
+def _detected_gpus() -> tuple[str, ...]:
+    """``cuda:0 … cuda:N-1`` for the GPUs CuPy sees (the probe imports CuPy and starts CUDA, once per process)."""
+    hardware = detect() if _module_present("cupy") else None
     return tuple(f"cuda:{i}" for i in range(len(hardware.gpus))) if hardware else ()
 
 
-def _gpu_unavailable(req: Request, options: Options, probe: bool) -> str | None:
+def _accelerators(options: Options, gpus: tuple[str, ...] | None) -> tuple:
+    """The accelerators a gpu plan may use: those among the user's devices, else ``gpus`` (the detected GPUs, or
+    ``None`` where dispatch did not look)."""
+    if options.devices is not None:
+        return tuple(d for d in options.devices if _kind(d) != "cpu")
+    return gpus or ()
+
+
+def _gpu_unavailable(req: Request, options: Options, gpus: tuple[str, ...] | None) -> str | None:
     if req.array_module != "numpy":
         return f"{req.array_module} arrays are not supported (NumPy and CuPy arrays are)"
     if req.op not in TILED_OPS:
@@ -147,11 +152,11 @@ def _gpu_unavailable(req: Request, options: Options, probe: bool) -> str | None:
         return "it factorizes one matrix; stacks go to the batched or host path"
     if req.features:
         return f"{', '.join(req.features)} is implemented on the host path only"
-    if _accelerators(options, probe):
+    if _accelerators(options, gpus):
         return None
     if options.devices is not None:
         return "the devices given include no accelerator"
-    if not probe:
+    if gpus is None:
         return (f"no GPU was looked for: one LAPACK call on the host is predicted to finish within the "
                 f"{model.RUNTIME_CALL_OVERHEAD_S * 1e3:g} ms that any device path costs")
     hardware = detect() if _module_present("cupy") else None
@@ -170,16 +175,14 @@ _UNAVAILABLE: dict[str, Callable[[Request], str | None]] = {
 }
 
 
-def _devices(path: str, options: Options, probe: bool = True) -> tuple:
+def _devices(path: str, options: Options, gpus: tuple[str, ...] | None) -> tuple:
+    """The devices a plan on ``path`` runs on: the user's, else the CPU with the detected GPUs (hybrid), the first
+    GPU (gpu) or the CPU alone."""
     if path == "gpu":
-        return _accelerators(options, probe)[:1]
+        return _accelerators(options, gpus)[:1]
     if options.devices is not None:
         return options.devices
-    if path == "hybrid" and probe:
-        from ..devices import available_names  # noqa: PLC0415 - probes for GPUs only when a hybrid plan is made
-
-        return tuple(available_names())
-    return ("cpu",)
+    return ("cpu", *(gpus or ())) if path == "hybrid" else ("cpu",)
 
 
 def _two_level_unavailable(req: Request, options: Options, devices: tuple) -> str | None:
@@ -190,10 +193,11 @@ def _two_level_unavailable(req: Request, options: Options, devices: tuple) -> st
     return two_level_unavailable([_kind(d) for d in devices])
 
 
-def _hybrid_layouts(req: Request, options: Options, unavailable: dict[str, str], probe: bool) -> dict[str, float]:
+def _hybrid_layouts(req: Request, options: Options, unavailable: dict[str, str],
+                    gpus: tuple[str, ...] | None) -> dict[str, float]:
     """Predicted seconds of the hybrid path per layout that can run ``req`` (only the forced one, if any). A
     layout that cannot run is added to ``unavailable``, and so is the hybrid path when the forced layout cannot."""
-    devices = _devices("hybrid", options, probe)
+    devices = _devices("hybrid", options, gpus)
     why = {"hgdd": None, "two-level": _two_level_unavailable(req, options, devices)}
     if why["two-level"] is not None:
         unavailable["two-level"] = why["two-level"]
@@ -258,15 +262,16 @@ def _choose(req: Request, options: Options) -> Plan:
     predicted = {path: predict(req) for path, predict in _PREDICTORS.items() if path not in unavailable}
     # GPUs are looked for (CuPy imported, CUDA started) only where one LAPACK call on the host is predicted to take
     # longer than the fixed cost every device path pays, which no device wins back
-    probe = options.path is not None or predicted.get("host", np.inf) > model.RUNTIME_CALL_OVERHEAD_S
-    if (why := _gpu_unavailable(req, options, probe)) is not None:
+    worth_a_look = options.path is not None or predicted.get("host", np.inf) > model.RUNTIME_CALL_OVERHEAD_S
+    gpus = _detected_gpus() if worth_a_look else None
+    if (why := _gpu_unavailable(req, options, gpus)) is not None:
         unavailable["gpu"] = why
-    layouts = _hybrid_layouts(req, options, unavailable, probe) if "hybrid" not in unavailable else {}
+    layouts = _hybrid_layouts(req, options, unavailable, gpus) if "hybrid" not in unavailable else {}
     if layouts:
         predicted["hybrid"] = layouts[_layout(layouts)]
     if "gpu" not in unavailable:
         predicted["gpu"] = model.predict_tiled(req.op, *req.core, req.dtype, options.tile,
-                                               _devices("gpu", options, probe), path="gpu")
+                                               _devices("gpu", options, gpus), path="gpu")
 
     forced_path = options.path
     if req.op in SOLVE_OPS and forced_path not in SOLVE_PATHS:
@@ -293,8 +298,8 @@ def _choose(req: Request, options: Options) -> Plan:
         layout = _layout(layouts)
         reason = f"{reason}; {_layout_reason(layout, layouts, options, unavailable)}"
         if layout == "two-level":
-            host_cols = model.two_level_host_cols(model.modeled(_devices(path, options, probe)), tile)
-    return Plan(path=path, reason=reason, devices=_devices(path, options, probe), tile=tile,
+            host_cols = model.two_level_host_cols(model.modeled(_devices(path, options, gpus)), tile)
+    return Plan(path=path, reason=reason, devices=_devices(path, options, gpus), tile=tile,
                 placement=options.placement or "owner", forced=forced,
                 predicted_s=predicted, unavailable=unavailable, layout=layout, host_cols=host_cols,
                 layout_s=layouts if path == "hybrid" else {}, **common)
