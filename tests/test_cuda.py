@@ -119,3 +119,18 @@ def test_transfers_copy_into_views(device):
     out = np.zeros((3, 2))
     device.to_host(mirror[1:4, 2:4], out)
     assert np.array_equal(out, host)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_a_whole_matrix_uploads_as_it_lies(device, monkeypatch, layout):
+    """A contiguous matrix crosses without a host copy (the device array takes its layout); only a strided view is
+    packed into one Fortran-ordered buffer first."""
+    base = general(14, 12)
+    host = {"C": np.ascontiguousarray(base), "F": np.asfortranarray(base), "strided": base[::2, ::2]}[layout]
+    sent = []
+    module = device.cupy
+    monkeypatch.setattr(module, "asarray", lambda a: sent.append(a) or np.asarray(a))
+    data = device.empty(host.shape, host.dtype)
+    device.upload(host, data)
+    assert np.array_equal(data, host) and data.flags.f_contiguous
+    assert (sent[0] is host) == (layout != "strided")

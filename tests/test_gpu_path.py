@@ -11,6 +11,7 @@ import scipy.linalg as sl
 
 import hetlapack
 import hetlapack.linalg as hl
+from hetlapack.compat import numpy_linalg
 from hetlapack.devices import EmulatedDevice, available
 from hetlapack.dispatch import model
 from hetlapack.testing import general, spd
@@ -61,6 +62,57 @@ def test_the_matrix_crosses_the_link_once_each_way():
     with hetlapack.using(path="gpu", devices=[device]):
         hl.cholesky(a)
     assert device.uploaded_bytes == a.nbytes and device.downloaded_bytes == a.nbytes
+
+
+def _recording_uploads(device: EmulatedDevice) -> list[np.ndarray]:
+    """The host arrays ``device`` is asked to upload, recorded as they arrive."""
+    sent: list[np.ndarray] = []
+    upload = device.upload
+
+    def record(host, out):
+        sent.append(host)
+        upload(host, out)
+
+    device.upload = record
+    return sent
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_the_callers_matrix_is_uploaded_as_it_lies_and_never_written(order):
+    """No working copy on the host: the device reads the caller's array itself, through a read-only view."""
+    device = EmulatedDevice(0)
+    sent = _recording_uploads(device)
+    a_spd, a_gen = (np.asarray(m, order=order) for m in (spd(41), general(37, 29)))
+    kept_spd, kept_gen = a_spd.copy(), a_gen.copy()
+    with hetlapack.using(path="gpu", devices=[device]):
+        c = hl.cholesky(a_spd)
+        lu, piv = hl.lu_factor(a_gen)
+        r, = hl.qr(a_gen, mode="r")
+        c_numpy = numpy_linalg.cholesky(a_spd)
+    assert [np.shares_memory(host, source) for host, source in zip(sent, (a_spd, a_gen, a_gen, a_spd))] == [True] * 4
+    assert not any(host.flags.writeable for host in sent)
+    np.testing.assert_array_equal(a_spd, kept_spd)
+    np.testing.assert_array_equal(a_gen, kept_gen)
+    tol = 1e-12
+    np.testing.assert_allclose(c, sl.cholesky(kept_spd), atol=tol)
+    np.testing.assert_allclose(c_numpy, np.linalg.cholesky(kept_spd), atol=tol)
+    lu_ref, piv_ref = sl.lu_factor(kept_gen)
+    np.testing.assert_array_equal(piv, piv_ref)
+    np.testing.assert_allclose(lu, lu_ref, atol=tol)
+    np.testing.assert_allclose(r, sl.qr(kept_gen, mode="r")[0], atol=tol)
+    assert c.flags.f_contiguous and lu.flags.f_contiguous
+
+
+def test_overwrite_a_puts_the_factors_in_the_callers_fortran_matrix_as_scipy_does():
+    a_spd, a_gen = np.asfortranarray(spd(33)), np.asfortranarray(general(33))
+    c_ref, (lu_ref, piv_ref) = sl.cholesky(a_spd.copy(order="F")), sl.lu_factor(a_gen.copy(order="F"))
+    with hetlapack.using(path="gpu", devices=[EmulatedDevice(0)]):
+        c = hl.cholesky(a_spd, overwrite_a=True)
+        lu, piv = hl.lu_factor(a_gen, overwrite_a=True)
+    assert np.shares_memory(c, a_spd) and np.shares_memory(lu, a_gen)
+    np.testing.assert_allclose(c, c_ref, atol=1e-12)
+    np.testing.assert_allclose(lu, lu_ref, atol=1e-12)
+    np.testing.assert_array_equal(piv, piv_ref)
 
 
 def test_scipy_errors_come_out_of_the_device():

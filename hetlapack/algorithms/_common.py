@@ -9,14 +9,20 @@ import numpy as np
 LAPACK_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 
 
-def check_fortran_matrix(a: np.ndarray, routine: str, square: bool = False) -> None:
-    """Raise ``ValueError`` unless ``a`` is a 2-D Fortran-ordered array of a LAPACK dtype."""
+def check_matrix(a: np.ndarray, routine: str, square: bool = False) -> None:
+    """Raise ``ValueError`` unless ``a`` is a 2-D array of a LAPACK dtype (square if ``square``)."""
     if not isinstance(a, np.ndarray) or a.ndim != 2:
         raise ValueError(f"{routine}: expected a 2-D array")
     if square and a.shape[0] != a.shape[1]:
         raise ValueError(f"{routine}: expected a square matrix, got shape {a.shape}")
     if a.dtype not in LAPACK_DTYPES:
         raise ValueError(f"{routine}: unsupported dtype {a.dtype}; expected float32, float64, complex64 or complex128")
+
+
+def check_fortran_matrix(a: np.ndarray, routine: str, square: bool = False) -> None:
+    """Raise ``ValueError`` unless ``a`` is a writable 2-D Fortran-ordered array of a LAPACK dtype (what the tile
+    algorithms factor in place)."""
+    check_matrix(a, routine, square)
     if a.size and not a.flags.f_contiguous:
         raise ValueError(f"{routine}: the tile algorithms work in place on a Fortran-ordered (F-contiguous) array")
     if not a.flags.writeable:

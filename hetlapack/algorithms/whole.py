@@ -2,8 +2,10 @@
 
 On a CUDA device the call is cuSOLVER's (through :class:`~hetlapack.devices.cuda.CudaDevice`); on an emulated
 accelerator it is LAPACK on the device's private memory, so CI runs every line of this path. The host matrix is
-copied to the device, factored there, and the results copied back into it. ``info`` codes are checked and raised as
-SciPy raises them (CuPy's own wrappers ignore them).
+uploaded as it lies (C- or Fortran-ordered: the device lays it out, so the host makes no working copy), factored
+there, and the results are downloaded into a Fortran-ordered host array: the matrix itself where it is a writable
+Fortran-ordered array (the caller lets its input be overwritten by passing it writable), a new one otherwise.
+``info`` codes are checked and raised as SciPy raises them (CuPy's own wrappers ignore them).
 """
 
 from __future__ import annotations
@@ -11,13 +13,27 @@ from __future__ import annotations
 import numpy as np
 
 from ..devices.base import Device
-from ._common import check_fortran_matrix
+from ._common import check_matrix
 
 
 def _upload(device: Device, a: np.ndarray):
     data = device.empty(a.shape, a.dtype)
     device.upload(a, data)
     return data
+
+
+def _result(a: np.ndarray) -> np.ndarray:
+    """The host array the factors are downloaded into: ``a`` itself when it is writable and Fortran-ordered, else a
+    new Fortran-ordered array."""
+    return a if a.flags.writeable and a.flags.f_contiguous else np.empty(a.shape, a.dtype, order="F")
+
+
+def _factored(device: Device, data, a: np.ndarray) -> np.ndarray:
+    """Download the factored matrix ``data`` into :func:`_result` of ``a`` and free it."""
+    out = _result(a)
+    device.to_host(data, out)
+    device.free(data)
+    return out
 
 
 def _download(device: Device, data, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -27,39 +43,38 @@ def _download(device: Device, data, shape: tuple[int, ...], dtype: np.dtype) -> 
     return host
 
 
-def potrf(a: np.ndarray, *, lower: bool, device: Device) -> None:
-    """Cholesky in place on the ``lower`` (or upper) triangle of a Fortran-ordered host matrix, on ``device``."""
-    check_fortran_matrix(a, "potrf", square=True)
+def potrf(a: np.ndarray, *, lower: bool, device: Device) -> np.ndarray:
+    """The Cholesky factor of a host matrix in its ``lower`` (or upper) triangle, computed on ``device``; the other
+    triangle is the input's."""
+    check_matrix(a, "potrf", square=True)
     data = _upload(device, a)
     info = device.potrf(data, lower)
     if info > 0:
         device.free(data)
         raise np.linalg.LinAlgError(f"{info}-th leading minor of the array is not positive definite")
-    device.to_host(data, a)
-    device.free(data)
+    return _factored(device, data, a)
 
 
-def getrf(a: np.ndarray, *, device: Device) -> tuple[np.ndarray, int]:
-    """LU with partial pivoting in place on ``device``; returns 0-based LAPACK pivots (int32) and ``info``."""
-    check_fortran_matrix(a, "getrf")
+def getrf(a: np.ndarray, *, device: Device) -> tuple[np.ndarray, np.ndarray, int]:
+    """LU with partial pivoting of a host matrix on ``device``: the packed factors, 0-based LAPACK pivots (int32)
+    and ``info``."""
+    check_matrix(a, "getrf")
     data = _upload(device, a)
     kmin = min(a.shape)
     piv = device.empty((kmin,), np.dtype(np.int32))
     info = device.getrf(data, piv) if kmin else 0
-    device.to_host(data, a)
-    device.free(data)
-    return _download(device, piv, (kmin,), np.dtype(np.int32)) - 1, int(info)
+    lu = _factored(device, data, a)
+    return lu, _download(device, piv, (kmin,), np.dtype(np.int32)) - 1, int(info)
 
 
-def geqrf(a: np.ndarray, *, device: Device) -> np.ndarray:
-    """Householder QR in place (LAPACK storage) on ``device``; returns ``tau``."""
-    check_fortran_matrix(a, "geqrf")
+def geqrf(a: np.ndarray, *, device: Device) -> tuple[np.ndarray, np.ndarray]:
+    """Householder QR of a host matrix on ``device``: the factors in LAPACK storage and ``tau``."""
+    check_matrix(a, "geqrf")
     data = _upload(device, a)
     tau = device.empty((min(a.shape),), a.dtype)
     device.geqrf(data, tau)
-    device.to_host(data, a)
-    device.free(data)
-    return _download(device, tau, (min(a.shape),), a.dtype)
+    qr = _factored(device, data, a)
+    return qr, _download(device, tau, (min(a.shape),), a.dtype)
 
 
 def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, device: Device) -> np.ndarray:

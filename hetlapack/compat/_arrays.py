@@ -113,11 +113,28 @@ def _datacopied(arr: np.ndarray, original) -> bool:
     return arr.base is None
 
 
-def working_copy(a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> np.ndarray:
-    """A Fortran-ordered array of ``dtype`` the kernels may overwrite: ``a1`` itself only when the caller allowed
-    it (or ``a1`` is already a private copy of ``original``) and its layout fits; a copy otherwise."""
+def _writable_in_place(a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> bool:
+    """Whether the factors may be written into ``a1`` itself: the caller allowed it (or ``a1`` is already a private
+    copy of ``original``), and ``a1`` is a writable Fortran-ordered ndarray of ``dtype``."""
     own = overwrite or _datacopied(a1, original)
-    fits = a1.dtype == dtype and a1.flags.f_contiguous and a1.flags.writeable and type(a1) is np.ndarray
-    if own and fits:
+    return own and a1.dtype == dtype and a1.flags.f_contiguous and a1.flags.writeable and type(a1) is np.ndarray
+
+
+def working_copy(a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> np.ndarray:
+    """A Fortran-ordered array of ``dtype`` the kernels may overwrite: ``a1`` itself only when SciPy's rules allow
+    (:func:`_writable_in_place`); a copy otherwise."""
+    if _writable_in_place(a1, original, dtype, overwrite):
         return a1
     return np.array(a1, dtype=dtype, order="F", copy=True)
+
+
+def upload_operand(a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> np.ndarray:
+    """What the gpu path uploads: ``a1`` in ``dtype`` as it lies, with no working copy on the host (the device
+    lays it out), and read-only unless the factors may be written back into it (:func:`_writable_in_place`)."""
+    if _writable_in_place(a1, original, dtype, overwrite):
+        return a1
+    source = a1.astype(dtype, copy=False)
+    if source is a1:
+        source = a1.view(np.ndarray)
+        source.flags.writeable = False
+    return source

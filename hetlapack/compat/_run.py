@@ -45,15 +45,18 @@ def _device(plan: Plan):
 
 
 def potrf(plan: Plan, a: np.ndarray, lower: bool, clean: bool, fortran: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Cholesky of ``a`` (a Fortran working copy on the hybrid path, any stack on the batched one) -> (c, info).
+    """Cholesky of ``a`` (a Fortran working copy on the hybrid path, the matrix as it lies on the gpu path, any
+    stack on the batched one) -> (c, info).
 
-    On the hybrid and gpu paths a failure raises SciPy's LinAlgError instead of returning info. On the batched
-    path, ``fortran`` writes Fortran-ordered matrices (SciPy's layout) instead of C-ordered ones (NumPy's).
+    On the hybrid and gpu paths a failure raises SciPy's LinAlgError instead of returning info; the gpu path writes
+    its result into ``a`` only where ``a`` is writable and Fortran-ordered (see :mod:`hetlapack.algorithms.whole`).
+    On the batched path, ``fortran`` writes Fortran-ordered matrices (SciPy's layout) instead of C-ordered ones
+    (NumPy's).
     """
     if plan.path == "batched":
         return _batched().potrf(a, lower=lower, clean=clean, fortran=fortran)
     if plan.path == "gpu":
-        _whole().potrf(a, lower=lower, device=_device(plan))
+        a = _whole().potrf(a, lower=lower, device=_device(plan))
     else:
         _algorithm("potrf").potrf(a, lower=lower, **_tiled_kwargs(plan))
     if clean:
@@ -69,7 +72,7 @@ def getrf(plan: Plan, a: np.ndarray, fortran: bool = False,
     if plan.path == "batched":
         return _batched().getrf(a, fortran=fortran, check_finite=check_finite)
     if plan.path == "gpu":
-        piv, info = _whole().getrf(a, device=_device(plan))
+        a, piv, info = _whole().getrf(a, device=_device(plan))
     else:
         piv, info = _algorithm("getrf").getrf(a, **_tiled_kwargs(plan))
     return a, piv, np.asarray(info)
@@ -86,7 +89,7 @@ def geqrf(plan: Plan, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if plan.path == "batched":
         return _batched().geqrf(a)
     if plan.path == "gpu":
-        return a, _whole().geqrf(a, device=_device(plan))
+        return _whole().geqrf(a, device=_device(plan))
     return a, _algorithm("geqrf").geqrf(a, **_tiled_kwargs(plan))
 
 

@@ -12,7 +12,7 @@ from numpy.linalg import LinAlgError
 
 from ..dispatch import Plan, choose
 from . import _run
-from ._arrays import numpy_linalg_dtype, request
+from ._arrays import numpy_linalg_dtype, request, upload_operand
 from ._originals import numpy_functions as _numpy
 
 _ACCELERATED_QR_MODES = ("reduced", "complete", "r")
@@ -31,8 +31,11 @@ def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, np.dtype] |
 
 
 def _work(plan: Plan, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """What ``plan`` factors (NumPy never writes its input): as :func:`.scipy_linalg._operand` without overwriting."""
     if plan.path == "batched":
         return a.astype(dtype, copy=False)
+    if plan.path == "gpu":
+        return upload_operand(a, a, dtype, overwrite=False)
     return np.array(a, dtype=dtype, order="F", copy=True)
 
 

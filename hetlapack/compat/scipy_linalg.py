@@ -16,7 +16,8 @@ from scipy.linalg.blas import find_best_blas_type
 
 from ..dispatch import Plan, choose
 from . import _run
-from ._arrays import check_flags, is_cupy, potrf_lower, potrs_lower, request, validated, working_copy
+from ._arrays import (check_flags, is_cupy, potrf_lower, potrs_lower, request, upload_operand, validated,
+                      working_copy)
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
@@ -67,10 +68,12 @@ def _warn_singular(info, stacklevel: int) -> None:
 
 
 def _operand(plan: Plan, a1: np.ndarray, original, dtype: np.dtype, overwrite_a: bool) -> np.ndarray:
-    """What ``plan`` factors: the batched kernels read the stack and never write it; the other paths factor a
-    Fortran working copy (``a1`` itself where SciPy's rules allow)."""
+    """What ``plan`` factors: the batched kernels read the stack and never write it, the gpu path uploads ``a1`` as
+    it lies, and the hybrid path factors a Fortran working copy (``a1`` itself where SciPy's rules allow)."""
     if plan.path == "batched":
         return a1.astype(dtype, copy=False)
+    if plan.path == "gpu":
+        return upload_operand(a1, original, dtype, overwrite_a)
     return working_copy(a1, original, dtype, overwrite_a)
 
 

@@ -120,13 +120,15 @@ class CudaDevice(Device):
         return self._run(lambda: self.cupy.asfortranarray(self.cupy.asarray(host)))
 
     def upload(self, host: np.ndarray, out) -> None:
-        """Copy ``host`` into the device array ``out``; a tile view arrives as one buffer, unpacked on the device."""
+        """Copy ``host`` into the device array ``out``: a tile view arrives as one Fortran-ordered buffer, unpacked on
+        the device; a contiguous matrix crosses as it lies, C- or Fortran-ordered, and the device lays it out (the
+        host makes no transposed copy)."""
         def copy() -> None:
-            packed = self.cupy.asarray(np.asfortranarray(host))
             if _is_panel_view(out):
-                _panel_kernels().unpack_panel(packed, out)
-            else:
-                out[...] = packed
+                _panel_kernels().unpack_panel(self.cupy.asarray(np.asfortranarray(host)), out)
+                return
+            contiguous = host.flags.c_contiguous or host.flags.f_contiguous
+            out[...] = self.cupy.asarray(host if contiguous else np.asfortranarray(host))
 
         self._run(copy)
 
