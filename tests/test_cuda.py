@@ -40,7 +40,7 @@ def numpy_as_cupy():
     """A module with the CuPy names CudaDevice's array code uses, backed by NumPy."""
     fake = types.SimpleNamespace(**{name: getattr(np, name) for name in
                                     ("empty", "zeros", "eye", "tril", "triu", "tri", "where", "asarray", "arange",
-                                     "asfortranarray")})
+                                     "asfortranarray", "isfinite")})
     fake.asnumpy = _asnumpy
     fake.cuda = types.SimpleNamespace(Device=lambda index: contextlib.nullcontext(), Stream=_Stream)
     return fake
@@ -132,5 +132,7 @@ def test_a_whole_matrix_uploads_as_it_lies(device, monkeypatch, layout):
     monkeypatch.setattr(module, "asarray", lambda a: sent.append(a) or np.asarray(a))
     data = device.empty(host.shape, host.dtype)
     device.upload(host, data)
-    assert np.array_equal(data, host) and data.flags.f_contiguous
+    assert np.array_equal(data, host) and data.flags.f_contiguous and device.all_finite(data)
     assert (sent[0] is host) == (layout != "strided")
+    data[2, 3] = np.nan
+    assert not device.all_finite(data)

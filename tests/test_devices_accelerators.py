@@ -153,6 +153,22 @@ def test_transfers_copy_into_tile_views(accelerator):
     assert np.array_equal(mirror.fetch(), expected)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_c_ordered_matrix_uploads_as_it_lies_and_is_checked_for_nans_where_it_is(accelerator, dtype):
+    """The gpu path uploads the caller's matrix without a host copy (the device lays it out) and checks it for
+    infinities and NaNs on the device."""
+    host = np.ascontiguousarray(general(9, 7, dtype=dtype))
+    data = accelerator.empty(host.shape, host.dtype)
+    accelerator.upload(host, data)
+    out = np.empty(host.shape, dtype, order="F")
+    accelerator.to_host(data, out)
+    assert np.array_equal(out, host) and accelerator.all_finite(data)
+    for bad in (np.inf, np.nan):
+        host[4, 3] = bad
+        accelerator.upload(host, data)
+        assert not accelerator.all_finite(data)
+
+
 def test_available_lists_the_cpu_first_and_resolve_accepts_names_and_objects():
     names = [d.name for d in available()]
     assert names[0] == "cpu" and all(n.startswith("cuda:") for n in names[1:])

@@ -115,6 +115,30 @@ def test_overwrite_a_puts_the_factors_in_the_callers_fortran_matrix_as_scipy_doe
     np.testing.assert_array_equal(piv, piv_ref)
 
 
+def test_infinities_and_nans_are_found_on_the_device_with_scipys_error(monkeypatch):
+    """``check_finite`` runs on the device after the upload, not as a pass over the host matrix; SciPy's ValueError
+    comes first even where f2py would also reject a flag, as in SciPy."""
+    a_spd, a_gen = spd(24), general(24, 20)
+    a_spd[3, 5] = a_gen[7, 2] = np.nan
+
+    def no_host_pass(*args, **kwargs):
+        raise AssertionError("the host matrix was scanned for infinities and NaNs")
+
+    with hetlapack.using(path="gpu", devices=[EmulatedDevice(0)]):
+        with monkeypatch.context() as patched:
+            patched.setattr(np, "asarray_chkfinite", no_host_pass)
+            for call in (lambda: hl.cholesky(a_spd), lambda: hl.cho_factor(a_spd), lambda: hl.lu_factor(a_gen),
+                         lambda: hl.lu(a_gen), lambda: hl.qr(a_gen), lambda: hl.qr(a_gen, mode="r")):
+                with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+                    call()
+            lu, _ = hl.lu_factor(a_gen, check_finite=False)
+            assert np.isnan(lu).any()
+        with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+            hl.cholesky(a_spd, lower=2)
+    with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+        sl.cholesky(a_spd, lower=2)
+
+
 def test_scipy_errors_come_out_of_the_device():
     a = spd(40)
     a[25, 25] = -1.0

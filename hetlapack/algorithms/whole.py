@@ -2,8 +2,8 @@
 
 On a CUDA device the call is cuSOLVER's (through :class:`~hetlapack.devices.cuda.CudaDevice`); on an emulated
 accelerator it is LAPACK on the device's private memory, so CI runs every line of this path. The host matrix is
-uploaded as it lies (C- or Fortran-ordered: the device lays it out, so the host makes no working copy), factored
-there, and the results are downloaded into a Fortran-ordered host array: the matrix itself where it is a writable
+uploaded as it lies (C- or Fortran-ordered: the device lays it out, so the host makes no working copy), checked
+for infinities and NaNs there when asked (SciPy's ``check_finite`` without a pass over host memory), factored there, and the results are downloaded into a Fortran-ordered host array: the matrix itself where it is a writable
 Fortran-ordered array (the caller lets its input be overwritten by passing it writable), a new one otherwise.
 ``info`` codes are checked and raised as SciPy raises them (CuPy's own wrappers ignore them).
 """
@@ -16,9 +16,13 @@ from ..devices.base import Device
 from ._common import check_matrix
 
 
-def _upload(device: Device, a: np.ndarray):
+def _upload(device: Device, a: np.ndarray, check_finite: bool = False):
+    """``a`` in ``device``'s memory; with ``check_finite``, SciPy's ValueError if it holds an infinity or NaN."""
     data = device.empty(a.shape, a.dtype)
     device.upload(a, data)
+    if check_finite and not device.all_finite(data):
+        device.free(data)
+        raise ValueError("array must not contain infs or NaNs")
     return data
 
 
@@ -43,11 +47,11 @@ def _download(device: Device, data, shape: tuple[int, ...], dtype: np.dtype) -> 
     return host
 
 
-def potrf(a: np.ndarray, *, lower: bool, device: Device) -> np.ndarray:
+def potrf(a: np.ndarray, *, lower: bool, device: Device, check_finite: bool = False) -> np.ndarray:
     """The Cholesky factor of a host matrix in its ``lower`` (or upper) triangle, computed on ``device``; the other
-    triangle is the input's."""
+    triangle is the input's. ``check_finite`` as SciPy's."""
     check_matrix(a, "potrf", square=True)
-    data = _upload(device, a)
+    data = _upload(device, a, check_finite)
     info = device.potrf(data, lower)
     if info > 0:
         device.free(data)
@@ -55,11 +59,11 @@ def potrf(a: np.ndarray, *, lower: bool, device: Device) -> np.ndarray:
     return _factored(device, data, a)
 
 
-def getrf(a: np.ndarray, *, device: Device) -> tuple[np.ndarray, np.ndarray, int]:
+def getrf(a: np.ndarray, *, device: Device, check_finite: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
     """LU with partial pivoting of a host matrix on ``device``: the packed factors, 0-based LAPACK pivots (int32)
-    and ``info``."""
+    and ``info``. ``check_finite`` as SciPy's."""
     check_matrix(a, "getrf")
-    data = _upload(device, a)
+    data = _upload(device, a, check_finite)
     kmin = min(a.shape)
     piv = device.empty((kmin,), np.dtype(np.int32))
     info = device.getrf(data, piv) if kmin else 0
@@ -67,10 +71,11 @@ def getrf(a: np.ndarray, *, device: Device) -> tuple[np.ndarray, np.ndarray, int
     return lu, _download(device, piv, (kmin,), np.dtype(np.int32)) - 1, int(info)
 
 
-def geqrf(a: np.ndarray, *, device: Device) -> tuple[np.ndarray, np.ndarray]:
-    """Householder QR of a host matrix on ``device``: the factors in LAPACK storage and ``tau``."""
+def geqrf(a: np.ndarray, *, device: Device, check_finite: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Householder QR of a host matrix on ``device``: the factors in LAPACK storage and ``tau``. ``check_finite``
+    as SciPy's."""
     check_matrix(a, "geqrf")
-    data = _upload(device, a)
+    data = _upload(device, a, check_finite)
     tau = device.empty((min(a.shape),), a.dtype)
     device.geqrf(data, tau)
     qr = _factored(device, data, a)

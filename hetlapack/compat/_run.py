@@ -44,19 +44,21 @@ def _device(plan: Plan):
     return resolve(list(plan.devices))[0]
 
 
-def potrf(plan: Plan, a: np.ndarray, lower: bool, clean: bool, fortran: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def potrf(plan: Plan, a: np.ndarray, lower: bool, clean: bool, fortran: bool = False,
+          check_finite: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Cholesky of ``a`` (a Fortran working copy on the hybrid path, the matrix as it lies on the gpu path, any
     stack on the batched one) -> (c, info).
 
     On the hybrid and gpu paths a failure raises SciPy's LinAlgError instead of returning info; the gpu path writes
     its result into ``a`` only where ``a`` is writable and Fortran-ordered (see :mod:`hetlapack.algorithms.whole`).
     On the batched path, ``fortran`` writes Fortran-ordered matrices (SciPy's layout) instead of C-ordered ones
-    (NumPy's).
+    (NumPy's). ``check_finite`` makes the gpu path's device check ``a`` for infinities and NaNs (SciPy's
+    ValueError); the other paths' callers check first.
     """
     if plan.path == "batched":
         return _batched().potrf(a, lower=lower, clean=clean, fortran=fortran)
     if plan.path == "gpu":
-        a = _whole().potrf(a, lower=lower, device=_device(plan))
+        a = _whole().potrf(a, lower=lower, device=_device(plan), check_finite=check_finite)
     else:
         _algorithm("potrf").potrf(a, lower=lower, **_tiled_kwargs(plan))
     if clean:
@@ -66,13 +68,13 @@ def potrf(plan: Plan, a: np.ndarray, lower: bool, clean: bool, fortran: bool = F
 
 def getrf(plan: Plan, a: np.ndarray, fortran: bool = False,
           check_finite: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """LU with partial pivoting -> (lu, piv 0-based int32, info); ``fortran`` as for :func:`potrf`, and on the
-    batched path ``check_finite`` makes the kernel check ``a`` for infinities and NaNs as it reads it (the other
-    paths' callers check first)."""
+    """LU with partial pivoting -> (lu, piv 0-based int32, info); ``fortran`` as for :func:`potrf`, and
+    ``check_finite`` makes the batched kernel check ``a`` for infinities and NaNs as it reads it, and the gpu path's
+    device after the upload (the hybrid path's callers check first)."""
     if plan.path == "batched":
         return _batched().getrf(a, fortran=fortran, check_finite=check_finite)
     if plan.path == "gpu":
-        a, piv, info = _whole().getrf(a, device=_device(plan))
+        a, piv, info = _whole().getrf(a, device=_device(plan), check_finite=check_finite)
     else:
         piv, info = _algorithm("getrf").getrf(a, **_tiled_kwargs(plan))
     return a, piv, np.asarray(info)
@@ -84,12 +86,13 @@ def plu(lu: np.ndarray, piv: np.ndarray, permute_l: bool) -> tuple[np.ndarray, n
     return _batched().plu(lu, piv, permute_l=permute_l)
 
 
-def geqrf(plan: Plan, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Householder QR in LAPACK storage -> (qr, tau)."""
+def geqrf(plan: Plan, a: np.ndarray, check_finite: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Householder QR in LAPACK storage -> (qr, tau); ``check_finite`` on the gpu path as for :func:`getrf` (the
+    other paths' callers check first)."""
     if plan.path == "batched":
         return _batched().geqrf(a)
     if plan.path == "gpu":
-        return _whole().geqrf(a, device=_device(plan))
+        return _whole().geqrf(a, device=_device(plan), check_finite=check_finite)
     return a, _algorithm("geqrf").geqrf(a, **_tiled_kwargs(plan))
 
 
@@ -109,7 +112,7 @@ def qr(plan: Plan, a: np.ndarray, ncols: int, rows: int, fortran: bool = False,
     ``check_finite`` as for :func:`getrf`."""
     if plan.path == "batched":
         return _batched().qr(a, ncols, rows, fortran=fortran, check_finite=check_finite)
-    packed, tau = geqrf(plan, a)
+    packed, tau = geqrf(plan, a, check_finite)
     r = np.triu(packed[..., :rows, :])
     return (orgqr(plan, packed, tau, ncols) if ncols else None), r
 

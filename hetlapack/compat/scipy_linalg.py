@@ -77,10 +77,15 @@ def _operand(plan: Plan, a1: np.ndarray, original, dtype: np.dtype, overwrite_a:
     return working_copy(a1, original, dtype, overwrite_a)
 
 
+#: Paths that check their input for infinities and NaNs where they read it (``_run``'s ``check_finite``): the batched
+#: kernels as they gather each chunk (LU and QR), the gpu path's device after the upload.
+_CHECKED_WHERE_READ = frozenset({"batched", "gpu"})
+
+
 def _kernel_checked(plan: Plan, arr, check_finite: bool) -> np.ndarray:
-    """SciPy's entry conversion for LU and QR, whose batched kernels check for infinities and NaNs themselves as
-    they read the stack: ``asarray_chkfinite`` on the other paths only."""
-    return validated(arr, check_finite and plan.path != "batched")
+    """SciPy's entry conversion for LU and QR: ``asarray_chkfinite`` on the paths that do not check where they
+    read the matrix."""
+    return validated(arr, check_finite and plan.path not in _CHECKED_WHERE_READ)
 
 
 def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool):
@@ -88,9 +93,15 @@ def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool
     plan, arr, dtype = _plan("potrf", a)
     if plan.path == "host":
         return None, plan, arr
-    a1 = validated(arr, check_finite)
-    factor_lower = potrf_lower(dtype, lower, overwrite_a)
-    c, info = _run.potrf(plan, _operand(plan, a1, a, dtype, bool(overwrite_a)), factor_lower, clean, fortran=True)
+    on_device = plan.path == "gpu"
+    a1 = validated(arr, check_finite and not on_device)
+    try:
+        factor_lower = potrf_lower(dtype, lower, overwrite_a)
+    except Exception:
+        validated(arr, check_finite)  # SciPy checks finiteness before f2py reads the flags
+        raise
+    c, info = _run.potrf(plan, _operand(plan, a1, a, dtype, bool(overwrite_a)), factor_lower, clean, fortran=True,
+                         check_finite=check_finite and on_device)
     failure = _first_failure(info)
     if failure is not None:
         raise LinAlgError(_NOT_PD.format(failure[1]))

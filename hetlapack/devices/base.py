@@ -105,6 +105,11 @@ class Device(abc.ABC):
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         """An uninitialized Fortran-ordered array in this device's memory."""
 
+    def all_finite(self, a: Any) -> bool:
+        """Whether ``a`` (in this device's memory) holds no infinity or NaN: SciPy's ``check_finite`` made where the
+        matrix is, instead of in a pass over host memory."""
+        return bool(np.isfinite(a).all())
+
     # --- tile kernels (in place) ----------------------------------------------------------------------------
     @abc.abstractmethod
     def potrf(self, a: Any, lower: bool) -> int:

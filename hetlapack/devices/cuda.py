@@ -116,6 +116,9 @@ class CudaDevice(Device):
         with self._device:
             return self.cupy.empty(shape, dtype=dtype, order="F")
 
+    def all_finite(self, a) -> bool:
+        return bool(self._run(lambda: self.cupy.isfinite(a).all()))
+
     def to_device(self, host: np.ndarray) -> Any:
         return self._run(lambda: self.cupy.asfortranarray(self.cupy.asarray(host)))
 
