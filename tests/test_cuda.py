@@ -134,5 +134,7 @@ def test_a_whole_matrix_uploads_as_it_lies(device, monkeypatch, layout):
     device.upload(host, data)
     assert np.array_equal(data, host) and data.flags.f_contiguous and device.all_finite(data)
     assert (sent[0] is host) == (layout != "strided")
+    device.zero_other_triangle(data, lower=False)
+    assert np.array_equal(data, np.triu(host))
     data[2, 3] = np.nan
     assert not device.all_finite(data)

@@ -169,6 +169,16 @@ def test_a_c_ordered_matrix_uploads_as_it_lies_and_is_checked_for_nans_where_it_
         assert not accelerator.all_finite(data)
 
 
+@pytest.mark.parametrize("lower", [True, False])
+def test_the_other_triangle_of_a_factor_is_zeroed_where_it_is(accelerator, cpu, lower):
+    """Blocks of 512 columns: an order of 1100 has a partial last block."""
+    host = general(1100, 1100, seed=3)
+    for device in (cpu, accelerator):
+        mirror = Mirror(device, host)
+        device.zero_other_triangle(mirror.data, lower)
+        assert np.array_equal(mirror.fetch(), np.tril(host) if lower else np.triu(host))
+
+
 def test_available_lists_the_cpu_first_and_resolve_accepts_names_and_objects():
     names = [d.name for d in available()]
     assert names[0] == "cpu" and all(n.startswith("cuda:") for n in names[1:])

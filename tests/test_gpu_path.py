@@ -11,7 +11,7 @@ import scipy.linalg as sl
 
 import hetlapack
 import hetlapack.linalg as hl
-from hetlapack.compat import numpy_linalg
+from hetlapack.compat import _run, numpy_linalg
 from hetlapack.devices import EmulatedDevice, available
 from hetlapack.dispatch import model
 from hetlapack.testing import general, spd
@@ -101,6 +101,19 @@ def test_the_callers_matrix_is_uploaded_as_it_lies_and_never_written(order):
     np.testing.assert_allclose(lu, lu_ref, atol=tol)
     np.testing.assert_allclose(r, sl.qr(kept_gen, mode="r")[0], atol=tol)
     assert c.flags.f_contiguous and lu.flags.f_contiguous
+
+
+def test_the_other_triangle_is_zeroed_on_the_device(monkeypatch):
+    def no_host_pass(*args, **kwargs):
+        raise AssertionError("the factor's other triangle was zeroed on the host")
+
+    monkeypatch.setattr(_run, "zero_other_triangle", no_host_pass)
+    a = spd(45)
+    with hetlapack.using(path="gpu", devices=[EmulatedDevice(0)]):
+        for lower in (False, True):
+            np.testing.assert_allclose(hl.cholesky(a, lower=lower), sl.cholesky(a, lower=lower), atol=1e-12)
+        c, _ = hl.cho_factor(a)
+    np.testing.assert_array_equal(np.tril(c, -1), np.tril(a, -1))
 
 
 def test_overwrite_a_puts_the_factors_in_the_callers_fortran_matrix_as_scipy_does():

@@ -47,15 +47,18 @@ def _download(device: Device, data, shape: tuple[int, ...], dtype: np.dtype) -> 
     return host
 
 
-def potrf(a: np.ndarray, *, lower: bool, device: Device, check_finite: bool = False) -> np.ndarray:
+def potrf(a: np.ndarray, *, lower: bool, device: Device, clean: bool = False,
+          check_finite: bool = False) -> np.ndarray:
     """The Cholesky factor of a host matrix in its ``lower`` (or upper) triangle, computed on ``device``; the other
-    triangle is the input's. ``check_finite`` as SciPy's."""
+    triangle is zeroed there if ``clean``, else the input's. ``check_finite`` as SciPy's."""
     check_matrix(a, "potrf", square=True)
     data = _upload(device, a, check_finite)
     info = device.potrf(data, lower)
     if info > 0:
         device.free(data)
         raise np.linalg.LinAlgError(f"{info}-th leading minor of the array is not positive definite")
+    if clean:
+        device.zero_other_triangle(data, lower)
     return _factored(device, data, a)
 
 

@@ -95,12 +95,12 @@ def _cholesky(name: str, a, lower, overwrite_a, check_finite, clean: bool):
         if failure is not None:
             raise LinAlgError(_NOT_PD.format(failure[1]))
         return plan, fortran_matrices(c, xp), lower
-    c = _on_device(xp, a1)
-    info = _device(plan.devices[0]).potrf(c, lower)
+    c, device = _on_device(xp, a1), _device(plan.devices[0])
+    info = device.potrf(c, lower)
     if info > 0:
         raise LinAlgError(_NOT_PD.format(info))
     if clean:
-        c = xp.tril(c) if lower else xp.triu(c)
+        device.zero_other_triangle(c, lower)
     return plan, c, lower
 
 

@@ -10,6 +10,7 @@ import importlib
 
 import numpy as np
 
+from ..devices.base import zero_other_triangle
 from ..dispatch import Plan
 
 
@@ -58,11 +59,11 @@ def potrf(plan: Plan, a: np.ndarray, lower: bool, clean: bool, fortran: bool = F
     if plan.path == "batched":
         return _batched().potrf(a, lower=lower, clean=clean, fortran=fortran)
     if plan.path == "gpu":
-        a = _whole().potrf(a, lower=lower, device=_device(plan), check_finite=check_finite)
+        a = _whole().potrf(a, lower=lower, clean=clean, device=_device(plan), check_finite=check_finite)
     else:
         _algorithm("potrf").potrf(a, lower=lower, **_tiled_kwargs(plan))
-    if clean:
-        zero_other_triangle(a, lower)
+        if clean:
+            zero_other_triangle(a, lower)
     return a, np.zeros((), dtype=np.int32)
 
 
@@ -128,20 +129,3 @@ def getrs(plan: Plan, lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: int
     as it reads it (SciPy's ``lu_solve`` checks ``b`` only)."""
     return _batched().getrs(lu, piv, b, trans=trans, fortran=True, check_finite=check_finite)
 
-
-_ZERO_BLOCK = 512
-
-
-def zero_other_triangle(a: np.ndarray, lower: bool) -> None:
-    """Zero the triangle a Cholesky factor does not use, in place, a block of columns at a time: the part off the
-    diagonal block is a plain fill, so only the diagonal blocks pass through ``tril``/``triu``."""
-    n = a.shape[-1]
-    for start in range(0, n, _ZERO_BLOCK):
-        stop = min(start + _ZERO_BLOCK, n)
-        diagonal = a[..., start:stop, start:stop]
-        if lower:
-            a[..., :start, start:stop] = 0
-            diagonal[...] = np.tril(diagonal)
-        else:
-            a[..., stop:, start:stop] = 0
-            diagonal[...] = np.triu(diagonal)

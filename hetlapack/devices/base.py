@@ -14,6 +14,26 @@ from typing import Any
 
 import numpy as np
 
+#: Columns per block of :func:`zero_other_triangle`.
+_ZERO_BLOCK = 512
+
+
+def zero_other_triangle(a: Any, lower: bool, xp: Any = np) -> None:
+    """Zero, in place, the triangle a ``lower`` (else upper) Cholesky factor does not use, a block of columns at a
+    time: the part off the diagonal block is a plain fill, so only the diagonal blocks pass through ``tril`` /
+    ``triu`` (of ``xp``, the array's module: NumPy or CuPy)."""
+    n = a.shape[-1]
+    for start in range(0, n, _ZERO_BLOCK):
+        stop = min(start + _ZERO_BLOCK, n)
+        diagonal = a[..., start:stop, start:stop]
+        if lower:
+            a[..., :start, start:stop] = 0
+            diagonal[...] = xp.tril(diagonal)
+        else:
+            a[..., stop:, start:stop] = 0
+            diagonal[...] = xp.triu(diagonal)
+
+
 #: Kernel classes of the capability model (seed 000 §6.3: one weight per device per BLAS level).
 KERNEL_CLASSES = ("blas3", "panel", "memory")
 
@@ -104,6 +124,11 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         """An uninitialized Fortran-ordered array in this device's memory."""
+
+    def zero_other_triangle(self, a: Any, lower: bool) -> None:
+        """Zero the triangle of the square ``a`` (in this device's memory) that a ``lower`` (else upper) Cholesky
+        factor does not use."""
+        zero_other_triangle(a, lower)
 
     def all_finite(self, a: Any) -> bool:
         """Whether ``a`` (in this device's memory) holds no infinity or NaN: SciPy's ``check_finite`` made where the

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ._lapack_pointers import PREFIX, ROUTINE_NAME
-from .base import Device
+from .base import Device, zero_other_triangle
 from .calibration import load_capability
 
 #: cuBLAS fill modes (``cublasFillMode_t``).
@@ -115,6 +115,9 @@ class CudaDevice(Device):
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         with self._device:
             return self.cupy.empty(shape, dtype=dtype, order="F")
+
+    def zero_other_triangle(self, a, lower: bool) -> None:
+        self._run(lambda: zero_other_triangle(a, lower, self.cupy))
 
     def all_finite(self, a) -> bool:
         return bool(self._run(lambda: self.cupy.isfinite(a).all()))
