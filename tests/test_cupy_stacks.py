@@ -234,6 +234,7 @@ def test_a_single_matrix_takes_the_gpu_path(xp):
     b = general(50, 3, dtype=np.complex128, seed=12)
     c = hl.cholesky(xp.asarray(a_spd), lower=True)
     assert type(c) is type(xp.asarray(a_spd)) and cholesky_residual(a_spd, host(c), True) < 50
+    assert not np.triu(host(c), 1).any()
     assert solve_residual(a_spd, host(hl.cho_solve(hl.cho_factor(xp.asarray(a_spd)), xp.asarray(a_spd[:, :2]))),
                           a_spd[:, :2]) < 50
     lu, piv = hl.lu_factor(xp.asarray(a_gen))

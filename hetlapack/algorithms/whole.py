@@ -3,7 +3,8 @@
 On a CUDA device the call is cuSOLVER's (through :class:`~hetlapack.devices.cuda.CudaDevice`); on an emulated
 accelerator it is LAPACK on the device's private memory, so CI runs every line of this path. The host matrix is
 uploaded as it lies (C- or Fortran-ordered: the device lays it out, so the host makes no working copy), checked
-for infinities and NaNs there when asked (SciPy's ``check_finite`` without a pass over host memory), factored there, and the results are downloaded into a Fortran-ordered host array: the matrix itself where it is a writable
+for infinities and NaNs there when asked (SciPy's ``check_finite`` without a pass over host memory), factored
+there, and the results are downloaded into a Fortran-ordered host array: the matrix itself where it is a writable
 Fortran-ordered array (the caller lets its input be overwritten by passing it writable), a new one otherwise.
 ``info`` codes are checked and raised as SciPy raises them (CuPy's own wrappers ignore them).
 """
