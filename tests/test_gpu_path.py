@@ -77,12 +77,21 @@ def _recording_uploads(device: EmulatedDevice) -> list[np.ndarray]:
     return sent
 
 
-@pytest.mark.parametrize("order", ["C", "F"])
-def test_the_callers_matrix_is_uploaded_as_it_lies_and_never_written(order):
+def _laid_out(m: np.ndarray, layout: str) -> np.ndarray:
+    """``m`` C- or Fortran-ordered, or as a strided view (every other row and column of a larger array)."""
+    if layout == "strided":
+        wide = np.zeros((2 * m.shape[0], 2 * m.shape[1]), dtype=m.dtype)
+        wide[::2, ::2] = m
+        return wide[::2, ::2]
+    return np.asarray(m, order=layout)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_the_callers_matrix_is_uploaded_as_it_lies_and_never_written(layout):
     """No working copy on the host: the device reads the caller's array itself, through a read-only view."""
     device = EmulatedDevice(0)
     sent = _recording_uploads(device)
-    a_spd, a_gen = (np.asarray(m, order=order) for m in (spd(41), general(37, 29)))
+    a_spd, a_gen = (_laid_out(m, layout) for m in (spd(41), general(37, 29)))
     kept_spd, kept_gen = a_spd.copy(), a_gen.copy()
     with hetlapack.using(path="gpu", devices=[device]):
         c = hl.cholesky(a_spd)
