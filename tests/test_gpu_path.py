@@ -173,6 +173,22 @@ def test_scipy_errors_come_out_of_the_device():
             hl.lu_factor(singular)
 
 
+def test_a_matrix_larger_than_the_accelerators_memory_does_not_take_the_gpu_path():
+    """The gpu path holds the matrix whole; where the accelerator's memory cannot, dispatch says so and a forced gpu
+    path raises, while the hybrid path streams the tiles through that memory."""
+    a = spd(200)
+    small = EmulatedDevice(0, memory_bytes=a.nbytes // 4)
+    with hetlapack.using(devices=["cpu", small]):
+        plan = hetlapack.explain("cholesky", a)
+    assert "does not fit emulated:0's memory" in plan.unavailable["gpu"] and "gpu" not in plan.predicted_s
+    with hetlapack.using(path="gpu", devices=[small]), pytest.raises(ValueError, match="cannot be honoured.*not fit"):
+        hl.cholesky(a)
+    with hetlapack.using(path="hybrid", devices=["cpu", small], tile=50):
+        np.testing.assert_allclose(hl.cholesky(a), sl.cholesky(a), atol=1e-12)
+    with hetlapack.using(devices=["cpu", EmulatedDevice(0, memory_bytes=a.nbytes)]):
+        assert "gpu" not in hetlapack.explain("cholesky", a).unavailable
+
+
 def test_dispatch_prices_the_gpu_path_and_says_why_it_is_unavailable():
     a = np.empty((2000, 2000))
     with hetlapack.using(devices=["cpu", EmulatedDevice(0)]):

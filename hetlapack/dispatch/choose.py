@@ -152,8 +152,8 @@ def _gpu_unavailable(req: Request, options: Options, gpus: tuple[str, ...] | Non
         return "it factorizes one matrix; stacks go to the batched or host path"
     if req.features:
         return f"{', '.join(req.features)} is implemented on the host path only"
-    if _accelerators(options, gpus):
-        return None
+    if accelerators := _accelerators(options, gpus):
+        return _does_not_fit(req, accelerators[0])
     if options.devices is not None:
         return "the devices given include no accelerator"
     if gpus is None:
@@ -161,6 +161,18 @@ def _gpu_unavailable(req: Request, options: Options, gpus: tuple[str, ...] | Non
                 f"{model.RUNTIME_CALL_OVERHEAD_S * 1e3:g} ms that any device path costs")
     hardware = detect() if _module_present("cupy") else None
     return hardware.gpu_reason if hardware else "CuPy is not installed (pip install 'hetlapack[gpu]')"
+
+
+def _does_not_fit(req: Request, accelerator) -> str | None:
+    """Why the gpu path cannot hold ``req``'s matrix whole in ``accelerator``'s memory (the capacity the runtime
+    would give it: 90% of its free memory, or its ``memory_bytes``); ``None`` when it fits or has no known limit."""
+    capacity = model.modeled((accelerator,))[0].memory_bytes
+    need = math.prod(req.shape) * req.dtype.itemsize
+    if capacity is None or need <= capacity:
+        return None
+    name = getattr(accelerator, "name", accelerator)
+    return (f"the matrix ({need / 1e9:.3g} GB) does not fit {name}'s memory ({capacity / 1e9:.3g} GB usable): the "
+            f"gpu path holds it whole, the hybrid path streams its tiles")
 
 
 _PREDICTORS: dict[str, Callable[[Request], float]] = {
