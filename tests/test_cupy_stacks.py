@@ -58,8 +58,8 @@ def _simulated(function):
 def simulated_cupy() -> types.ModuleType:
     """The stand-in ``cupy`` module: the NumPy functions hetlapack's CuPy route calls, returning SimulatedArrays."""
     module = types.ModuleType("cupy")
-    for name in ("array", "asarray", "ascontiguousarray", "atleast_2d", "broadcast_to", "conj", "empty", "isfinite",
-                 "moveaxis", "swapaxes", "tril", "triu", "zeros"):
+    for name in ("array", "asarray", "ascontiguousarray", "atleast_2d", "broadcast_to", "conj", "copyto", "empty",
+                 "isfinite", "moveaxis", "ones", "swapaxes", "tril", "triu", "zeros"):
         setattr(module, name, _simulated(getattr(np, name)))
     module.simulated = True
     return module

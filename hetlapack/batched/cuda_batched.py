@@ -49,7 +49,8 @@ def _column_major_stack(cupy, stack):
 
 
 def _potrf_library(a, lower: bool, clean: bool):
-    """cuSOLVER ``potrfBatched``; it uses the other triangle as workspace, so that triangle is restored after."""
+    """cuSOLVER ``potrfBatched``; it uses the other triangle as workspace, so that triangle is restored after. The
+    factors are returned in the column-major copy cuSOLVER wrote (Fortran-ordered matrices, SciPy's layout)."""
     cupy, cusolver = _libraries()
     n = a.shape[-1]
     stack = a.reshape((math.prod(a.shape[:-2]), n, n))
@@ -58,8 +59,9 @@ def _potrf_library(a, lower: bool, clean: bool):
     routine = getattr(cusolver, PREFIX[a.dtype.char] + "potrfBatched")
     uplo = FILL_LOWER if lower else FILL_UPPER
     routine(cupy.cuda.device.get_cusolver_handle(), uplo, n, pointers.data.ptr, n, info.data.ptr, stack.shape[0])
-    keep = cuda_kernels.factor_triangle(cupy, cupy.swapaxes(work, -1, -2), stack, lower=lower, clean=clean)
-    return keep.reshape(a.shape), info.reshape(a.shape[:-2])
+    factor = cupy.swapaxes(work, -1, -2)
+    cuda_kernels.factor_triangle(cupy, factor, stack, lower=lower, clean=clean)
+    return factor.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
 def _getrf_each(a):

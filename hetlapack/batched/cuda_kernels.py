@@ -32,6 +32,7 @@ import numba
 import numpy as np
 from numba import cuda
 
+from ..devices.base import zero_other_triangle
 from .kernels import INDEX_DTYPE
 
 #: Threads per block of the one-thread-per-matrix kernels, and the target of the LU kernel's 2-D blocks: enough
@@ -122,12 +123,15 @@ def _potrf_interleaved(a, info):
 
 
 def factor_triangle(xp: ModuleType, factor, stack, *, lower: bool, clean: bool):
-    """The ``lower`` (else upper) triangle of ``factor``; the other triangle zero when ``clean``, else ``stack``'s
-    (the input's, as ``cho_factor`` leaves it)."""
-    keep = xp.tril(factor) if lower else xp.triu(factor)
-    if not clean:
-        keep = keep + (xp.triu(stack, 1) if lower else xp.tril(stack, -1))
-    return keep
+    """Make the other triangle of the ``lower`` (else upper) factors in ``factor`` zero when ``clean``, else
+    ``stack``'s (the input's, as ``cho_factor`` leaves it), in place: no new array, and ``factor``'s layout kept
+    (cuSOLVER's column-major matrices are SciPy's Fortran-ordered output as they are)."""
+    if clean:
+        zero_other_triangle(factor, lower, xp)
+        return
+    n = factor.shape[-1]
+    other = xp.triu(xp.ones((n, n), dtype=bool), 1) if lower else xp.tril(xp.ones((n, n), dtype=bool), -1)
+    xp.copyto(factor, stack, where=other)
 
 
 def potrf(a, *, lower: bool, clean: bool):
@@ -144,8 +148,8 @@ def potrf(a, *, lower: bool, clean: bool):
         launch(_potrf_interleaved, blocks, THREADS_PER_BLOCK, xp, interleaved, info)
     factor = xp.moveaxis(interleaved, -1, 0)
     factor = factor if lower else xp.conj(xp.swapaxes(factor, -1, -2))
-    keep = factor_triangle(xp, factor, stack, lower=lower, clean=clean)
-    return xp.ascontiguousarray(keep).reshape(a.shape), info.reshape(a.shape[:-2])
+    factor_triangle(xp, factor, stack, lower=lower, clean=clean)
+    return xp.ascontiguousarray(factor).reshape(a.shape), info.reshape(a.shape[:-2])
 
 
 def _lu_shared_bytes(m: int, n: int, itemsize: int) -> int:
