@@ -91,6 +91,11 @@ def host(x) -> np.ndarray:
     return x.get()
 
 
+def fortran_ordered(x) -> bool:
+    """Whether every matrix of the stack ``x`` is Fortran-ordered, as SciPy's batch loop leaves LAPACK's results."""
+    return x.strides[-2] == x.itemsize and x.strides[-1] == x.shape[-2] * x.itemsize
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize(("n", "lower"), [(4, True), (5, False), (24, True)])
 def test_cholesky_and_cho_factor_of_a_stack(xp, dtype, n, lower):
@@ -99,6 +104,7 @@ def test_cholesky_and_cho_factor_of_a_stack(xp, dtype, n, lower):
     c = hl.cholesky(stack, lower=lower)
     factor, flags = hl.cho_factor(stack, lower=lower)
     assert type(c) is type(stack) and c.dtype == dtype and c.shape == a.shape
+    assert fortran_ordered(c) and fortran_ordered(factor)
     np.testing.assert_array_equal(host(stack), a)
     c, factor = host(c), host(factor)
     triangle, other = (np.tril, np.triu) if lower else (np.triu, np.tril)
@@ -137,6 +143,7 @@ def test_lu_factor_of_a_stack_has_lapacks_pivots(xp, dtype, shape):
     stack = xp.asarray(a)
     lu, piv = hl.lu_factor(stack)
     assert type(lu) is type(piv) is type(stack) and piv.dtype == np.int32 and lu.dtype == dtype
+    assert fortran_ordered(lu)
     np.testing.assert_array_equal(host(stack), a)
     lu, piv = host(lu), host(piv)
     for index in range(len(a)):

@@ -220,16 +220,18 @@ def _getrf_kernel(m: int, n: int, slots: int, dtype: np.dtype):
                     work[slot, row, j] -= factor * work[slot, source, j]
             cuda.syncthreads()
         if active:
-            # the delayed swaps: row i of the result is the row that ended at position i, written together
-            for element in range(row, m * n, m):
-                out[matrix, element // n, element % n] = work[slot, row_at[slot, element // n], element % n]
+            # the delayed swaps: row i of the result is the row that ended at position i; the threads write a
+            # column together (consecutive addresses of the Fortran-ordered result)
+            for j in range(n):
+                out[matrix, row, j] = work[slot, row_at[slot, row], j]
 
     return getrf_shared
 
 
 def getrf(a):
-    """LU with partial pivoting of a stack ``(..., m, n)`` on the GPU: packed ``lu`` (C-ordered matrices), 0-based
-    LAPACK pivots (int32) and ``info`` per matrix; same contract as :func:`hetlapack.batched.kernels.getrf`.
+    """LU with partial pivoting of a stack ``(..., m, n)`` on the GPU: packed ``lu`` (Fortran-ordered matrices,
+    SciPy's layout), 0-based LAPACK pivots (int32) and ``info`` per matrix; same contract as
+    :func:`hetlapack.batched.kernels.getrf`.
 
     Raises ``ValueError`` when one matrix does not fit a block (see :func:`lu_kernel_fits`).
     """
@@ -238,7 +240,7 @@ def getrf(a):
     if not lu_kernel_fits(m, n, a.dtype):
         raise ValueError(f"a {m}x{n} {a.dtype} matrix does not fit one LU thread block")
     stack = xp.ascontiguousarray(a.reshape((math.prod(a.shape[:-2]), m, n)))
-    out = xp.empty(stack.shape, dtype=a.dtype)
+    out = xp.swapaxes(xp.empty((stack.shape[0], n, m), dtype=a.dtype), -1, -2)
     piv = xp.empty((stack.shape[0], min(m, n)), dtype=INDEX_DTYPE)
     info = xp.zeros(stack.shape[0], dtype=INDEX_DTYPE)
     if out.size:
