@@ -28,24 +28,17 @@ def _upload(device: Device, a: np.ndarray, check_finite: bool = False):
 
 
 def _result(a: np.ndarray) -> np.ndarray:
-    """The host array the factors are downloaded into: ``a`` itself when it is writable and Fortran-ordered, else a
-    new Fortran-ordered array."""
+    """The host array the factors of ``a`` are downloaded into: ``a`` itself when it is writable and
+    Fortran-ordered, else a new Fortran-ordered array."""
     return a if a.flags.writeable and a.flags.f_contiguous else np.empty(a.shape, a.dtype, order="F")
 
 
-def _factored(device: Device, data, a: np.ndarray) -> np.ndarray:
-    """Download the factored matrix ``data`` into :func:`_result` of ``a`` and free it."""
-    out = _result(a)
+def _download(device: Device, data, out: np.ndarray | None = None) -> np.ndarray:
+    """Copy the device array ``data`` into ``out`` (a new Fortran-ordered host array by default) and free it."""
+    out = np.empty(data.shape, data.dtype, order="F") if out is None else out
     device.to_host(data, out)
     device.free(data)
     return out
-
-
-def _download(device: Device, data, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    host = np.empty(shape, dtype=dtype, order="F")
-    device.to_host(data, host)
-    device.free(data)
-    return host
 
 
 def potrf(a: np.ndarray, *, lower: bool, device: Device, clean: bool = False,
@@ -60,7 +53,7 @@ def potrf(a: np.ndarray, *, lower: bool, device: Device, clean: bool = False,
         raise np.linalg.LinAlgError(f"{info}-th leading minor of the array is not positive definite")
     if clean:
         device.zero_other_triangle(data, lower)
-    return _factored(device, data, a)
+    return _download(device, data, _result(a))
 
 
 def getrf(a: np.ndarray, *, device: Device, check_finite: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
@@ -71,8 +64,7 @@ def getrf(a: np.ndarray, *, device: Device, check_finite: bool = False) -> tuple
     kmin = min(a.shape)
     piv = device.empty((kmin,), np.dtype(np.int32))
     info = device.getrf(data, piv) if kmin else 0
-    lu = _factored(device, data, a)
-    return lu, _download(device, piv, (kmin,), np.dtype(np.int32)) - 1, int(info)
+    return _download(device, data, _result(a)), _download(device, piv) - 1, int(info)
 
 
 def geqrf(a: np.ndarray, *, device: Device, check_finite: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -82,8 +74,7 @@ def geqrf(a: np.ndarray, *, device: Device, check_finite: bool = False) -> tuple
     data = _upload(device, a, check_finite)
     tau = device.empty((min(a.shape),), a.dtype)
     device.geqrf(data, tau)
-    qr = _factored(device, data, a)
-    return qr, _download(device, tau, (min(a.shape),), a.dtype)
+    return _download(device, data, _result(a)), _download(device, tau)
 
 
 def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, device: Device) -> np.ndarray:
@@ -99,4 +90,4 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, device: Device) -> np.
     data, taus = _upload(device, q), _upload(device, np.asarray(tau, dtype=qr.dtype))
     device.orgqr(data, taus)
     device.free(taus)
-    return _download(device, data, q.shape, q.dtype)
+    return _download(device, data, q)

@@ -77,15 +77,20 @@ def _operand(plan: Plan, a1: np.ndarray, original, dtype: np.dtype, overwrite_a:
     return working_copy(a1, original, dtype, overwrite_a)
 
 
-#: Paths that check their input for infinities and NaNs where they read it (``_run``'s ``check_finite``): the batched
-#: kernels as they gather each chunk (LU and QR), the gpu path's device after the upload.
-_CHECKED_WHERE_READ = frozenset({"batched", "gpu"})
+#: Paths that check their input for infinities and NaNs where they read it (``_run``'s ``check_finite``), by
+#: operation: the gpu path's device after the upload, and the batched LU and QR kernels as they gather each chunk
+#: (the batched Cholesky kernel reads one triangle, and SciPy checks both).
+_CHECKED_WHERE_READ = {"potrf": frozenset({"gpu"}), "getrf": frozenset({"batched", "gpu"}),
+                       "geqrf": frozenset({"batched", "gpu"})}
+
+
+def _checked_where_read(plan: Plan) -> bool:
+    return plan.path in _CHECKED_WHERE_READ[plan.op]
 
 
 def _kernel_checked(plan: Plan, arr, check_finite: bool) -> np.ndarray:
-    """SciPy's entry conversion for LU and QR: ``asarray_chkfinite`` on the paths that do not check where they
-    read the matrix."""
-    return validated(arr, check_finite and plan.path not in _CHECKED_WHERE_READ)
+    """SciPy's entry conversion: ``asarray_chkfinite`` on the paths that do not check where they read the matrix."""
+    return validated(arr, check_finite and not _checked_where_read(plan))
 
 
 def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool):
@@ -93,15 +98,14 @@ def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool
     plan, arr, dtype = _plan("potrf", a)
     if plan.path == "host":
         return None, plan, arr
-    on_device = plan.path == "gpu"
-    a1 = validated(arr, check_finite and not on_device)
+    a1 = _kernel_checked(plan, arr, check_finite)
     try:
         factor_lower = potrf_lower(dtype, lower, overwrite_a)
     except Exception:
         validated(arr, check_finite)  # SciPy checks finiteness before f2py reads the flags
         raise
     c, info = _run.potrf(plan, _operand(plan, a1, a, dtype, bool(overwrite_a)), factor_lower, clean, fortran=True,
-                         check_finite=check_finite and on_device)
+                         check_finite=check_finite and _checked_where_read(plan))
     failure = _first_failure(info)
     if failure is not None:
         raise LinAlgError(_NOT_PD.format(failure[1]))

@@ -129,9 +129,15 @@ def _kind(device) -> str:
     return device.kind if hasattr(device, "kind") else device
 
 
+def _gpu_probe():
+    """The hardware probe's findings where CuPy is installed, else ``None`` (the probe imports CuPy and starts
+    CUDA, once per process)."""
+    return detect() if _module_present("cupy") else None
+
+
 def _detected_gpus() -> tuple[str, ...]:
-    """``cuda:0 … cuda:N-1`` for the GPUs CuPy sees (the probe imports CuPy and starts CUDA, once per process)."""
-    hardware = detect() if _module_present("cupy") else None
+    """``cuda:0 … cuda:N-1`` for the GPUs CuPy sees."""
+    hardware = _gpu_probe()
     return tuple(f"cuda:{i}" for i in range(len(hardware.gpus))) if hardware else ()
 
 
@@ -159,7 +165,7 @@ def _gpu_unavailable(req: Request, options: Options, gpus: tuple[str, ...] | Non
     if gpus is None:
         return (f"no GPU was looked for: one LAPACK call on the host is predicted to finish within the "
                 f"{model.RUNTIME_CALL_OVERHEAD_S * 1e3:g} ms that any device path costs")
-    hardware = detect() if _module_present("cupy") else None
+    hardware = _gpu_probe()
     return hardware.gpu_reason if hardware else "CuPy is not installed (pip install 'hetlapack[gpu]')"
 
 
