@@ -93,10 +93,11 @@ def potrf_lower(dtype: np.dtype, lower, overwrite_a) -> bool:
 
 
 def potrs_lower(dtype: np.dtype, lower, overwrite_b) -> bool:
-    """:func:`potrf_lower` for SciPy's potrs call (``cho_solve``): the flag its factor's triangle is read by."""
+    """:func:`potrf_lower` for SciPy's potrs call (``cho_solve``): the flag its factor's triangle is read by. Read
+    as lower, the probe factor solves to ``[3, -1]``; read as upper, its upper triangle is the identity."""
     x, _ = get_lapack_funcs("potrs", dtype=dtype)(_PROBE_FACTOR.astype(dtype), _PROBE_RHS.astype(dtype), lower=lower,
                                                   overwrite_b=overwrite_b)
-    return bool(x[1] == 0)
+    return bool(x[1] != 1)
 
 
 def validated(a, check_finite: bool) -> np.ndarray:
