@@ -132,6 +132,27 @@ def test_empty_lists_and_zero_size_matrices():
     np.testing.assert_array_equal(q, np.eye(3))
 
 
+def _layout(result) -> tuple:
+    """Shapes and dtypes of a (possibly nested) result."""
+    return tuple(map(_layout, result)) if isinstance(result, tuple) else (result.shape, result.dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64, np.int64, np.float16, np.bool_], ids=str)
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0)])
+def test_empty_matrices_give_scipys_results(dtype, shape):
+    """Among other matrices, an empty one gets what SciPy returns for it: its dtype kept, Q the identity."""
+    empty, other = np.zeros(shape, dtype=dtype), np.eye(2)
+    for mode in ("full", "economic", "r", "raw"):
+        ours, theirs = batched.qr([empty, other], mode=mode)[0], sla.qr(empty, mode=mode)
+        assert _layout(ours) == _layout(theirs), mode
+        if mode in ("full", "economic"):
+            np.testing.assert_array_equal(ours[0], theirs[0])
+    (lu, piv), _ = batched.lu_factor([empty, other])
+    assert _layout((lu, piv)) == _layout(sla.lu_factor(empty))
+    if shape == (0, 0):
+        assert _layout(batched.cholesky([empty, other])[0]) == _layout(sla.cholesky(empty))
+
+
 def test_argument_errors_name_the_matrix():
     with pytest.raises(ValueError, match=r"^matrix 1: array must not contain infs or NaNs$"):
         batched.cholesky([np.eye(2), np.full((2, 2), np.nan)])

@@ -23,6 +23,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import scipy.linalg as sla
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 from scipy.linalg.blas import find_best_blas_type
@@ -41,20 +42,29 @@ def _lapack_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def _as_matrix(index: int, a) -> np.ndarray:
-    """One matrix as a 2-D array of its LAPACK dtype (no copy when it already is one)."""
+    """One matrix as a 2-D array of its LAPACK dtype (no copy when it already is one); an empty one keeps its dtype,
+    as SciPy's results for it do."""
     array = a if type(a) is np.ndarray else np.asarray(a)
     if array.ndim != 2:
         raise ValueError(f"matrix {index}: Input array needs to be 2D but received a {array.ndim}d-array.")
     dtype = _lapack_dtype(array.dtype)
-    return array if array.dtype == dtype else array.astype(dtype)
+    return array if array.dtype == dtype or not array.size else array.astype(dtype)
 
 
 def _prepare(matrices: Sequence) -> list[np.ndarray]:
     return [_as_matrix(index, a) for index, a in enumerate(matrices)]
 
 
+def _empty_results(arrays: list[np.ndarray], results: list, scipy_call: Callable) -> None:
+    """Fill the results of the empty matrices with SciPy's own (shapes and dtypes that no kernel computes)."""
+    for index, a in enumerate(arrays):
+        if not a.size:
+            results[index] = scipy_call(a)
+
+
 def _grouped_stacks(check_finite: bool, *arrays_per_matrix: list[np.ndarray]) -> list[tuple[list[int], list]]:
-    """Stacks of the matrices grouped by the shapes and dtypes of all their arrays (one kernel call a group).
+    """Stacks of the matrices grouped by the shapes and dtypes of all their arrays (one kernel call a group); a
+    single list of matrices leaves out the empty ones (:func:`_empty_results`).
 
     The finiteness check runs on whole stacks (per-matrix checks would cost more than the factorizations); a
     failure names the first matrix holding an inf or NaN, as SciPy's ``asarray_chkfinite`` message.
@@ -62,7 +72,8 @@ def _grouped_stacks(check_finite: bool, *arrays_per_matrix: list[np.ndarray]) ->
     groups: dict[tuple, list[int]] = defaultdict(list)
     if len(arrays_per_matrix) == 1:
         for index, a in enumerate(arrays_per_matrix[0]):
-            groups[a.shape, a.dtype.char].append(index)
+            if a.size:
+                groups[a.shape, a.dtype.char].append(index)
     else:
         for index, arrays in enumerate(zip(*arrays_per_matrix)):
             groups[tuple((a.shape, a.dtype.char) for a in arrays)].append(index)
@@ -128,6 +139,7 @@ def cholesky(matrices: Sequence, lower: bool = False, *, check_finite: bool = Tr
             raise ValueError(f"matrix {index}: Input array is expected to be square but has the shape: {a.shape}.")
     factors: list[np.ndarray] = [None] * len(arrays)  # type: ignore[list-item]
     info = np.zeros(len(arrays), dtype=kernels.INDEX_DTYPE)
+    _empty_results(arrays, factors, lambda a: sla.cholesky(a, lower=lower))
     for indices, (stack,) in _grouped_stacks(check_finite, arrays):
         c, group_info = kernels.potrf(stack, lower=lower, clean=True)
         info[indices] = group_info
@@ -182,6 +194,7 @@ def lu_factor(matrices: Sequence, *, check_finite: bool = True,
     arrays = _prepare(matrices)
     factors: list[tuple[np.ndarray, np.ndarray]] = [None] * len(arrays)  # type: ignore[list-item]
     info = np.zeros(len(arrays), dtype=kernels.INDEX_DTYPE)
+    _empty_results(arrays, factors, sla.lu_factor)
     for indices, (stack,) in _grouped_stacks(check_finite, arrays):
         lu, piv, group_info = kernels.getrf(stack)
         info[indices] = group_info
@@ -247,6 +260,7 @@ def qr(matrices: Sequence, mode: str = "full", *, check_finite: bool = True) -> 
         raise ValueError("Mode argument should be one of ['full', 'r', 'economic', 'raw']")
     arrays = _prepare(matrices)
     results: list[tuple] = [None] * len(arrays)  # type: ignore[list-item]
+    _empty_results(arrays, results, lambda a: sla.qr(a, mode=mode))
     for indices, (stack,) in _grouped_stacks(check_finite, arrays):
         for index, result in zip(indices, _qr_results(stack, mode)):
             results[index] = result
