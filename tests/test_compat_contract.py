@@ -192,6 +192,36 @@ def test_overwrite_a_allowed_works_in_place_on_hybrid():
     assert np.shares_memory(c, a)
 
 
+@pytest.mark.parametrize("path", [*SINGLE_PATHS, "batched"])
+@pytest.mark.parametrize("flag", [None, 0, "", 1.5, "yes", np.float64(1.0), np.True_, [1], 2], ids=repr)
+def test_overwrite_flags_are_accepted_and_refused_as_scipy_does(path, flag):
+    """SciPy hands f2py ``overwrite_a or copied`` (``overwrite_b`` alike): a false flag of any type is accepted, a
+    true one must be an integer; its ``lu`` only asks whether the flag is true."""
+    a = testing.spd(6) if path != "batched" else testing.spd(6, batch=(3,))
+    b = np.ones((*a.shape[:-1], 1))
+    calls = {
+        "cholesky": lambda m: m.cholesky(a.copy(), overwrite_a=flag),
+        "cho_factor": lambda m: m.cho_factor(a.copy(), overwrite_a=flag),
+        "lu_factor": lambda m: m.lu_factor(a.copy(), overwrite_a=flag),
+        "lu": lambda m: m.lu(a.copy(), overwrite_a=flag),
+        "qr": lambda m: m.qr(a.copy(), overwrite_a=flag),
+        "cho_solve": lambda m: m.cho_solve((sl.cholesky(a), False), b.copy(), overwrite_b=flag),
+        "lu_solve": lambda m: m.lu_solve(sl.lu_factor(a), b.copy(), overwrite_b=flag),
+    }
+    for name, call in calls.items():
+        try:
+            expected = call(sl)
+        except TypeError as error:
+            with on(path), pytest.raises(TypeError) as raised:
+                call(la)
+            assert str(raised.value) == str(error), name
+            continue
+        with on(path):
+            ours = call(la)
+        for x, y in zip(*((r,) if isinstance(r, np.ndarray) else r for r in (ours, expected))):
+            np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
 @pytest.mark.parametrize("path", SINGLE_PATHS)
 def test_non_contiguous_views(path):
     big = testing.spd(80, seed=2)

@@ -71,11 +71,12 @@ def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...]
 
 
 def check_flags(*flags) -> None:
-    """SciPy hands flags such as ``overwrite_a`` to f2py, which rejects non-integers with this TypeError; the
-    accelerated paths reject the same values the same way (``lower``, which f2py reads otherwise, goes through
-    :func:`potrf_lower` and :func:`potrs_lower`)."""
+    """SciPy hands f2py ``overwrite_a or copied`` (``overwrite_b`` alike), so f2py sees a flag's own value only when
+    it is true, and rejects a non-integer one with this TypeError; the accelerated paths reject the same values the
+    same way (``lower``, which f2py reads otherwise, goes through :func:`potrf_lower` and :func:`potrs_lower`)."""
     for flag in flags:
-        operator.index(flag)
+        if flag:
+            operator.index(flag)
 
 
 #: A 2 x 2 Hermitian positive definite matrix, its lower Cholesky factor, and a right-hand side: which triangle
@@ -87,8 +88,10 @@ def potrf_lower(dtype: np.dtype, lower, overwrite_a) -> bool:
     """``lower`` as SciPy's potrf call understands it. SciPy hands its flags to f2py, which converts them its own way
     (``lower=0.5`` and ``None`` mean upper, ``"1"`` lower) and raises its own errors (``lower=2``, ``overwrite_a=1.5``).
     The accelerated paths make no f2py call, so they let f2py read the flags on a 2 x 2 matrix: the same errors,
-    texts and meaning. Call it where SciPy's potrf call would be: after the finiteness check."""
-    c, _ = get_lapack_funcs("potrf", dtype=dtype)(_PROBE.astype(dtype), lower=lower, overwrite_a=overwrite_a, clean=1)
+    texts and meaning (a false ``overwrite_a`` reaches f2py as SciPy's ``overwrite_a or copied`` does, as a false
+    integer). Call it where SciPy's potrf call would be: after the finiteness check."""
+    c, _ = get_lapack_funcs("potrf", dtype=dtype)(_PROBE.astype(dtype), lower=lower, overwrite_a=overwrite_a or 0,
+                                                  clean=1)
     return bool(c[1, 0] != 0)
 
 
@@ -96,7 +99,7 @@ def potrs_lower(dtype: np.dtype, lower, overwrite_b) -> bool:
     """:func:`potrf_lower` for SciPy's potrs call (``cho_solve``): the flag its factor's triangle is read by. Read
     as lower, the probe factor solves to ``[3, -1]``; read as upper, its upper triangle is the identity."""
     x, _ = get_lapack_funcs("potrs", dtype=dtype)(_PROBE_FACTOR.astype(dtype), _PROBE_RHS.astype(dtype), lower=lower,
-                                                  overwrite_b=overwrite_b)
+                                                  overwrite_b=overwrite_b or 0)
     return bool(x[1] != 1)
 
 

@@ -366,6 +366,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     lu2, b2, vector, n = operands
     piv2 = np.broadcast_to(np.asarray(piv), lu2.shape[:-2] + (n,))
     x = _run.getrs(plan, lu2, piv2, b2, trans=trans, check_finite=check_finite)
+    check_flags(overwrite_b)  # where SciPy's getrs call reads it: after b's finiteness check
     return np.ascontiguousarray(x[..., 0]) if vector else x
 
 
@@ -419,7 +420,6 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     if plan.path == "host" or np.shape(arr)[-2:] == (1, 1):
         return _scipy["lu"](arr, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)
-    check_flags(overwrite_a)
     a1 = _kernel_checked(plan, arr, check_finite)
     packed, piv, _ = _run.getrf(plan, _operand(plan, a1, a, dtype, overwrite_a), check_finite=check_finite)
     return _p_l_u(packed, piv, permute_l, p_indices)
