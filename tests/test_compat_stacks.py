@@ -171,6 +171,21 @@ def test_check_finite_on_stacks(path, dtype, bad, where):
 
 
 @pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_unchecked_non_finite_diagonal_runs_through_the_factor_as_in_scipy(path, bad):
+    """With ``check_finite=False`` SciPy's potrf (OpenBLAS's) stops only at a diagonal entry <= 0: a NaN or an
+    infinity on the diagonal runs through the factor, and nothing is raised."""
+    a = testing.spd(6, seed=9, batch=(5,))
+    a[3, 2, 2] = bad
+    with hetlapack.using(path=path):
+        ours = la.cholesky(a, lower=True, check_finite=False)
+    theirs = sl.cholesky(a, lower=True, check_finite=False)
+    np.testing.assert_array_equal(np.isfinite(ours), np.isfinite(theirs))
+    finite = np.isfinite(theirs)
+    np.testing.assert_allclose(ours[finite], theirs[finite], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("path", PATHS)
 def test_singular_members_warn_and_return_factors(path):
     g = testing.general(6, seed=6, batch=(4,))
     g[2, :, 4:] = 0

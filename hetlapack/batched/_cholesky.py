@@ -54,9 +54,9 @@ def _factor_chunk(buf, info, recip, n, lanes):
                     buf[i, j, lane] -= buf[i, j - 1, lane] * np.conj(buf[j, j - 1, lane])
         for lane in range(lanes):
             diagonal = buf[j, j, lane].real
-            if not diagonal > 0.0 and info[lane] == 0:
+            if diagonal <= 0.0 and info[lane] == 0:  # OpenBLAS's potf2 test (SciPy's): a NaN runs through
                 info[lane] = j + 1
-            root = math.sqrt(diagonal) if diagonal > 0.0 else 1.0
+            root = 1.0 if diagonal <= 0.0 else math.sqrt(diagonal)
             buf[j, j, lane] = root
             recip[lane] = 1.0 / root
         for i in range(j + 1, n):

@@ -113,7 +113,7 @@ def _potrf_interleaved(a, info):
             for i in range(j, n):
                 a[i, j, matrix] -= a[i, k, matrix] * factor
         diagonal = a[j, j, matrix].real
-        if not diagonal > 0.0:
+        if diagonal <= 0.0:  # OpenBLAS's potf2 test (SciPy's): a NaN runs through
             info[matrix] = j + 1
             return
         root = math.sqrt(diagonal)
