@@ -80,6 +80,21 @@ def test_solves_broadcast_like_scipy(path, bshape):
 
 
 @pytest.mark.parametrize("path", PATHS)
+def test_solve_batch_mismatches_raise_scipys_error(path):
+    """SciPy broadcasts the batch dimensions of (lu, piv, b) and names a mismatch by argument position."""
+    a = testing.spd(3, seed=3, batch=(4,))
+    (lu, piv), c = sl.lu_factor(a), sl.cholesky(a)
+    calls = [lambda m: m.lu_solve((lu, piv), np.ones((5, 3, 1))), lambda m: m.lu_solve((lu, piv[:2]), np.ones((4, 3, 1))),
+             lambda m: m.cho_solve((c, False), np.ones((5, 3, 1)))]
+    for call in calls:
+        with pytest.raises(ValueError) as theirs:
+            call(sl)
+        with hetlapack.using(path=path), pytest.raises(ValueError) as ours:
+            call(la)
+        assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(5, 6, 6), (2, 3, 7, 4), (4, 4, 9), (3, 1, 1), (3, 5, 1)])
 @pytest.mark.parametrize("kwargs", [{}, {"permute_l": True}, {"p_indices": True}])

@@ -132,10 +132,10 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     return lu, piv - 1
 
 
-def _solve_input(name: str, op: str, factor, b, check_finite: bool):
+def _solve_input(name: str, op: str, factor, b, check_finite: bool, piv=None):
     """(plan, xp, factor, b as (..., n, k), whether b was a vector) by SciPy's batch rule for solves: ``b`` has two
-    core dimensions when ``b.ndim >= 2``, else one; batch dimensions broadcast. A NumPy operand is copied to the
-    factor's GPU."""
+    core dimensions when ``b.ndim >= 2``, else one; batch dimensions broadcast, in SciPy's order of arguments
+    (``lu``, ``piv``, ``b``). A NumPy operand is copied to the factor's GPU."""
     xp = _module(factor if is_cupy(factor) else b)
     factor, b = xp.asarray(factor), xp.asarray(b)
     if check_finite:
@@ -144,7 +144,8 @@ def _solve_input(name: str, op: str, factor, b, check_finite: bool):
     core_b = 1 if vector else 2
     if factor.ndim < 2 or factor.shape[-1] != factor.shape[-2] or b.ndim == 0 or factor.shape[-1] != b.shape[-core_b]:
         raise ValueError(f"incompatible dimensions ({tuple(factor.shape)} and {tuple(b.shape)})")
-    batch = np.broadcast_shapes(factor.shape[:-2], b.shape[:-core_b])
+    pivots = () if piv is None else (np.shape(piv)[:-1],)
+    batch = np.broadcast_shapes(factor.shape[:-2], *pivots, b.shape[:-core_b])
     _check_batch(name, batch)
     dtype = _lapack_dtype(np.result_type(factor.dtype, b.dtype))
     b2 = (b[..., None] if vector else b).astype(dtype, copy=False)
@@ -183,7 +184,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     if trans not in (0, 1, 2):
         raise ValueError("trans must be 0, 1 or 2")
     check_flags(overwrite_b)
-    plan, xp, lu1, b2, vector = _solve_input("_lu_solve", "getrs", lu, b, check_finite)
+    plan, xp, lu1, b2, vector = _solve_input("_lu_solve", "getrs", lu, b, check_finite, piv)
     pivots = xp.asarray(piv).astype(np.int32, copy=False)
     if plan.path == "batched":
         return _solution(xp, _batched().getrs(lu1, pivots, b2, trans=trans), vector)

@@ -207,15 +207,17 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     return c, lower
 
 
-def _batched_solve_operands(c, b, check_finite: bool):
-    """SciPy's batch rule for solves: ``b`` has 2 core dims when ``b.ndim >= 2``, else 1; batch dims broadcast."""
+def _batched_solve_operands(c, b, check_finite: bool, piv=None):
+    """SciPy's batch rule for solves: ``b`` has 2 core dims when ``b.ndim >= 2``, else 1; batch dims broadcast, in
+    SciPy's order of arguments (``lu``, ``piv``, ``b``: its error names them by position)."""
     c1 = validated(c, check_finite)
     b1 = validated(b, check_finite)
     vector = b1.ndim == 1
     core_b = 1 if vector else 2
     if c1.ndim < 2 or c1.shape[-1] != c1.shape[-2] or c1.shape[-1] != b1.shape[-core_b]:
         return None
-    batch = np.broadcast_shapes(c1.shape[:-2], b1.shape[:-core_b])
+    pivots = () if piv is None else (np.shape(piv)[:-1],)
+    batch = np.broadcast_shapes(c1.shape[:-2], *pivots, b1.shape[:-core_b])
     if batch == () or 0 in batch or b1.size == 0:
         return None
     dtype = np.dtype(find_best_blas_type((c1, b1))[1])
@@ -226,14 +228,14 @@ def _batched_solve_operands(c, b, check_finite: bool):
     return c2, b2, vector, n
 
 
-def _batched_solve(op: str, factor, b, check_finite: bool, supported: bool):
+def _batched_solve(op: str, factor, b, check_finite: bool, supported: bool, piv=None):
     """(plan, operands) when the solve runs on the batched kernels, else (None, None): SciPy's own call."""
     if not supported or np.ndim(b) == 0:
         return None, None
     plan = choose(request(op, factor)[0])
     if plan.path != "batched":
         return None, None
-    return plan, _batched_solve_operands(factor, b, check_finite)
+    return plan, _batched_solve_operands(factor, b, check_finite, piv)
 
 
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
@@ -360,7 +362,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     if is_cupy(lu) or is_cupy(b):
         return _on_gpu().lu_solve(lu_and_piv, b, trans, overwrite_b, check_finite)
     # SciPy checks b only: the batched kernel does so as it reads it, SciPy's own call checks itself
-    plan, operands = _batched_solve("getrs", lu, b, False, supported=trans in (0, 1, 2))
+    plan, operands = _batched_solve("getrs", lu, b, False, supported=trans in (0, 1, 2), piv=piv)
     if operands is None:
         return _scipy["lu_solve"](lu_and_piv, b, trans=trans, overwrite_b=overwrite_b, check_finite=check_finite)
     lu2, b2, vector, n = operands
