@@ -84,7 +84,8 @@ def test_solve_batch_mismatches_raise_scipys_error(path):
     """SciPy broadcasts the batch dimensions of (lu, piv, b) and names a mismatch by argument position."""
     a = testing.spd(3, seed=3, batch=(4,))
     (lu, piv), c = sl.lu_factor(a), sl.cholesky(a)
-    calls = [lambda m: m.lu_solve((lu, piv), np.ones((5, 3, 1))), lambda m: m.lu_solve((lu, piv[:2]), np.ones((4, 3, 1))),
+    calls = [lambda m: m.lu_solve((lu, piv), np.ones((5, 3, 1))),
+             lambda m: m.lu_solve((lu, piv[:2]), np.ones((4, 3, 1))),
              lambda m: m.cho_solve((c, False), np.ones((5, 3, 1)))]
     for call in calls:
         with pytest.raises(ValueError) as theirs:
