@@ -52,6 +52,25 @@ def test_qr_equal_numpy(path, mode, shape):
         np.testing.assert_allclose(x, y, atol=1e-12)
 
 
+@pytest.mark.parametrize("mode", ["full", "f", "economic", "e"])
+@pytest.mark.parametrize(("path", "shape"), [("host", (40, 40)), ("hybrid", (50, 21)), ("hybrid", (21, 50)),
+                                             ("host", (3, 21, 50)), ("batched", (3, 21, 50))])
+def test_deprecated_qr_modes_warn_at_the_caller_and_equal_numpy(path, shape, mode):
+    """NumPy's DeprecationWarning points at the code that called ``qr`` (so the default filters show it there), and
+    the results are NumPy's, strides included."""
+    a = testing.general(*shape, seed=8) if len(shape) == 2 else testing.general(*shape[1:], seed=8, batch=shape[:1])
+    with pytest.warns(DeprecationWarning) as ours_warned, hetlapack.using(path=path, tile=16):
+        ours = numpy_linalg.qr(a, mode=mode)
+    with pytest.warns(DeprecationWarning) as theirs_warned:
+        theirs = numpy_functions["qr"](a, mode=mode)
+    assert [w.filename for w in ours_warned] == [__file__]
+    assert [str(w.message) for w in ours_warned] == [str(w.message) for w in theirs_warned]
+    assert type(ours) is type(theirs)
+    for x, y in zip(*(o if isinstance(o, tuple) else (o,) for o in (ours, theirs))):
+        assert x.shape == y.shape and x.dtype == y.dtype and x.strides == y.strides
+        np.testing.assert_allclose(x, y, atol=1e-12)
+
+
 def test_unsupported_dtypes_keep_numpy_errors():
     with pytest.raises(TypeError, match="float16 is unsupported"):
         numpy_linalg.cholesky(np.eye(3, dtype=np.float16))

@@ -60,8 +60,12 @@ def test_unknown_path_and_bad_options_raise():
     with pytest.raises(ValueError, match="unknown path"):
         with hetlapack.using(path="fast"):
             pass
-    with pytest.raises(ValueError, match="tile must be a positive integer"):
-        with hetlapack.using(tile=0):
+    for tile in (0, True, 2.0):
+        with pytest.raises(ValueError, match="tile must be a positive integer"):
+            with hetlapack.using(tile=tile):
+                pass
+    with pytest.raises(ValueError, match="devices must name at least one device"):
+        with hetlapack.using(path="hybrid", devices=[]):
             pass
 
 

@@ -7,6 +7,8 @@ NEP-18 dispatch and NumPy's errors stay NumPy's.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from numpy.linalg import LinAlgError
 
@@ -16,6 +18,11 @@ from ._arrays import numpy_linalg_dtype, request, upload_operand
 from ._originals import numpy_functions as _numpy
 
 _ACCELERATED_QR_MODES = ("reduced", "complete", "r")
+
+#: NumPy's warnings for its deprecated ``qr`` modes, which the shim gives itself for an ndarray so that they point at
+#: the caller (as NumPy's do) and reach the user under the default filters, instead of pointing into this module.
+_FULL_DEPRECATED = "The 'full' option is deprecated in favor of 'reduced'.\nFor backward compatibility let mode default."
+_ECONOMIC_DEPRECATED = "The 'economic' option is deprecated."
 _NOT_PD = "Matrix is not positive definite"
 
 
@@ -148,6 +155,12 @@ def qr(a, mode="reduced"):
     >>> np.allclose(q @ r, a)
     True
     """
+    if type(a) is np.ndarray and mode in ("f", "full", "e", "economic"):
+        economic = mode in ("e", "economic")
+        warnings.warn(_ECONOMIC_DEPRECATED if economic else _FULL_DEPRECATED, DeprecationWarning, stacklevel=2)
+        if economic:
+            return np.swapaxes(_numpy["qr"](a, mode="raw")[0], -1, -2)  # NumPy's 'economic': 'raw''s h, untransposed
+        mode = "reduced"
     chosen = _plan("geqrf", a) if mode in _ACCELERATED_QR_MODES else None
     if chosen is None:
         return _numpy["qr"](a, mode=mode)

@@ -64,8 +64,10 @@ def using(
     ...     c = hetlapack.cholesky(np.eye(3) * 4)
     """
     _check_path(path, "using")
-    if tile is not None and (not isinstance(tile, int) or tile < 1):
+    if tile is not None and (isinstance(tile, bool) or not isinstance(tile, int) or tile < 1):
         raise ValueError(f"using: tile must be a positive integer, got {tile!r}")
+    if devices is not None and not len(devices):
+        raise ValueError("using: devices must name at least one device (None keeps the detected ones)")
     if placement is not None and placement not in ("owner", "capability"):
         raise ValueError(f"using: placement must be 'owner' or 'capability', got {placement!r}")
     if layout is not None and layout not in LAYOUTS:
