@@ -21,7 +21,8 @@ _ACCELERATED_QR_MODES = ("reduced", "complete", "r")
 
 #: NumPy's warnings for its deprecated ``qr`` modes, which the shim gives itself for an ndarray so that they point at
 #: the caller (as NumPy's do) and reach the user under the default filters, instead of pointing into this module.
-_FULL_DEPRECATED = "The 'full' option is deprecated in favor of 'reduced'.\nFor backward compatibility let mode default."
+_FULL_DEPRECATED = ("The 'full' option is deprecated in favor of 'reduced'.\n"
+                    "For backward compatibility let mode default.")
 _ECONOMIC_DEPRECATED = "The 'economic' option is deprecated."
 _NOT_PD = "Matrix is not positive definite"
 
