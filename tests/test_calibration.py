@@ -51,6 +51,28 @@ def test_no_save_and_an_unreadable_cache_leave_defaults(cache_dir):
     assert load() == {} and CpuDevice().capability == DEFAULT_CAPABILITY
 
 
+def test_a_damaged_cache_cannot_break_later_calls(cache_dir):
+    """Zero, negative, NaN or non-numeric values in the cache (a hand edit, an old bug) are ignored: the device
+    keeps its defaults for them, and a call still runs."""
+    import numpy as np
+
+    import hetlapack.linalg as la
+
+    entry = {"blas3": 0.0, "panel": float("nan"), "memory": -1, "bandwidth_gbs": True,
+             "kernels": {"gemm": [[256, 0.0]], "trsm": [[256, 5.0]]}}
+    (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))
+    cpu = CpuDevice()
+    assert cpu.capability == DEFAULT_CAPABILITY and cpu.kernel_rates == {"trsm": ((256, 5.0),)}
+    np.testing.assert_allclose(la.cholesky(np.eye(4) * 4), np.eye(4) * 2)
+
+
+@pytest.mark.parametrize("arguments", [{"tile": 0}, {"repeats": 0}])
+def test_calibration_refuses_non_positive_sizes(arguments):
+    with pytest.raises(ValueError, match="must be positive"):
+        calibrate([CpuDevice(workers=1)], **arguments)
+    assert load() == {}
+
+
 def test_refine_moves_towards_observed_rates_and_ignores_tiny_tasks():
     capability = {"blas3": 10.0}
     refine(capability, "blas3", flops=2e9, seconds=0.1, smoothing=0.5)

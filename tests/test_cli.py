@@ -1,5 +1,7 @@
 """The ``hetlapack`` command line."""
 
+import pytest
+
 from hetlapack.cli import main
 
 
@@ -50,3 +52,25 @@ def test_bench_gflops_plots_carry_the_same_runs_dgemm_line():
     assert series["potrf"] == {"scipy_cholesky": [(1000, 40.0)]}
     assert bounds["potrf"] == {1000: 80.0, 2000: 82.0}
     assert not bounds["dgemm"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["calibrate", "--repeats", "0"], ["calibrate", "--tile", "-1"], ["demo", "--n", "0"], ["demo", "--batch", "x"],
+    ["trace", "cholesky", "--tile", "0"], ["simulate", "--tile", "-3"], ["simulate", "--nodes", "0"],
+])
+def test_non_positive_sizes_are_usage_errors(argv, capsys):
+    """A bad size is refused by the parser (exit status 2, one line naming the value), before anything runs."""
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert "must be a positive integer" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["demo", "--n", "0"], ["demo", "--grid", "2by2"], ["demo", "--routines", "foo"],
+                                  ["demo", "--block", "0"]])
+def test_mpi_demo_refuses_bad_arguments(argv, capsys):
+    from hetlapack.mpi.__main__ import main as mpi_main
+
+    with pytest.raises(SystemExit) as exit_:
+        mpi_main(argv)
+    assert exit_.value.code == 2 and "error: argument" in capsys.readouterr().err

@@ -7,7 +7,9 @@ import time
 import numpy as np
 import pytest
 
+from hetlapack.algorithms.potrf import potrf
 from hetlapack.devices import CpuDevice, EmulatedDevice
+from hetlapack.devices.cpu import usable_cores
 from hetlapack.devices.modeled import ModeledDevice
 from hetlapack.runtime import (
     GreedyByCapability,
@@ -18,6 +20,7 @@ from hetlapack.runtime import (
     Trace,
 )
 from hetlapack.runtime.blas_threads import threads_per_worker
+from hetlapack.testing import cholesky_residual, spd
 
 
 def record(log, label, delay=0.0):
@@ -210,6 +213,40 @@ def test_blas_threads_are_capped_while_running_and_restored(matrix):
                                              if i["user_api"] == "blas"), writes=[matrix(0, 0)])
     assert seen and set(seen) == {threads_per_worker(2)}
     assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
+
+
+def test_overlapping_runtimes_share_the_blas_cap_and_the_last_restores_the_limits(matrix):
+    """Runtimes in threads of one process overlap: BLAS keeps the smallest running cap, and the limits from
+    before the first come back when the last one stops, whichever order they stop in."""
+    from threadpoolctl import threadpool_info
+
+    def blas_threads_now():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads_now()
+    first, second = Runtime([CpuDevice(workers=1)]), Runtime([CpuDevice(workers=usable_cores() + 1)])
+    first.start()
+    second.start()
+    assert set(blas_threads_now()) == {1}
+    first.wait()
+    assert set(blas_threads_now()) == {1}
+    second.wait()
+    assert blas_threads_now() == before
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(hybrid_cholesky_residual())) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 4 and max(results) < 50
+    assert blas_threads_now() == before
+
+
+def hybrid_cholesky_residual() -> float:
+    a = spd(96, seed=1)
+    factor = a.copy(order="F")
+    potrf(factor, lower=True, tile=32, devices=["cpu", EmulatedDevice(0)])
+    return cholesky_residual(a, np.tril(factor), True)
 
 
 class RecordingDevice(EmulatedDevice):

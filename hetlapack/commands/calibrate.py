@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..devices import available, resolve
+from . import positive_int
 from ..devices.calibration import DEFAULT_TILE, cache_path, calibrate
 
 
@@ -12,8 +13,8 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("calibrate", help="measure device rates and link speeds; cache them")
     parser.add_argument("--devices", default=None,
                         help="comma-separated device names (default: every available device), e.g. cpu,emulated:0")
-    parser.add_argument("--tile", type=int, default=DEFAULT_TILE, help="tile order the kernels are timed at")
-    parser.add_argument("--repeats", type=int, default=3, help="timings per kernel (the best is kept)")
+    parser.add_argument("--tile", type=positive_int, default=DEFAULT_TILE, help="tile order the kernels are timed at")
+    parser.add_argument("--repeats", type=positive_int, default=3, help="timings per kernel (the best is kept)")
     parser.add_argument("--no-save", action="store_true", help="print the measurement without caching it")
     parser.set_defaults(func=run)
 

@@ -25,6 +25,7 @@ from ..dispatch import model, using
 from ..explain import explain
 from ..mpi.grid import launched_ranks
 from ..runtime import Trace
+from . import positive_int
 
 #: Accelerator paths shown for single matrices, on emulated accelerators: (path, devices, row label).
 EMULATED_ROWS = (("hybrid", ("cpu", "emulated:0", "emulated:1"), "hybrid:cpu+2emu"),
@@ -84,10 +85,10 @@ def _best_time(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("demo", help="factorize a default problem on every available path")
-    parser.add_argument("--n", type=int, default=3000, help="order of the single matrices (default 3000)")
-    parser.add_argument("--batch", type=int, default=20000, help="stack size for the batched rows (default 20000)")
-    parser.add_argument("--small", type=int, default=8, help="order of the stacked matrices (default 8)")
-    parser.add_argument("--repeat", type=int, default=2, help="timing repetitions, best kept (default 2)")
+    parser.add_argument("--n", type=positive_int, default=3000, help="order of the single matrices (default 3000)")
+    parser.add_argument("--batch", type=positive_int, default=20000, help="stack size for the batched rows (default 20000)")
+    parser.add_argument("--small", type=positive_int, default=8, help="order of the stacked matrices (default 8)")
+    parser.add_argument("--repeat", type=positive_int, default=2, help="timing repetitions, best kept (default 2)")
     parser.add_argument("--output", default=".", help="folder for the trace PNG (default .)")
     parser.set_defaults(func=run)
 

@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from ..devices.profiles import registry
+from . import positive_int
 from ..simulator import (
     LAYOUTS,
     OPERATIONS,
@@ -27,8 +28,8 @@ def register(subparsers) -> None:
                                    description="Predictions from the performance model, not measurements.")
     parser.add_argument("op", nargs="?", default="cholesky", choices=sorted(OPERATIONS),
                         help="factorization (default cholesky)")
-    parser.add_argument("--n", type=int, default=30000, help="matrix order (default 30000)")
-    parser.add_argument("--m", type=int, default=None, help="rows, for a rectangular LU or QR (default n)")
+    parser.add_argument("--n", type=positive_int, default=30000, help="matrix order (default 30000)")
+    parser.add_argument("--m", type=positive_int, default=None, help="rows, for a rectangular LU or QR (default n)")
     parser.add_argument("--devices", default="sandybridge:16,k20c",
                         help="profiles: name[:N[/W]],... N = cores of a CPU (W workers) or count of an "
                              "accelerator; 'cpu' is this machine (default sandybridge:16,k20c)")
@@ -37,9 +38,9 @@ def register(subparsers) -> None:
     parser.add_argument("--path", choices=PATHS, default="hybrid", help="hybrid: panels on the CPU; gpu: all on "
                         "the accelerators (the CPU idles)")
     parser.add_argument("--paths", action="store_true", help="compare the hybrid and gpu paths (time and energy)")
-    parser.add_argument("--tile", type=int, default=None, help="tile order (default: dispatch's choice)")
+    parser.add_argument("--tile", type=positive_int, default=None, help="tile order (default: dispatch's choice)")
     parser.add_argument("--dtype", default="float64", choices=["float32", "float64", "complex64", "complex128"])
-    parser.add_argument("--nodes", type=int, default=None, help="simulate a distributed Cholesky on this many nodes")
+    parser.add_argument("--nodes", type=positive_int, default=None, help="simulate a distributed Cholesky on this many nodes")
     parser.add_argument("--node", default="keeneland", help="node composition for --nodes (default keeneland)")
     parser.add_argument("--interconnect", default="qdr-ib", help="network for --nodes (default qdr-ib)")
     parser.add_argument("--profiles", type=Path, action="append", default=[],

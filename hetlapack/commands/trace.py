@@ -16,6 +16,7 @@ from ..algorithms.getrf import getrf
 from ..algorithms.potrf import potrf
 from ..runtime import Trace
 from ..testing import general, spd
+from . import positive_int
 
 #: Operation name on the command line -> (matrix generator, tile factorization run on it).
 OPERATIONS = {
@@ -32,8 +33,8 @@ def register(subparsers) -> None:
     """Add the ``trace`` subcommand."""
     parser = subparsers.add_parser("trace", help="run a tile factorization and write its trace (JSON + PNG)")
     parser.add_argument("op", choices=sorted(OPERATIONS))
-    parser.add_argument("--n", type=int, default=4000, help="matrix order (default 4000)")
-    parser.add_argument("--tile", type=int, default=384, help="tile order (default 384)")
+    parser.add_argument("--n", type=positive_int, default=4000, help="matrix order (default 4000)")
+    parser.add_argument("--tile", type=positive_int, default=384, help="tile order (default 384)")
     parser.add_argument("--dtype", default="float64", choices=["float32", "float64", "complex64", "complex128"])
     parser.add_argument("--output", type=Path, default=Path("."), help="directory for the files (default .)")
     parser.set_defaults(func=run)

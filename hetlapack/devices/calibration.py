@@ -59,13 +59,20 @@ def load() -> dict[str, dict[str, float]]:
     return data.get("devices", {}) if isinstance(data, dict) else {}
 
 
+def _measured(value) -> bool:
+    """Whether a cached value is a measurement: a finite positive number (a hand-edited or damaged file's other
+    values are ignored, so they cannot make every later call fail)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < float("inf")
+
+
 def load_capability(device: Device) -> None:
     """Overwrite ``device.capability`` (and ``device.kernel_rates``) with its cached measurements, if any."""
     measured = dict(load().get(device.name, {}))
     tables = measured.pop("kernels", {})
-    device.capability.update({k: v for k, v in measured.items() if isinstance(v, int | float)})
+    device.capability.update({k: v for k, v in measured.items() if _measured(v)})
     if isinstance(tables, dict):
-        device.kernel_rates = {k: tuple((t, r) for t, r in v) for k, v in tables.items()}
+        rows = {k: tuple((t, r) for t, r in v if _measured(t) and _measured(r)) for k, v in tables.items()}
+        device.kernel_rates = {k: v for k, v in rows.items() if v}
 
 
 def _best_seconds(run: Callable[[], None], repeats: int) -> float:
@@ -225,6 +232,8 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
     The devices' ``capability`` is updated in place, so a runtime built on them right after uses the
     measurement.
     """
+    if tile < 1 or repeats < 1:
+        raise ValueError(f"calibrate: tile and repeats must be positive, got tile={tile}, repeats={repeats}")
     from tqdm import tqdm  # noqa: PLC0415 - a CLI dependency, not needed to load cached weights
 
     from ..runtime.blas_threads import blas_threads  # noqa: PLC0415 - runtime imports devices

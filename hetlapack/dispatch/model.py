@@ -103,7 +103,7 @@ def host_gemm_gflops(dtype_char: str = "d") -> float:
     """The host's GEMM rate in GFLOP/s with every usable core, measured once per process on a 768 matrix (tens of
     milliseconds): the best of several calls after a warm-up, with BLAS explicitly given all cores so that a first
     call made while a runtime caps BLAS threads does not measure one core."""
-    from ..runtime.blas_threads import blas_threads  # noqa: PLC0415 - the runtime imports dispatch
+    from ..runtime.blas_threads import all_cores  # noqa: PLC0415 - the runtime imports dispatch
 
     dtype = np.dtype(dtype_char)
     n = 768
@@ -111,7 +111,7 @@ def host_gemm_gflops(dtype_char: str = "d") -> float:
     b = np.ones((n, n), dtype=dtype)
     out = np.empty((n, n), dtype=dtype)
     best = math.inf
-    with blas_threads(1):
+    with all_cores():
         for _ in range(2):
             np.matmul(a, b, out=out)
         for _ in range(5):

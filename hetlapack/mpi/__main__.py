@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from ..commands import positive_int
 from ._comm import mpi, reset_traffic, traffic
 from .grid import ProcessGrid
 from .linalg import cho_solve, cholesky, lu_factor, lu_solve, qr
@@ -93,23 +94,44 @@ def communication_bounds(n: int, grid: ProcessGrid, itemsize: int) -> dict:
             "two_d_volume_bytes": n * n / 2 * (1 / grid.nprow + 1 / grid.npcol) * itemsize}
 
 
+ROUTINES = ("cholesky", "lu", "qr")
+
+
+def _grid_shape(text: str) -> tuple[int, int]:
+    """An argparse type: ``PxQ`` with positive P and Q."""
+    rows, _, cols = text.partition("x")
+    try:
+        return positive_int(rows), positive_int(cols)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be PxQ with positive integers, e.g. 2x2; got {text!r}") from None
+
+
+def _routines(text: str) -> list[str]:
+    """An argparse type: a comma-separated list of :data:`ROUTINES`."""
+    names = text.split(",")
+    unknown = [name for name in names if name not in ROUTINES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown routine {unknown[0]!r}; choose from {', '.join(ROUTINES)}")
+    return names
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m hetlapack.mpi", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="distributed Cholesky, LU and QR with time, residual and traffic")
-    demo.add_argument("--n", type=int, default=4000)
-    demo.add_argument("--block", type=int, default=DEFAULT_BLOCK)
+    demo.add_argument("--n", type=positive_int, default=4000)
+    demo.add_argument("--block", type=positive_int, default=DEFAULT_BLOCK)
     demo.add_argument("--dtype", default="float64", choices=["float32", "float64", "complex64", "complex128"])
-    demo.add_argument("--grid", default=None, help="PxQ, default as square as possible")
-    demo.add_argument("--routines", default="cholesky,lu,qr")
-    demo.add_argument("--repeat", type=int, default=1, help="factor this many times, report the best time")
+    demo.add_argument("--grid", type=_grid_shape, default=None, help="PxQ, default as square as possible")
+    demo.add_argument("--routines", type=_routines, default=list(ROUTINES), help="comma-separated: cholesky,lu,qr")
+    demo.add_argument("--repeat", type=positive_int, default=1, help="factor this many times, report the best time")
     demo.add_argument("--json", default=None, help="write every rank's results to this file (on rank 0)")
     args = parser.parse_args(argv)
 
-    grid = ProcessGrid.create(shape=tuple(map(int, args.grid.split("x"))) if args.grid else None)
+    grid = ProcessGrid.create(shape=args.grid)
     dtype = np.dtype(args.dtype)
     results = []
-    for routine in args.routines.split(","):
+    for routine in args.routines:
         mine = run(routine, args.n, args.block, grid, dtype, args.repeat)
         everyone = grid.comm.gather(mine, root=0)
         if grid.comm.rank == 0:

@@ -1,18 +1,36 @@
-"""BLAS threads while the runtime runs: ``cores // workers`` per kernel, so workers x threads <= cores."""
+"""BLAS threads while the runtime runs: ``cores // workers`` per kernel, so workers x threads <= cores.
+
+Runtimes may overlap (threads of one process each factoring a matrix), and BLAS's thread count is one setting
+for the whole process, so the caps are shared: while any runtime runs, BLAS gets the smallest cap a running one
+asked for, and the limits from before the first come back when the last one stops.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from contextlib import AbstractContextManager
+import threading
+from collections.abc import Iterator
 
 from ..devices.cpu import usable_cores
+
+_lock = threading.Lock()
+#: Caps asked for by the runtimes running now, and the limiter holding the limits from before the first.
+_caps: list[int] = []
+_before: list = []
 
 
 @functools.cache
 def _controller():
-    from threadpoolctl import ThreadpoolController
+    import scipy.linalg  # noqa: F401, PLC0415 - loads SciPy's OpenBLAS so the controller sees it
+    from threadpoolctl import ThreadpoolController  # noqa: PLC0415
 
     return ThreadpoolController()
+
+
+def _limit(threads: int):
+    """Cap every loaded BLAS at ``threads`` now; the returned limiter can restore what it replaced."""
+    return _controller().limit(limits=threads, user_api="blas")
 
 
 def threads_per_worker(workers: int, cores: int | None = None) -> int:
@@ -21,15 +39,47 @@ def threads_per_worker(workers: int, cores: int | None = None) -> int:
     return max(1, cores // max(workers, 1))
 
 
-def blas_threads(workers: int) -> AbstractContextManager:
-    """A context that caps every loaded BLAS at :func:`threads_per_worker` threads (restored on exit)."""
-    import scipy.linalg  # noqa: F401 - loads SciPy's OpenBLAS so the controller sees it
+@contextlib.contextmanager
+def blas_threads(workers: int) -> Iterator[int]:
+    """A context that caps every loaded BLAS at :func:`threads_per_worker` threads (or lower, while another
+    runtime asks for less), restoring the earlier limits when the last such context exits."""
+    cap = threads_per_worker(workers)
+    with _lock:
+        if _caps:
+            _limit(min(*_caps, cap))
+        else:
+            _before.append(_limit(cap))
+        _caps.append(cap)
+    try:
+        yield cap
+    finally:
+        with _lock:
+            _caps.remove(cap)
+            if _caps:
+                _limit(min(_caps))
+            else:
+                _before.pop().restore_original_limits()
 
-    return _controller().limit(limits=threads_per_worker(workers), user_api="blas")
+
+@contextlib.contextmanager
+def all_cores() -> Iterator[int]:
+    """BLAS on every usable core for a short measurement, whatever runtimes run now (none starts or stops
+    meanwhile); their shared cap, or the earlier limits, come back after."""
+    cores = usable_cores()
+    with _lock:
+        limiter = _limit(cores)
+        try:
+            yield cores
+        finally:
+            if _caps:
+                _limit(min(_caps))
+            else:
+                limiter.restore_original_limits()
 
 
 def share_cores(processes: int) -> int:
     """Cap this process's BLAS, for the rest of its life, at its share of the cores when ``processes`` processes
-    share them (MPI ranks on one node); returns the threads it keeps. threadpoolctl's limiter applies on creation."""
-    blas_threads(processes)
-    return threads_per_worker(processes)
+    share them (MPI ranks on one node); returns the threads it keeps."""
+    threads = threads_per_worker(processes)
+    _limit(threads)
+    return threads
