@@ -74,6 +74,8 @@ class DistributedMatrix:
     def zeros(cls, m: int, n: int, *, block: int | tuple[int, int] = DEFAULT_BLOCK, grid: ProcessGrid | None = None,
               dtype: DTypeLike = np.float64, src: tuple[int, int] = (0, 0)) -> "DistributedMatrix":
         """A distributed zero matrix."""
+        if int(m) != m or int(n) != n or m < 0 or n < 0:
+            raise ValueError(f"matrix dimensions must be non-negative integers, got {(m, n)}")
         grid = ProcessGrid.create() if grid is None else grid
         mb, nb = _as_block(block)
         mloc = numroc(m, mb, grid.myrow, src[0], grid.nprow)

@@ -239,6 +239,36 @@ def descriptor_is_scalapack(grid):
 
 
 @check
+def non_lapack_dtypes_compute_in_scipys_dtype(grid):
+    """Long doubles and float16 are converted as SciPy converts them (to double, single), on every rank alike."""
+    for dtype in (np.longdouble, np.clongdouble, np.float16, np.int64):
+        a = (np.eye(12) * 3 + 1).astype(dtype)
+        for block in (5, 12):
+            c = gathered(hm.cholesky(scatter(a, grid, block)))
+            assert c.dtype == sla.cholesky(a).dtype, (dtype, c.dtype)
+            np.testing.assert_allclose(c, sla.cholesky(a), rtol=1e-3, atol=1e-3)
+            lu, piv = hm.lu_factor(scatter(a, grid, block))
+            np.testing.assert_array_equal(piv, sla.lu_factor(a)[1])
+            q, r = (gathered(x) for x in hm.qr(scatter(a, grid, block)))
+            assert q.dtype == r.dtype == sla.qr(a)[0].dtype
+
+
+@check
+def empty_systems_solve_as_in_scipy(grid):
+    empty = scatter(np.zeros((0, 0)), grid, 4)
+    factor, (lu, piv) = hm.cholesky(empty, lower=True), hm.lu_factor(empty)
+    for b in (np.zeros(0), np.zeros((0, 3))):
+        assert hm.cho_solve((factor, True), b).shape == sla.cho_solve((np.zeros((0, 0)), True), b).shape
+        assert hm.lu_solve((lu, piv), b).shape == b.shape
+
+
+@check
+def negative_dimensions_raise_on_every_rank(grid):
+    assert_raises_everywhere(ValueError, "matrix dimensions must be non-negative integers, got (-5, -5)",
+                             lambda: hm.DistributedMatrix.from_function(-5, -5, np.zeros, block=256, grid=grid))
+
+
+@check
 def exception_in_from_function_reaches_every_rank(grid):
     failing_rank = COMM.size - 1
 
