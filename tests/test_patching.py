@@ -1,5 +1,8 @@
 """install()/uninstall()/patched(): SciPy's and NumPy's names, private modules included, and back."""
 
+import sys
+import types
+
 import numpy as np
 import scipy.linalg
 import scipy.linalg._decomp_cholesky
@@ -40,3 +43,34 @@ def test_patched_context_never_recurses():
         x = scipy.linalg.solve_continuous_lyapunov(-a, np.eye(5))
         assert np.isfinite(x).all()
     assert scipy.linalg.cholesky is scipy_functions["cholesky"]
+
+
+def _import_binding_the_names(name: str) -> types.ModuleType:
+    """A scipy module, imported now, that binds the names from ``scipy.linalg`` and ``numpy.linalg`` as SciPy's own
+    modules do."""
+    module = sys.modules[name] = types.ModuleType(name)
+    exec("from scipy.linalg import lu_factor, cholesky\nfrom numpy.linalg import qr", module.__dict__)
+    return module
+
+
+def assert_originals(module: types.ModuleType) -> None:
+    assert module.lu_factor is scipy_functions["lu_factor"] and module.cholesky is scipy_functions["cholesky"]
+    assert module.qr is numpy_functions["qr"]
+
+
+def test_uninstall_also_restores_modules_imported_while_installed():
+    """A module imported while installed binds hetlapack's functions; uninstalling (or leaving ``patched()``) gives
+    it back SciPy's and NumPy's."""
+    name = "scipy._hetlapack_imported_while_installed"
+    try:
+        compat.install()
+        module = _import_binding_the_names(name)
+        assert module.lu_factor is scipy_linalg.lu_factor and module.qr is numpy_linalg.qr
+        compat.uninstall()
+        assert_originals(module)
+        with compat.patched():
+            module = _import_binding_the_names(name)
+        assert_originals(module)
+    finally:
+        compat.uninstall()
+        sys.modules.pop(name, None)

@@ -68,12 +68,22 @@ def install() -> int:
 
 
 def uninstall() -> None:
-    """Restore every global that :func:`install` rebound."""
+    """Restore every global that :func:`install` rebound, and every loaded scipy/numpy global that holds one of
+    hetlapack's functions otherwise (modules imported while installed bound them from ``scipy.linalg``)."""
     for (module_name, attr), original in list(_replaced.items()):
         module = sys.modules.get(module_name)
         if module is not None:
             setattr(module, attr, original)
         del _replaced[(module_name, attr)]
+    originals = {id(replacement): (replacement, original) for original, replacement in _replacements().values()}
+    for _, module in _modules():
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for attr, value in list(namespace.items()):
+            pair = originals.get(id(value))
+            if pair is not None and value is pair[0]:
+                setattr(module, attr, pair[1])
 
 
 def installed() -> bool:
