@@ -33,9 +33,13 @@ def _replacements() -> dict[int, tuple[object, object]]:
     return pairs
 
 
-def _modules() -> list[tuple[str, object]]:
-    return [(name, module) for name, module in list(sys.modules.items())
-            if module is not None and (name in _ROOTS or name.startswith(_PREFIXES))]
+def _globals() -> Iterator[tuple[str, object, str, object]]:
+    """``(module name, module, global name, value)`` of every global of the loaded scipy/numpy modules."""
+    for name, module in list(sys.modules.items()):
+        namespace = getattr(module, "__dict__", None)
+        if module is not None and (name in _ROOTS or name.startswith(_PREFIXES)) and isinstance(namespace, dict):
+            for attr, value in list(namespace.items()):
+                yield name, module, attr, value
 
 
 def install() -> int:
@@ -54,16 +58,12 @@ def install() -> int:
     """
     pairs = _replacements()
     count = 0
-    for module_name, module in _modules():
-        namespace = getattr(module, "__dict__", None)
-        if not isinstance(namespace, dict):
-            continue
-        for attr, value in list(namespace.items()):
-            pair = pairs.get(id(value))
-            if pair is not None and value is pair[0]:
-                _replaced[(module_name, attr)] = value
-                setattr(module, attr, pair[1])
-                count += 1
+    for module_name, module, attr, value in _globals():
+        pair = pairs.get(id(value))
+        if pair is not None and value is pair[0]:
+            _replaced[(module_name, attr)] = value
+            setattr(module, attr, pair[1])
+            count += 1
     return count
 
 
@@ -76,14 +76,10 @@ def uninstall() -> None:
             setattr(module, attr, original)
         del _replaced[(module_name, attr)]
     originals = {id(replacement): (replacement, original) for original, replacement in _replacements().values()}
-    for _, module in _modules():
-        namespace = getattr(module, "__dict__", None)
-        if not isinstance(namespace, dict):
-            continue
-        for attr, value in list(namespace.items()):
-            pair = originals.get(id(value))
-            if pair is not None and value is pair[0]:
-                setattr(module, attr, pair[1])
+    for _, module, attr, value in _globals():
+        pair = originals.get(id(value))
+        if pair is not None and value is pair[0]:
+            setattr(module, attr, pair[1])
 
 
 def installed() -> bool:
@@ -94,8 +90,7 @@ def installed() -> bool:
 def leftover_originals() -> list[str]:
     """``module.name`` of every loaded scipy/numpy global that still points at an original (empty once installed)."""
     pairs = _replacements()
-    return [f"{module_name}.{attr}" for module_name, module in _modules()
-            for attr, value in list(getattr(module, "__dict__", {}).items())
+    return [f"{module_name}.{attr}" for module_name, _, attr, value in _globals()
             if id(value) in pairs and value is pairs[id(value)][0]]
 
 
