@@ -20,7 +20,7 @@ def explain(op: str, a, *, mode: str = "full", pivoting: bool = False, lwork: in
     >>> print(hetlapack.explain("cholesky", np.eye(3)).path)
     host
     """
-    if op not in OPS:
+    if not isinstance(op, str) or op not in OPS:
         raise ValueError(f"explain: unknown operation {op!r}; expected one of {', '.join(sorted(OPS))}")
     features = {"qr": qr_features(mode, pivoting, lwork), "lu": lu_features(a)}.get(op, ())
     req, _ = request(OPS[op], a, features=features)

@@ -123,6 +123,8 @@ def simulate(op: str, n: int, devices: str | Sequence[ModeledDevice] = "cpu", *,
         raise ValueError(f"op must be one of {sorted(OPERATIONS)}, got {op!r}")
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
+    if tile is not None and tile < 1 or n < 0 or m is not None and m < 0:
+        raise ValueError(f"simulate: tile must be positive and sizes non-negative, got tile={tile}, n={n}, m={m}")
     compute = registry(*profiles).parse(devices) if isinstance(devices, str) else list(devices)
     idle: list[ModeledDevice] = []
     if path == "gpu":
@@ -216,6 +218,8 @@ def simulate_distributed(n: int, nodes: int, *, node: str = "keeneland", interco
     """Predict a distributed Cholesky of order ``n`` on ``nodes`` nodes of the named composition, tiles of order
     ``tile`` dealt 2-D block-cyclically over the most square grid, tiles moving over the interconnect (one
     engine per direction per node). Tiles stay where they were computed (no gather)."""
+    if tile < 1 or nodes < 1 or n < 0:
+        raise ValueError(f"simulate: tile and nodes must be positive, n non-negative; got {tile}, {nodes}, {n}")
     reg = registry(*profiles)
     net = reg.interconnect(interconnect)
     template = node_device(node, reg.node(node), tile, net.bandwidth_gbs, net.latency_s)

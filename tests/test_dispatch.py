@@ -226,3 +226,9 @@ def test_emulated_accelerators_share_the_hosts_cores_so_two_level_is_not_the_che
     with hetlapack.using(path="hybrid", devices=["cpu", EmulatedDevice(0), EmulatedDevice(1)]):
         plan = choose(Request("potrf", (4000, 4000), np.dtype("d")))
     assert plan.layout_s["two-level"] >= plan.layout_s["hgdd"] and plan.layout == "hgdd"
+
+
+def test_explain_names_a_bad_operation_of_any_type():
+    for op in (["cholesky"], None, "chol"):
+        with pytest.raises(ValueError, match="explain: unknown operation"):
+            hetlapack.explain(op, np.eye(3))

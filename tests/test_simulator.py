@@ -329,3 +329,12 @@ def test_memory_capacities_come_from_profiles_and_real_devices():
     assert ModeledDevice.of(EmulatedDevice(0, memory_bytes=1 << 20)).memory_bytes == 1 << 20
     with pytest.raises(ValueError, match="memory_bytes must be positive"):
         gpu(memory_bytes=0)
+
+
+def test_non_positive_tiles_and_node_counts_are_refused():
+    from hetlapack.simulator import simulate, simulate_distributed
+
+    with pytest.raises(ValueError, match="tile must be positive"):
+        simulate("cholesky", 1000, "cpu", tile=-3)
+    with pytest.raises(ValueError, match="must be positive"):
+        simulate_distributed(1000, 0)

@@ -29,7 +29,7 @@ def potrf(a: DistributedMatrix, lower: bool = True) -> None:
     """
     m, n = a.shape
     if m != n:
-        raise ValueError("expected square matrix")
+        raise ValueError(f"Input array is expected to be square but has the shape: {a.shape}.")
     if a.block[0] != a.block[1]:
         raise ValueError(f"Cholesky needs square blocks, got {a.block}")
     _potrf_lower(a if lower else a.transposed_view())
