@@ -27,10 +27,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     logging.getLogger("hetlapack").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except ValueError as error:  # a value the parser could not judge (a device or profile name): a usage error
+        if args.verbose:
+            raise
+        parser.exit(2, f"hetlapack {args.command}: error: {error}\n")
+    except OSError as error:  # an output folder that cannot be written, a profile file that cannot be read
+        if args.verbose:
+            raise
+        parser.exit(1, f"hetlapack {args.command}: error: {error}\n")
 
 
 if __name__ == "__main__":

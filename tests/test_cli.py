@@ -74,3 +74,15 @@ def test_mpi_demo_refuses_bad_arguments(argv, capsys):
     with pytest.raises(SystemExit) as exit_:
         mpi_main(argv)
     assert exit_.value.code == 2 and "error: argument" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "status", "text"), [
+    (["calibrate", "--devices", "gpu:7", "--no-save"], 2, "unknown device 'gpu:7'"),
+    (["simulate", "--devices", "nosuch:3", "--n", "1000"], 2, "unknown device profile 'nosuch'"),
+    (["trace", "cholesky", "--n", "64", "--tile", "32", "--output", "/proc/hetlapack-cannot-write"], 1, "error:"),
+])
+def test_bad_values_end_in_one_line_not_a_traceback(argv, status, text, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == status and text in err and "Traceback" not in err
