@@ -17,7 +17,6 @@ return_info=True)``; ``bad = np.flatnonzero(info)``.
 
 from __future__ import annotations
 
-import functools
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -26,19 +25,13 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
-from scipy.linalg.blas import find_best_blas_type
 
+from ..dtypes import lapack_dtype
 from . import kernels
 
 __all__ = ["cho_solve", "cholesky", "kernels", "lu_factor", "lu_solve", "qr"]
 
 _QR_MODES = ("full", "r", "economic", "raw")
-
-
-@functools.cache
-def _lapack_dtype(dtype: np.dtype) -> np.dtype:
-    """The LAPACK dtype SciPy computes ``dtype`` in (``find_best_blas_type``: ints to float64, float16 to float32)."""
-    return find_best_blas_type(dtype=dtype)[1]
 
 
 def _as_matrix(index: int, a) -> np.ndarray:
@@ -47,7 +40,7 @@ def _as_matrix(index: int, a) -> np.ndarray:
     array = a if type(a) is np.ndarray else np.asarray(a)
     if array.ndim != 2:
         raise ValueError(f"matrix {index}: Input array needs to be 2D but received a {array.ndim}d-array.")
-    dtype = _lapack_dtype(array.dtype)
+    dtype = lapack_dtype(array.dtype)
     return array if array.dtype == dtype or not array.size else array.astype(dtype)
 
 
@@ -287,7 +280,7 @@ def _solve_grouped(factors: list[np.ndarray], extras: list[np.ndarray] | None, b
                    solve: Callable[..., np.ndarray]) -> list[np.ndarray]:
     """Solve per matrix, one kernel call per group of equal factor size, right-hand-side shape and dtypes."""
     columns, vectors = _right_hand_sides(bs, [f.shape[0] for f in factors])
-    columns = [b.astype(_lapack_dtype(np.promote_types(f.dtype, b.dtype)), copy=False)
+    columns = [b.astype(lapack_dtype(np.promote_types(f.dtype, b.dtype)), copy=False)
                for f, b in zip(factors, columns)]
     solutions: list[np.ndarray] = [None] * len(factors)  # type: ignore[list-item]
     per_matrix = (factors, columns) if extras is None else (factors, extras, columns)

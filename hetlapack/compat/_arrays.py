@@ -6,10 +6,10 @@ import functools
 import operator
 
 import numpy as np
-from scipy.linalg.blas import find_best_blas_type
 from scipy.linalg.lapack import get_lapack_funcs
 
 from ..dispatch import Request
+from ..dtypes import lapack_dtype
 
 
 def is_cupy(a) -> bool:
@@ -51,7 +51,7 @@ def scipy_lapack_dtype(dtype: np.dtype) -> np.dtype | None:
     """The dtype SciPy's LAPACK wrappers compute in for an input of ``dtype`` (None when SciPy rejects it)."""
     if dtype.kind not in "biufc":
         return None
-    return np.dtype(find_best_blas_type(dtype=dtype)[1])
+    return lapack_dtype(dtype)
 
 
 @functools.cache
@@ -101,6 +101,15 @@ def potrs_lower(dtype: np.dtype, lower, overwrite_b) -> bool:
     x, _ = get_lapack_funcs("potrs", dtype=dtype)(_PROBE_FACTOR.astype(dtype), _PROBE_RHS.astype(dtype), lower=lower,
                                                   overwrite_b=overwrite_b or 0)
     return bool(x[1] != 1)
+
+
+def solve_batch(factor_shape: tuple[int, ...], b_shape: tuple[int, ...], piv=None) -> tuple[tuple[int, ...], bool]:
+    """SciPy's batch rule for solves: ``b`` has two core dimensions when it has at least two, else one (a vector),
+    and the batch dimensions of the factor, the pivots if any and ``b`` broadcast in that order of arguments (its
+    error names them by position). Returns the batch shape and whether ``b`` is a vector."""
+    vector = len(b_shape) == 1
+    pivots = () if piv is None else (np.shape(piv)[:-1],)
+    return np.broadcast_shapes(factor_shape[:-2], *pivots, b_shape[:-1 if vector else -2]), vector
 
 
 def validated(a, check_finite: bool) -> np.ndarray:

@@ -17,7 +17,8 @@ import numpy as np
 from numpy.linalg import LinAlgError
 
 from ..dispatch import Plan, choose
-from ._arrays import check_flags, fortran_matrices, is_cupy, potrf_lower, request, scipy_lapack_dtype
+from ._arrays import (check_flags, fortran_matrices, is_cupy, potrf_lower, request, scipy_lapack_dtype,
+                      solve_batch)
 from .scipy_linalg import _NOT_PD, _first_failure, _warn_singular
 
 #: Warnings point at the caller of ``hetlapack.linalg``'s function, two frames up.
@@ -133,19 +134,16 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
 
 
 def _solve_input(name: str, op: str, factor, b, check_finite: bool, piv=None):
-    """(plan, xp, factor, b as (..., n, k), whether b was a vector) by SciPy's batch rule for solves: ``b`` has two
-    core dimensions when ``b.ndim >= 2``, else one; batch dimensions broadcast, in SciPy's order of arguments
-    (``lu``, ``piv``, ``b``). A NumPy operand is copied to the factor's GPU."""
+    """(plan, xp, factor, b as (..., n, k), whether b was a vector) by SciPy's batch rule for solves
+    (:func:`._arrays.solve_batch`). A NumPy operand is copied to the factor's GPU."""
     xp = _module(factor if is_cupy(factor) else b)
     factor, b = xp.asarray(factor), xp.asarray(b)
     if check_finite:
         _check_finite(xp, factor, b)
-    vector = b.ndim == 1
-    core_b = 1 if vector else 2
+    core_b = 1 if b.ndim == 1 else 2
     if factor.ndim < 2 or factor.shape[-1] != factor.shape[-2] or b.ndim == 0 or factor.shape[-1] != b.shape[-core_b]:
         raise ValueError(f"incompatible dimensions ({tuple(factor.shape)} and {tuple(b.shape)})")
-    pivots = () if piv is None else (np.shape(piv)[:-1],)
-    batch = np.broadcast_shapes(factor.shape[:-2], *pivots, b.shape[:-core_b])
+    batch, vector = solve_batch(tuple(factor.shape), tuple(b.shape), piv)
     _check_batch(name, batch)
     dtype = _lapack_dtype(np.result_type(factor.dtype, b.dtype))
     b2 = (b[..., None] if vector else b).astype(dtype, copy=False)

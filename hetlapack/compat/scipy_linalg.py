@@ -16,8 +16,8 @@ from scipy.linalg.blas import find_best_blas_type
 
 from ..dispatch import Plan, choose
 from . import _run
-from ._arrays import (check_flags, is_cupy, potrf_lower, potrs_lower, request, upload_operand, validated,
-                      working_copy)
+from ._arrays import (check_flags, is_cupy, potrf_lower, potrs_lower, request, solve_batch, upload_operand,
+                      validated, working_copy)
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
@@ -208,16 +208,14 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
 
 
 def _batched_solve_operands(c, b, check_finite: bool, piv=None):
-    """SciPy's batch rule for solves: ``b`` has 2 core dims when ``b.ndim >= 2``, else 1; batch dims broadcast, in
-    SciPy's order of arguments (``lu``, ``piv``, ``b``: its error names them by position)."""
+    """The solve's operands broadcast by SciPy's batch rule (:func:`._arrays.solve_batch`), or None where the batched
+    kernels do not take them."""
     c1 = validated(c, check_finite)
     b1 = validated(b, check_finite)
-    vector = b1.ndim == 1
-    core_b = 1 if vector else 2
+    core_b = 1 if b1.ndim == 1 else 2
     if c1.ndim < 2 or c1.shape[-1] != c1.shape[-2] or c1.shape[-1] != b1.shape[-core_b]:
         return None
-    pivots = () if piv is None else (np.shape(piv)[:-1],)
-    batch = np.broadcast_shapes(c1.shape[:-2], *pivots, b1.shape[:-core_b])
+    batch, vector = solve_batch(c1.shape, b1.shape, piv)
     if batch == () or 0 in batch or b1.size == 0:
         return None
     dtype = np.dtype(find_best_blas_type((c1, b1))[1])

@@ -11,8 +11,8 @@ import warnings
 import numpy as np
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
-from scipy.linalg.blas import find_best_blas_type
 
+from ..dtypes import lapack_dtype
 from . import solve as _solve
 from ._comm import agreed
 from .geqrf import form_q, geqrf
@@ -34,12 +34,7 @@ def _prepared(a: DistributedMatrix, overwrite_a: bool, check_finite: bool) -> Di
             raise ValueError("array must not contain infs or NaNs")
     if a.dtype.char in "fdFD":
         return a if overwrite_a else a.copy()
-    return a.like(a.local.astype(_lapack_dtype(a.dtype), order="F"))
-
-
-def _lapack_dtype(dtype: np.dtype) -> np.dtype:
-    """The dtype SciPy's LAPACK wrappers compute in (ints and long doubles to double, float16 to single)."""
-    return np.dtype(find_best_blas_type(dtype=np.dtype(dtype))[1])
+    return a.like(a.local.astype(lapack_dtype(a.dtype), order="F"))
 
 
 def cholesky(a: DistributedMatrix, lower: bool = False, overwrite_a: bool = False,
@@ -139,7 +134,7 @@ def _rhs(b, dtype: np.dtype, n: int) -> np.ndarray:
     if full.shape[0] != n:
         raise ValueError(f"shapes of a {(n, n)} and b {full.shape} are incompatible")
     columns = int(np.prod(full.shape[1:]))
-    return np.array(full.reshape(n, columns), dtype=_lapack_dtype(np.result_type(dtype, full.dtype)), order="F")
+    return np.array(full.reshape(n, columns), dtype=lapack_dtype(np.result_type(dtype, full.dtype)), order="F")
 
 
 def _result(b, x: np.ndarray):

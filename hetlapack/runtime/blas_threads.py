@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from ..devices.cpu import usable_cores
 
 _lock = threading.Lock()
-#: Caps asked for by the runtimes running now, and the limiter holding the limits from before the first.
+#: Caps asked for by the runtimes running now, and the limiter holding the limits from before the first of them.
 _caps: list[int] = []
-_before: list = []
+_earlier = None
 
 
 @functools.cache
@@ -43,12 +43,13 @@ def threads_per_worker(workers: int, cores: int | None = None) -> int:
 def blas_threads(workers: int) -> Iterator[int]:
     """A context that caps every loaded BLAS at :func:`threads_per_worker` threads (or lower, while another
     runtime asks for less), restoring the earlier limits when the last such context exits."""
+    global _earlier
     cap = threads_per_worker(workers)
     with _lock:
         if _caps:
             _limit(min(*_caps, cap))
         else:
-            _before.append(_limit(cap))
+            _earlier = _limit(cap)
         _caps.append(cap)
     try:
         yield cap
@@ -58,7 +59,8 @@ def blas_threads(workers: int) -> Iterator[int]:
             if _caps:
                 _limit(min(_caps))
             else:
-                _before.pop().restore_original_limits()
+                _earlier.restore_original_limits()
+                _earlier = None
 
 
 @contextlib.contextmanager
