@@ -9,6 +9,7 @@ from scipy.linalg.blas import find_best_blas_type
 
 
 @functools.cache
-def lapack_dtype(dtype: np.dtype) -> np.dtype:
-    """``find_best_blas_type``'s choice for ``dtype``: integers and long doubles to double, float16 to single."""
-    return np.dtype(find_best_blas_type(dtype=np.dtype(dtype))[1])
+def lapack_dtype(*dtypes: np.dtype) -> np.dtype:
+    """``find_best_blas_type``'s choice for operands of these dtypes (SciPy's ``get_lapack_funcs``): the most
+    generic of them, integers and long doubles as double, float16 as single, float64 with complex64 as complex128."""
+    return np.dtype(find_best_blas_type(tuple(np.empty(0, dtype) for dtype in dtypes))[1])

@@ -123,7 +123,7 @@ def simulate(op: str, n: int, devices: str | Sequence[ModeledDevice] = "cpu", *,
         raise ValueError(f"op must be one of {sorted(OPERATIONS)}, got {op!r}")
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
-    if tile is not None and tile < 1 or n < 0 or m is not None and m < 0:
+    if (tile is not None and tile < 1) or n < 0 or (m is not None and m < 0):
         raise ValueError(f"simulate: tile must be positive and sizes non-negative, got tile={tile}, n={n}, m={m}")
     compute = registry(*profiles).parse(devices) if isinstance(devices, str) else list(devices)
     idle: list[ModeledDevice] = []

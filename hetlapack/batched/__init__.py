@@ -280,7 +280,7 @@ def _solve_grouped(factors: list[np.ndarray], extras: list[np.ndarray] | None, b
                    solve: Callable[..., np.ndarray]) -> list[np.ndarray]:
     """Solve per matrix, one kernel call per group of equal factor size, right-hand-side shape and dtypes."""
     columns, vectors = _right_hand_sides(bs, [f.shape[0] for f in factors])
-    columns = [b.astype(lapack_dtype(np.promote_types(f.dtype, b.dtype)), copy=False)
+    columns = [b.astype(lapack_dtype(f.dtype, b.dtype), copy=False)
                for f, b in zip(factors, columns)]
     solutions: list[np.ndarray] = [None] * len(factors)  # type: ignore[list-item]
     per_matrix = (factors, columns) if extras is None else (factors, extras, columns)

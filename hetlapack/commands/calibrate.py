@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from ..devices import available, resolve
-from . import positive_int
 from ..devices.calibration import DEFAULT_TILE, cache_path, calibrate
+from . import positive_int
 
 
 def register(subparsers) -> None:

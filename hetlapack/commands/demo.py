@@ -86,7 +86,8 @@ def _best_time(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
 def register(subparsers) -> None:
     parser = subparsers.add_parser("demo", help="factorize a default problem on every available path")
     parser.add_argument("--n", type=positive_int, default=3000, help="order of the single matrices (default 3000)")
-    parser.add_argument("--batch", type=positive_int, default=20000, help="stack size for the batched rows (default 20000)")
+    parser.add_argument("--batch", type=positive_int, default=20000,
+                        help="stack size for the batched rows (default 20000)")
     parser.add_argument("--small", type=positive_int, default=8, help="order of the stacked matrices (default 8)")
     parser.add_argument("--repeat", type=positive_int, default=2, help="timing repetitions, best kept (default 2)")
     parser.add_argument("--output", default=".", help="folder for the trace PNG (default .)")

@@ -11,7 +11,6 @@ import argparse
 from pathlib import Path
 
 from ..devices.profiles import registry
-from . import positive_int
 from ..simulator import (
     LAYOUTS,
     OPERATIONS,
@@ -20,6 +19,7 @@ from ..simulator import (
     simulate,
     simulate_distributed,
 )
+from . import positive_int
 
 
 def register(subparsers) -> None:
@@ -40,7 +40,8 @@ def register(subparsers) -> None:
     parser.add_argument("--paths", action="store_true", help="compare the hybrid and gpu paths (time and energy)")
     parser.add_argument("--tile", type=positive_int, default=None, help="tile order (default: dispatch's choice)")
     parser.add_argument("--dtype", default="float64", choices=["float32", "float64", "complex64", "complex128"])
-    parser.add_argument("--nodes", type=positive_int, default=None, help="simulate a distributed Cholesky on this many nodes")
+    parser.add_argument("--nodes", type=positive_int, default=None,
+                        help="simulate a distributed Cholesky on this many nodes")
     parser.add_argument("--node", default="keeneland", help="node composition for --nodes (default keeneland)")
     parser.add_argument("--interconnect", default="qdr-ib", help="network for --nodes (default qdr-ib)")
     parser.add_argument("--profiles", type=Path, action="append", default=[],

@@ -47,11 +47,11 @@ def peek(a):
 
 
 @functools.cache
-def scipy_lapack_dtype(dtype: np.dtype) -> np.dtype | None:
-    """The dtype SciPy's LAPACK wrappers compute in for an input of ``dtype`` (None when SciPy rejects it)."""
-    if dtype.kind not in "biufc":
+def scipy_lapack_dtype(*dtypes: np.dtype) -> np.dtype | None:
+    """The dtype SciPy's LAPACK wrappers compute in for inputs of these dtypes (None when SciPy rejects one)."""
+    if any(np.dtype(dtype).kind not in "biufc" for dtype in dtypes):
         return None
-    return lapack_dtype(dtype)
+    return lapack_dtype(*dtypes)
 
 
 @functools.cache
@@ -103,11 +103,16 @@ def potrs_lower(dtype: np.dtype, lower, overwrite_b) -> bool:
     return bool(x[1] != 1)
 
 
-def solve_batch(factor_shape: tuple[int, ...], b_shape: tuple[int, ...], piv=None) -> tuple[tuple[int, ...], bool]:
+def solve_batch(factor_shape: tuple[int, ...], b_shape: tuple[int, ...],
+                piv=None) -> tuple[tuple[int, ...], bool] | None:
     """SciPy's batch rule for solves: ``b`` has two core dimensions when it has at least two, else one (a vector),
     and the batch dimensions of the factor, the pivots if any and ``b`` broadcast in that order of arguments (its
-    error names them by position). Returns the batch shape and whether ``b`` is a vector."""
+    error names them by position). Returns the batch shape and whether ``b`` is a vector, or None when the shapes
+    make no solve (the factor is not square matrices, or ``b`` is a scalar or its rows are not their order)."""
     vector = len(b_shape) == 1
+    if (len(factor_shape) < 2 or factor_shape[-1] != factor_shape[-2] or not b_shape
+            or factor_shape[-1] != b_shape[-1 if vector else -2]):
+        return None
     pivots = () if piv is None else (np.shape(piv)[:-1],)
     return np.broadcast_shapes(factor_shape[:-2], *pivots, b_shape[:-1 if vector else -2]), vector
 

@@ -42,11 +42,12 @@ def _device(name: str):
     return resolve([name])[0]
 
 
-def _lapack_dtype(dtype) -> np.dtype:
-    lapack = scipy_lapack_dtype(np.dtype(dtype))
+def _lapack_dtype(*dtypes) -> np.dtype:
+    """SciPy's LAPACK dtype for operands of these dtypes, where the GPU kernels take it."""
+    lapack = scipy_lapack_dtype(*dtypes)
     if lapack is None or lapack.char not in "fdFD":
-        raise TypeError(f"CuPy arrays of dtype {np.dtype(dtype)} are not supported (float32, float64, complex64, "
-                        "complex128 and what converts to them are)")
+        raise TypeError(f"CuPy arrays of dtype {np.result_type(*dtypes)} are not supported (float32, float64, "
+                        "complex64, complex128 and what converts to them are)")
     return lapack
 
 
@@ -140,12 +141,12 @@ def _solve_input(name: str, op: str, factor, b, check_finite: bool, piv=None):
     factor, b = xp.asarray(factor), xp.asarray(b)
     if check_finite:
         _check_finite(xp, factor, b)
-    core_b = 1 if b.ndim == 1 else 2
-    if factor.ndim < 2 or factor.shape[-1] != factor.shape[-2] or b.ndim == 0 or factor.shape[-1] != b.shape[-core_b]:
+    shapes = solve_batch(tuple(factor.shape), tuple(b.shape), piv)
+    if shapes is None:
         raise ValueError(f"incompatible dimensions ({tuple(factor.shape)} and {tuple(b.shape)})")
-    batch, vector = solve_batch(tuple(factor.shape), tuple(b.shape), piv)
+    batch, vector = shapes
     _check_batch(name, batch)
-    dtype = _lapack_dtype(np.result_type(factor.dtype, b.dtype))
+    dtype = _lapack_dtype(factor.dtype, b.dtype)
     b2 = (b[..., None] if vector else b).astype(dtype, copy=False)
     plan = choose(request(op, xp.broadcast_to(factor, (*batch, *factor.shape[-2:])))[0])
     return plan, xp, factor.astype(dtype, copy=False), b2, vector

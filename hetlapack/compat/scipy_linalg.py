@@ -12,9 +12,9 @@ import warnings
 import numpy as np
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
-from scipy.linalg.blas import find_best_blas_type
 
 from ..dispatch import Plan, choose
+from ..dtypes import lapack_dtype
 from . import _run
 from ._arrays import (check_flags, is_cupy, potrf_lower, potrs_lower, request, solve_batch, upload_operand,
                       validated, working_copy)
@@ -212,13 +212,11 @@ def _batched_solve_operands(c, b, check_finite: bool, piv=None):
     kernels do not take them."""
     c1 = validated(c, check_finite)
     b1 = validated(b, check_finite)
-    core_b = 1 if b1.ndim == 1 else 2
-    if c1.ndim < 2 or c1.shape[-1] != c1.shape[-2] or c1.shape[-1] != b1.shape[-core_b]:
+    shapes = solve_batch(c1.shape, b1.shape, piv)
+    if shapes is None or shapes[0] == () or 0 in shapes[0] or b1.size == 0:
         return None
-    batch, vector = solve_batch(c1.shape, b1.shape, piv)
-    if batch == () or 0 in batch or b1.size == 0:
-        return None
-    dtype = np.dtype(find_best_blas_type((c1, b1))[1])
+    batch, vector = shapes
+    dtype = lapack_dtype(c1.dtype, b1.dtype)
     n = c1.shape[-1]
     c2 = np.broadcast_to(c1, batch + c1.shape[-2:]).astype(dtype, copy=False)
     b2 = b1[..., None] if vector else b1

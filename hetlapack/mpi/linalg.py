@@ -134,7 +134,7 @@ def _rhs(b, dtype: np.dtype, n: int) -> np.ndarray:
     if full.shape[0] != n:
         raise ValueError(f"shapes of a {(n, n)} and b {full.shape} are incompatible")
     columns = int(np.prod(full.shape[1:]))
-    return np.array(full.reshape(n, columns), dtype=lapack_dtype(np.result_type(dtype, full.dtype)), order="F")
+    return np.array(full.reshape(n, columns), dtype=lapack_dtype(dtype, full.dtype), order="F")
 
 
 def _result(b, x: np.ndarray):
