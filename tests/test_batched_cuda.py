@@ -1,4 +1,4 @@
-"""The numba-cuda kernels (batched Cholesky and LU, panel packing, LASWP), run in Numba's CUDA simulator.
+"""The numba-cuda kernels (batched Cholesky and LU, LASWP), run in Numba's CUDA simulator.
 
 Tiny sizes: the simulator runs every GPU thread as a Python thread. Run with ``NUMBA_ENABLE_CUDASIM=1`` (the test
 session sets it where there is no ``nvidia-smi``); without it, the tests need a real GPU and skip when there is none.
@@ -126,22 +126,6 @@ def test_cuda_getrf_empty_stack_and_empty_matrices():
 def device_matrix(host):
     """A device copy of ``host`` (simulated under ``NUMBA_ENABLE_CUDASIM``), whose slices are strided device views."""
     return cuda.to_device(np.asfortranarray(host))
-
-
-@pytest.mark.parametrize("dtype", [np.float64, np.complex64], ids=str)
-def test_pack_and_unpack_a_panel_view(dtype):
-    host = general(9, 7, dtype=dtype, seed=6)
-    source = device_matrix(host)
-    packed = cuda_panel.pack_panel(source[2:8, 1:5])
-    assert packed.shape == (6, 4) and packed.flags.f_contiguous
-    np.testing.assert_array_equal(np.asarray(packed), host[2:8, 1:5])
-    target = device_matrix(np.zeros_like(host))
-    cuda_panel.unpack_panel(2 * np.asarray(packed), target[2:8, 1:5])
-    expected = np.zeros_like(host)
-    expected[2:8, 1:5] = 2 * host[2:8, 1:5]
-    np.testing.assert_array_equal(target.copy_to_host(), expected)
-    with pytest.raises(ValueError, match="shape"):
-        cuda_panel.unpack_panel(packed, target[:3, :3])
 
 
 def reference_laswp(a, piv, k1, k2, backward=False):

@@ -9,7 +9,6 @@ machine. The cuSOLVER calls (POTRF, GETRF, GEQRF, ORGQR and their info codes) ne
 import contextlib
 import types
 
-import numba
 import numpy as np
 import pytest
 import scipy.linalg as sl
@@ -110,9 +109,6 @@ def test_larft_and_larfb_match_the_cpu(device, dtype):
 
 
 def test_transfers_copy_into_views(device):
-    if not numba.config.ENABLE_CUDASIM:
-        pytest.skip("the stand-in's NumPy views reach the numba-cuda kernels only in its simulator; on a GPU, "
-                    "tests/test_devices_accelerators.py transfers into CuPy views")
     mirror = device.empty((5, 5), np.float64)
     host = np.arange(6.0).reshape(3, 2)
     device.upload(host, mirror[1:4, 2:4])

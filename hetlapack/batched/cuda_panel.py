@@ -1,17 +1,14 @@
-"""numba-cuda device kernels of the CUDA device's tile work: panel packing and LASWP on transposed storage.
+"""The numba-cuda device kernel of the CUDA device's tile work: LASWP on transposed storage.
 
-- ``pack_panel`` / ``unpack_panel``: a panel is a 2-D view into a larger device matrix (leading dimension > rows);
-  before a transfer it is packed into one contiguous buffer so that the link sees one large copy instead of one per
-  column (seed 002 §2.3), and a received buffer is unpacked into its view. Thread ``(i, j)`` copies element
-  ``(i, j)``; ``i`` varies fastest within a warp, so column-major panels are read and written coalesced.
 - ``laswp_rows``: LAPACK's row interchanges ``A[k] <-> A[piv[k]]``, ``k = k1 .. k2-1`` in order, one thread per column.
   On **transposed storage** (seed 000 §6.6: the matrix kept row-major, so each row of ``A`` is contiguous) the
   threads of a warp touch neighbouring addresses of the two rows, a coalesced swap; on column-major storage the same
   kernel is correct, only strided. Pivots stay on the device (no host round trip).
 
-CuPy arrays pass without copies (``__cuda_array_interface__``); under Numba's CUDA simulator the same kernels run on
-NumPy arrays, which is how CI checks them. They ran on an H100 in the GPU tests (the hybrid path's transfers and
-LASWP); their speed was not measured apart.
+CuPy arrays pass without copies (``__cuda_array_interface__``); under Numba's CUDA simulator the same kernel runs on
+NumPy arrays, which is how CI checks them. It ran on an H100 in the GPU tests (the hybrid path's LU and the
+gpu path's ``getrs``). Packing a tile view before it crosses the link (seed 002 §2.3) was a kernel here too; on an
+H100 its launch took about 0.22 ms against 0.02 ms for CuPy's own strided copy, which the CUDA device now uses.
 """
 
 from __future__ import annotations
@@ -21,17 +18,6 @@ import math
 from numba import cuda
 
 from .cuda_kernels import THREADS_PER_BLOCK, array_module, launch
-
-#: 2-D thread block of the copy kernels: 32 rows (one warp along a column) by 8 columns.
-COPY_BLOCK = (32, 8)
-
-
-@cuda.jit
-def _copy_matrix(source, target):
-    """``target[i, j] = source[i, j]`` for thread ``(i, j)``."""
-    i, j = cuda.grid(2)
-    if i < target.shape[0] and j < target.shape[1]:
-        target[i, j] = source[i, j]
 
 
 @cuda.jit
@@ -47,27 +33,6 @@ def _swap_rows(a, piv, k1, k2, backward):
                 held = a[k, j]
                 a[k, j] = a[p, j]
                 a[p, j] = held
-
-
-def _copy(xp, source, target) -> None:
-    if target.size:
-        grid = tuple(math.ceil(extent / threads) for extent, threads in zip(target.shape, COPY_BLOCK))
-        launch(_copy_matrix, grid, COPY_BLOCK, xp, source, target)
-
-
-def pack_panel(panel):
-    """A contiguous column-major copy of the 2-D device view ``panel``, made on the device."""
-    xp = array_module(panel)
-    packed = xp.empty(panel.shape, dtype=panel.dtype, order="F")
-    _copy(xp, panel, packed)
-    return packed
-
-
-def unpack_panel(packed, panel) -> None:
-    """Copy the contiguous ``packed`` buffer into the 2-D device view ``panel`` (same shape), on the device."""
-    if packed.shape != panel.shape:
-        raise ValueError(f"unpack_panel: buffer of shape {packed.shape} for a panel of shape {panel.shape}")
-    _copy(array_module(panel), packed, panel)
 
 
 def laswp_rows(a, piv, k1: int = 0, k2: int | None = None, *, backward: bool = False) -> None:
