@@ -23,7 +23,7 @@ def cache_dir(tmp_path, monkeypatch):
 
 def test_measures_every_kernel_class_and_the_link_of_accelerators(cache_dir):
     cpu, accelerator = CpuDevice(workers=1), EmulatedDevice(3)
-    results = calibrate([cpu, accelerator], tile=32, repeats=1, link_bytes=1 << 20)
+    results = calibrate([cpu, accelerator], tile=32, repeats=1, link_bytes=1 << 20, whole_orders=())
     assert set(results) == {"cpu", "emulated:3"}
     assert all(results["cpu"][k] > 0 for k in ("blas3", "panel", "memory")) and "latency_s" not in results["cpu"]
     assert results["emulated:3"]["bandwidth_gbs"] > 0 and results["emulated:3"]["latency_s"] > 0
@@ -33,19 +33,19 @@ def test_measures_every_kernel_class_and_the_link_of_accelerators(cache_dir):
 
 
 def test_devices_created_later_load_the_cache_and_unknown_ones_keep_defaults():
-    calibrate([CpuDevice(workers=1)], tile=16, repeats=1)
+    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, whole_orders=())
     assert CpuDevice().capability["blas3"] == load()["cpu"]["blas3"]
     assert EmulatedDevice(7).capability == DEFAULT_CAPABILITY
 
 
 def test_a_second_calibration_keeps_other_devices_entries():
-    calibrate([EmulatedDevice(0)], tile=16, repeats=1, link_bytes=1 << 16)
-    calibrate([CpuDevice(workers=1)], tile=16, repeats=1)
+    calibrate([EmulatedDevice(0)], tile=16, repeats=1, link_bytes=1 << 16, whole_orders=())
+    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, whole_orders=())
     assert set(load()) == {"cpu", "emulated:0"}
 
 
 def test_no_save_and_an_unreadable_cache_leave_defaults(cache_dir):
-    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, save=False)
+    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, save=False, whole_orders=())
     assert load() == {}
     (cache_dir / "calibration.json").write_text("not json")
     assert load() == {} and CpuDevice().capability == DEFAULT_CAPABILITY
@@ -59,11 +59,50 @@ def test_a_damaged_cache_cannot_break_later_calls(cache_dir):
     import hetlapack.linalg as la
 
     entry = {"blas3": 0.0, "panel": float("nan"), "memory": -1, "bandwidth_gbs": True,
-             "kernels": {"gemm": [[256, 0.0]], "trsm": [[256, 5.0]]}}
+             "kernels": {"gemm": [[256, 0.0]], "trsm": [[256, 5.0]]},
+             "whole": {"potrf": [[64, -1.0], [128, 3.0]], "getrf": "junk", "geqrf": [[64]]}}
     (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))
     cpu = CpuDevice()
     assert cpu.capability == DEFAULT_CAPABILITY and cpu.kernel_rates == {"trsm": ((256, 5.0),)}
+    assert cpu.whole_rates == {"potrf": ((128, 3.0),)}
     np.testing.assert_allclose(la.cholesky(np.eye(4) * 4), np.eye(4) * 2)
+
+
+def test_whole_matrix_rates_are_measured_cached_and_loaded():
+    """Each device's routine on whole matrices (the host path's LAPACK call, the gpu path's library call) is timed
+    per order and factorization, cached, and loaded by devices created later."""
+    results = calibrate([CpuDevice(workers=1), EmulatedDevice(3)], tile=16, repeats=1, link_bytes=1 << 16,
+                        kernels=False, whole_orders=(48, 24))
+    for name, device in (("cpu", CpuDevice()), ("emulated:3", EmulatedDevice(3))):
+        whole = results[name]["whole"]
+        assert set(whole) == {"potrf", "getrf", "geqrf"}
+        assert all([n for n, _ in rows] == [24, 48] and all(rate > 0 for _, rate in rows) for rows in whole.values())
+        assert device.whole_rates == {op: tuple(map(tuple, rows)) for op, rows in whole.items()}
+
+
+def test_dispatch_prices_the_host_and_gpu_paths_from_whole_matrix_rates(cache_dir):
+    """Calibrated whole-matrix rates replace the reference machine's host efficiencies and the simulated gpu path:
+    the gpu path costs the matrix up and down the link plus the library call at its measured rate."""
+    import numpy as np
+
+    import hetlapack
+    from hetlapack.dispatch import model
+
+    rows = {op: [[64, 2.0], [4096, 4.0]] for op in ("potrf", "getrf", "geqrf")}
+    fast = {op: [[64, 1e6]] for op in rows}
+    devices = {"cpu": {"whole": rows}, "emulated:5": {"bandwidth_gbs": 10.0, "latency_s": 1e-4, "whole": fast}}
+    (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": devices}))
+    assert model.host_efficiency("potrf", 64) == pytest.approx(2.0 / model.host_gemm_gflops("d"))
+    assert model.host_efficiency("getrf", 512) == pytest.approx(3.0 / model.host_gemm_gflops("d"))
+    assert model.predict_host("potrf", 5000, 5000, 1, np.dtype("d")) == pytest.approx(
+        model.flops("potrf", 5000, 5000) / 4e9 + model.HOST_CALL_OVERHEAD_S)
+    accelerator = EmulatedDevice(5)
+    link = 2 * (1e-4 + 3000 * 3000 * 16 / 10e9)
+    assert model.predict_gpu("getrf", 3000, 3000, np.dtype("D"), accelerator) == pytest.approx(
+        link + model.flops("getrf", 3000, 3000, True) / 1e15)
+    with hetlapack.using(devices=["cpu", accelerator]):
+        plan = hetlapack.explain("cholesky", np.eye(3000))
+    assert plan.path == "gpu" and plan.predicted_s["gpu"] < plan.predicted_s["host"] / 100
 
 
 @pytest.mark.parametrize("arguments", [{"tile": 0}, {"repeats": 0}])
@@ -89,7 +128,10 @@ def test_the_command_prints_a_table_and_caches(cache_dir, capsys):
 
     parser = argparse.ArgumentParser()
     command.register(parser.add_subparsers())
-    args = parser.parse_args(["calibrate", "--devices", "cpu,emulated:1", "--tile", "16", "--repeats", "1"])
+    args = parser.parse_args(["calibrate", "--devices", "cpu,emulated:1", "--tile", "16", "--repeats", "1",
+                              "--orders", "40,20"])
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "emulated:1" in out and "saved to" in out and set(load()) == {"cpu", "emulated:1"}
+    assert [line.split()[:2] for line in out.splitlines() if line.split()[1:2] in (["20"], ["40"])] == [
+        ["cpu", "20"], ["cpu", "40"], ["emulated:1", "20"], ["emulated:1", "40"]]

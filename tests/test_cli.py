@@ -55,7 +55,8 @@ def test_bench_gflops_plots_carry_the_same_runs_dgemm_line():
 
 
 @pytest.mark.parametrize("argv", [
-    ["calibrate", "--repeats", "0"], ["calibrate", "--tile", "-1"], ["demo", "--n", "0"], ["demo", "--batch", "x"],
+    ["calibrate", "--repeats", "0"], ["calibrate", "--tile", "-1"], ["calibrate", "--orders", "64,0"],
+    ["demo", "--n", "0"], ["demo", "--batch", "x"],
     ["trace", "cholesky", "--tile", "0"], ["simulate", "--tile", "-3"], ["simulate", "--nodes", "0"],
 ])
 def test_non_positive_sizes_are_usage_errors(argv, capsys):

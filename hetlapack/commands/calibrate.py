@@ -15,13 +15,22 @@ def register(subparsers) -> None:
                         help="comma-separated device names (default: every available device), e.g. cpu,emulated:0")
     parser.add_argument("--tile", type=positive_int, default=DEFAULT_TILE, help="tile order the kernels are timed at")
     parser.add_argument("--repeats", type=positive_int, default=3, help="timings per kernel (the best is kept)")
+    parser.add_argument("--orders", type=_orders, default=None,
+                        help="comma-separated matrix orders the whole-matrix factorizations are timed at (default: "
+                             "64 to 4096 for the host's cores, 512 to 8192 for GPUs)")
     parser.add_argument("--no-save", action="store_true", help="print the measurement without caching it")
     parser.set_defaults(func=run)
 
 
+def _orders(text: str) -> tuple[int, ...]:
+    """An argparse type: comma-separated positive matrix orders."""
+    return tuple(positive_int(item) for item in text.split(","))
+
+
 def run(args: argparse.Namespace) -> int:
     devices = resolve(args.devices.split(",")) if args.devices else available()
-    results = calibrate(devices, tile=args.tile, repeats=args.repeats, save=not args.no_save, progress=True)
+    results = calibrate(devices, tile=args.tile, repeats=args.repeats, save=not args.no_save, progress=True,
+                        whole_orders=args.orders)
     print(f"{'device':<14}{'blas3 GFLOP/s':>15}{'panel GFLOP/s':>15}{'laswp GB/s':>12}{'link GB/s':>11}"
           f"{'latency us':>12}")
     for name, measured in results.items():
@@ -30,6 +39,13 @@ def run(args: argparse.Namespace) -> int:
             link = f"{measured['bandwidth_gbs']:>11.1f}{measured['latency_s'] * 1e6:>12.1f}"
         print(f"{name:<14}{measured['blas3']:>15.1f}{measured['panel']:>15.1f}{measured['memory']:>12.1f}{link}")
     print("rates are per worker with one BLAS thread, at tile order", args.tile)
+    print(f"\n{'device':<14}{'order':>7}{'potrf GFLOP/s':>15}{'getrf GFLOP/s':>15}{'geqrf GFLOP/s':>15}")
+    for name, measured in results.items():
+        whole = measured.get("whole", {})
+        for row, (order, _) in enumerate(whole.get("potrf", ())):
+            rates = "".join(f"{whole[op][row][1]:>15.1f}" for op in ("potrf", "getrf", "geqrf"))
+            print(f"{name:<14}{order:>7}{rates}")
+    print("whole matrices, float64: the host path's LAPACK call on every core, a GPU's library call")
     if not args.no_save:
         print(f"saved to {cache_path()}")
     return 0

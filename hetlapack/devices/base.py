@@ -83,6 +83,9 @@ class Device(abc.ABC):
         self.capability: dict[str, float] = dict(DEFAULT_CAPABILITY)
         #: Per tile kernel, ``((tile, GFLOP/s), ...)`` of one worker, when calibration measured them.
         self.kernel_rates: dict[str, tuple[tuple[float, float], ...]] = {}
+        #: Per factorization, ``((order, GFLOP/s), ...)`` of the device's routine on a whole matrix (float64), when
+        #: calibration measured them: what dispatch prices the host and gpu paths with.
+        self.whole_rates: dict[str, tuple[tuple[float, float], ...]] = {}
 
     @property
     @abc.abstractmethod

@@ -2,7 +2,9 @@
 
 ``calibrate(devices)`` times each device's tile kernels with one worker: the BLAS-3 class (GEMM at the working
 tile size), the panel class (GETRF on a tall panel) and the memory class (LASWP), in GFLOP/s (GB/s for LASWP),
-and for accelerators the host-to-device link: bandwidth from a large copy, latency from a one-element copy.
+and for accelerators the host-to-device link: bandwidth from a large copy, latency from a one-element copy. It
+also times each device's routine on a whole matrix (:func:`whole_rates`: the host path's LAPACK call, the gpu
+path's library call), which dispatch prices those paths with.
 The results are written to ``calibration.json`` in the user cache directory (``HETLAPACK_CACHE_DIR`` overrides
 it) and every device loads its entry, by name, when it is created. Devices not in the cache keep the defaults.
 """
@@ -65,14 +67,22 @@ def _measured(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < float("inf")
 
 
+def _tables(tables) -> dict[str, tuple[tuple[float, float], ...]]:
+    """``{name: ((x, rate), ...)}`` of a cached ``{name: [[x, rate], ...]}``, keeping only measured pairs."""
+    if not isinstance(tables, dict):
+        return {}
+    rows = {k: tuple((x, r) for x, r in v if _measured(x) and _measured(r)) for k, v in tables.items()
+            if isinstance(v, list) and all(isinstance(pair, list) and len(pair) == 2 for pair in v)}
+    return {k: v for k, v in rows.items() if v}
+
+
 def load_capability(device: Device) -> None:
-    """Overwrite ``device.capability`` (and ``device.kernel_rates``) with its cached measurements, if any."""
+    """Overwrite ``device.capability`` (and ``device.kernel_rates``, ``device.whole_rates``) with its cached
+    measurements, if any."""
     measured = dict(load().get(device.name, {}))
-    tables = measured.pop("kernels", {})
+    kernels, whole = measured.pop("kernels", {}), measured.pop("whole", {})
     device.capability.update({k: v for k, v in measured.items() if _measured(v)})
-    if isinstance(tables, dict):
-        rows = {k: tuple((t, r) for t, r in v if _measured(t) and _measured(r)) for k, v in tables.items()}
-        device.kernel_rates = {k: v for k, v in rows.items() if v}
+    device.kernel_rates, device.whole_rates = _tables(kernels), _tables(whole)
 
 
 def _best_seconds(run: Callable[[], None], repeats: int) -> float:
@@ -211,6 +221,54 @@ def kernel_tables(device: Device, tiles: Sequence[int] = KERNEL_TILES, repeats: 
     return tables
 
 
+#: Matrix orders the whole-matrix routines are timed at: the host path's (LAPACK on the host's cores; also for
+#: emulated accelerators, which compute there) and the gpu path's (an accelerator's library call, which needs large
+#: matrices to reach its rate). Rates beyond the largest order are taken as flat. A call over
+#: ``WHOLE_REPEAT_S`` is timed once (about 5 s for the host's orders on 2 cores).
+WHOLE_REPEAT_S = 0.5
+WHOLE_ORDERS_HOST = (64, 128, 256, 512, 1024, 2048, 4096)
+WHOLE_ORDERS_ACCELERATOR = (512, 1024, 2048, 4096, 8192)
+
+
+def _whole_inputs(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A general and a symmetric positive definite (diagonally dominant) Fortran-ordered float64 matrix of order
+    ``n``, made without a product (the largest order is 8192)."""
+    general = np.asfortranarray(rng.standard_normal((n, n)))
+    spd = np.asfortranarray(general + general.T)
+    spd[np.diag_indices(n)] += 8.0 * n
+    return general, spd
+
+
+def whole_rates(device: Device, orders: Sequence[int], repeats: int) -> dict[str, list[list[float]]]:
+    """Per factorization (potrf, getrf, geqrf), ``[[n, GFLOP/s], ...]`` of ``device``'s routine on a whole float64
+    matrix of each order already in its memory: on a CPU the host path's LAPACK call (every core), on an
+    accelerator the gpu path's library call (its ``info`` read back). Each call factors a fresh copy, not timed;
+    the best of ``repeats`` calls counts, or the first if it took over ``WHOLE_REPEAT_S``."""
+    from ..dispatch.model import flops  # noqa: PLC0415 - dispatch imports devices
+
+    rng = np.random.default_rng(1)
+    rates: dict[str, list[list[float]]] = {}
+    for n in orders:
+        general, spd = _whole_inputs(n, rng)
+        data = device.empty((n, n), np.float64)
+        piv, tau = device.empty((n,), np.dtype(np.int32)), device.empty((n,), np.float64)
+        calls = {"potrf": (spd, lambda: device.potrf(data, True)), "getrf": (general, lambda: device.getrf(data, piv)),
+                 "geqrf": (general, lambda: device.geqrf(data, tau))}
+        for op, (host, call) in calls.items():
+            best = float("inf")
+            for _ in range(repeats):
+                device.upload(host, data)
+                start = time.perf_counter()
+                call()
+                best = min(best, time.perf_counter() - start)
+                if best > WHOLE_REPEAT_S:
+                    break
+            rates.setdefault(op, []).append([n, flops(op, n, n) / max(best, 1e-9) / 1e9])
+        for array in (data, piv, tau):
+            device.free(array)
+    return rates
+
+
 def _link(device: Device, nbytes: int, repeats: int) -> dict[str, float]:
     """Host-to-device bandwidth (GB/s) from an ``nbytes`` copy and latency (s) from a one-element copy."""
     big = np.ones(nbytes // 8)
@@ -223,11 +281,13 @@ def _link(device: Device, nbytes: int, repeats: int) -> dict[str, float]:
 
 def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: int = 3,
               link_bytes: int = 64 << 20, save: bool = True, progress: bool = False,
-              kernels: bool = True) -> dict[str, dict]:
+              kernels: bool = True, whole_orders: Sequence[int] | None = None) -> dict[str, dict]:
     """Measure ``devices`` (one worker each, one BLAS thread) and return name -> capability; cache it if ``save``.
 
     With ``kernels`` the entry also holds per-kernel rate tables over tile orders (:func:`kernel_tables`), which
-    the simulator and dispatch price tile tasks with.
+    the simulator and dispatch price tile tasks with. Each entry holds the whole-matrix rates (:func:`whole_rates`)
+    at ``whole_orders`` (default: ``WHOLE_ORDERS_HOST`` for devices computing on the host's cores,
+    ``WHOLE_ORDERS_ACCELERATOR`` for others; empty: none).
 
     The devices' ``capability`` is updated in place, so a runtime built on them right after uses the
     measurement.
@@ -236,7 +296,7 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
         raise ValueError(f"calibrate: tile and repeats must be positive, got tile={tile}, repeats={repeats}")
     from tqdm import tqdm  # noqa: PLC0415 - a CLI dependency, not needed to load cached weights
 
-    from ..runtime.blas_threads import blas_threads  # noqa: PLC0415 - runtime imports devices
+    from ..runtime.blas_threads import all_cores, blas_threads  # noqa: PLC0415 - runtime imports devices
     from .cpu import usable_cores  # noqa: PLC0415 - cpu imports this module
 
     results: dict[str, dict[str, float]] = {}
@@ -247,10 +307,16 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
             measured: dict = _kernel_rates(device, tile, repeats)
             if kernels:
                 measured["kernels"] = kernel_tables(device, repeats=repeats)
-                device.kernel_rates = {k: tuple(map(tuple, v)) for k, v in measured["kernels"].items()}
+                device.kernel_rates = _tables(measured["kernels"])
             if device.kind != "cpu":
                 measured.update(_link(device, link_bytes, repeats))
-            device.capability.update(measured)
+            orders = whole_orders if whole_orders is not None else (
+                WHOLE_ORDERS_HOST if device.host_compute else WHOLE_ORDERS_ACCELERATOR)
+            if orders:
+                with all_cores():
+                    measured["whole"] = whole_rates(device, sorted(orders), repeats)
+                device.whole_rates = _tables(measured["whole"])
+            device.capability.update({k: v for k, v in measured.items() if k != "whole"})
             results[device.name] = measured
     if save:
         save_results(results, tile)

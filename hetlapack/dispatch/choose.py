@@ -288,8 +288,8 @@ def _choose(req: Request, options: Options) -> Plan:
     if layouts:
         predicted["hybrid"] = layouts[_layout(layouts)]
     if "gpu" not in unavailable:
-        predicted["gpu"] = model.predict_tiled(req.op, *req.core, req.dtype, options.tile,
-                                               _devices("gpu", options, gpus), path="gpu")
+        predicted["gpu"] = model.predict_gpu(req.op, *req.core, req.dtype, _devices("gpu", options, gpus)[0],
+                                             options.tile)
 
     forced_path = options.path
     if req.op in SOLVE_OPS and forced_path not in SOLVE_PATHS:
