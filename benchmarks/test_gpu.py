@@ -10,6 +10,8 @@ Three tables, each group one case, every call synchronized with the GPU before i
   ``cupy.linalg.cholesky``, ``cupyx.scipy.linalg.lu_factor`` and torch (CuPy matrices have no QR here).
 - **host**: one NumPy matrix through the hybrid path (the CPU's panels, updates on the GPU), the gpu path (one
   round trip) and what dispatch picks, beside SciPy's LAPACK on the host's cores and torch with its transfers.
+- **tile transfers**: one tile between a host array and a view of a larger device matrix, as the hybrid path moves
+  tiles (``CudaDevice.upload`` / ``to_host``: packed on the device), beside CuPy's copy of a contiguous tile.
 
 Run on a GPU machine: ``pytest benchmarks/test_gpu.py --benchmark-only``. Sizes:
 ``HETLAPACK_BENCH_GPU_SIZES`` (single and host, default 4000,8000), ``HETLAPACK_BENCH_GPU_BATCHED``
@@ -205,3 +207,24 @@ def test_host_matrix(benchmark, op, n, peer):
     if peer == "dispatch":
         benchmark.extra_info["path"] = hetlapack.explain(op, host, mode="r").path
     benchmark.pedantic(call, args=(host,), rounds=3, iterations=1, warmup_rounds=1)
+
+
+@pytest.mark.parametrize("peer", ["hetlapack", "cupy contiguous"])
+@pytest.mark.parametrize("direction", ["upload", "download"])
+@pytest.mark.parametrize("tile", [256, 512])
+def test_tile_transfers(benchmark, tile, direction, peer):
+    """One float64 tile crossing the link: into or out of a view of a device matrix (leading dimension > rows), or,
+    for the peer, CuPy's copy of a contiguous tile of the same size."""
+    from hetlapack.devices import resolve  # noqa: PLC0415
+
+    device = resolve(["cuda:0"])[0]
+    host = np.asfortranarray(general(tile))
+    view = device.empty((4 * tile, 4 * tile), np.float64)[32:32 + tile, tile:2 * tile]
+    contiguous = cupy.asarray(host)
+    calls = {("hetlapack", "upload"): lambda: device.upload(host, view),
+             ("hetlapack", "download"): lambda: device.to_host(view, host),
+             ("cupy contiguous", "upload"): lambda: cupy.asarray(host),
+             ("cupy contiguous", "download"): lambda: cupy.asnumpy(contiguous, out=host)}
+    benchmark.group = f"gpu tile {direction} t={tile}"
+    benchmark.extra_info["peer"] = peer
+    benchmark.pedantic(_synchronized(calls[peer, direction]), rounds=50, iterations=1, warmup_rounds=2)
