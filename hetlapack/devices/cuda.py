@@ -9,9 +9,8 @@ LARFB are written with GEMMs (seed 000 §6.7). A tile view is packed into one co
 it crosses the link and unpacked after, by CuPy's strided copy: a numba-cuda copy kernel did the same at ten times the
 cost per tile, its launch alone about 0.22 ms against CuPy's 0.02 ms (H100, tiles of 256 and 512). LASWP is a
 numba-cuda kernel (:mod:`hetlapack.batched.cuda_panel`) that runs with the pivots where getrf left them. Every
-kernel synchronizes
-its stream before returning, so a task that finished has its results in device memory for whichever device reads
-them next.
+kernel synchronizes its stream before returning, so a task that finished has its results in device memory for
+whichever device reads them next.
 
 Measured once, on an H100 (``docs/hybrid.md``); CI runs its array code against a NumPy stand-in for CuPy.
 """
