@@ -28,6 +28,7 @@ def test_measures_every_kernel_class_and_the_link_of_accelerators(cache_dir):
     assert all(results["cpu"][k] > 0 for k in ("blas3", "panel", "memory")) and "latency_s" not in results["cpu"]
     assert results["emulated:3"]["bandwidth_gbs"] > 0 and results["emulated:3"]["latency_s"] > 0
     assert cpu.capability["blas3"] == results["cpu"]["blas3"]
+    assert "kernels" in results["cpu"] and not any(isinstance(v, dict) for v in cpu.capability.values())
     assert cache_path() == cache_dir / "calibration.json"
     assert json.loads(cache_path().read_text())["tile"] == 32
 

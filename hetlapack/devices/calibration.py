@@ -85,12 +85,19 @@ def load_capability(device: Device) -> None:
     device.kernel_rates, device.whole_rates = _tables(kernels), _tables(whole)
 
 
-def _best_seconds(run: Callable[[], None], repeats: int) -> float:
+def _best_seconds(run: Callable[[], None], repeats: int, setup: Callable[[], None] | None = None,
+                  enough_s: float = float("inf")) -> float:
+    """The best of ``repeats`` timed calls of ``run``, each after an untimed ``setup`` (a fresh copy of the input a
+    call factors in place); once a call has taken over ``enough_s``, the timing stops (long enough to trust)."""
     best = float("inf")
     for _ in range(repeats):
+        if setup is not None:
+            setup()
         start = time.perf_counter()
         run()
         best = min(best, time.perf_counter() - start)
+        if best > enough_s:
+            break
     return max(best, 1e-9)
 
 
@@ -106,14 +113,8 @@ def _kernel_rates(device: Device, tile: int, repeats: int) -> dict[str, float]:
         device.upload(host_square, target)
     piv = device.empty((tile,), np.dtype(np.int32))
     swaps = np.asarray(rng.integers(1, tile + 1, tile), dtype=np.int32)
-
-    def factor_panel() -> None:
-        device.upload(host_panel, panel)
-        device.getrf(panel, piv)
-
     gemm = _best_seconds(lambda: device.gemm(a, b, c, alpha=1.0, beta=0.0), repeats)
-    copy_only = _best_seconds(lambda: device.upload(host_panel, panel), repeats)
-    getrf = max(_best_seconds(factor_panel, repeats) - copy_only, 1e-9)
+    getrf = _best_seconds(lambda: device.getrf(panel, piv), repeats, setup=lambda: device.upload(host_panel, panel))
     laswp = _best_seconds(lambda: device.laswp(c, swaps), repeats)
     getrf_flops = tall * tile ** 2 - tile ** 3 / 3
     return {"blas3": 2 * tile ** 3 / gemm / 1e9, "panel": getrf_flops / getrf / 1e9,
@@ -176,7 +177,8 @@ def _kernel_cases(device: Device, t: int, rng: np.random.Generator) -> dict[str,
         return lambda: device.upload(host, buffers[name])
 
     return {
-        "gemm": (None, lambda: device.gemm(buffers["tall2"], buffers["u"], buffers["tall"], conj_b=True), 2 * h * t * t),
+        "gemm": (None, lambda: device.gemm(buffers["tall2"], buffers["u"], buffers["tall"], conj_b=True),
+                 2 * h * t * t),
         "trsm": (fresh("tall", tall), lambda: device.trsm(buffers["u"], buffers["tall"], side="R", lower=True,
                                                           conj=True, unit=False), h * t * t),
         "herk": (None, lambda: device.herk(buffers["u"], buffers["t"], lower=True, conj_first=False), t**3),
@@ -255,15 +257,9 @@ def whole_rates(device: Device, orders: Sequence[int], repeats: int) -> dict[str
         calls = {"potrf": (spd, lambda: device.potrf(data, True)), "getrf": (general, lambda: device.getrf(data, piv)),
                  "geqrf": (general, lambda: device.geqrf(data, tau))}
         for op, (host, call) in calls.items():
-            best = float("inf")
-            for _ in range(repeats):
-                device.upload(host, data)
-                start = time.perf_counter()
-                call()
-                best = min(best, time.perf_counter() - start)
-                if best > WHOLE_REPEAT_S:
-                    break
-            rates.setdefault(op, []).append([n, flops(op, n, n) / max(best, 1e-9) / 1e9])
+            seconds = _best_seconds(call, repeats, setup=lambda host=host: device.upload(host, data),
+                                    enough_s=WHOLE_REPEAT_S)
+            rates.setdefault(op, []).append([n, flops(op, n, n) / seconds / 1e9])
         for array in (data, piv, tau):
             device.free(array)
     return rates
@@ -316,7 +312,7 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
                 with all_cores():
                     measured["whole"] = whole_rates(device, sorted(orders), repeats)
                 device.whole_rates = _tables(measured["whole"])
-            device.capability.update({k: v for k, v in measured.items() if k != "whole"})
+            device.capability.update({k: v for k, v in measured.items() if not isinstance(v, dict)})
             results[device.name] = measured
     if save:
         save_results(results, tile)
