@@ -277,6 +277,33 @@ def test_a_copy_thread_brings_tiles_in_before_the_task_is_queued():
     assert sorted(e.bytes_moved for e in trace.events) == [32, 32, 32]
 
 
+class SlowLinkDevice(EmulatedDevice):
+    """An emulated accelerator whose every upload takes ``delay`` seconds."""
+
+    def __init__(self, delay: float, workers: int = 1) -> None:
+        super().__init__(7, workers=workers)
+        self.delay = delay
+
+    def upload(self, host, out) -> None:
+        time.sleep(self.delay)
+        super().upload(host, out)
+
+
+@pytest.mark.parametrize("workers, order", [(1, ["urgent", "later"]), (2, ["later", "urgent"])])
+def test_a_worker_waits_for_an_outranking_task_whose_tiles_are_on_the_way(workers, order):
+    """When a host task finishes, the accelerator gets an urgent task whose tile must first cross the link and a
+    later one whose tiles are already there: its worker waits for the urgent one rather than start the later; a
+    second worker runs the later one meanwhile."""
+    log = []
+    with Runtime(["cpu", SlowLinkDevice(0.1, workers)]) as rt:
+        A = rt.matrix(np.asfortranarray(np.ones((4, 4))), 2)
+        rt.insert(record(log, "resident"), A(0, 0), writes=[A(0, 0)], device=1)
+        rt.insert(record(log, "host", 0.05), A(0, 0), reads=[A(0, 0)], writes=[A(1, 1)], device=0)
+        rt.insert(record(log, "urgent"), A(1, 1), writes=[A(1, 1)], priority=10, device=1)
+        rt.insert(record(log, "later"), A(0, 0), writes=[A(0, 0)], device=1)
+    assert log == ["resident", "host", *order]
+
+
 def test_a_failed_copy_cancels_the_graph_and_leaves_no_thread():
     a = np.asfortranarray(np.ones((4, 4)))
     with pytest.raises(RuntimeError, match="link down"):

@@ -56,6 +56,23 @@ def test_priorities_order_ready_tasks_and_can_be_switched_off():
     assert [e.tiles for e in sorted(fifo.trace.events, key=lambda e: e.start)] == ["A[0,0]", "A[0,1]", "A[0,2]"]
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_worker_waits_for_an_outranking_task_whose_tiles_are_on_the_way(workers):
+    """As in real runs (tests/test_runtime.py): the accelerator's worker waits for the urgent task whose tile is
+    crossing the link instead of starting the later task it could run at once; a second worker runs that one."""
+    A = TiledMatrix(None, 1, shape=(2, 2), dtype="d")
+    with SimulatedRuntime([cpu(), gpu(latency=0.5, workers=workers)]) as rt:
+        rt.insert("gemm", A(0, 0), writes=[A(0, 0)], flops=1e9, device=1)
+        rt.insert("gemm", A(0, 0), reads=[A(0, 0)], writes=[A(1, 1)], flops=1e9, device=0)
+        rt.insert("gemm", A(1, 1), writes=[A(1, 1)], flops=1e9, priority=10, device=1)
+        rt.insert("gemm", A(0, 0), writes=[A(0, 0)], flops=1e9, device=1)
+    host_end = next(e.end for e in rt.trace.events if e.device == "cpu")
+    after_host = {e.tiles: e for e in rt.trace.events if e.device == "gpu" and e.start >= host_end}
+    urgent, later = after_host["A[1,1]"], after_host["A[0,0]"]
+    assert urgent.start == pytest.approx(host_end + 0.5)
+    assert later.start == pytest.approx(host_end if workers == 2 else urgent.end)
+
+
 def _most_held_at_once(events, held) -> int:
     """The most of something (cores, kernels) the trace's ``events`` hold at once, ``held[device]`` each."""
     edges = sorted((t, step) for e in events for t, step in ((e.start, held[e.device]), (e.end, -held[e.device])))

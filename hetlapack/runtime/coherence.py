@@ -357,11 +357,15 @@ class Coherence:
         there, or the device's memory is bounded (the copy thread then also reserves the task's segments)."""
         if self.trivial:
             return False
-        space = device.memory_space
-        memory = self._memories.get(space)
-        if memory is not None and memory.bounded:
+        if self.bounded(device):
             return True
+        space = device.memory_space
         return any(space not in self._valid.get(part, (HOST_MEMORY,)) for block in blocks for part in block.parts)
+
+    def bounded(self, device: Device) -> bool:
+        """Whether ``device``'s memory has a capacity (its copies may then wait for room)."""
+        memory = self._memories.get(device.memory_space)
+        return memory is not None and memory.bounded
 
     def fits(self, blocks: Sequence[Block], device: Device) -> bool:
         """Whether a task on ``blocks`` fits in ``device``'s memory at all."""

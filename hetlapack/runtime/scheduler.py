@@ -2,17 +2,18 @@
 
 An algorithm runs inside ``with Runtime(devices) as rt:`` and calls ``rt.insert(kernel, *args, reads=...,
 writes=..., priority=...)``. Workers start at ``__enter__`` so tasks run while insertion goes on; a task runs as
-soon as its predecessors finished, highest priority first on its device (lookahead comes from priorities, seed
-000 §6.4). Where devices have memory spaces of their own, each device also has a copy thread: a ready task whose
-tiles are elsewhere first has them copied in, highest priority first, while the device's workers compute, and
-joins the device's queue once they have arrived (seed 002 §2.3: panel transfers as high-priority work; seed 003
-§4: a data-availability-driven runtime). On an accelerator with a memory capacity every task passes through the
-copy thread, which also pins the task's tiles there until it has run (out-of-core streaming, see
-:mod:`~hetlapack.runtime.coherence`); a task too big for that capacity runs where it fits (the host). Leaving the
-block waits for every task, brings data home and joins every worker thread. If a task raises, nothing else starts,
-running tasks finish, and the task's exception is raised in the caller. Once the algorithm has inserted its last
-task (``wait``), a tile whose last writer has run on an accelerator is final: that device's copy thread writes it
-home when it has nothing to fetch, so the final gather overlaps the end of the factorization.
+soon as its predecessors finished, highest priority first on its device (lookahead comes from priorities, seed 000
+§6.4). Where devices have memory spaces of their own, each device also has a copy thread: a ready task whose tiles
+are elsewhere first has them copied in, highest priority first, while the device's workers compute, and joins the
+device's queue once they have arrived (seed 002 §2.3: panel transfers as high-priority work; seed 003 §4: a
+data-availability-driven runtime); meanwhile the device's workers start no task it outranks. On an accelerator with
+a memory capacity every task passes through the copy thread, which also pins the task's tiles there until it has run
+(out-of-core streaming, see :mod:`~hetlapack.runtime.coherence`); a task too big for that capacity runs where it
+fits (the host). Leaving the block waits for every task, brings data home and joins every worker thread. If a task
+raises, nothing else starts, running tasks finish, and the task's exception is raised in the caller. Once the
+algorithm has inserted its last task (``wait``), a tile whose last writer has run on an accelerator is final: that
+device's copy thread writes it home when it has nothing to fetch, so the final gather overlaps the end of the
+factorization.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ class Runtime:
         self._queues: list[list[Task]] = [[] for _ in self.devices]
         self._fetch_queues: list[list[Task]] = [[] for _ in self.devices]
         self._fetch_signal = [threading.Condition(self._lock) for _ in self.devices]
+        self._fetching: list[Task | None] = [None for _ in self.devices]
+        self._holding = [0 for _ in self.devices]
         self._writebacks: list[list[Block]] = [[] for _ in self.devices]
         self._all_inserted = False
         self._threads: list[threading.Thread] = []
@@ -229,8 +232,13 @@ class Runtime:
         signal = self._ready_signal[index]
         while True:
             with self._lock:
-                while not queue and not self._stopping:
+                while (not queue or self._outranked(index)) and not self._stopping:
+                    holding = bool(queue)  # this worker waits for an outranking copy, not for work
+                    self._holding[index] += holding
+                    if holding:
+                        signal.notify()  # another idle worker of the device may take the ready task
                     signal.wait()
+                    self._holding[index] -= holding
                 if not queue:
                     return
                 task = heapq.heappop(queue)
@@ -259,6 +267,7 @@ class Runtime:
                     task = None
                 else:
                     task = heapq.heappop(queue)
+                    self._fetching[index] = task
                     self._running += 1
             error = None
             try:
@@ -271,13 +280,26 @@ class Runtime:
             with self._lock:
                 if task is not None:
                     self._running -= 1
+                    self._fetching[index] = None
                 if error is not None:
                     self._fail(error)
                 if task is not None and self._error is None:
                     heapq.heappush(self._queues[index], task)
-                    self._ready_signal[index].notify()
+                    self._ready_signal[index].notify_all()  # also the workers that waited for it (_outranked)
                 elif self._quiescent():
                     self._idle_signal.notify_all()
+
+    def _outranked(self, index: int) -> bool:
+        """Whether a task whose tiles device ``index``'s copy thread is bringing in outranks the device's best ready
+        task, and none of the device's workers waits for it yet (under the lock). The worker asking then waits for
+        that copy rather than start a long lower-priority kernel just before the critical one arrives (a priority
+        inversion that traces showed at every step of the hybrid Cholesky); the device's other workers go on. Not
+        on a device with a memory capacity: there the copy may itself wait for ready tasks to free memory."""
+        if self._holding[index] or self._coherence.bounded(self.devices[index]):
+            return False
+        head = self._queues[index][0]
+        fetching, waiting = self._fetching[index], self._fetch_queues[index]
+        return (fetching is not None and fetching < head) or (bool(waiting) and waiting[0] < head)
 
     def _complete(self, task: Task, error: BaseException | None) -> None:
         """Book a finished task (under the lock): release its dependents, or stop everything on an error."""

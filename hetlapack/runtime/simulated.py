@@ -3,7 +3,8 @@
 :class:`SimulatedRuntime` is a :class:`~hetlapack.runtime.Runtime` whose workers are events instead of threads.
 Algorithms insert tasks exactly as they do for a real run (on virtual matrices: no data exists); when the block
 ends, a discrete-event loop runs the graph: each idle worker takes the highest-priority ready task of its
-device, which starts once its tiles have arrived and lasts what the device's model says
+device (or, as in real runs, waits for a task that outranks it and whose tiles are still arriving), which starts
+once its tiles have arrived and lasts what the device's model says
 (:meth:`~hetlapack.devices.modeled.ModeledDevice.seconds`). Tiles move with the same coherence protocol as real
 runs; each copy is priced on the device's link, one DMA engine per direction per link (seed 000 §6.2:
 communication = bytes / bandwidth + latency), and starts as soon as the task that needs it is ready (prefetch),
@@ -130,6 +131,10 @@ class TimedCoherence(Coherence):
         """Whether a task on ``blocks`` fits in ``device``'s memory at all."""
         memory = self._bounded.get(device.memory_space)
         return memory is None or sum(p.nbytes for p in self._parts(blocks)) <= memory.capacity
+
+    def bounded(self, device: ModeledDevice) -> bool:
+        """Whether ``device``'s memory has a capacity."""
+        return device.memory_space in self._bounded
 
     def room(self, blocks: Sequence[Block], device: ModeledDevice) -> bool:
         """Whether ``blocks`` can be made resident on ``device`` now, evicting only tiles no task holds (else the
@@ -343,7 +348,7 @@ class SimulatedRuntime(Runtime):
                         continue  # started above, within the host's cores
                     queue = self._queues[index]
                     for worker, free_at in enumerate(free[index]):
-                        if not queue:
+                        if not queue or not self._may_start(index, free, now):
                             break
                         if free_at <= now:
                             self._start(heapq.heappop(queue), index, worker, free, events, now)
@@ -370,7 +375,7 @@ class SimulatedRuntime(Runtime):
         and so do the tasks after it (no overtaking, as in one priority queue)."""
         while True:
             heads = [(self._queues[i][0], i) for i in self._on_host
-                     if self._queues[i] and min(free[i]) <= now]
+                     if self._queues[i] and min(free[i]) <= now and self._may_start(i, free, now)]
             if not heads:
                 return
             task, index = min(heads, key=lambda head: head[0])
@@ -380,6 +385,14 @@ class SimulatedRuntime(Runtime):
             self._host_cores_busy += threads
             worker = next(w for w, free_at in enumerate(free[index]) if free_at <= now)
             self._start(heapq.heappop(self._queues[index]), index, worker, free, events, now)
+
+    def _may_start(self, index: int, free: list[list[float]], now: float) -> bool:
+        """As in real runs: device ``index`` may start its best ready task now unless a task whose tiles are still
+        arriving there outranks it and only one of its workers is idle (that one waits for it)."""
+        if sum(free_at <= now for free_at in free[index]) > 1 or self._coherence.bounded(self.devices[index]):
+            return True
+        head = self._queues[index][0]
+        return not any(task.device_index == index and task < head for _, _, task in self._arriving)
 
     def _start(self, task: Task, index: int, worker: int, free: list[list[float]], events: list,
                now: float) -> None:
