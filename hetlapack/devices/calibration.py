@@ -76,13 +76,21 @@ def _tables(tables) -> dict[str, tuple[tuple[float, float], ...]]:
     return {k: v for k, v in rows.items() if v}
 
 
+def _apply(device: Device, measured: dict) -> None:
+    """Give ``device`` a measurement (fresh, or read from the cache): its measured scalars go into ``capability``,
+    its tables, where present, into ``kernel_rates`` (``"kernels"``) and ``whole_rates`` (``"whole"``)."""
+    device.capability.update({k: v for k, v in measured.items() if _measured(v)})
+    if "kernels" in measured:
+        device.kernel_rates = _tables(measured["kernels"])
+    if "whole" in measured:
+        device.whole_rates = _tables(measured["whole"])
+
+
 def load_capability(device: Device) -> None:
     """Overwrite ``device.capability`` (and ``device.kernel_rates``, ``device.whole_rates``) with its cached
     measurements, if any."""
-    measured = dict(load().get(device.name, {}))
-    kernels, whole = measured.pop("kernels", {}), measured.pop("whole", {})
-    device.capability.update({k: v for k, v in measured.items() if _measured(v)})
-    device.kernel_rates, device.whole_rates = _tables(kernels), _tables(whole)
+    cached = load().get(device.name, {})
+    _apply(device, cached if isinstance(cached, dict) else {})
 
 
 def _best_seconds(run: Callable[[], None], repeats: int, setup: Callable[[], None] | None = None,
@@ -303,7 +311,6 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
             measured: dict = _kernel_rates(device, tile, repeats)
             if kernels:
                 measured["kernels"] = kernel_tables(device, repeats=repeats)
-                device.kernel_rates = _tables(measured["kernels"])
             if device.kind != "cpu":
                 measured.update(_link(device, link_bytes, repeats))
             orders = whole_orders if whole_orders is not None else (
@@ -311,8 +318,7 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
             if orders:
                 with all_cores():
                     measured["whole"] = whole_rates(device, sorted(orders), repeats)
-                device.whole_rates = _tables(measured["whole"])
-            device.capability.update({k: v for k, v in measured.items() if not isinstance(v, dict)})
+            _apply(device, measured)
             results[device.name] = measured
     if save:
         save_results(results, tile)

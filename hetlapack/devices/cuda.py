@@ -56,6 +56,12 @@ def _panel_kernels():
     return cuda_panel
 
 
+def _contiguous(a) -> bool:
+    """Whether ``a`` (host or device) lies in one block of memory, C- or Fortran-ordered: it crosses the link as it
+    lies; a tile view is first packed into one buffer."""
+    return a.flags.c_contiguous or a.flags.f_contiguous
+
+
 def _leading_dimension(a) -> int:
     rows = a.shape[0]
     if a.ndim != 2 or (rows > 1 and a.strides[0] != a.itemsize):
@@ -125,20 +131,20 @@ class CudaDevice(Device):
         """Copy ``host`` into the device array ``out`` (a matrix or a tile view): it crosses as one buffer, as it
         lies when contiguous, C- or Fortran-ordered (the host makes no transposed copy), and the device lays it out
         into ``out``."""
-        contiguous = host.flags.c_contiguous or host.flags.f_contiguous
+        packed = host if _contiguous(host) else np.asfortranarray(host)
 
         def copy() -> None:
-            out[...] = self.cupy.asarray(host if contiguous else np.asfortranarray(host))
+            out[...] = self.cupy.asarray(packed)
 
         self._run(copy)
 
     def to_host(self, data, out: np.ndarray) -> None:
         """Copy the device array ``data`` into ``out``: straight into it when ``out`` is contiguous (a whole matrix),
         else through one buffer; a tile view is packed into one buffer on the device before it crosses the link."""
-        direct = out.flags.f_contiguous or out.flags.c_contiguous
+        direct = _contiguous(out)
 
         def fetch():
-            packed = data if data.flags.f_contiguous or data.flags.c_contiguous else self.cupy.asfortranarray(data)
+            packed = data if _contiguous(data) else self.cupy.asfortranarray(data)
             return self.cupy.asnumpy(packed, stream=self._stream(), out=out if direct else None)
 
         fetched = self._run(fetch)

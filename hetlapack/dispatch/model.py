@@ -123,10 +123,11 @@ def host_gemm_gflops(dtype_char: str = "d") -> float:
     return factor * 2 * n**3 / best / 1e9
 
 
-def _resolved(device):
+def _resolved(devices: tuple) -> list:
+    """The Device objects of ``devices`` (names or Device objects)."""
     from ..devices import resolve  # noqa: PLC0415 - devices import dispatch lazily too
 
-    return resolve((device,))[0]
+    return resolve(devices)
 
 
 def host_efficiency(op: str, order: int) -> float:
@@ -134,7 +135,7 @@ def host_efficiency(op: str, order: int) -> float:
     ``hetlapack calibrate`` timed its calls (their float64 rate over the GEMM rate), else the reference machine's
     (``HOST_EFFICIENCY``). Many cores can leave LAPACK far below their GEMM rate: on 16 Xeon cores, SciPy's
     Cholesky at n = 4000 ran at 0.22 of it, against 0.78 on the reference machine's 2."""
-    measured = _resolved("cpu").whole_rates.get(op)
+    measured = _resolved(("cpu",))[0].whole_rates.get(op)
     if measured:
         return interpolate(measured, order) / host_gemm_gflops("d")
     return interpolate(HOST_EFFICIENCY.get(op, HOST_EFFICIENCY["getrf"]), order)
@@ -165,7 +166,7 @@ def predict_gpu(op: str, m: int, n: int, dtype: np.dtype, device, tile: int | No
     this order (float64's, complex counted in real flops; flat beyond the orders timed). Without that measurement,
     the simulator's tile model of the device (:func:`predict_tiled`), which on an H100 priced QR at 4.5 s where it
     took 0.76 s."""
-    accelerator = _resolved(device)
+    accelerator = _resolved((device,))[0]
     measured = accelerator.whole_rates.get(op)
     if not measured:
         return predict_tiled(op, m, n, dtype, tile, (device,), path="gpu")
@@ -176,9 +177,7 @@ def predict_gpu(op: str, m: int, n: int, dtype: np.dtype, device, tile: int | No
 
 def modeled(devices: tuple) -> list[ModeledDevice]:
     """Models of the devices a plan names (names or Device objects), with the runtime's per-task overhead."""
-    from ..devices import resolve  # noqa: PLC0415 - devices import dispatch lazily too
-
-    return [ModeledDevice.of(d, task_overhead_s=RUNTIME_TASK_OVERHEAD_S) for d in resolve(devices)]
+    return [ModeledDevice.of(d, task_overhead_s=RUNTIME_TASK_OVERHEAD_S) for d in _resolved(devices)]
 
 
 @functools.lru_cache(maxsize=1024)

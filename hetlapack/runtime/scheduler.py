@@ -232,7 +232,7 @@ class Runtime:
         signal = self._ready_signal[index]
         while True:
             with self._lock:
-                while (not queue or self._outranked(index)) and not self._stopping:
+                while (not queue or not self._holding[index] and self._outranked(index)) and not self._stopping:
                     holding = bool(queue)  # this worker waits for an outranking copy, not for work
                     self._holding[index] += holding
                     if holding:
@@ -289,17 +289,21 @@ class Runtime:
                 elif self._quiescent():
                     self._idle_signal.notify_all()
 
+    def _in_transit(self, index: int) -> list[Task]:
+        """The tasks whose tiles device ``index``'s copy thread is bringing in, or will next (under the lock)."""
+        waiting = self._fetch_queues[index]
+        return [task for task in (self._fetching[index], waiting[0] if waiting else None) if task is not None]
+
     def _outranked(self, index: int) -> bool:
-        """Whether a task whose tiles device ``index``'s copy thread is bringing in outranks the device's best ready
-        task, and none of the device's workers waits for it yet (under the lock). The worker asking then waits for
-        that copy rather than start a long lower-priority kernel just before the critical one arrives (a priority
-        inversion that traces showed at every step of the hybrid Cholesky); the device's other workers go on. Not
-        on a device with a memory capacity: there the copy may itself wait for ready tasks to free memory."""
-        if self._holding[index] or self._coherence.bounded(self.devices[index]):
+        """Whether a task in transit to device ``index`` outranks the device's best ready task (under the lock). An
+        idle worker then waits for it, unless another worker of the device already does, rather than start a long
+        lower-priority kernel just before the critical one arrives (a priority inversion that traces showed at every
+        step of the hybrid Cholesky). Not on a device with a memory capacity: there the copy may itself wait for
+        ready tasks to free memory."""
+        if self._coherence.bounded(self.devices[index]):
             return False
         head = self._queues[index][0]
-        fetching, waiting = self._fetching[index], self._fetch_queues[index]
-        return (fetching is not None and fetching < head) or (bool(waiting) and waiting[0] < head)
+        return any(task < head for task in self._in_transit(index))
 
     def _complete(self, task: Task, error: BaseException | None) -> None:
         """Book a finished task (under the lock): release its dependents, or stop everything on an error."""

@@ -386,13 +386,14 @@ class SimulatedRuntime(Runtime):
             worker = next(w for w, free_at in enumerate(free[index]) if free_at <= now)
             self._start(heapq.heappop(self._queues[index]), index, worker, free, events, now)
 
+    def _in_transit(self, index: int) -> list[Task]:
+        """The tasks whose tiles are still arriving on device ``index``."""
+        return [task for _, _, task in self._arriving if task.device_index == index]
+
     def _may_start(self, index: int, free: list[list[float]], now: float) -> bool:
-        """As in real runs: device ``index`` may start its best ready task now unless a task whose tiles are still
-        arriving there outranks it and only one of its workers is idle (that one waits for it)."""
-        if sum(free_at <= now for free_at in free[index]) > 1 or self._coherence.bounded(self.devices[index]):
-            return True
-        head = self._queues[index][0]
-        return not any(task.device_index == index and task < head for _, _, task in self._arriving)
+        """As in real runs: device ``index`` may start its best ready task now unless a task in transit outranks it
+        (:meth:`Runtime._outranked`) and only one of its workers is idle (that one waits for it)."""
+        return sum(free_at <= now for free_at in free[index]) > 1 or not self._outranked(index)
 
     def _start(self, task: Task, index: int, worker: int, free: list[list[float]], events: list,
                now: float) -> None:
