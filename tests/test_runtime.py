@@ -134,6 +134,40 @@ def test_data_moves_to_a_separate_memory_space_and_back():
     assert fake.uploaded_bytes == 32 + 64 and fake.downloaded_bytes == 32 + 64
 
 
+def test_the_trace_records_each_job_of_a_copy_thread():
+    """A task on an accelerator whose tile is at home: its copy thread fetches the tile (one job, the tile's
+    bytes, named by the task), and the task's record counts those bytes as moved for it."""
+    a = np.asfortranarray(np.arange(16.0).reshape(4, 4))
+    fake = EmulatedDevice(0)
+    trace = Trace()
+
+    def double(device, tile):
+        tile *= 2
+
+    with Runtime([CpuDevice(workers=1), fake], trace=trace) as rt:
+        A = rt.matrix(a, 2)
+        rt.insert(double, A(1, 0), writes=[A(1, 0)], device=fake)
+    fetches = [c for c in trace.copies if c.purpose == "fetch"]
+    assert [(c.device, c.tiles, c.nbytes) for c in fetches] == [("emulated:0", "double A[1,0]", 32)]
+    assert {c.purpose for c in trace.copies} <= {"fetch", "home"}
+    assert all(0 <= c.start <= c.end and c.cpu_seconds >= 0 for c in trace.copies)
+    assert [e.bytes_moved for e in trace.events] == [32] and trace.events[0].start >= fetches[0].end
+
+
+def test_the_trace_summary_says_how_long_how_many_tasks_ran_at_once():
+    trace = Trace(origin=0.0)
+    trace.record("gemm", "A[0,0]", "emulated:0", 0, 0.0, 2.0, 0, cpu_seconds=1.5)
+    trace.record("trsm", "A[1,0]", "emulated:1", 0, 1.0, 3.0, 0, cpu_seconds=2.0)
+    trace.record("potrf", "A[1,1]", "cpu", 0, 4.0, 5.0, 0, cpu_seconds=1.0)
+    trace.record_copy("emulated:1", "fetch", "trsm A[1,0]", 0.5, 1.0, 2_000_000, 0.25)
+    assert trace.concurrency() == {1: 3.0, 2: 1.0, 0: 1.0}
+    rows = {line.split()[0]: line.split()[1:] for line in trace.summary().splitlines()[1:-1]}
+    assert rows["emulated:1"] == ["1", "2.0000", "2.0000", "1", "0.5000", "0.2500", "2.0"]
+    assert rows["cpu"] == ["1", "1.0000", "1.0000", "0", "0.0000", "0.0000", "0.0"]
+    assert trace.summary().splitlines()[-1] == ("makespan 5.0000 s; tasks running at once (count: seconds) "
+                                                "0: 1.0000 s, 1: 3.0000 s, 2: 1.0000 s")
+
+
 def test_results_written_on_another_memory_space_are_flushed_home():
     a = np.asfortranarray(np.ones((4, 4)))
     with Runtime([EmulatedDevice(0)]) as rt:

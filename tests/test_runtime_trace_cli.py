@@ -3,6 +3,8 @@
 import argparse
 import json
 
+import pytest
+
 from hetlapack.commands import trace
 
 
@@ -27,3 +29,22 @@ def test_trace_lu_and_qr(tmp_path):
         assert args.func(args) == 0
         names = {e["name"] for e in json.loads((tmp_path / f"trace-{op}-100.json").read_text())["traceEvents"]}
         assert kernels <= names
+
+
+def test_trace_of_the_hybrid_path_shows_its_copy_threads(tmp_path, capsys):
+    args = parse(["trace", "cholesky", "--n", "160", "--tile", "32", "--devices", "cpu,emulated:0,emulated:1",
+                  "--output", str(tmp_path)])
+    assert args.func(args) == 0
+    stem = tmp_path / "trace-cholesky-160-cpu-emulated0-emulated1"
+    events = json.loads(stem.with_suffix(".json").read_text())["traceEvents"]
+    assert {e["pid"] for e in events if e["name"] == "gemm"} == {"emulated:0", "emulated:1"}
+    assert {e["pid"] for e in events if e["name"] == "copy (fetch)"} >= {"emulated:0", "emulated:1"}
+    assert stem.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
+    out = capsys.readouterr().out
+    assert "emulated:1" in out and "tasks running at once" in out
+
+
+def test_trace_rejects_an_unknown_device(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parse(["trace", "lu", "--devices", "cpu,tpu:0"])
+    assert exit_info.value.code == 2 and "unknown device 'tpu:0'" in capsys.readouterr().err

@@ -1,6 +1,9 @@
-"""``hetlapack trace cholesky|lu|qr --n N --tile T --output DIR``: run a tile factorization and write its trace.
+"""``hetlapack trace cholesky|lu|qr --n N --tile T --devices D --output DIR``: run a tile factorization and write its
+trace.
 
-Writes ``DIR/trace-<op>-<n>.json`` (chrome://tracing, Perfetto) and ``DIR/trace-<op>-<n>.png`` (a Gantt chart).
+Writes ``DIR/trace-<op>-<n>.json`` (chrome://tracing, Perfetto) and ``DIR/trace-<op>-<n>.png`` (a Gantt chart), and
+prints where the time went (:meth:`~hetlapack.runtime.Trace.summary`). ``--devices cpu,emulated:0,emulated:1``
+traces the hybrid path, its copy threads included (the files' names then end in ``-cpu-emulated0-emulated1``).
 """
 
 from __future__ import annotations
@@ -14,15 +17,16 @@ import numpy as np
 from ..algorithms.geqrf import geqrf
 from ..algorithms.getrf import getrf
 from ..algorithms.potrf import potrf
+from ..devices import resolve
 from ..runtime import Trace
 from ..testing import general, spd
 from . import positive_int
 
 #: Operation name on the command line -> (matrix generator, tile factorization run on it).
 OPERATIONS = {
-    "cholesky": (spd, lambda a, tile, trace: potrf(a, lower=True, tile=tile, trace=trace)),
-    "lu": (general, lambda a, tile, trace: getrf(a, tile=tile, trace=trace)),
-    "qr": (general, lambda a, tile, trace: geqrf(a, tile=tile, trace=trace)),
+    "cholesky": (spd, lambda a, tile, devices, trace: potrf(a, lower=True, tile=tile, devices=devices, trace=trace)),
+    "lu": (general, lambda a, tile, devices, trace: getrf(a, tile=tile, devices=devices, trace=trace)),
+    "qr": (general, lambda a, tile, devices, trace: geqrf(a, tile=tile, devices=devices, trace=trace)),
 }
 
 #: Real flop counts (LAWN 41) used to print the achieved rate.
@@ -36,24 +40,39 @@ def register(subparsers) -> None:
     parser.add_argument("--n", type=positive_int, default=4000, help="matrix order (default 4000)")
     parser.add_argument("--tile", type=positive_int, default=384, help="tile order (default 384)")
     parser.add_argument("--dtype", default="float64", choices=["float32", "float64", "complex64", "complex128"])
+    parser.add_argument("--devices", type=device_names, default=["cpu"],
+                        help="comma-separated devices, e.g. cpu,emulated:0,emulated:1 (default cpu)")
     parser.add_argument("--output", type=Path, default=Path("."), help="directory for the files (default .)")
     parser.set_defaults(func=run)
 
 
+def device_names(text: str) -> list[str]:
+    """An argparse type: comma-separated device names that :func:`~hetlapack.devices.resolve` knows."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    try:
+        resolve(names)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return names
+
+
 def run(args: argparse.Namespace) -> int:
-    """Factor a random matrix with tracing on; write and report the two files."""
+    """Factor a random matrix with tracing on; write and report the two files and where the time went."""
     make, factor = OPERATIONS[args.op]
     a = np.asfortranarray(make(args.n, dtype=np.dtype(args.dtype)))
+    devices = resolve(args.devices)
     trace = Trace()
     start = time.perf_counter()
-    factor(a, args.tile, trace)
+    factor(a, args.tile, devices, trace)
     seconds = time.perf_counter() - start
     args.output.mkdir(parents=True, exist_ok=True)
-    stem = args.output / f"trace-{args.op}-{args.n}"
+    on = "" if args.devices == ["cpu"] else "-" + "-".join(name.replace(":", "") for name in args.devices)
+    stem = args.output / f"trace-{args.op}-{args.n}{on}"
     json_path = trace.to_chrome_json(stem.with_suffix(".json"))
     title = f"{args.op} n={args.n} tile={args.tile} {args.dtype}: {seconds:.3f} s, " \
             f"{FLOPS[args.op](args.n) / seconds / 1e9:.1f} GFLOP/s (real-flop count), {len(trace.events)} tasks"
     png_path = trace.plot(stem.with_suffix(".png"), title=title)
     print(title)
+    print(trace.summary())
     print(f"wrote {json_path} and {png_path}")
     return 0

@@ -263,20 +263,12 @@ class Runtime:
                 if not queue and self._stopping:
                     return
                 if not queue:
-                    block = writebacks.pop(0)
-                    task = None
+                    task, block = None, writebacks.pop(0)
                 else:
-                    task = heapq.heappop(queue)
+                    task, block = heapq.heappop(queue), None
                     self._fetching[index] = task
                     self._running += 1
-            error = None
-            try:
-                if task is None:
-                    self._coherence.write_home(block)
-                else:
-                    task.prefetched = self._coherence.acquire(task.blocks, device, task)[1]
-            except BaseException as failure:  # noqa: BLE001 - a failed copy cancels the graph like a failed task
-                error = failure
+            error = self._copy_job(device, task, block)
             with self._lock:
                 if task is not None:
                     self._running -= 1
@@ -288,6 +280,23 @@ class Runtime:
                     self._ready_signal[index].notify_all()  # also the workers that waited for it (_outranked)
                 elif self._quiescent():
                     self._idle_signal.notify_all()
+
+    def _copy_job(self, device: Device, task: Task | None, block: Block | None) -> BaseException | None:
+        """One job of a copy thread: bring ``task``'s tiles to ``device``, or (no task) write ``block`` home; traced
+        when it moved bytes. Returns the failure, if any."""
+        started, cpu = time.perf_counter(), time.thread_time()
+        try:
+            if task is None:
+                moved = self._coherence.write_home(block)
+            else:
+                moved = task.prefetched = self._coherence.acquire(task.blocks, device, task)[1]
+        except BaseException as failure:  # noqa: BLE001 - a failed copy cancels the graph like a failed task
+            return failure
+        if self.trace is not None and moved:
+            what = repr(block) if task is None else f"{task.name} {','.join(map(repr, task.writes))}"
+            self.trace.record_copy(device.name, "home" if task is None else "fetch", what, started,
+                                   time.perf_counter(), moved, time.thread_time() - cpu)
+        return None
 
     def _in_transit(self, index: int) -> list[Task]:
         """The tasks whose tiles device ``index``'s copy thread is bringing in, or will next (under the lock)."""
@@ -336,7 +345,7 @@ class Runtime:
             self._fetch_signal[index].notify()
 
     def _execute(self, task: Task, device: Device, worker: int) -> BaseException | None:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         try:
             data, moved = self._coherence.acquire(task.blocks, device, task)
             args = [data[arg] if isinstance(arg, Block) else arg for arg in task.args]
@@ -352,5 +361,5 @@ class Runtime:
         if self.trace is not None:
             tiles = ",".join(map(repr, task.writes))
             self.trace.record(task.name, tiles, device.name, worker, start, time.perf_counter(),
-                              task.prefetched + moved)
+                              task.prefetched + moved, time.thread_time() - cpu)
         return None
