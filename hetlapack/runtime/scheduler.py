@@ -183,7 +183,8 @@ class Runtime:
         ``kernel`` is a :class:`Device` method name (``"gemm"``) or a callable ``f(device, *args, **kwargs)``.
         Block handles among ``args`` are replaced by the block's data on the device that runs the task.
         ``device`` pins the task (an index into the runtime's devices, or the device); otherwise the placement
-        policy chooses when the task becomes ready. Raises the pending error if an earlier task failed, which stops the inserting algorithm.
+        policy chooses when the task becomes ready. Raises the pending error if an earlier task failed, which stops
+        the inserting algorithm.
         """
         if self._error is not None:
             raise self._error
