@@ -19,7 +19,10 @@ from .compat.scipy_linalg import (
 from .dispatch import using
 from .explain import explain
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "explain", "lu", "lu_factor", "lu_solve", "qr", "using"]
+_OWN = ["cho_factor", "cho_solve", "cholesky", "explain", "lu", "lu_factor", "lu_solve", "qr", "using"]
+
+#: ``from hetlapack.linalg import *`` gives what ``from scipy.linalg import *`` gives, hetlapack's own included.
+__all__ = sorted({*_scipy_linalg.__all__, *_OWN})
 
 
 def __getattr__(name: str):
@@ -31,4 +34,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(dir(_scipy_linalg)) | set(__all__))
+    return sorted(set(dir(_scipy_linalg)) | set(_OWN))

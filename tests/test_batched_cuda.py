@@ -116,6 +116,21 @@ def test_cuda_getrf_zero_pivot_sets_info_and_leaves_the_column_unscaled():
     np.testing.assert_allclose(lu, lu_ref, atol=1e-14)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=str)
+def test_cuda_getrf_divides_by_a_subnormal_pivot_as_lapacks_getf2(dtype):
+    """Its reciprocal would overflow: getf2 divides instead, so ``P A = L U`` holds (OpenBLAS's LU, SciPy's, does not
+    scale such a column at all, so it is not the reference here)."""
+    a = general(4, dtype=dtype, seed=5, batch=(2,)) * 1e-310
+    lu, piv, info = cuda_kernels.getrf(a)
+    assert np.isfinite(lu).all() and info.tolist() == [0, 0]
+    for matrix, pivots, packed in zip(a, piv, lu):
+        rows = np.arange(4)
+        for k, p in enumerate(pivots):
+            rows[[k, p]] = rows[[p, k]]
+        lower, upper = np.tril(packed, -1) + np.eye(4), np.triu(packed)
+        assert np.abs(matrix[rows] - lower @ upper).max() <= 1e-12 * np.abs(matrix).max()
+
+
 def test_cuda_getrf_empty_stack_and_empty_matrices():
     lu, piv, info = cuda_kernels.getrf(np.zeros((0, 3, 3)))
     assert lu.shape == (0, 3, 3) and piv.shape == (0, 3) and info.shape == (0,)

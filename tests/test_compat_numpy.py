@@ -71,6 +71,21 @@ def test_deprecated_qr_modes_warn_at_the_caller_and_equal_numpy(path, shape, mod
         np.testing.assert_allclose(x, y, atol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+@pytest.mark.parametrize("mode", ["full", "economic"])
+@pytest.mark.parametrize("make", [lambda a: a.tolist(), np.asmatrix, np.ma.asarray], ids=["list", "matrix", "masked"])
+def test_deprecated_qr_modes_warn_at_the_caller_for_any_array_like(make, mode):
+    a = make(testing.general(5, 3, seed=8))
+    with pytest.warns(DeprecationWarning) as ours_warned:
+        ours = numpy_linalg.qr(a, mode=mode)
+    with pytest.warns(DeprecationWarning):
+        theirs = numpy_functions["qr"](a, mode=mode)
+    assert [w.filename for w in ours_warned] == [__file__]
+    for x, y in zip(*(o if isinstance(o, tuple) else (o,) for o in (ours, theirs))):
+        assert type(x) is type(y) and x.strides == y.strides
+        np.testing.assert_allclose(x, y, atol=1e-12)
+
+
 def test_unsupported_dtypes_keep_numpy_errors():
     with pytest.raises(TypeError, match="float16 is unsupported"):
         numpy_linalg.cholesky(np.eye(3, dtype=np.float16))

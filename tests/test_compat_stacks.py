@@ -81,12 +81,15 @@ def test_solves_broadcast_like_scipy(path, bshape):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_solve_batch_mismatches_raise_scipys_error(path):
-    """SciPy broadcasts the batch dimensions of (lu, piv, b) and names a mismatch by argument position."""
+    """SciPy broadcasts the batch dimensions of (lu, piv, b) and names a mismatch by argument position, before it
+    checks values for infinities and NaNs."""
     a = testing.spd(3, seed=3, batch=(4,))
     (lu, piv), c = sl.lu_factor(a), sl.cholesky(a)
     calls = [lambda m: m.lu_solve((lu, piv), np.ones((5, 3, 1))),
              lambda m: m.lu_solve((lu, piv[:2]), np.ones((4, 3, 1))),
-             lambda m: m.cho_solve((c, False), np.ones((5, 3, 1)))]
+             lambda m: m.cho_solve((c, False), np.ones((5, 3, 1))),
+             lambda m: m.lu_solve((lu, piv), np.full((5, 3, 1), np.nan)),
+             lambda m: m.cho_solve((c, False), np.full((5, 3, 1), np.nan))]
     for call in calls:
         with pytest.raises(ValueError) as theirs:
             call(sl)
@@ -245,3 +248,66 @@ def test_empty_batches_like_scipy():
     for func in ("cholesky", "lu_factor"):
         with pytest.raises(ValueError, match="does not support zero-size batches"):
             getattr(la, func)(np.empty((0, 3, 3)))
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_solves_with_a_zero_on_the_diagonal_give_scipys_infinities_and_nans(path, dtype):
+    """LAPACK's getrs and potrs divide by the factor's diagonal unchecked: a zero there gives the infinities and
+    NaNs SciPy returns, not an exception."""
+    lu = np.array([np.zeros((2, 2)), np.eye(2)], dtype=dtype)
+    piv = np.array([[0, 1], [0, 1]], dtype=np.int32)
+    b = np.ones(2, dtype=dtype)
+    calls = [lambda m: m.lu_solve((lu, piv), b), lambda m: m.lu_solve((lu, piv), b, trans=1),
+             lambda m: m.lu_solve((lu, piv), b, trans=2), lambda m: m.cho_solve((lu, False), b),
+             lambda m: m.cho_solve((lu, True), b)]
+    for call in calls:
+        theirs = call(sl)
+        with hetlapack.using(path=path):
+            ours = call(la)
+        assert not np.isfinite(theirs[0]).any()
+        np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("scale", [1e300, 1e154, 1e-160, 1e-200, 1e-300, 1e-310])
+def test_qr_of_stacks_near_overflow_or_underflow_equals_scipy(path, dtype, scale):
+    """Each reflector takes LAPACK's scaled norm, and larfg's rescaling of a tiny column, where a plain sum of
+    squares would overflow (infinities) or underflow (a column left as it was, R's sign flipped)."""
+    g = testing.general(5, 4, dtype=dtype, seed=3, batch=(3,))
+    g[1, 1:, 0] = g[1, 0, 0] * 1e-170  # a column whose entries below the diagonal underflow when squared
+    g *= scale
+    with hetlapack.using(path=path):
+        q, r = la.qr(g)
+    q0, r0 = sl.qr(g)
+    np.testing.assert_allclose(r, r0, rtol=1e-12, atol=1e-12 * scale)
+    np.testing.assert_allclose(q, q0, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_lu_of_stacks_with_subnormal_pivots_divides_as_lapacks_getf2(dtype):
+    """Reference LAPACK's getf2 divides by a pivot below the smallest normal number, whose reciprocal would
+    overflow. (SciPy's OpenBLAS leaves such a column unscaled, so its ``P L U`` misses ``A`` by ``|A|``; the batched
+    path is held to ``P A = L U`` itself.)"""
+    a = testing.general(4, dtype=dtype, seed=5, batch=(3,)) * 1e-310
+    with hetlapack.using(path="batched"):
+        p, l, u = la.lu(a)
+    assert np.isfinite(l).all() and np.isfinite(u).all()
+    assert np.abs(p @ l @ u - a).max() <= 1e-12 * np.abs(a).max()
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("call", [lambda m, a: m.lu_factor(a, overwrite_a=1.5),
+                                  lambda m, a: m.qr(a, overwrite_a="1")])
+def test_a_bad_flag_with_non_finite_values_raises_scipys_value_error(path, call):
+    """SciPy checks values before f2py reads a flag."""
+    a = testing.general(3, seed=1, batch=(2,))
+    a[0, 0, 0] = np.nan
+    with pytest.raises(ValueError) as theirs:
+        call(sl, a)
+    with hetlapack.using(path=path), pytest.raises(ValueError) as ours:
+        call(la, a)
+    assert str(ours.value) == str(theirs.value)
+    with hetlapack.using(path=path), pytest.raises(TypeError):
+        call(la, np.nan_to_num(a))

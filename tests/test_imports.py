@@ -11,3 +11,14 @@ def test_import_does_not_load_optional_dependencies():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_star_import_gives_scipy_linalgs_names_and_hetlapacks_own():
+    import scipy.linalg
+
+    import hetlapack.compat.scipy_linalg as ours
+
+    names: dict = {}
+    exec("from hetlapack.linalg import *", names)
+    assert set(scipy.linalg.__all__) <= set(names)
+    assert names["solve"] is scipy.linalg.solve and names["cholesky"] is ours.cholesky and "using" in names

@@ -14,7 +14,7 @@ import math
 import numba
 import numpy as np
 
-from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range, gather, scatter
+from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range, divide, gather, scatter
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -151,11 +151,11 @@ def potrs_stack(c, lower, b, out, lanes, threads):
                         for lane in range(lanes):
                             rhs[i, r, lane] -= factor[i, k, lane] * rhs[k, r, lane]
                     for lane in range(lanes):
-                        rhs[i, r, lane] /= factor[i, i, lane]
+                        rhs[i, r, lane] = divide(rhs[i, r, lane], factor[i, i, lane])
                 for i in range(n - 1, -1, -1):
                     for k in range(i + 1, n):
                         for lane in range(lanes):
                             rhs[i, r, lane] -= np.conj(factor[k, i, lane]) * rhs[k, r, lane]
                     for lane in range(lanes):
-                        rhs[i, r, lane] /= np.conj(factor[i, i, lane])
+                        rhs[i, r, lane] = divide(rhs[i, r, lane], np.conj(factor[i, i, lane]))
             scatter(rhs, count, out, first, n, nrhs)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, all_finite, chunk_range, gather, scatter
+from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, all_finite, chunk_range, divide, gather, scatter
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -34,6 +34,8 @@ def _pivot_column(buf, k, piv, info, best, recip, m, n, lanes):
             if size > best[lane]:
                 best[lane] = size
                 piv[k, lane] = i
+    tiny = np.finfo(best.dtype).tiny
+    subnormal = False
     for lane in range(lanes):
         row = piv[k, lane]
         for j in range(n):
@@ -43,10 +45,17 @@ def _pivot_column(buf, k, piv, info, best, recip, m, n, lanes):
         pivot = buf[k, k, lane]
         if pivot == 0 and info[lane] == 0:
             info[lane] = k + 1
-        recip[lane] = 1.0 / pivot if pivot != 0 else 1.0
+        best[lane] = pivot != 0 and abs(pivot) < tiny  # getf2 divides by a pivot whose reciprocal overflows
+        subnormal |= best[lane] != 0
+        recip[lane] = 1.0 / pivot if pivot != 0 and not best[lane] else 1.0
     for i in range(k + 1, m):
         for lane in range(lanes):
             buf[i, k, lane] *= recip[lane]
+    if subnormal:
+        for lane in range(lanes):
+            if best[lane]:
+                for i in range(k + 1, m):
+                    buf[i, k, lane] = divide(buf[i, k, lane], buf[k, k, lane])
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -186,14 +195,14 @@ def _solve_chunk(lu, piv, rhs, trans, count, first):
                     for lane in range(lanes):
                         rhs[i, r, lane] -= lu[i, k, lane] * rhs[k, r, lane]
                 for lane in range(lanes):
-                    rhs[i, r, lane] /= lu[i, i, lane]
+                    rhs[i, r, lane] = divide(rhs[i, r, lane], lu[i, i, lane])
         else:
             for i in range(n):
                 for k in range(i):
                     for lane in range(lanes):
                         rhs[i, r, lane] -= _maybe_conj(lu[k, i, lane], conjugate) * rhs[k, r, lane]
                 for lane in range(lanes):
-                    rhs[i, r, lane] /= _maybe_conj(lu[i, i, lane], conjugate)
+                    rhs[i, r, lane] = divide(rhs[i, r, lane], _maybe_conj(lu[i, i, lane], conjugate))
             for i in range(n - 1, -1, -1):
                 for k in range(i + 1, n):
                     for lane in range(lanes):

@@ -1,8 +1,9 @@
 """Compiled batched Householder QR (``geqrf``) and explicit Q (``orgqr``) over the interleaved chunk layout.
 
 The reflectors follow LAPACK's ``larfg`` convention exactly (``beta = -sign(Re alpha) ||(alpha, x)||``,
-``tau = (beta - alpha) / beta``, ``v = x / (alpha - beta)``, ``tau = 0`` when ``x = 0`` and ``alpha`` is real), so
-``R``'s signs and the stored reflectors match SciPy's. ``geqr2`` applies ``H^H`` to the trailing columns; ``org2r``
+``tau = (beta - alpha) / beta``, ``v = x / (alpha - beta)``, ``tau = 0`` when ``x = 0`` and ``alpha`` is real, a
+scaled norm and larfg's rescaling where the plain one would over- or underflow), so ``R``'s signs and the stored
+reflectors match SciPy's. ``geqr2`` applies ``H^H`` to the trailing columns; ``org2r``
 accumulates ``Q = H_0 H_1 ... H_{k-1}`` backwards from the identity. ``qr_stack`` does both on one gathered chunk
 and writes ``Q`` and ``R`` directly: the reflectors never leave the cache, so main memory sees one read of ``A``
 and one write of each result instead of the five passes of ``geqrf``, ``orgqr`` and a separate ``triu``.
@@ -19,9 +20,56 @@ from ._interleave import JIT_OPTIONS, all_finite, chunk_range, gather_wide, scat
 
 
 @numba.njit(**JIT_OPTIONS)
+def _scaled_norm(buf, k, lane, first, alpha):
+    """``||(alpha, buf[first:, k, lane])||`` without overflow or underflow (LAPACK's ``dnrm2``/``dlapy3``)."""
+    scale = max(abs(alpha.real), abs(alpha.imag))
+    for i in range(first, buf.shape[0]):
+        scale = max(scale, abs(buf[i, k, lane].real), abs(buf[i, k, lane].imag))
+    if scale == 0.0:
+        return 0.0 * scale
+    total = (alpha.real / scale) ** 2 + (alpha.imag / scale) ** 2
+    for i in range(first, buf.shape[0]):
+        total += (buf[i, k, lane].real / scale) ** 2 + (buf[i, k, lane].imag / scale) ** 2
+    return scale * math.sqrt(total)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _larfg_scaled(buf, k, lane, tau, dots, safmin):
+    """LAPACK's ``larfg`` for column ``k`` of one lane whose plain sum of squares over- or underflowed: a scaled
+    norm, and below ``safmin`` the column and ``alpha`` scaled up (at most 20 times) until ``beta`` is not tiny.
+    Sets ``tau``, ``dots[lane]`` (the factor that makes ``v``) and the diagonal."""
+    alpha = buf[k, k, lane]
+    zero = 0.0 * alpha
+    if _scaled_norm(buf, k, lane, k + 1, zero) == 0.0 and alpha.imag == 0.0:
+        tau[k, lane] = 0.0
+        dots[lane] = 0.0
+        return
+    beta = -math.copysign(_scaled_norm(buf, k, lane, k + 1, alpha), alpha.real)
+    rescaled = 0
+    while abs(beta) < safmin and rescaled < 20:
+        rescaled += 1
+        for i in range(k + 1, buf.shape[0]):
+            buf[i, k, lane] /= safmin
+        alpha /= safmin
+        beta /= safmin
+    if rescaled:
+        beta = -math.copysign(_scaled_norm(buf, k, lane, k + 1, alpha), alpha.real)
+    tau[k, lane] = (beta - alpha) / beta
+    dots[lane] = 1.0 / (alpha - beta)
+    for _ in range(rescaled):
+        beta *= safmin
+    buf[k, k, lane] = beta
+
+
+@numba.njit(**JIT_OPTIONS)
 def _factor_chunk(buf, tau, norm, dots):
-    """Householder QR of the interleaved ``m x n`` matrices in ``buf``; ``tau[k, lane]`` as LAPACK's geqrf."""
+    """Householder QR of the interleaved ``m x n`` matrices in ``buf``; ``tau[k, lane]`` as LAPACK's geqrf.
+
+    A plain sum of squares makes each reflector; a lane whose sum is zero, overflows or is small enough to have lost
+    digits to underflow takes :func:`_larfg_scaled` instead."""
     m, n, lanes = buf.shape
+    limits = np.finfo(norm.dtype)
+    safmin = limits.tiny / (limits.eps / 2)  # LAPACK's dlamch('S') / dlamch('E')
     for k in range(min(m, n)):
         for lane in range(lanes):
             norm[lane] = 0.0
@@ -30,11 +78,11 @@ def _factor_chunk(buf, tau, norm, dots):
                 norm[lane] += buf[i, k, lane].real ** 2 + buf[i, k, lane].imag ** 2
         for lane in range(lanes):
             alpha = buf[k, k, lane]
-            if norm[lane] == 0.0 and alpha.imag == 0.0:
-                tau[k, lane] = 0.0
-                dots[lane] = 0.0
+            total = alpha.real ** 2 + alpha.imag ** 2 + norm[lane]
+            if norm[lane] == 0.0 or not safmin <= total <= limits.max:
+                _larfg_scaled(buf, k, lane, tau, dots, safmin)
             else:
-                beta = -math.copysign(math.sqrt(alpha.real ** 2 + alpha.imag ** 2 + norm[lane]), alpha.real)
+                beta = -math.copysign(math.sqrt(total), alpha.real)
                 tau[k, lane] = (beta - alpha) / beta
                 dots[lane] = 1.0 / (alpha - beta)
                 buf[k, k, lane] = beta

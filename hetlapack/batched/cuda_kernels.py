@@ -33,6 +33,7 @@ import numpy as np
 from numba import cuda
 
 from ..devices.base import zero_other_triangle
+from ._interleave import smith_quotient
 from .kernels import INDEX_DTYPE
 
 #: Threads per block of the one-thread-per-matrix kernels, and the target of the LU kernel's 2-D blocks: enough
@@ -167,11 +168,21 @@ def lu_kernel_fits(m: int, n: int, dtype: np.dtype) -> bool:
     return m <= LU_MAX_ROWS and _lu_shared_bytes(m, n, np.dtype(dtype).itemsize) <= LU_SHARED_BYTES
 
 
+@cuda.jit(device=True)
+def _real_quotient(a, b):
+    return a / b
+
+
+_complex_quotient = cuda.jit(device=True)(smith_quotient)
+
+
 @functools.cache
 def _getrf_kernel(m: int, n: int, slots: int, dtype: np.dtype):
     """The LU kernel for ``m x n`` matrices of ``dtype``, ``slots`` matrices per block (compile-time sizes)."""
     scalar = numba.from_dtype(dtype)
     one = dtype.type(1)
+    tiny = np.finfo(dtype).tiny
+    quotient = _complex_quotient if dtype.kind == "c" else _real_quotient
     steps = min(m, n)
 
     @cuda.jit
@@ -211,10 +222,16 @@ def _getrf_kernel(m: int, n: int, slots: int, dtype: np.dtype):
                     info[matrix] = k + 1
             cuda.syncthreads()
             if active and position[slot, row] > k:
-                # A[i,k] = A[i,k] / A[k,k];  A[i,k+1:] -= A[i,k] A[k,k+1:]  (LAPACK leaves a zero column unscaled)
+                # A[i,k] = A[i,k] / A[k,k];  A[i,k+1:] -= A[i,k] A[k,k+1:]  (as LAPACK's getf2: a zero column stays
+                # unscaled, and a pivot whose reciprocal would overflow divides)
                 source = pivot_row[slot]
                 pivot = work[slot, source, k]
-                factor = work[slot, row, k] * (one / pivot if pivot != 0 else one)
+                if abs(pivot) >= tiny:
+                    factor = work[slot, row, k] * (one / pivot)
+                elif pivot != 0:
+                    factor = quotient(work[slot, row, k], pivot)
+                else:
+                    factor = work[slot, row, k]
                 work[slot, row, k] = factor
                 for j in range(k + 1, n):
                     work[slot, row, j] -= factor * work[slot, source, j]

@@ -70,13 +70,20 @@ def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...]
     return Request(op, tuple(arr.shape), dtype, array_module(arr), features, device_name(arr)), arr
 
 
-def check_flags(*flags) -> None:
+def check_flags(*flags, values: np.ndarray | None = None) -> None:
     """SciPy hands f2py ``overwrite_a or copied`` (``overwrite_b`` alike), so f2py sees a flag's own value only when
     it is true, and rejects a non-integer one with this TypeError; the accelerated paths reject the same values the
-    same way (``lower``, which f2py reads otherwise, goes through :func:`potrf_lower` and :func:`potrs_lower`)."""
+    same way (``lower``, which f2py reads otherwise, goes through :func:`potrf_lower` and :func:`potrs_lower`).
+    SciPy checks its array for infinities and NaNs before f2py sees a flag: given those ``values`` (when
+    ``check_finite``), a bad flag on a bad array raises SciPy's ValueError instead."""
     for flag in flags:
         if flag:
-            operator.index(flag)
+            try:
+                operator.index(flag)
+            except TypeError:
+                if values is not None:
+                    validated(values, check_finite=True)
+                raise
 
 
 #: A 2 x 2 Hermitian positive definite matrix, its lower Cholesky factor, and a right-hand side: which triangle

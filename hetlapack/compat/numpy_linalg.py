@@ -156,7 +156,7 @@ def qr(a, mode="reduced"):
     >>> np.allclose(q @ r, a)
     True
     """
-    if type(a) is np.ndarray and mode in ("f", "full", "e", "economic"):
+    if mode in ("f", "full", "e", "economic"):
         economic = mode in ("e", "economic")
         warnings.warn(_ECONOMIC_DEPRECATED if economic else _FULL_DEPRECATED, DeprecationWarning, stacklevel=2)
         if economic:

@@ -210,11 +210,11 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
 def _batched_solve_operands(c, b, check_finite: bool, piv=None):
     """The solve's operands broadcast by SciPy's batch rule (:func:`._arrays.solve_batch`), or None where the batched
     kernels do not take them."""
-    c1 = validated(c, check_finite)
-    b1 = validated(b, check_finite)
-    shapes = solve_batch(c1.shape, b1.shape, piv)
+    c1, b1 = validated(c, False), validated(b, False)
+    shapes = solve_batch(c1.shape, b1.shape, piv)  # SciPy's batch loop broadcasts before it checks values
     if shapes is None or shapes[0] == () or 0 in shapes[0] or b1.size == 0:
         return None
+    c1, b1 = validated(c1, check_finite), validated(b1, check_finite)
     batch, vector = shapes
     dtype = lapack_dtype(c1.dtype, b1.dtype)
     n = c1.shape[-1]
@@ -315,7 +315,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     plan, arr, dtype = _plan("getrf", a)
     if plan.path == "host":
         return _scipy["lu_factor"](arr, overwrite_a=overwrite_a, check_finite=check_finite)
-    check_flags(overwrite_a)
+    check_flags(overwrite_a, values=arr if check_finite else None)
     a1 = _kernel_checked(plan, arr, check_finite)
     lu, piv, info = _run.getrf(plan, _operand(plan, a1, a, dtype, overwrite_a), fortran=True,
                                check_finite=check_finite)
@@ -467,7 +467,7 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     if plan.path == "host":
         return _scipy["qr"](arr, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
                             check_finite=check_finite)
-    check_flags(overwrite_a)
+    check_flags(overwrite_a, values=arr if check_finite else None)
     a1 = _kernel_checked(plan, arr, check_finite)
     work = _operand(plan, a1, a, dtype, overwrite_a)
     m, n = work.shape[-2:]
