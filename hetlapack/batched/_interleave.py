@@ -177,11 +177,16 @@ def smith_quotient(a, b):
 
 
 def divide(a, b):
-    """``a / b`` as LAPACK's compiled code divides: IEEE division for real numbers, :func:`smith_quotient` for
-    complex ones. Called from compiled kernels only."""
+    """``a / b`` as LAPACK's compiled code divides: IEEE division for real numbers, part by part for a complex
+    ``a`` over a real ``b``, :func:`smith_quotient` over a complex ``b`` (bitwise numba's own quotients, without their
+    exception on a zero divisor). Called from compiled kernels only."""
     return a / b
 
 
 @overload(divide, jit_options={"fastmath": JIT_OPTIONS["fastmath"], "error_model": "numpy"})
 def _divide(a, b):
-    return smith_quotient if isinstance(b, types.Complex) else (lambda a, b: a / b)
+    if isinstance(b, types.Complex):
+        return smith_quotient
+    if isinstance(a, types.Complex):
+        return lambda a, b: complex(a.real / b, a.imag / b)
+    return lambda a, b: a / b

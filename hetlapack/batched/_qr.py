@@ -16,7 +16,7 @@ import math
 import numba
 import numpy as np
 
-from ._interleave import JIT_OPTIONS, all_finite, chunk_range, gather_wide, scatter_wide
+from ._interleave import JIT_OPTIONS, all_finite, chunk_range, divide, gather_wide, scatter_wide
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -54,8 +54,8 @@ def _larfg_scaled(buf, k, lane, tau, dots, safmin):
         beta /= safmin
     if rescaled:
         beta = -math.copysign(_scaled_norm(buf, k, lane, k + 1, alpha), alpha.real)
-    tau[k, lane] = (beta - alpha) / beta
-    dots[lane] = 1.0 / (alpha - beta)
+    tau[k, lane] = divide(beta - alpha, beta)
+    dots[lane] = divide(1.0, alpha - beta)
     for _ in range(rescaled):
         beta *= safmin
     buf[k, k, lane] = beta
@@ -76,16 +76,21 @@ def _factor_chunk(buf, tau, norm, dots):
         for i in range(k + 1, m):
             for lane in range(lanes):
                 norm[lane] += buf[i, k, lane].real ** 2 + buf[i, k, lane].imag ** 2
-        for lane in range(lanes):
+        rare = 0
+        for lane in range(lanes):  # no call in this loop, so that it stays one SIMD loop over the lanes
             alpha = buf[k, k, lane]
             total = alpha.real ** 2 + alpha.imag ** 2 + norm[lane]
-            if norm[lane] == 0.0 or not safmin <= total <= limits.max:
-                _larfg_scaled(buf, k, lane, tau, dots, safmin)
-            else:
-                beta = -math.copysign(math.sqrt(total), alpha.real)
-                tau[k, lane] = (beta - alpha) / beta
-                dots[lane] = 1.0 / (alpha - beta)
-                buf[k, k, lane] = beta
+            plain = norm[lane] != 0.0 and safmin <= total <= limits.max
+            rare += not plain
+            beta = -math.copysign(math.sqrt(total), alpha.real)
+            tau[k, lane] = divide(beta - alpha, beta)
+            dots[lane] = divide(1.0, alpha - beta)
+            buf[k, k, lane] = beta if plain else alpha
+            norm[lane] = norm[lane] if plain else -1.0
+        if rare:
+            for lane in range(lanes):
+                if norm[lane] < 0.0:
+                    _larfg_scaled(buf, k, lane, tau, dots, safmin)
         for i in range(k + 1, m):
             for lane in range(lanes):
                 buf[i, k, lane] *= dots[lane]
