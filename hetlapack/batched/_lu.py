@@ -45,7 +45,8 @@ def _pivot_column(buf, k, piv, info, best, recip, m, n, lanes):
         pivot = buf[k, k, lane]
         if pivot == 0 and info[lane] == 0:
             info[lane] = k + 1
-        best[lane] = pivot != 0 and abs(pivot) < tiny  # getf2 divides by a pivot whose reciprocal overflows
+        # getf2 divides by a pivot whose reciprocal would overflow; best, free after the search, marks those lanes
+        best[lane] = pivot != 0 and abs(pivot) < tiny
         subnormal |= best[lane] != 0
         recip[lane] = 1.0 / pivot if pivot != 0 and not best[lane] else 1.0
     for i in range(k + 1, m):

@@ -35,8 +35,8 @@ def _scaled_norm(buf, k, lane, first, alpha):
 
 @numba.njit(**JIT_OPTIONS)
 def _larfg_scaled(buf, k, lane, tau, dots, safmin):
-    """LAPACK's ``larfg`` for column ``k`` of one lane whose plain sum of squares over- or underflowed: a scaled
-    norm, and below ``safmin`` the column and ``alpha`` scaled up (at most 20 times) until ``beta`` is not tiny.
+    """LAPACK's ``larfg`` for column ``k`` of one lane whose plain sum of squares is zero, over- or underflowed: a
+    scaled norm, and below ``safmin`` the column and ``alpha`` scaled up (at most 20 times) until ``beta`` is not tiny.
     Sets ``tau``, ``dots[lane]`` (the factor that makes ``v``) and the diagonal."""
     alpha = buf[k, k, lane]
     zero = 0.0 * alpha
@@ -77,7 +77,7 @@ def _factor_chunk(buf, tau, norm, dots):
             for lane in range(lanes):
                 norm[lane] += buf[i, k, lane].real ** 2 + buf[i, k, lane].imag ** 2
         rare = 0
-        for lane in range(lanes):  # no call in this loop, so that it stays one SIMD loop over the lanes
+        for lane in range(lanes):  # rare lanes are only marked here, so that this stays one SIMD loop over the lanes
             alpha = buf[k, k, lane]
             total = alpha.real ** 2 + alpha.imag ** 2 + norm[lane]
             plain = norm[lane] != 0.0 and safmin <= total <= limits.max

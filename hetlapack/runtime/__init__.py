@@ -5,7 +5,7 @@ from .placement import GreedyByCapability, OwnerComputes, Placement, make_placem
 from .scheduler import Runtime
 from .simulated import SimulatedRuntime
 from .task import Task
-from .trace import Trace, TraceEvent
+from .trace import CopyEvent, Trace, TraceEvent
 
-__all__ = ["Block", "GreedyByCapability", "OwnerComputes", "Placement", "Runtime", "SimulatedRuntime", "Task", "TiledMatrix",
-           "Trace", "TraceEvent", "make_placement"]
+__all__ = ["Block", "CopyEvent", "GreedyByCapability", "OwnerComputes", "Placement", "Runtime", "SimulatedRuntime",
+           "Task", "TiledMatrix", "Trace", "TraceEvent", "make_placement"]
