@@ -20,15 +20,15 @@ from ._interleave import JIT_OPTIONS, all_finite, chunk_range, divide, gather_wi
 
 
 @numba.njit(**JIT_OPTIONS)
-def _scaled_norm(buf, k, lane, first, alpha):
-    """``||(alpha, buf[first:, k, lane])||`` without overflow or underflow (LAPACK's ``dnrm2``/``dlapy3``)."""
-    scale = max(abs(alpha.real), abs(alpha.imag))
-    for i in range(first, buf.shape[0]):
+def _column_norm(buf, k, lane):
+    """``||buf[k + 1:, k, lane]||`` without overflow or underflow (LAPACK's ``nrm2``)."""
+    scale = 0.0
+    for i in range(k + 1, buf.shape[0]):
         scale = max(scale, abs(buf[i, k, lane].real), abs(buf[i, k, lane].imag))
     if scale == 0.0:
-        return 0.0 * scale
-    total = (alpha.real / scale) ** 2 + (alpha.imag / scale) ** 2
-    for i in range(first, buf.shape[0]):
+        return scale
+    total = 0.0
+    for i in range(k + 1, buf.shape[0]):
         total += (buf[i, k, lane].real / scale) ** 2 + (buf[i, k, lane].imag / scale) ** 2
     return scale * math.sqrt(total)
 
@@ -36,15 +36,15 @@ def _scaled_norm(buf, k, lane, first, alpha):
 @numba.njit(**JIT_OPTIONS)
 def _larfg_scaled(buf, k, lane, tau, dots, safmin):
     """LAPACK's ``larfg`` for column ``k`` of one lane whose plain sum of squares is zero, over- or underflowed: a
-    scaled norm, and below ``safmin`` the column and ``alpha`` scaled up (at most 20 times) until ``beta`` is not tiny.
-    Sets ``tau``, ``dots[lane]`` (the factor that makes ``v``) and the diagonal."""
+    scaled norm, and below ``safmin`` the column and ``alpha`` scaled up (at most 20 times) until ``beta`` is not
+    tiny. Sets ``tau``, ``dots[lane]`` (the factor that makes ``v``) and the diagonal."""
     alpha = buf[k, k, lane]
-    zero = 0.0 * alpha
-    if _scaled_norm(buf, k, lane, k + 1, zero) == 0.0 and alpha.imag == 0.0:
+    norm = _column_norm(buf, k, lane)
+    if norm == 0.0 and alpha.imag == 0.0:
         tau[k, lane] = 0.0
         dots[lane] = 0.0
         return
-    beta = -math.copysign(_scaled_norm(buf, k, lane, k + 1, alpha), alpha.real)
+    beta = -math.copysign(math.hypot(abs(alpha), norm), alpha.real)
     rescaled = 0
     while abs(beta) < safmin and rescaled < 20:
         rescaled += 1
@@ -53,7 +53,7 @@ def _larfg_scaled(buf, k, lane, tau, dots, safmin):
         alpha /= safmin
         beta /= safmin
     if rescaled:
-        beta = -math.copysign(_scaled_norm(buf, k, lane, k + 1, alpha), alpha.real)
+        beta = -math.copysign(math.hypot(abs(alpha), _column_norm(buf, k, lane)), alpha.real)
     tau[k, lane] = divide(beta - alpha, beta)
     dots[lane] = divide(1.0, alpha - beta)
     for _ in range(rescaled):

@@ -40,33 +40,32 @@ def register(subparsers) -> None:
     parser.add_argument("--n", type=positive_int, default=4000, help="matrix order (default 4000)")
     parser.add_argument("--tile", type=positive_int, default=384, help="tile order (default 384)")
     parser.add_argument("--dtype", default="float64", choices=["float32", "float64", "complex64", "complex128"])
-    parser.add_argument("--devices", type=device_names, default=["cpu"],
+    parser.add_argument("--devices", type=devices, default="cpu",
                         help="comma-separated devices, e.g. cpu,emulated:0,emulated:1 (default cpu)")
     parser.add_argument("--output", type=Path, default=Path("."), help="directory for the files (default .)")
     parser.set_defaults(func=run)
 
 
-def device_names(text: str) -> list[str]:
-    """An argparse type: comma-separated device names that :func:`~hetlapack.devices.resolve` knows."""
-    names = [name.strip() for name in text.split(",") if name.strip()]
+def devices(text: str) -> list:
+    """An argparse type: the devices that comma-separated names denote (:func:`~hetlapack.devices.resolve`); an
+    unknown name is a usage error that lists the available ones."""
     try:
-        resolve(names)
+        return resolve([name.strip() for name in text.split(",") if name.strip()])
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-    return names
 
 
 def run(args: argparse.Namespace) -> int:
     """Factor a random matrix with tracing on; write and report the two files and where the time went."""
     make, factor = OPERATIONS[args.op]
     a = np.asfortranarray(make(args.n, dtype=np.dtype(args.dtype)))
-    devices = resolve(args.devices)
     trace = Trace()
     start = time.perf_counter()
-    factor(a, args.tile, devices, trace)
+    factor(a, args.tile, args.devices, trace)
     seconds = time.perf_counter() - start
     args.output.mkdir(parents=True, exist_ok=True)
-    on = "" if args.devices == ["cpu"] else "-" + "-".join(name.replace(":", "") for name in args.devices)
+    names = [device.name for device in args.devices]
+    on = "" if names == ["cpu"] else "-" + "-".join(name.replace(":", "") for name in names)
     stem = args.output / f"trace-{args.op}-{args.n}{on}"
     json_path = trace.to_chrome_json(stem.with_suffix(".json"))
     title = f"{args.op} n={args.n} tile={args.tile} {args.dtype}: {seconds:.3f} s, " \

@@ -294,7 +294,7 @@ class Runtime:
         except BaseException as failure:  # noqa: BLE001 - a failed copy cancels the graph like a failed task
             return failure
         if self.trace is not None and moved:
-            what = repr(block) if task is None else f"{task.name} {','.join(map(repr, task.writes))}"
+            what = repr(block) if task is None else f"{task.name} {task.written}"
             self.trace.record_copy(device.name, "home" if task is None else "fetch", what, started,
                                    time.perf_counter(), moved, time.thread_time() - cpu)
         return None
@@ -360,7 +360,6 @@ class Runtime:
         finally:
             self._coherence.unpin(task, device)
         if self.trace is not None:
-            tiles = ",".join(map(repr, task.writes))
-            self.trace.record(task.name, tiles, device.name, worker, start, time.perf_counter(),
+            self.trace.record(task.name, task.written, device.name, worker, start, time.perf_counter(),
                               task.prefetched + moved, time.thread_time() - cpu)
         return None

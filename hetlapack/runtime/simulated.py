@@ -411,7 +411,7 @@ class SimulatedRuntime(Runtime):
         self.busy[device.name] += end - start
         self._busy_energy += (device.watts(task.name, device.threads) - device.power.idle) * (end - start)
         self.tasks += 1
-        self.trace.record(task.name, ",".join(map(repr, task.writes)), device.name, worker, start, end, 0)
+        self.trace.record(task.name, task.written, device.name, worker, start, end, 0)
         return end
 
     def energy_joules(self) -> float:

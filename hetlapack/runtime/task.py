@@ -37,6 +37,11 @@ class Task:
         """The block handles among the task's arguments (the data it touches)."""
         return [arg for arg in self.args if isinstance(arg, Block)]
 
+    @property
+    def written(self) -> str:
+        """The blocks the task writes, as traces name them (``"A[1,0],A[2:4,1]"``)."""
+        return ",".join(map(repr, self.writes))
+
     def __lt__(self, other: Task) -> bool:
         return (-self.priority, self.seq) < (-other.priority, other.seq)
 
