@@ -64,16 +64,33 @@ def _torch(name: str):
     return lambda a: torch.from_numpy(a.copy()), getattr(torch.linalg, name)
 
 
-def _ours(call):
+def _ours(call, prepare=None):
     """``call`` on hetlapack's batched path (forced, so that the sizes past the crossover show what it would cost)."""
     def on_batched_path(a):
         with hetlapack.using(path="batched"):
             return call(a)
-    return lambda: (_same, on_batched_path)
+    return lambda: (prepare or _same, on_batched_path)
 
 
 def _same(a: np.ndarray) -> np.ndarray:
     return a
+
+
+def _rhs(a) -> np.ndarray:
+    """One right-hand side per matrix, shaped (batch, n, 1) as SciPy's batch rule reads a stack of columns."""
+    return random_matrix((*a.shape[:-1], 1), a.dtype, seed=1)
+
+
+def _factored(factor):
+    """Prepare a solve: ``factor``'s output for the stack (SciPy's, which hetlapack's equals) and a right-hand side."""
+    return lambda a: (factor(a), _rhs(a))
+
+
+def _torch_solve(factor: str, solve):
+    torch = pytest.importorskip("torch")
+    torch.set_num_threads(THREADS)
+    return (lambda a: (getattr(torch.linalg, factor)(torch.from_numpy(a.copy())), torch.from_numpy(_rhs(a))),
+            lambda operands: solve(torch, *operands))
 
 
 #: For each operation and peer, a factory of ``(prepare, call)``: ``prepare`` converts the stack to the peer's
@@ -87,12 +104,18 @@ PEERS = {
     "plu": {"hetlapack": _ours(la.lu), "torch": lambda: _torch("lu"), "scipy": lambda: (_same, sla.lu)},
     "qr": {"hetlapack": _ours(lambda a: la.qr(a, mode="economic")), "numpy": lambda: (_same, np.linalg.qr),
            "torch": lambda: _torch("qr"), "scipy": lambda: (_same, lambda a: sla.qr(a, mode="economic"))},
+    "cho_solve": {"hetlapack": _ours(lambda ops: la.cho_solve(*ops), _factored(sla.cho_factor)),
+                  "torch": lambda: _torch_solve("cholesky", lambda torch, c, b: torch.cholesky_solve(b, c)),
+                  "scipy": lambda: (_factored(sla.cho_factor), lambda ops: sla.cho_solve(*ops))},
+    "lu_solve": {"hetlapack": _ours(lambda ops: la.lu_solve(*ops), _factored(sla.lu_factor)),
+                 "torch": lambda: _torch_solve("lu_factor", lambda torch, f, b: torch.linalg.lu_solve(*f, b)),
+                 "scipy": lambda: (_factored(sla.lu_factor), lambda ops: sla.lu_solve(*ops))},
 }
 
 
 #: Elements written per matrix for each operation's results (Q and R for QR, P, L and U for ``lu``), for the
-#: roofline's byte count.
-OUTPUT_MATRICES = {"cholesky": 1, "lu": 1, "plu": 3, "qr": 2}
+#: roofline's byte count; a solve reads its factor and writes a column (not counted).
+OUTPUT_MATRICES = {"cholesky": 1, "lu": 1, "plu": 3, "qr": 2, "cho_solve": 0, "lu_solve": 0}
 
 CASES = [(op, peer) for op, peers in PEERS.items() for peer in peers]
 
@@ -108,7 +131,7 @@ def test_batched(benchmark, op, peer, dtype, n, batch):
     if peer == "scipy" and batch != min(BATCHES):
         pytest.skip("SciPy's per-matrix loop is measured at the smaller batch only")
     prepare, call = PEERS[op][peer]()
-    a = prepare(stack("spd" if op == "cholesky" else "general", dtype, n, batch))
+    a = prepare(stack("spd" if op.startswith("cho") else "general", dtype, n, batch))
     benchmark.group = f"{op} {np.dtype(dtype).name} n={n} B={batch}"
     with threadpool_limits(THREADS):
         call(a)

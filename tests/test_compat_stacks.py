@@ -12,7 +12,7 @@ import hetlapack
 import hetlapack.linalg as la
 from hetlapack import testing
 from hetlapack.compat import numpy_linalg
-from hetlapack.compat._originals import numpy_functions
+from hetlapack.compat._originals import numpy_functions, scipy_functions
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 PATHS = ["host", "batched"]
@@ -77,6 +77,38 @@ def test_solves_broadcast_like_scipy(path, bshape):
               sl.lu_solve(sl.lu_factor(a), b, trans=1)]
     for x, y in zip(ours, theirs):
         assert_same(x, y, np.float64)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bshape", [(6,), (6, 2), (1, 6, 1), (4, 6, 2)])
+def test_overwrite_b_with_b_broadcast_over_the_stack_solves_every_member(path, dtype, bshape):
+    """SciPy's batch loop, given overwrite_b, solves every member in place in the same rows of a broadcast ``b``, so
+    each solve overwrites the last and all but one solution are wrong; hetlapack does not overwrite there."""
+    a = testing.spd(6, dtype, seed=3, batch=(3, 4))
+    b = testing.random_matrix(bshape, dtype=dtype, seed=4)
+    with hetlapack.using(path=path):
+        ours = [la.cho_solve(sl.cho_factor(a), b.copy(), overwrite_b=True),
+                la.lu_solve(sl.lu_factor(a), b.copy(), overwrite_b=True)]
+    theirs = [sl.cho_solve(sl.cho_factor(a), b), sl.lu_solve(sl.lu_factor(a), b)]
+    for x, y in zip(ours, theirs):
+        assert_same(x, y, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("lower", [False, True])
+def test_cho_solve_of_cho_factors_output_runs_batched(monkeypatch, dtype, lower):
+    """SciPy's cho_factor of a stack returns ``lower`` as an array, which f2py reads by its first element: the
+    batched path reads it so too, instead of handing the solve to SciPy's per-matrix loop."""
+    a = testing.spd(5, dtype, seed=5, batch=(6,))
+    b = testing.random_matrix((6, 5, 2), dtype=dtype, seed=6)
+    factors = sl.cho_factor(a, lower=lower)
+    assert np.shape(factors[1]) == (6,)
+    monkeypatch.setitem(scipy_functions, "cho_solve", None)  # SciPy's loop is not called
+    with hetlapack.using(path="batched"):
+        ours = la.cho_solve(factors, b)
+    monkeypatch.undo()
+    assert_same(ours, sl.cho_solve(factors, b), dtype)
 
 
 @pytest.mark.parametrize("path", PATHS)

@@ -124,6 +124,25 @@ def solve_batch(factor_shape: tuple[int, ...], b_shape: tuple[int, ...],
     return np.broadcast_shapes(factor_shape[:-2], *pivots, b_shape[:-1 if vector else -2]), vector
 
 
+def unshared_overwrite_b(overwrite_b, factor, b, piv=None):
+    """``overwrite_b`` for SciPy's own solve, dropped where ``b`` is broadcast over a stack of factors. There SciPy's
+    batch loop solves in place in the same rows of ``b`` for every member, each solve overwriting the last, and
+    returns wrong solutions; the flag permits overwriting, it does not promise it. A value f2py rejects is kept, so
+    that SciPy still raises its error."""
+    if not overwrite_b:
+        return overwrite_b
+    try:
+        operator.index(overwrite_b)
+        shapes = solve_batch(np.shape(factor), np.shape(b), piv)
+    except (TypeError, ValueError):
+        return overwrite_b
+    if shapes is None:
+        return overwrite_b
+    batch, vector = shapes
+    b_batch = np.shape(b)[:-1 if vector else -2]
+    return overwrite_b if np.prod(b_batch) == np.prod(batch) else False
+
+
 def validated(a, check_finite: bool) -> np.ndarray:
     """SciPy's entry conversion: ``asarray_chkfinite`` when asked (its ValueError text), else ``asarray``."""
     return np.asarray_chkfinite(a) if check_finite else np.asarray(a)

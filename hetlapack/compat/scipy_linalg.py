@@ -16,8 +16,8 @@ from scipy.linalg import LinAlgWarning
 from ..dispatch import Plan, choose
 from ..dtypes import lapack_dtype
 from . import _run
-from ._arrays import (check_flags, is_cupy, potrf_lower, potrs_lower, request, solve_batch, upload_operand,
-                      validated, working_copy)
+from ._arrays import (check_flags, is_cupy, potrf_lower, potrs_lower, request, solve_batch, unshared_overwrite_b,
+                      upload_operand, validated, working_copy)
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
@@ -224,7 +224,7 @@ def _batched_solve_operands(c, b, check_finite: bool, piv=None):
     return c2, b2, vector, n
 
 
-def _batched_solve(op: str, factor, b, check_finite: bool, supported: bool, piv=None):
+def _batched_solve(op: str, factor, b, check_finite: bool, supported: bool = True, piv=None):
     """(plan, operands) when the solve runs on the batched kernels, else (None, None): SciPy's own call."""
     if not supported or np.ndim(b) == 0:
         return None, None
@@ -266,9 +266,10 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     c, lower = c_and_lower
     if is_cupy(c) or is_cupy(b):
         return _on_gpu().cho_solve(c_and_lower, b, overwrite_b, check_finite)
-    plan, operands = _batched_solve("potrs", c, b, check_finite, supported=np.ndim(lower) == 0)
+    plan, operands = _batched_solve("potrs", c, b, check_finite)
     if operands is None:
-        return _scipy["cho_solve"](c_and_lower, b, overwrite_b=overwrite_b, check_finite=check_finite)
+        return _scipy["cho_solve"](c_and_lower, b, overwrite_b=unshared_overwrite_b(overwrite_b, c, b),
+                                   check_finite=check_finite)
     c2, b2, vector, _ = operands
     x = _run.potrs(plan, c2, b2, potrs_lower(c2.dtype, lower, overwrite_b))
     return np.ascontiguousarray(x[..., 0]) if vector else x
@@ -360,7 +361,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     # SciPy checks b only: the batched kernel does so as it reads it, SciPy's own call checks itself
     plan, operands = _batched_solve("getrs", lu, b, False, supported=trans in (0, 1, 2), piv=piv)
     if operands is None:
-        return _scipy["lu_solve"](lu_and_piv, b, trans=trans, overwrite_b=overwrite_b, check_finite=check_finite)
+        return _scipy["lu_solve"](lu_and_piv, b, trans=trans, overwrite_b=unshared_overwrite_b(overwrite_b, lu, b, piv),
+                                  check_finite=check_finite)
     lu2, b2, vector, n = operands
     piv2 = np.broadcast_to(np.asarray(piv), lu2.shape[:-2] + (n,))
     x = _run.getrs(plan, lu2, piv2, b2, trans=trans, check_finite=check_finite)

@@ -1,0 +1,345 @@
+"""hetlapack against SciPy and NumPy on drawn inputs: a standing differential test.
+
+Hypothesis draws a function and its flags, a dtype, a shape (single matrices and stacks), a kind of input
+(well-conditioned, singular or not positive definite, non-finite, near either end of the floating-point range), a
+memory layout and a path. Both libraries get the same arguments and must agree on the exception (type and text), the
+warnings (category and text), the result's types, dtypes, shapes and memory order, its values (permutations exactly,
+the rest to a scaled tolerance) and, unless an overwrite flag allows it, leave the inputs as they were.
+
+CI runs a fixed (derandomized) set of examples per family. For a long random search, name how many:
+``HETLAPACK_DIFFERENTIAL_EXAMPLES=5000 pytest tests/test_differential.py``.
+"""
+
+import dataclasses
+import os
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+from hypothesis import HealthCheck, given, note, reject, settings
+from hypothesis import strategies as st
+
+import hetlapack
+import hetlapack.linalg as hl
+from hetlapack.compat import numpy_linalg as hn
+
+_SEARCH = os.environ.get("HETLAPACK_DIFFERENTIAL_EXAMPLES")
+DIFFERENTIAL = settings(max_examples=int(_SEARCH or 300), derandomize=_SEARCH is None, database=None, deadline=None,
+                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+MAIN_DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+ODD_DTYPES = [np.int64, np.int32, np.uint8, np.bool_, np.float16, np.longdouble, np.clongdouble]
+# scale factors that put the entries near either end of each precision's range without over- or underflowing
+EXTREME_SCALES = {"huge": {4: 1e30, 8: 1e300}, "tiny": {4: 1e-30, 8: 1e-300}}
+FORCED_PATHS = {2: [None, "host", "hybrid", "hybrid-emulated"], 3: [None, "host", "batched"]}
+PATH_OPTIONS = {None: {}, "host": {"path": "host"}, "batched": {"path": "batched"},
+                "hybrid": {"path": "hybrid", "tile": 8},
+                "hybrid-emulated": {"path": "hybrid", "tile": 8, "devices": ["cpu", "emulated:0", "emulated:1"]}}
+FLAG = st.sampled_from([False, True, 0, 1, np.True_, np.False_])
+CHECK_FINITE = st.sampled_from([True, True, False])
+
+
+@dataclasses.dataclass
+class Case:
+    """One call: ``make_args`` builds fresh positional arguments for each library, ``kwargs`` are shared."""
+
+    name: str
+    ours: Callable
+    theirs: Callable
+    make_args: Callable[[], tuple]
+    kwargs: dict[str, Any]
+    may_overwrite: bool
+    exact: tuple[int, ...]   # result positions compared exactly (permutations)
+    kappa: float             # condition number that scales the tolerance on values
+
+
+def _real_kind(dtype: np.dtype) -> np.dtype:
+    return np.dtype(dtype).type(0).real.dtype
+
+
+def _values(rng: np.random.Generator, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """Random entries suited to ``dtype``, with no two equal in magnitude where it can be helped: LU's pivots
+    between tied rows depend on the rounding of the elimination, which LAPACK's contract leaves open. Permutation
+    matrices for bool, integers over a wide range for integer types, Gaussian otherwise."""
+    kind = np.dtype(dtype).kind
+    if kind == "b":
+        *batch, m, n = shape
+        rows = rng.permuted(np.broadcast_to(np.arange(m), (*batch, m)), axis=-1)
+        return np.eye(m, n)[rows]
+    if kind in "iu":
+        low, high = (0, 256) if kind == "u" else (-1000, 1001)
+        return rng.integers(low, high, size=shape).astype(float)
+    x = rng.standard_normal(shape)
+    return x + 1j * rng.standard_normal(shape) if kind == "c" else x
+
+
+def _matrix(rng: np.random.Generator, kind: str, shape: tuple, dtype: np.dtype, hermitian: bool) -> np.ndarray:
+    """Input of the drawn kind, as float64/complex128 before the cast to ``dtype``."""
+    *batch, m, n = shape
+    if hermitian:
+        if np.dtype(dtype).kind in "bu":
+            a = np.broadcast_to(np.eye(n) * 3, shape).copy()
+        else:
+            b = _values(rng, shape, dtype)
+            a = b @ np.conj(np.swapaxes(b, -1, -2)) + n * np.eye(n)
+    else:
+        a = _values(rng, shape, dtype)
+    if kind == "deficient" and min(m, n):
+        k = (min(m, n) - 1) // 2
+        if hermitian:
+            a[..., k, k] = -(10.0 * n + 1)
+        else:
+            a[..., :, k] = 0
+    if kind in ("nan", "inf") and min(m, n):
+        a = a.astype(complex)
+        a[..., m // 2, n // 2] = np.nan if kind == "nan" else np.inf
+    if kind in EXTREME_SCALES:
+        a = a * EXTREME_SCALES[kind][_real_kind(dtype).itemsize]
+    if np.dtype(dtype).kind != "c":
+        a = a.real
+    with np.errstate(invalid="ignore", over="ignore"):
+        return a.astype(dtype)
+
+
+def _laid_out(a: np.ndarray, layout: str):
+    """``a`` in the drawn memory layout: C or Fortran order, a strided or reversed view, read-only, nested lists,
+    or (stacks) matrices in Fortran order with the batch axis outermost. Always a new array: a call may overwrite it."""
+    a = a.copy()
+    if layout == "F":
+        return np.asfortranarray(a)
+    if layout == "strided":
+        big = np.zeros(a.shape[:-2] + (2 * a.shape[-2], 3 * a.shape[-1]), dtype=a.dtype)
+        view = big[..., 1::2, ::3]
+        view[...] = a
+        return view
+    if layout == "reversed":
+        return np.ascontiguousarray(a[..., ::-1, ::-1])[..., ::-1, ::-1]
+    if layout == "read-only":
+        a.flags.writeable = False
+        return a
+    if layout == "list":
+        return a.tolist()
+    if layout == "matrices-in-F":
+        return np.swapaxes(np.ascontiguousarray(np.swapaxes(a, -1, -2)), -1, -2)
+    return np.ascontiguousarray(a)
+
+
+@st.composite
+def matrices(draw, square: bool, hermitian: bool, kinds: list[str], batches=((), (), (), (1,), (3,), (2, 2), (0,))):
+    """(builder of a fresh input array, its dtype, kind, shape) for a drawn dtype, kind, shape and layout."""
+    dtype = draw(st.sampled_from(MAIN_DTYPES * 3 + ODD_DTYPES))
+    kind = draw(st.sampled_from(kinds)) if dtype in MAIN_DTYPES else "plain"
+    batch = draw(st.sampled_from(batches))
+    m = draw(st.sampled_from([0, 1, 2, 3, 5, 8, 9, 13, 17, 24, 31]))
+    n = m if square else draw(st.sampled_from([0, 1, 2, 3, 5, 8, 9, 13, 17, 24, 31]))
+    layouts = ["C", "F", "strided", "reversed", "read-only", "list"] + (["matrices-in-F"] if batch else [])
+    layout = draw(st.sampled_from(layouts))
+    seed = draw(st.integers(0, 2**32 - 1))
+    a = _matrix(np.random.default_rng(seed), kind, (*batch, m, n), dtype, hermitian)
+    return (lambda: _laid_out(a, layout)), a, kind
+
+
+def _kappa(a: np.ndarray, kind: str) -> float:
+    """The largest 2-norm condition number in the stack (1 for inputs whose values are not compared)."""
+    if kind not in ("plain", "well", "huge", "tiny") or a.size == 0:
+        return 1.0
+    with np.errstate(all="ignore"):
+        kappa = np.linalg.cond(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64))
+    return float(np.max(kappa)) if np.all(np.isfinite(kappa)) else 1.0
+
+
+def _check_finite(draw, kind: str) -> bool:
+    """Non-finite input is drawn only with checking on: without it, SciPy's results are undefined."""
+    return True if kind in ("nan", "inf") else draw(CHECK_FINITE)
+
+
+@st.composite
+def cholesky_cases(draw):
+    name = draw(st.sampled_from(["cholesky", "cho_factor"]))
+    make, a, kind = draw(matrices(square=True, hermitian=True, kinds=["well", "deficient", "nan", "huge", "tiny"]))
+    kwargs = {"lower": draw(FLAG), "overwrite_a": draw(FLAG), "check_finite": _check_finite(draw, kind)}
+    return Case(name, getattr(hl, name), getattr(sl, name), lambda: (make(),), kwargs,
+                bool(kwargs["overwrite_a"]), (), _kappa(a, kind))
+
+
+@st.composite
+def lu_cases(draw):
+    name = draw(st.sampled_from(["lu_factor", "lu"]))
+    make, a, kind = draw(matrices(square=draw(st.booleans()), hermitian=False,
+                                  kinds=["well", "deficient", "nan", "inf", "huge", "tiny"]))
+    kwargs = {"overwrite_a": draw(FLAG), "check_finite": _check_finite(draw, kind)}
+    exact = (1,)
+    if name == "lu":
+        kwargs.update(permute_l=draw(FLAG), p_indices=draw(FLAG))
+        exact = () if kwargs["permute_l"] else (0,)
+    return Case(name, getattr(hl, name), getattr(sl, name), lambda: (make(),), kwargs,
+                bool(kwargs["overwrite_a"]), exact, _kappa(a, kind))
+
+
+@st.composite
+def qr_cases(draw):
+    make, a, kind = draw(matrices(square=False, hermitian=False, kinds=["well", "deficient", "nan", "huge", "tiny"]))
+    kwargs = {"mode": draw(st.sampled_from(["full", "r", "economic", "raw"])), "pivoting": draw(st.booleans()),
+              "overwrite_a": draw(FLAG), "check_finite": _check_finite(draw, kind)}
+    if draw(st.integers(0, 5)) == 0:
+        kwargs["lwork"] = draw(st.sampled_from([-1, 1, 64 * max(a.shape[-1], 1)]))
+    exact = ((2,) if kwargs["mode"] != "r" else (1,)) if kwargs["pivoting"] else ()
+    return Case("qr", hl.qr, sl.qr, lambda: (make(),), kwargs, bool(kwargs["overwrite_a"]), exact, _kappa(a, kind))
+
+
+def _broadcast_over(batch: tuple, rhs_shape: tuple) -> bool:
+    """Whether SciPy's batch loop reuses one right-hand side for several members: ``b`` has one core dimension if
+    it has one dimension, else two, and its batch broadcasts against the factors'."""
+    rhs_batch = rhs_shape[:-1] if len(rhs_shape) == 1 else rhs_shape[:-2]
+    try:
+        return np.prod(rhs_batch) < np.prod(np.broadcast_shapes(batch, rhs_batch))
+    except ValueError:
+        return False
+
+
+@st.composite
+def solve_cases(draw):
+    """cho_solve / lu_solve with SciPy's factors of a drawn matrix and a drawn right-hand side (broadcast too)."""
+    name = draw(st.sampled_from(["cho_solve", "lu_solve"]))
+    # SciPy factors no zero-size batch, so there is nothing to solve with
+    _, a, kind = draw(matrices(square=True, hermitian=name == "cho_solve", kinds=["well"],
+                               batches=((), (), (1,), (3,), (2, 2))))
+    a = a.astype(np.result_type(a.dtype, np.float32))
+    *batch, n, _ = a.shape
+    rhs_batch = draw(st.sampled_from([(), tuple(batch), (1,) * len(batch), (2, *batch)]))
+    rhs_shape = draw(st.sampled_from([(*rhs_batch, n), (*rhs_batch, n, 1), (*rhs_batch, n, 3), (n + 1,)]))
+    rhs = _matrix(np.random.default_rng(draw(st.integers(0, 2**32 - 1))), "plain", (*rhs_shape, 1),
+                  draw(st.sampled_from(MAIN_DTYPES + [np.int64])), hermitian=False)[..., 0]
+    if len(rhs_shape) >= 2:
+        rhs = _laid_out(rhs, draw(st.sampled_from(["C", "F", "strided", "read-only"])))
+    kwargs = {"overwrite_b": draw(FLAG), "check_finite": draw(CHECK_FINITE)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if name == "cho_solve":
+            lower = draw(st.booleans())
+            factors = (sl.cho_factor(a, lower=lower)[0], lower)
+        else:
+            factors = sl.lu_factor(a)
+            kwargs["trans"] = draw(st.sampled_from([0, 1, 2]))
+
+    def make():
+        return tuple(np.copy(f) if isinstance(f, np.ndarray) else f for f in factors), np.copy(rhs)
+
+    def theirs(*args, **kwargs):
+        """SciPy's solve; where ``b`` is broadcast over the stack, without an overwrite_b that f2py takes, with which
+        SciPy solves every member in the same rows of ``b`` and returns wrong solutions (hetlapack does not overwrite
+        there)."""
+        if _broadcast_over(tuple(batch), rhs_shape) and type(kwargs["overwrite_b"]) in (bool, int):
+            kwargs["overwrite_b"] = False
+        return getattr(sl, name)(*args, **kwargs)
+
+    return Case(name, getattr(hl, name), theirs, make, kwargs, bool(kwargs["overwrite_b"]), (), _kappa(a, kind))
+
+
+@st.composite
+def numpy_cases(draw):
+    name = draw(st.sampled_from(["cholesky", "qr"]))
+    hermitian = name == "cholesky"
+    make, a, kind = draw(matrices(square=hermitian, hermitian=hermitian, kinds=["well", "deficient", "nan"]))
+    if name == "cholesky":
+        kwargs = draw(st.sampled_from([{}, {"upper": False}, {"upper": True}]))
+    else:
+        kwargs = draw(st.sampled_from([{}, {"mode": "reduced"}, {"mode": "complete"}, {"mode": "r"},
+                                       {"mode": "raw"}]))
+    return Case(f"numpy.linalg.{name}", getattr(hn, name), getattr(np.linalg, name), lambda: (make(),), kwargs,
+                False, (), _kappa(a, kind))
+
+
+def _call(function: Callable, args: tuple, kwargs: dict):
+    """(result, exception, warnings as (category, text)) of one call."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result, error = function(*args, **kwargs), None
+        except Exception as exc:  # noqa: BLE001 - the exception is what is compared
+            result, error = None, exc
+    return result, error, [(w.category, str(w.message)) for w in caught]
+
+
+def _arrays(obj) -> list[np.ndarray]:
+    if isinstance(obj, np.ndarray):
+        return [obj]
+    if isinstance(obj, (tuple, list)):
+        return [array for item in obj for array in _arrays(item)]
+    return []
+
+
+def _assert_values_close(ours: np.ndarray, theirs: np.ndarray, case: Case) -> None:
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
+    np.testing.assert_array_equal(np.isinf(ours), np.isinf(theirs))
+    finite = np.isfinite(theirs)
+    if not finite.any():
+        return
+    scale = float(np.max(np.abs(theirs[finite])))
+    eps = np.finfo(theirs.dtype).eps
+    tolerance = 100 * max(theirs.shape[-2:], default=1) * eps * case.kappa * scale
+    error = float(np.max(np.abs(ours[finite].astype(complex) - theirs[finite].astype(complex))))
+    assert error <= tolerance, f"values differ by {error:.3g} (tolerance {tolerance:.3g})"
+
+
+def _assert_results_equal(ours, theirs, case: Case, position: int = 0) -> None:
+    assert type(ours) is type(theirs), (type(ours), type(theirs))
+    if isinstance(theirs, (tuple, list)):
+        assert len(ours) == len(theirs)
+        for index, (mine, reference) in enumerate(zip(ours, theirs)):
+            _assert_results_equal(mine, reference, case, index if position == 0 else position)
+        return
+    if not isinstance(theirs, np.ndarray):
+        assert ours == theirs
+        return
+    assert (ours.dtype, ours.shape) == (theirs.dtype, theirs.shape)
+    if theirs.size > 1:
+        assert (ours.flags.c_contiguous, ours.flags.f_contiguous) == (
+            theirs.flags.c_contiguous, theirs.flags.f_contiguous)
+    if position in case.exact or theirs.dtype.kind not in "fc":
+        np.testing.assert_array_equal(ours, theirs)
+    elif theirs.size:
+        _assert_values_close(ours, theirs, case)
+
+
+def _describe(args) -> str:
+    if isinstance(args, np.ndarray):
+        return f"array({args.shape}, {args.dtype}, strides={args.strides}, writeable={args.flags.writeable})"
+    if isinstance(args, (tuple, list)) and not all(np.isscalar(x) for x in args):
+        return f"{type(args).__name__}[{', '.join(_describe(x) for x in args)}]"
+    return repr(args)
+
+
+def _assert_same_behaviour(case: Case, path: str | None) -> None:
+    note(f"{case.name}({_describe(case.make_args())}, **{case.kwargs}) on path {path}")
+    their_args, our_args = case.make_args(), case.make_args()
+    before = [array.copy() for array in _arrays(our_args)]
+    theirs, their_error, their_warnings = _call(case.theirs, their_args, case.kwargs)
+    with hetlapack.using(**PATH_OPTIONS[path]):
+        ours, our_error, our_warnings = _call(case.ours, our_args, case.kwargs)
+    if isinstance(our_error, ValueError) and "cannot be honoured" in str(our_error):
+        reject()
+    assert (type(our_error), str(our_error)) == (type(their_error), str(their_error))
+    assert our_warnings == their_warnings
+    if their_error is None:
+        _assert_results_equal(ours, theirs, case)
+    if not case.may_overwrite:
+        for old, new in zip(before, _arrays(our_args)):
+            np.testing.assert_array_equal(new, old)
+
+
+def _paths(draw, case: Case) -> str | None:
+    ndim = np.ndim(case.make_args()[0 if not case.name.endswith("solve") else 1])
+    return draw(st.sampled_from(FORCED_PATHS[2 if ndim <= 2 else 3])) if not case.name.startswith("numpy") else None
+
+
+@pytest.mark.parametrize("cases", [cholesky_cases, lu_cases, qr_cases, solve_cases, numpy_cases],
+                         ids=["cholesky", "lu", "qr", "solve", "numpy"])
+@DIFFERENTIAL
+@given(data=st.data())
+def test_same_behaviour_as_scipy_and_numpy(cases, data):
+    case = data.draw(cases())
+    _assert_same_behaviour(case, _paths(data.draw, case))
