@@ -153,6 +153,20 @@ def test_empty_matrices_give_scipys_results(dtype, shape):
         assert _layout(batched.cholesky([empty, other])[0]) == _layout(sla.cholesky(empty))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.longdouble, np.clongdouble, np.float16], ids=str)
+@pytest.mark.parametrize(("n", "b_shape"), [(0, (0,)), (0, (0, 2)), (2, (2, 0))])
+def test_empty_systems_give_scipys_solutions(dtype, n, b_shape):
+    """An empty system among others gets SciPy's solution, even for a factor of a dtype no kernel takes (SciPy's
+    factors of an empty matrix keep its dtype)."""
+    factor, b = np.eye(n, dtype=dtype), np.zeros(b_shape, dtype=np.float32)
+    pivots = np.arange(n, dtype=np.int32)
+    ours = [batched.cho_solve([factor, np.eye(2)], [b, np.ones(2)])[0],
+            batched.lu_solve([(factor, pivots), (np.eye(2), np.arange(2))], [b, np.ones(2)])[0]]
+    theirs = [sla.cho_solve((factor, False), b), sla.lu_solve((factor, pivots), b)]
+    for x, y in zip(ours, theirs):
+        assert _layout(x) == _layout(y)
+
+
 def test_argument_errors_name_the_matrix():
     with pytest.raises(ValueError, match=r"^matrix 1: array must not contain infs or NaNs$"):
         batched.cholesky([np.eye(2), np.full((2, 2), np.nan)])

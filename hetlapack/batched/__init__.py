@@ -56,19 +56,15 @@ def _empty_results(arrays: list[np.ndarray], results: list, scipy_call: Callable
 
 
 def _grouped_stacks(check_finite: bool, *arrays_per_matrix: list[np.ndarray]) -> list[tuple[list[int], list]]:
-    """Stacks of the matrices grouped by the shapes and dtypes of all their arrays (one kernel call a group); a
-    single list of matrices leaves out the empty ones (:func:`_empty_results`).
+    """Stacks of the matrices grouped by the shapes and dtypes of all their arrays (one kernel call a group),
+    leaving out the matrices with an empty array (:func:`_empty_results`, :func:`_solve_grouped`).
 
     The finiteness check runs on whole stacks (per-matrix checks would cost more than the factorizations); a
     failure names the first matrix holding an inf or NaN, as SciPy's ``asarray_chkfinite`` message.
     """
     groups: dict[tuple, list[int]] = defaultdict(list)
-    if len(arrays_per_matrix) == 1:
-        for index, a in enumerate(arrays_per_matrix[0]):
-            if a.size:
-                groups[a.shape, a.dtype.char].append(index)
-    else:
-        for index, arrays in enumerate(zip(*arrays_per_matrix)):
+    for index, arrays in enumerate(zip(*arrays_per_matrix)):
+        if all(a.size for a in arrays):
             groups[tuple((a.shape, a.dtype.char) for a in arrays)].append(index)
     stacked = [(indices, [np.array([arrays[i] for i in indices]) for arrays in arrays_per_matrix])
                for indices in groups.values()]
@@ -277,12 +273,14 @@ def _right_hand_sides(bs: Sequence, sizes: list[int]) -> tuple[list[np.ndarray],
 
 
 def _solve_grouped(factors: list[np.ndarray], extras: list[np.ndarray] | None, bs: Sequence, check_finite: bool,
-                   solve: Callable[..., np.ndarray]) -> list[np.ndarray]:
-    """Solve per matrix, one kernel call per group of equal factor size, right-hand-side shape and dtypes."""
+                   solve: Callable[..., np.ndarray], scipy_solve: Callable[[int], np.ndarray]) -> list[np.ndarray]:
+    """Solve per matrix, one kernel call per group of equal factor size, right-hand-side shape and dtypes; an empty
+    system gets ``scipy_solve(index)``, SciPy's own result for it (shape and dtype, which no kernel computes)."""
     columns, vectors = _right_hand_sides(bs, [f.shape[0] for f in factors])
     columns = [b.astype(lapack_dtype(f.dtype, b.dtype), copy=False)
                for f, b in zip(factors, columns)]
-    solutions: list[np.ndarray] = [None] * len(factors)  # type: ignore[list-item]
+    solutions: list[np.ndarray] = [scipy_solve(index) if not (f.size and b.size) else None  # type: ignore[misc]
+                                   for index, (f, b) in enumerate(zip(factors, columns))]
     per_matrix = (factors, columns) if extras is None else (factors, extras, columns)
     for indices, stacks in _grouped_stacks(check_finite, *per_matrix):
         x = solve(*stacks)
@@ -328,7 +326,8 @@ def cho_solve(factors: Sequence, bs: Sequence, lower: bool = False, *, check_fin
     [[0.125, 0.25], [2.0]]
     """
     arrays = _square_factors(factors)
-    return _solve_grouped(arrays, None, bs, check_finite, lambda c, b: kernels.potrs(c, b, lower=lower))
+    return _solve_grouped(arrays, None, bs, check_finite, lambda c, b: kernels.potrs(c, b, lower=lower),
+                          lambda index: sla.cho_solve((arrays[index], lower), bs[index]))
 
 
 def lu_solve(factors: Sequence[tuple], bs: Sequence, trans: int = 0, *, check_finite: bool = True) -> list[np.ndarray]:
@@ -363,5 +362,5 @@ def lu_solve(factors: Sequence[tuple], bs: Sequence, trans: int = 0, *, check_fi
     for index, (lu, piv) in enumerate(zip(lus, pivots)):
         if piv.shape != (lu.shape[0],):
             raise ValueError(f"matrix {index}: pivots of shape {piv.shape} do not match lu of shape {lu.shape}")
-    return _solve_grouped(lus, pivots, bs, check_finite,
-                          lambda lu, piv, b: kernels.getrs(lu, piv, b, trans=trans))
+    return _solve_grouped(lus, pivots, bs, check_finite, lambda lu, piv, b: kernels.getrs(lu, piv, b, trans=trans),
+                          lambda index: sla.lu_solve((lus[index], pivots[index]), bs[index], trans=trans))
