@@ -2,16 +2,19 @@
 
 Hypothesis draws a function and its flags, a dtype, a shape (single matrices and stacks), a kind of input
 (well-conditioned, singular or not positive definite, non-finite, near either end of the floating-point range), a
-memory layout and a path. Both libraries get the same arguments and must agree on the exception (type and text), the
-warnings (category and text), the result's types, dtypes, shapes and memory order, its values (permutations exactly,
-the rest to a scaled tolerance) and, unless an overwrite flag allows it, leave the inputs as they were.
+memory layout, a path, and whether to call hetlapack's function or, after ``hetlapack.compat.install()``, SciPy's
+or NumPy's own name. Both libraries get the same arguments and must agree on the exception (type and text), the
+warnings (category and text), the result's types, dtypes, shapes and memory order, its values (permutations
+exactly, the rest to a scaled tolerance) and, unless an overwrite flag allows it, leave the inputs as they were.
 
 CI runs a fixed (derandomized) set of examples per family. For a long random search, name how many:
 ``HETLAPACK_DIFFERENTIAL_EXAMPLES=5000 pytest tests/test_differential.py``.
 """
 
+import contextlib
 import dataclasses
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -24,7 +27,7 @@ from hypothesis import strategies as st
 
 import hetlapack
 import hetlapack.linalg as hl
-from hetlapack import batched
+from hetlapack import batched, compat
 from hetlapack.compat import numpy_linalg as hn
 
 _SEARCH = os.environ.get("HETLAPACK_DIFFERENTIAL_EXAMPLES")
@@ -384,13 +387,36 @@ def _describe(args) -> str:
     return repr(args)
 
 
-def _assert_same_behaviour(case: Case, path: str | None) -> None:
-    note(f"{case.name}({_describe(case.make_args())}, **{case.kwargs}) on path {path}")
+def _public_name(case: Case) -> str | None:
+    """The SciPy or NumPy function that ``hetlapack.compat.install()`` replaces with ``case.ours``, if any."""
+    if case.name.startswith("batched."):
+        return None
+    return case.name if case.name.startswith("numpy.") else f"scipy.linalg.{case.name}"
+
+
+def _through_install(public_name: str) -> Callable:
+    """A call of SciPy's or NumPy's public function as user code makes it, looked up when called (inside
+    ``hetlapack.compat.patched()``: hetlapack's function)."""
+    module, _, attr = public_name.rpartition(".")
+
+    def call(*args, **kwargs):
+        function = getattr(sys.modules[module], attr)
+        assert function.__module__.startswith("hetlapack."), f"{public_name} is not patched"
+        return function(*args, **kwargs)
+    return call
+
+
+def _assert_same_behaviour(case: Case, path: str | None, installed: bool) -> None:
+    """``installed``: call SciPy's or NumPy's public function after ``hetlapack.compat.install()`` instead of
+    hetlapack's own."""
+    entry = f"{_public_name(case)} after install()" if installed else case.name
+    note(f"{entry}({_describe(case.make_args())}, **{case.kwargs}) on path {path}")
     their_args, our_args = case.make_args(), case.make_args()
     before = [array.copy() for array in _arrays(our_args)]
     theirs, their_error, their_warnings = _call(case.theirs, their_args, case.kwargs)
-    with hetlapack.using(**PATH_OPTIONS[path]):
-        ours, our_error, our_warnings = _call(case.ours, our_args, case.kwargs)
+    ours_function = _through_install(_public_name(case)) if installed else case.ours
+    with hetlapack.using(**PATH_OPTIONS[path]), compat.patched() if installed else contextlib.nullcontext():
+        ours, our_error, our_warnings = _call(ours_function, our_args, case.kwargs)
     if isinstance(our_error, ValueError) and "cannot be honoured" in str(our_error):
         reject()
     assert (type(our_error), str(our_error)) == (type(their_error), str(their_error))
@@ -416,4 +442,5 @@ def _paths(draw, case: Case) -> str | None:
 @given(data=st.data())
 def test_same_behaviour_as_scipy_and_numpy(cases, data):
     case = data.draw(cases())
-    _assert_same_behaviour(case, _paths(data.draw, case))
+    installed = _public_name(case) is not None and data.draw(st.booleans(), label="through install()")
+    _assert_same_behaviour(case, _paths(data.draw, case), installed)
