@@ -11,11 +11,11 @@ time (``factor_seconds``, slowest rank), bytes received and sent per rank beside
 (``n^2/2 log2 p`` words) and the 2-D block-cyclic volume (``n^2/2 (1/P + 1/Q)`` words), and the peak RSS per rank.
 Dask's peers: ``dask.array.linalg.cholesky`` and ``lu`` on square chunks, and ``qr`` (TSQR: Dask's QR needs chunks
 of whole rows, so the rows are cut into ``RANKS`` blocks). ScaLAPACK's peers: ``pdpotrf``, ``pdgetrf`` and
-``pdgeqrf`` + ``pdorgqr`` (QR times include forming the economic ``Q`` for every peer) of Debian's ``libscalapack-mpich2.2`` (``apt-get install libscalapack-mpich2.2 libopenblas0-pthread``)
-on the same matrices, grid and blocking, driven through ctypes by this file run as a script (see the end). The table
-printed at the end compares factorization times
-measured in the same run. 4 ranks on a 2-core machine are oversubscribed: the ratios show overheads, not parallel
-speed-up.
+``pdgeqrf`` + ``pdorgqr`` (QR times include forming the economic ``Q`` for every peer) of Debian's
+``libscalapack-mpich2.2`` (``apt-get install libscalapack-mpich2.2 libopenblas0-pthread``) on the same matrices,
+grid and blocking, driven through ctypes by this file run as a script (see the end). The table printed at the end
+compares factorization times measured in the same run. 4 ranks on a 2-core machine are oversubscribed: the ratios
+show overheads, not parallel speed-up.
 """
 
 from __future__ import annotations

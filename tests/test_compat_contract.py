@@ -278,7 +278,8 @@ def test_foreign_tensors_are_converted_as_scipy_converts_them(shape):
 def test_empty_like_scipy():
     for func in ("cholesky", "lu_factor", "qr"):
         ours, theirs = getattr(la, func)(np.empty((0, 0))), getattr(sl, func)(np.empty((0, 0)))
-        ours, theirs = (ours if isinstance(ours, tuple) else (ours,)), (theirs if isinstance(theirs, tuple) else (theirs,))
+        ours = ours if isinstance(ours, tuple) else (ours,)
+        theirs = theirs if isinstance(theirs, tuple) else (theirs,)
         assert [x.shape for x in ours] == [x.shape for x in theirs]
 
 

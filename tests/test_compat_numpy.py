@@ -34,7 +34,8 @@ def test_cholesky_equal_numpy(path, dtype, upper):
 def test_cholesky_error_equal_numpy(path):
     a = testing.spd(40)
     a[30, 30] = -1
-    with hetlapack.using(path=path, tile=16), pytest.raises(np.linalg.LinAlgError, match="Matrix is not positive definite"):
+    with (hetlapack.using(path=path, tile=16),
+          pytest.raises(np.linalg.LinAlgError, match="Matrix is not positive definite")):
         numpy_linalg.cholesky(a)
 
 

@@ -59,7 +59,8 @@ def test_potrf_trsm_herk_match_scipy(cpu, dtype):
     _, cview = embedded(c)
     solved = bview.copy()
     cpu.herk(bview, cview, lower=True, conj_first=False)
-    np.testing.assert_allclose(np.tril(cview), np.tril(c - solved @ solved.conj().T), rtol=TOL[dtype] * 100, atol=TOL[dtype] * 100)
+    np.testing.assert_allclose(np.tril(cview), np.tril(c - solved @ solved.conj().T), rtol=TOL[dtype] * 100,
+                               atol=TOL[dtype] * 100)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

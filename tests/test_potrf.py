@@ -87,7 +87,8 @@ def test_an_exception_in_a_kernel_reaches_the_caller_and_the_next_call_works():
     assert cholesky_residual(a, factor(a, lower=True, tile=16), True) < 50
 
 
-@pytest.mark.parametrize("bad", [np.ones((3, 4), order="F"), np.ones((4, 4)), np.ones((4, 4), dtype=np.int64, order="F"),
+@pytest.mark.parametrize("bad", [np.ones((3, 4), order="F"), np.ones((4, 4)),
+                                 np.ones((4, 4), dtype=np.int64, order="F"),
                                  np.asfortranarray(np.ones((8, 8)))[::2, ::2]])
 def test_rejects_what_it_cannot_factor_in_place(bad):
     with pytest.raises(ValueError):

@@ -4,8 +4,8 @@
 profiles with TOML or JSON files of the same shape (``load_file``). ``parse("sandybridge:16,k20c:2,phi")``
 turns a device list into :class:`ModeledDevice` objects: for a CPU profile ``:N`` is its core count (and
 ``:N/W`` feeds them with ``W`` runtime workers; by default, as the real runtime does, one worker per core, or
-one worker using every core when there are accelerators, so that panels are multithreaded), for an accelerator ``:N`` is how many of them. ``"cpu"`` is this machine's CPU as calibrated here
-(:func:`host_profile`).
+one worker using every core when there are accelerators, so that panels are multithreaded), for an accelerator
+``:N`` is how many of them. ``"cpu"`` is this machine's CPU as calibrated here (:func:`host_profile`).
 """
 
 from __future__ import annotations

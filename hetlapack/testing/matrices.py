@@ -26,7 +26,8 @@ def random_matrix(shape: tuple[int, ...], dtype: DTypeLike = np.float64, seed=0)
     return out.astype(dtype)
 
 
-def general(n: int, m: int | None = None, dtype: DTypeLike = np.float64, seed=0, batch: tuple[int, ...] = ()) -> np.ndarray:
+def general(n: int, m: int | None = None, dtype: DTypeLike = np.float64, seed=0,
+            batch: tuple[int, ...] = ()) -> np.ndarray:
     """A random (n, m) matrix (square when ``m`` is None), well conditioned with high probability."""
     return random_matrix((*batch, n, n if m is None else m), dtype, seed)
 
@@ -38,7 +39,8 @@ def spd(n: int, dtype: DTypeLike = np.float64, seed=0, batch: tuple[int, ...] = 
     return np.asarray(a, dtype=dtype)
 
 
-def ill_conditioned(n: int, cond: float = 1e10, dtype: DTypeLike = np.float64, seed=0, hermitian: bool = False) -> np.ndarray:
+def ill_conditioned(n: int, cond: float = 1e10, dtype: DTypeLike = np.float64, seed=0,
+                    hermitian: bool = False) -> np.ndarray:
     """``U diag(s) V^H`` with singular values spaced geometrically from 1 to 1/cond (HPD when ``hermitian``)."""
     rng = _rng(seed)
     u, _ = np.linalg.qr(random_matrix((n, n), np.complex128 if np.dtype(dtype).kind == "c" else np.float64, rng))
