@@ -162,7 +162,6 @@ def as_stack(a: np.ndarray) -> np.ndarray:
     return a if a.ndim == 3 else a.reshape((int(np.prod(a.shape[:-2])), *a.shape[-2:]))
 
 
-
 def smith_quotient(a, b):
     """``a / b`` for complex numbers by Smith's scaled division (CPython's and numba's algorithm), with no reciprocal
     of ``|b|^2``, which overflows for a subnormal ``b``, and no exception for a zero ``b`` (the quotient is NaN, as

@@ -22,6 +22,12 @@ def _magnitude(value):
 
 
 @numba.njit(**JIT_OPTIONS)
+def _divides(pivot, tiny) -> bool:
+    """Whether getf2 divides by ``pivot`` instead of multiplying by its reciprocal, which would overflow."""
+    return pivot != 0 and abs(pivot) < tiny
+
+
+@numba.njit(**JIT_OPTIONS)
 def _pivot_column(buf, k, piv, info, best, recip, m, n, lanes):
     """Pivot search, row swap and scaling of column ``k`` (already updated by every earlier column) in the
     ``m x n x lanes`` buffer."""
@@ -45,16 +51,15 @@ def _pivot_column(buf, k, piv, info, best, recip, m, n, lanes):
         pivot = buf[k, k, lane]
         if pivot == 0 and info[lane] == 0:
             info[lane] = k + 1
-        # getf2 divides by a pivot whose reciprocal would overflow; best, free after the search, marks those lanes
-        best[lane] = pivot != 0 and abs(pivot) < tiny
-        subnormal |= best[lane] != 0
-        recip[lane] = 1.0 / pivot if pivot != 0 and not best[lane] else 1.0
+        divides = _divides(pivot, tiny)
+        subnormal |= divides
+        recip[lane] = 1.0 / pivot if pivot != 0 and not divides else 1.0
     for i in range(k + 1, m):
         for lane in range(lanes):
             buf[i, k, lane] *= recip[lane]
-    if subnormal:
+    if subnormal:  # those lanes were multiplied by 1 above
         for lane in range(lanes):
-            if best[lane]:
+            if _divides(buf[k, k, lane], tiny):
                 for i in range(k + 1, m):
                     buf[i, k, lane] = divide(buf[i, k, lane], buf[k, k, lane])
 

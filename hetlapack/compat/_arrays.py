@@ -129,12 +129,10 @@ def unshared_overwrite_b(overwrite_b, factor, b, piv=None):
     batch loop solves in place in the same rows of ``b`` for every member, each solve overwriting the last, and
     returns wrong solutions; the flag permits overwriting, it does not promise it. A value f2py rejects is kept, so
     that SciPy still raises its error."""
-    if not overwrite_b:
-        return overwrite_b
     try:
-        operator.index(overwrite_b)
-        shapes = solve_batch(np.shape(factor), np.shape(b), piv)
-    except (TypeError, ValueError):
+        check_flags(overwrite_b)
+        shapes = solve_batch(np.shape(factor), np.shape(b), piv) if overwrite_b else None
+    except (TypeError, ValueError):  # a flag f2py rejects, or shapes SciPy rejects: SciPy raises its error
         return overwrite_b
     if shapes is None:
         return overwrite_b
