@@ -284,7 +284,7 @@ def _fortran_matrices(x: np.ndarray) -> bool:
 @pytest.mark.parametrize("shape", [(7, 7), (30, 30), (30, 26), (26, 30)])
 def test_fortran_outputs_are_the_c_outputs_reordered(dtype, shape):
     """``fortran=True`` writes SciPy's layout directly (the blocked wide copies included, from 24 columns and a
-    full chunk); the values are bitwise those of the C-ordered outputs, and Fortran-ordered factors solve alike."""
+    full chunk); the values are bitwise those of the C-ordered outputs."""
     a = random_matrix((40, *shape), dtype, seed=11)
     pairs = [(kernels.getrf(a), kernels.getrf(a, fortran=True)),
              (kernels.qr(a, min(shape), min(shape)), kernels.qr(a, min(shape), min(shape), fortran=True))]
@@ -294,17 +294,50 @@ def test_fortran_outputs_are_the_c_outputs_reordered(dtype, shape):
         for lower, clean in [(True, True), (False, False)]:
             c = kernels.potrf(h, lower=lower, clean=clean)
             cf = kernels.potrf(h, lower=lower, clean=clean, fortran=True)
-            x, xf = kernels.potrs(c[0], b, lower=lower), kernels.potrs(cf[0], b, lower=lower, fortran=True)
+            x, xf = kernels.potrs(c[0], b, lower=lower), kernels.potrs(c[0], b, lower=lower, fortran=True)
             pairs += [(c, cf), (x, xf)]
         lu, piv, _ = kernels.getrf(a)
-        lu_f = kernels.getrf(a, fortran=True)[0]
-        pairs.append((kernels.getrs(lu, piv, b, trans=1), kernels.getrs(lu_f, piv, b, trans=1, fortran=True)))
+        pairs.append((kernels.getrs(lu, piv, b, trans=1), kernels.getrs(lu, piv, b, trans=1, fortran=True)))
     for c_out, f_out in pairs:
         c_out, f_out = (c_out, f_out) if isinstance(c_out, tuple) else ((c_out,), (f_out,))
         np.testing.assert_array_equal(c_out[0], f_out[0])
         assert _fortran_matrices(f_out[0]) and c_out[0].flags.c_contiguous
         for x, y in zip(c_out[1:], f_out[1:]):
             np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", [1, 2, 7, 17, 33])
+def test_solves_give_one_solution_whatever_the_factors_layout(dtype, n):
+    """The solves walk a factor by columns or by rows, whichever is contiguous, and update each unknown in the order
+    the others were solved either way: C-ordered, Fortran-ordered and strided factors give one solution, bitwise
+    for real dtypes and to rounding for complex ones (the compiler rounds the two walks' complex products apart),
+    and it is SciPy's to rounding."""
+    a = random_matrix((12, n, n), dtype, seed=14) + 3 * np.eye(n, dtype=dtype)
+    h = spd(n, dtype, batch=(12,), seed=15)
+    b = random_matrix((12, n, 3), dtype, seed=16)
+    lu, piv, _ = kernels.getrf(a, fortran=True)
+    factors = {"lu": lu, "upper": kernels.potrf(h, lower=False, clean=True, fortran=True)[0],
+               "lower": kernels.potrf(h, lower=True, clean=True, fortran=True)[0]}
+    layouts = {"C": np.ascontiguousarray, "F": lambda f: f,
+               "strided": lambda f: np.repeat(np.repeat(f, 2, axis=-1), 2, axis=-2)[..., ::2, ::2]}
+    calls = {(trans, 0): lambda f, trans=trans: kernels.getrs(f["lu"], piv, b, trans=trans) for trans in (0, 1, 2)}
+    calls.update({(lower, 1): lambda f, lower=lower: kernels.potrs(f["lower" if lower else "upper"], b, lower=lower)
+                  for lower in (True, False)})
+    scipy_calls = {(trans, 0): lambda m, trans=trans: sla.lu_solve((lu[m], piv[m]), b[m], trans=trans)
+                   for trans in (0, 1, 2)}
+    scipy_calls.update({(lower, 1): lambda m, lower=lower: sla.cho_solve(
+        (factors["lower" if lower else "upper"][m], lower), b[m]) for lower in (True, False)})
+    eps = np.finfo(dtype).eps
+    for key, call in calls.items():
+        solutions = {name: call({k: layout(f) for k, f in factors.items()}) for name, layout in layouts.items()}
+        for name in ("C", "strided"):
+            if np.iscomplexobj(b):
+                np.testing.assert_allclose(solutions[name], solutions["F"], rtol=100 * n * eps, err_msg=str(key))
+            else:
+                np.testing.assert_array_equal(solutions[name], solutions["F"], err_msg=str(key))
+        expected = np.array([scipy_calls[key](m) for m in range(12)])
+        np.testing.assert_allclose(solutions["F"], expected, rtol=100 * n * eps, atol=100 * n * eps, err_msg=str(key))
 
 
 def test_kernels_reject_non_lapack_dtypes_and_bad_arguments():
