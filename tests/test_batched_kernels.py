@@ -321,23 +321,21 @@ def test_solves_give_one_solution_whatever_the_factors_layout(dtype, n):
                "lower": kernels.potrf(h, lower=True, clean=True, fortran=True)[0]}
     layouts = {"C": np.ascontiguousarray, "F": lambda f: f,
                "strided": lambda f: np.repeat(np.repeat(f, 2, axis=-1), 2, axis=-2)[..., ::2, ::2]}
-    calls = {(trans, 0): lambda f, trans=trans: kernels.getrs(f["lu"], piv, b, trans=trans) for trans in (0, 1, 2)}
-    calls.update({(lower, 1): lambda f, lower=lower: kernels.potrs(f["lower" if lower else "upper"], b, lower=lower)
-                  for lower in (True, False)})
-    scipy_calls = {(trans, 0): lambda m, trans=trans: sla.lu_solve((lu[m], piv[m]), b[m], trans=trans)
-                   for trans in (0, 1, 2)}
-    scipy_calls.update({(lower, 1): lambda m, lower=lower: sla.cho_solve(
-        (factors["lower" if lower else "upper"][m], lower), b[m]) for lower in (True, False)})
+    cases = [(f"getrs trans={trans}", lambda f, trans=trans: kernels.getrs(f["lu"], piv, b, trans=trans),
+              lambda m, trans=trans: sla.lu_solve((lu[m], piv[m]), b[m], trans=trans)) for trans in (0, 1, 2)]
+    cases += [(f"potrs lower={lower}", lambda f, side=side, lower=lower: kernels.potrs(f[side], b, lower=lower),
+               lambda m, side=side, lower=lower: sla.cho_solve((factors[side][m], lower), b[m]))
+              for side, lower in (("lower", True), ("upper", False))]
     eps = np.finfo(dtype).eps
-    for key, call in calls.items():
-        solutions = {name: call({k: layout(f) for k, f in factors.items()}) for name, layout in layouts.items()}
-        for name in ("C", "strided"):
+    for name, ours, scipys in cases:
+        solutions = {layout: ours({k: relaid(f) for k, f in factors.items()}) for layout, relaid in layouts.items()}
+        for layout in ("C", "strided"):
             if np.iscomplexobj(b):
-                np.testing.assert_allclose(solutions[name], solutions["F"], rtol=100 * n * eps, err_msg=str(key))
+                np.testing.assert_allclose(solutions[layout], solutions["F"], rtol=100 * n * eps, err_msg=name)
             else:
-                np.testing.assert_array_equal(solutions[name], solutions["F"], err_msg=str(key))
-        expected = np.array([scipy_calls[key](m) for m in range(12)])
-        np.testing.assert_allclose(solutions["F"], expected, rtol=100 * n * eps, atol=100 * n * eps, err_msg=str(key))
+                np.testing.assert_array_equal(solutions[layout], solutions["F"], err_msg=name)
+        expected = np.array([scipys(m) for m in range(12)])
+        np.testing.assert_allclose(solutions["F"], expected, rtol=100 * n * eps, atol=100 * n * eps, err_msg=name)
 
 
 def test_kernels_reject_non_lapack_dtypes_and_bad_arguments():

@@ -22,8 +22,9 @@ def _magnitude(value):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _divides(pivot, tiny) -> bool:
-    """Whether getf2 divides by ``pivot`` instead of multiplying by its reciprocal, which would overflow."""
+def divides_by_pivot(pivot, tiny) -> bool:
+    """Whether getf2 divides by ``pivot`` instead of multiplying by its reciprocal, which would overflow (the CPU
+    kernel's rule, and the GPU kernel's in ``cuda_kernels``)."""
     return pivot != 0 and abs(pivot) < tiny
 
 
@@ -51,7 +52,7 @@ def _pivot_column(buf, k, piv, info, best, recip, m, n, lanes):
         pivot = buf[k, k, lane]
         if pivot == 0 and info[lane] == 0:
             info[lane] = k + 1
-        divides = _divides(pivot, tiny)
+        divides = divides_by_pivot(pivot, tiny)
         subnormal |= divides
         recip[lane] = 1.0 / pivot if pivot != 0 and not divides else 1.0
     for i in range(k + 1, m):
@@ -59,7 +60,7 @@ def _pivot_column(buf, k, piv, info, best, recip, m, n, lanes):
             buf[i, k, lane] *= recip[lane]
     if subnormal:  # those lanes were multiplied by 1 above
         for lane in range(lanes):
-            if _divides(buf[k, k, lane], tiny):
+            if divides_by_pivot(buf[k, k, lane], tiny):
                 for i in range(k + 1, m):
                     buf[i, k, lane] = divide(buf[i, k, lane], buf[k, k, lane])
 

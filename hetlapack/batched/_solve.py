@@ -112,47 +112,43 @@ def _swap_rows(x, piv, m, backward):
         x[i], x[row] = x[row], x[i]
 
 
+#: The systems :func:`solve_each` solves, by code: ``op(A) X = B`` from an LU factorization, with ``op`` by LAPACK's
+#: ``trans`` (0, 1, 2: ``A``, ``A^T``, ``A^H``), and ``A X = B`` from a lower or upper Cholesky factor.
+LU, LU_TRANSPOSED, LU_CONJUGATE_TRANSPOSED, CHOLESKY_LOWER, CHOLESKY_UPPER = range(5)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _solve_matrix(t, piv, m, x, system):
+    """Overwrite the vector ``x`` with the solution of ``system`` for matrix ``m``'s factor ``t`` (and pivots
+    ``piv[m]``, 0-based, for LU), as LAPACK's getrs and potrs."""
+    if system == LU:
+        _swap_rows(x, piv, m, False)
+        _triangular(t, x, False, True, False)
+        _triangular(t, x, True, False, False)
+    elif system == CHOLESKY_LOWER:
+        _triangular(t, x, False, False, False)
+        _triangular(t.T, x, True, False, True)
+    elif system == CHOLESKY_UPPER:
+        _triangular(t.T, x, False, False, True)
+        _triangular(t, x, True, False, False)
+    else:
+        conjugate = system == LU_CONJUGATE_TRANSPOSED
+        _triangular(t.T, x, False, False, conjugate)
+        _triangular(t.T, x, True, True, conjugate)
+        _swap_rows(x, piv, m, True)
+
+
 @numba.njit(parallel=True, **JIT_OPTIONS)
-def getrs_each(lu, piv, b, trans, out, nonfinite, threads):
-    """Solve ``op(A) X = B`` for each matrix from its packed LU and 0-based pivots, as LAPACK's getrs (``op`` is
-    ``A``, ``A^T``, ``A^H`` for ``trans`` 0, 1, 2); ``out`` is (batch, n, nrhs). Given a ``nonfinite`` flag per
-    thread (else an empty array), a thread that meets an infinity or NaN in ``b`` sets its own (SciPy's
-    ``lu_solve`` checks ``b`` only)."""
+def solve_each(factor, piv, b, system, out, nonfinite, threads):
+    """Solve ``system`` for each matrix of the stack from its factor (and 0-based pivots for LU; Cholesky ignores
+    ``piv``); ``out`` is (batch, n, nrhs). Given a ``nonfinite`` flag per thread (else an empty array), a thread that
+    meets an infinity or NaN in ``b`` sets its own."""
     batch, n, nrhs = b.shape
-    conjugate = trans == 2
     for thread in numba.prange(threads):
         start, stop = chunk_range(thread, threads, batch)
         x = np.empty((nrhs, n), dtype=out.dtype)
         for m in range(start, stop):
             _load(b, m, x, nonfinite, thread)
             for r in range(nrhs):
-                if trans == 0:
-                    _swap_rows(x[r], piv, m, False)
-                    _triangular(lu[m], x[r], False, True, False)
-                    _triangular(lu[m], x[r], True, False, False)
-                else:
-                    _triangular(lu[m].T, x[r], False, False, conjugate)
-                    _triangular(lu[m].T, x[r], True, True, conjugate)
-                    _swap_rows(x[r], piv, m, True)
-            _store(x, out, m)
-
-
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def potrs_each(c, lower, b, out, threads):
-    """Solve ``A X = B`` for each matrix, ``A = L L^H`` (``lower``) or ``U^H U``, as LAPACK's potrs; ``out`` is
-    (batch, n, nrhs)."""
-    batch, n, nrhs = b.shape
-    no_check = np.zeros(0, dtype=np.uint8)
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, batch)
-        x = np.empty((nrhs, n), dtype=out.dtype)
-        for m in range(start, stop):
-            _load(b, m, x, no_check, thread)
-            for r in range(nrhs):
-                if lower:
-                    _triangular(c[m], x[r], False, False, False)
-                    _triangular(c[m].T, x[r], True, False, True)
-                else:
-                    _triangular(c[m].T, x[r], False, False, True)
-                    _triangular(c[m], x[r], True, False, False)
+                _solve_matrix(factor[m], piv, m, x[r], system)
             _store(x, out, m)

@@ -34,6 +34,7 @@ from numba import cuda
 
 from ..devices.base import zero_other_triangle
 from ._interleave import smith_quotient
+from ._lu import divides_by_pivot
 from .kernels import INDEX_DTYPE
 
 #: Threads per block of the one-thread-per-matrix kernels, and the target of the LU kernel's 2-D blocks: enough
@@ -174,6 +175,7 @@ def _real_quotient(a, b):
 
 
 _complex_quotient = cuda.jit(device=True)(smith_quotient)
+_divides = cuda.jit(device=True)(divides_by_pivot.py_func)
 
 
 @functools.cache
@@ -226,10 +228,10 @@ def _getrf_kernel(m: int, n: int, slots: int, dtype: np.dtype):
                 # unscaled, and a pivot whose reciprocal would overflow divides)
                 source = pivot_row[slot]
                 pivot = work[slot, source, k]
-                if abs(pivot) >= tiny:
-                    factor = work[slot, row, k] * (one / pivot)
-                elif pivot != 0:
+                if _divides(pivot, tiny):
                     factor = quotient(work[slot, row, k], pivot)
+                elif pivot != 0:
+                    factor = work[slot, row, k] * (one / pivot)
                 else:
                     factor = work[slot, row, k]
                 work[slot, row, k] = factor

@@ -20,7 +20,7 @@ import numpy as np
 from numba import types
 
 from . import _cholesky, _lu, _qr, _solve
-from ._interleave import JIT_OPTIONS, as_stack, lanes_for
+from ._interleave import as_stack, lanes_for
 
 #: The dtypes the kernels compute in (LAPACK's s, d, c, z).
 LAPACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64), np.dtype(np.complex128))
@@ -36,10 +36,9 @@ _COUNT = types.intp
 _ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "count", "count")),
     "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
-    "potrs_each": (_solve.potrs_each, ("in3", "bool", "in3", "out3", "count")),
     "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "flags", "count", "count")),
     "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "flags", "count", "count")),
-    "getrs_each": (_solve.getrs_each, ("in3", "piv_in", "in3", "count", "out3", "flags", "count")),
+    "solve_each": (_solve.solve_each, ("in3", "piv_in", "in3", "count", "out3", "flags", "count")),
     "plu": (_lu.plu_stack, ("in3", "piv_in", "bool", "piv_out", "out3", "out3", "count")),
     "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count", "count")),
     "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count", "count")),
@@ -67,14 +66,14 @@ def _numba_type(kind: str, scalar: types.Type) -> types.Type:
 def compiled(op: str, dtype: np.dtype) -> Callable:
     """The kernel of ``op`` compiled (or loaded from the disk cache) for ``dtype``.
 
-    The kernel's Python function is compiled again with one explicit signature whose inputs are read-only arrays
-    of any layout, so C, Fortran, strided and read-only stacks all run one machine-code version (numba converts
-    the others to it) instead of compiling one each.
+    The kernel's Python function is compiled again, with the options its module gave it, under one explicit
+    signature whose inputs are read-only arrays of any layout, so C, Fortran, strided and read-only stacks all run
+    one machine-code version (numba converts the others to it) instead of compiling one each.
     """
     dispatcher, kinds = _ARGUMENTS[op]
     scalar = numba.from_dtype(dtype)
     signature = types.none(*(_numba_type(kind, scalar) for kind in kinds))
-    return numba.njit(signature, parallel=True, **JIT_OPTIONS)(dispatcher.py_func)
+    return numba.jit(signature, cache=True, **dispatcher.targetoptions)(dispatcher.py_func)
 
 
 def _check_dtype(a: np.ndarray) -> None:
@@ -243,6 +242,16 @@ def _interleaved_solve(op: str, dtype: np.dtype, n: int) -> bool:
     return n <= INTERLEAVED_SOLVE_ORDERS[op][dtype.itemsize]
 
 
+#: The pivots argument of a Cholesky solve in :func:`_solve_each`, which reads none.
+_NO_PIVOTS = np.zeros((0, 0), dtype=INDEX_DTYPE)
+
+
+def _solve_each(dtype: np.dtype, check_finite: bool, arrays: tuple) -> None:
+    """Run ``_solve.solve_each`` on ``arrays`` (factor, pivots, right-hand sides, system code, output)."""
+    threads = _threads(arrays[-1].shape[0], MIN_BATCH_PER_THREAD)
+    _call_checked(compiled("solve_each", dtype), check_finite, threads, arrays)
+
+
 def _broadcast_solve(factor: np.ndarray, b: np.ndarray, *extra: np.ndarray):
     """Broadcast the batch dimensions of a factor stack, a right-hand-side stack and per-matrix extras."""
     dtype = np.result_type(factor.dtype, b.dtype)
@@ -262,8 +271,8 @@ def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False) -
     if out.size and _interleaved_solve("potrs", dtype, n):
         _launch("potrs", dtype, out.shape[0], n, n, as_stack(c), bool(lower), as_stack(b), out)
     elif out.size:
-        threads = _threads(out.shape[0], MIN_BATCH_PER_THREAD)
-        compiled("potrs_each", dtype)(as_stack(c), bool(lower), as_stack(b), out, threads)
+        system = _solve.CHOLESKY_LOWER if lower else _solve.CHOLESKY_UPPER
+        _solve_each(dtype, False, (as_stack(c), _NO_PIVOTS, as_stack(b), system, out))
     return out.reshape((*batch, n, nrhs))
 
 
@@ -282,7 +291,6 @@ def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int, fortran
         arrays = (as_stack(lu), np.asarray(piv, dtype=INDEX_DTYPE).reshape(-1, n), as_stack(b), int(trans), out)
         if _interleaved_solve("getrs", dtype, n):
             _launch_checked("getrs", check_finite, dtype, out.shape[0], n, n, *arrays)
-        else:
-            threads = _threads(out.shape[0], MIN_BATCH_PER_THREAD)
-            _call_checked(compiled("getrs_each", dtype), check_finite, threads, arrays)
+        else:  # LAPACK's trans codes are _solve's LU system codes
+            _solve_each(dtype, check_finite, arrays)
     return out.reshape((*batch, n, nrhs))
