@@ -7,7 +7,8 @@ Run ``pytest benchmarks/test_batched.py --benchmark-only --benchmark-json=batche
 one (operation, dtype, n, batch) case; every row records in ``extra_info`` its ns/matrix, achieved GB/s (minimal
 bytes read + written over the time) and the roofline bound of seed 004 §4.1 (those bytes over the measured copy
 bandwidth), so ratios are read within one run on one machine. torch (benchmark-only peer) is skipped when absent;
-SciPy's Python loop runs only at the smaller batch (its per-matrix cost does not depend on the batch). Cases whose
+SciPy's Python loop, and pivoted QR (LAPACK's ``geqp3`` per matrix on every path), run only at the smaller batch
+(their per-matrix cost does not depend on the batch). Cases whose
 input exceeds ``MAX_INPUT_BYTES`` are skipped to keep the suite within minutes and memory.
 """
 
@@ -104,6 +105,8 @@ PEERS = {
     "plu": {"hetlapack": _ours(la.lu), "torch": lambda: _torch("lu"), "scipy": lambda: (_same, sla.lu)},
     "qr": {"hetlapack": _ours(lambda a: la.qr(a, mode="economic")), "numpy": lambda: (_same, np.linalg.qr),
            "torch": lambda: _torch("qr"), "scipy": lambda: (_same, lambda a: sla.qr(a, mode="economic"))},
+    "qr_pivoted": {"hetlapack": _ours(lambda a: la.qr(a, mode="economic", pivoting=True)),
+                   "scipy": lambda: (_same, lambda a: sla.qr(a, mode="economic", pivoting=True))},
     "cho_solve": {"hetlapack": _ours(lambda ops: la.cho_solve(*ops), _factored(sla.cho_factor)),
                   "torch": lambda: _torch_solve("cholesky", lambda torch, c, b: torch.cholesky_solve(b, c)),
                   "scipy": lambda: (_factored(sla.cho_factor), lambda ops: sla.cho_solve(*ops))},
@@ -115,7 +118,11 @@ PEERS = {
 
 #: Elements written per matrix for each operation's results (Q and R for QR, P, L and U for ``lu``), for the
 #: roofline's byte count; a solve reads its factor and writes a column (not counted).
-OUTPUT_MATRICES = {"cholesky": 1, "lu": 1, "plu": 3, "qr": 2, "cho_solve": 0, "lu_solve": 0}
+OUTPUT_MATRICES = {"cholesky": 1, "lu": 1, "plu": 3, "qr": 2, "qr_pivoted": 2, "cho_solve": 0, "lu_solve": 0}
+
+#: Operations whose batched path is a LAPACK call per matrix (its cost per matrix, like SciPy's loop's, does not
+#: depend on the batch), measured at the smaller batch only.
+PER_MATRIX_OPS = frozenset({"qr_pivoted"})
 
 CASES = [(op, peer) for op, peers in PEERS.items() for peer in peers]
 
@@ -128,8 +135,8 @@ def test_batched(benchmark, op, peer, dtype, n, batch):
     itemsize = np.dtype(dtype).itemsize
     if batch * n * n * itemsize > MAX_INPUT_BYTES:
         pytest.skip("input larger than MAX_INPUT_BYTES")
-    if peer == "scipy" and batch != min(BATCHES):
-        pytest.skip("SciPy's per-matrix loop is measured at the smaller batch only")
+    if (peer == "scipy" or op in PER_MATRIX_OPS) and batch != min(BATCHES):
+        pytest.skip("a loop of LAPACK calls per matrix is measured at the smaller batch only")
     prepare, call = PEERS[op][peer]()
     a = prepare(stack("spd" if op.startswith("cho") else "general", dtype, n, batch))
     benchmark.group = f"{op} {np.dtype(dtype).name} n={n} B={batch}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .compat._arrays import request
-from .compat.scipy_linalg import lu_features, qr_features
+from .compat.scipy_linalg import lu_features, qr_route
 from .dispatch import OPS, Plan, choose
 
 
@@ -22,6 +22,8 @@ def explain(op: str, a, *, mode: str = "full", pivoting: bool = False, lwork: in
     """
     if not isinstance(op, str) or op not in OPS:
         raise ValueError(f"explain: unknown operation {op!r}; expected one of {', '.join(sorted(OPS))}")
-    features = {"qr": qr_features(mode, pivoting, lwork), "lu": lu_features(a)}.get(op, ())
+    features = lu_features(a) if op == "lu" else ()
+    if op == "qr":
+        op, features = qr_route(mode, pivoting, lwork)
     req, _ = request(OPS[op], a, features=features)
     return choose(req)

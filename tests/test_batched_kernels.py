@@ -110,6 +110,8 @@ def test_empty_batches_and_zero_size_matrices(shape):
     assert info.shape == lu_info.shape == shape[:-2]
     assert piv.shape == tau.shape == (*shape[:-2], shape[-1])
     assert kernels.orgqr(qr, tau, shape[-1]).shape == shape
+    _, r, p = kernels.geqp3(a, 0, shape[-2])
+    assert r.shape == shape and p.shape == (*shape[:-2], shape[-1])
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -284,10 +286,12 @@ def _fortran_matrices(x: np.ndarray) -> bool:
 @pytest.mark.parametrize("shape", [(7, 7), (30, 30), (30, 26), (26, 30)])
 def test_fortran_outputs_are_the_c_outputs_reordered(dtype, shape):
     """``fortran=True`` writes SciPy's layout directly (the blocked wide copies included, from 24 columns and a
-    full chunk); the values are bitwise those of the C-ordered outputs."""
+    full chunk); the values are bitwise those of the C-ordered outputs (pivoted QR's too, whose pivots are
+    compared with the rest of the outputs)."""
     a = random_matrix((40, *shape), dtype, seed=11)
     pairs = [(kernels.getrf(a), kernels.getrf(a, fortran=True)),
-             (kernels.qr(a, min(shape), min(shape)), kernels.qr(a, min(shape), min(shape), fortran=True))]
+             (kernels.qr(a, min(shape), min(shape)), kernels.qr(a, min(shape), min(shape), fortran=True)),
+             (kernels.geqp3(a, shape[0], shape[0]), kernels.geqp3(a, shape[0], shape[0], fortran=True))]
     if shape[0] == shape[1]:
         h = spd(shape[0], dtype, batch=(40,), seed=12)
         b = random_matrix((40, shape[0], 3), dtype, seed=13)

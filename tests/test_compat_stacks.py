@@ -1,5 +1,6 @@
 """Stacks (..., m, n): SciPy's batch results, return types, errors and warnings on the batched and host paths."""
 
+import functools
 import warnings
 
 import numpy as np
@@ -62,6 +63,53 @@ def test_factorizations_equal_scipy_batch(path, dtype, batch):
               sl.qr(np.swapaxes(g, -1, -2))]
     for x, y in zip(ours, theirs):
         assert_same(x, y, dtype)
+
+
+def _pivoted_qr_input(kind: str, dtype, shape: tuple) -> np.ndarray:
+    """Stacks whose pivots a rounding can decide: small integers (exact ties), rank one and repeated columns
+    (remaining norms at rounding level), and scales near overflow and underflow."""
+    rng = np.random.default_rng(17)
+    *batch, m, n = shape
+    if kind == "integers":
+        return rng.integers(-2, 3, shape).astype(dtype)
+    if kind == "rank one":
+        return testing.general(m, 1, dtype=dtype, seed=4, batch=batch) @ testing.general(1, n, dtype=dtype, seed=5,
+                                                                                          batch=batch)
+    if kind == "repeated columns":
+        return np.repeat(testing.general(m, -(-n // 3), dtype=dtype, seed=6, batch=batch), 3, axis=-1)[..., :n]
+    huge = np.finfo(dtype).max / 16
+    return testing.general(m, n, dtype=dtype, seed=7, batch=batch) * (huge if kind == "huge" else 1 / huge)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["integers", "rank one", "repeated columns", "huge", "tiny"])
+@pytest.mark.parametrize("shape", [(40, 7, 7), (2, 3, 9, 5), (6, 4, 11)])
+def test_pivoted_qr_of_stacks_is_scipys_bit_for_bit(path, dtype, kind, shape):
+    """Column pivoting decides by downdated norms, so ties and rank deficiency leave the pivots to rounding: the
+    batched path calls LAPACK's geqp3 and orgqr on each matrix, and every output, pivots included, is SciPy's to the
+    bit, in SciPy's types and layouts (a list of arrays for a stack), for C, Fortran and strided stacks."""
+    a = _pivoted_qr_input(kind, dtype, shape)
+    for stack in (a, np.asfortranarray(a), np.swapaxes(a, -1, -2)[..., ::2, :]):
+        for mode in ("full", "r", "economic"):
+            with hetlapack.using(path=path):
+                ours = la.qr(stack, mode=mode, pivoting=True)
+            theirs = sl.qr(stack, mode=mode, pivoting=True)
+            assert type(ours) is type(theirs) and len(ours) == len(theirs)
+            for x, y in zip(ours, theirs):
+                assert x.dtype == y.dtype and x.shape == y.shape and _strides(x) == _strides(y)
+                np.testing.assert_array_equal(x, y)
+
+
+def test_pivoted_qr_of_stacks_goes_batched_in_every_dtype():
+    """The LAPACK loop gives LAPACK's results in single precision too, so float32 stacks take it unforced; one
+    matrix stays one LAPACK call."""
+    for dtype in DTYPES:
+        plan = hetlapack.explain("qr", testing.general(8, dtype=dtype, batch=(100,)), pivoting=True)
+        assert plan.path == "batched" and "bit for bit" in plan.reason
+    assert hetlapack.explain("qr", testing.general(200, 8, batch=(4,)), pivoting=True).path == "host"
+    single = hetlapack.explain("qr", testing.general(8), pivoting=True)
+    assert single.path == "host" and "single matrix" in single.unavailable["batched"]
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -210,7 +258,7 @@ def test_check_finite_on_stacks(path, dtype, bad, where):
     a[where] = bad
     kept = a.copy()
     with hetlapack.using(path=path):
-        for func in (la.cholesky, la.cho_factor, la.lu_factor, la.qr):
+        for func in (la.cholesky, la.cho_factor, la.lu_factor, la.qr, functools.partial(la.qr, pivoting=True)):
             for stack in (a, np.asfortranarray(a)):
                 with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
                     func(stack)
@@ -218,6 +266,7 @@ def test_check_finite_on_stacks(path, dtype, bad, where):
             warnings.simplefilter("ignore")
             la.lu_factor(a, check_finite=False)
             la.qr(a, check_finite=False)
+            la.qr(a, pivoting=True, check_finite=False)
     np.testing.assert_array_equal(a, kept)
 
 
@@ -255,6 +304,7 @@ def test_stacks_not_modified_and_views_accepted(path, order):
         la.cholesky(a)
         la.lu_factor(a)
         la.qr(a)
+        la.qr(a, pivoting=True)
         c = la.cholesky(view, lower=True)
     np.testing.assert_array_equal(a, before)
     for x, ci in zip(view, c):
@@ -331,7 +381,8 @@ def test_lu_of_stacks_with_subnormal_pivots_divides_as_lapacks_getf2(dtype):
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("call", [lambda m, a: m.lu_factor(a, overwrite_a=1.5),
-                                  lambda m, a: m.qr(a, overwrite_a="1")])
+                                  lambda m, a: m.qr(a, overwrite_a="1"),
+                                  lambda m, a: m.qr(a, pivoting=True, overwrite_a="1")])
 def test_a_bad_flag_with_non_finite_values_raises_scipys_value_error(path, call):
     """SciPy checks values before f2py reads a flag."""
     a = testing.general(3, seed=1, batch=(2,))

@@ -3,8 +3,8 @@
 Every kernel computes per matrix what LAPACK computes (same pivots, reflector signs, info codes), never modifies its
 inputs, and returns C-ordered outputs, or Fortran-ordered matrices where asked (``fortran=True``: the layout
 SciPy's batch loop gives, written directly instead of copied afterwards). The compiled loops live in
-``_cholesky``, ``_lu`` and ``_qr``; this module shapes the stacks, allocates the outputs and picks, by a lookup
-table keyed on dtype, the kernel compiled for it.
+``_cholesky``, ``_lu``, ``_qr``, ``_solve`` and ``_geqp3``; this module shapes the stacks, allocates the outputs
+and picks, by a lookup table keyed on dtype, the kernel compiled for it.
 Each kernel is compiled once per dtype (inputs typed as read-only arrays of any layout, so C, Fortran, strided and
 read-only stacks share one machine-code version) and cached on disk.
 """
@@ -19,7 +19,8 @@ import numba
 import numpy as np
 from numba import types
 
-from . import _cholesky, _lu, _qr, _solve
+from ..devices import _lapack_pointers
+from . import _cholesky, _geqp3, _lu, _qr, _solve
 from ._interleave import as_stack, lanes_for
 
 #: The dtypes the kernels compute in (LAPACK's s, d, c, z).
@@ -32,7 +33,8 @@ _INDEX = types.int32
 _COUNT = types.intp
 
 #: Argument kinds of each compiled kernel: ``in`` arrays are read-only of any layout, ``out3`` stacks hold C- or
-#: Fortran-ordered matrices, the other outputs are C-ordered.
+#: Fortran-ordered matrices, the other outputs are C-ordered; ``lapack:NAME`` is SciPy's LAPACK routine NAME in the
+#: kernel's precision (:func:`lapack_routine`).
 _ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "count", "count")),
     "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
@@ -43,10 +45,20 @@ _ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count", "count")),
     "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count", "count")),
     "qr": (_qr.qr_stack, ("in3", "out3", "out3", "flags", "count", "count")),
+    "geqp3": (_geqp3.geqp3_each,
+              ("in3", "out3", "out3", "piv_out", "flags", "lapack:geqp3", "lapack:orgqr", "count")),
 }
 
 
-def _numba_type(kind: str, scalar: types.Type) -> types.Type:
+def lapack_routine(name: str, dtype: np.dtype) -> Callable:
+    """SciPy's LAPACK routine ``name`` (``"geqp3"``, ``"orgqr"``) in ``dtype``'s precision, as a ctypes function."""
+    return _lapack_pointers.routine(name, dtype.char)
+
+
+def _numba_type(kind: str, dtype: np.dtype) -> types.Type:
+    if kind.startswith("lapack:"):
+        return numba.typeof(lapack_routine(kind.removeprefix("lapack:"), dtype))
+    scalar = numba.from_dtype(dtype)
     table = {
         "in3": types.Array(scalar, 3, "A", readonly=True),
         "out3": types.Array(scalar, 3, "A"),
@@ -71,8 +83,7 @@ def compiled(op: str, dtype: np.dtype) -> Callable:
     one machine-code version (numba converts the others to it) instead of compiling one each.
     """
     dispatcher, kinds = _ARGUMENTS[op]
-    scalar = numba.from_dtype(dtype)
-    signature = types.none(*(_numba_type(kind, scalar) for kind in kinds))
+    signature = types.none(*(_numba_type(kind, dtype) for kind in kinds))
     return numba.jit(signature, cache=True, **dispatcher.targetoptions)(dispatcher.py_func)
 
 
@@ -89,6 +100,10 @@ def _threads(batch: int, lanes: int) -> int:
 #: Matrices per thread below which :func:`plu` and the solves do not start another (a pass over memory with two
 #: flops per element at most, not worth a thread).
 MIN_BATCH_PER_THREAD = 256
+
+#: Matrices per thread below which :func:`geqp3` does not start another: a LAPACK call per matrix takes 0.2-0.7 µs
+#: at orders 2-4, so 16 of them take about what starting a thread does.
+MIN_BATCH_PER_LAPACK_THREAD = 16
 
 #: Kernels whose buffers take ``WIDE_LANES`` matrices (the Householder ones, bound by loop overhead, not cache).
 _WIDE = frozenset({"geqrf", "orgqr", "qr"})
@@ -113,12 +128,12 @@ def _launch_checked(op: str, check_finite: bool, dtype: np.dtype, batch: int, m:
     _call_checked(compiled(op, dtype), check_finite, _threads(batch, lanes), arrays, lanes)
 
 
-def _call_checked(kernel: Callable, check_finite: bool, threads: int, arrays: tuple, *sizes: int) -> None:
-    """Call ``kernel(*arrays, nonfinite, *sizes, threads)`` with one ``nonfinite`` flag per thread (none when not
+def _call_checked(kernel: Callable, check_finite: bool, threads: int, arrays: tuple, *rest) -> None:
+    """Call ``kernel(*arrays, nonfinite, *rest, threads)`` with one ``nonfinite`` flag per thread (none when not
     asked), which a thread sets on meeting an infinity or NaN as it reads its input: SciPy's ``check_finite``
     without a pass of its own over memory. Raises SciPy's ValueError after the kernel."""
     nonfinite = np.zeros(threads if check_finite else 0, dtype=np.uint8)
-    kernel(*arrays, nonfinite, *sizes, threads)
+    kernel(*arrays, nonfinite, *rest, threads)
     if nonfinite.any():
         raise ValueError("array must not contain infs or NaNs")
 
@@ -209,24 +224,48 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray:
     return out.reshape((*qr.shape[:-2], m, ncols))
 
 
-def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False,
-       check_finite: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
-    """``Q`` (the first ``ncols`` columns; ``None`` when ``ncols`` is 0) and ``R`` (the first ``rows`` rows of the
-    upper triangle) of a stack, in one pass: what ``orgqr(*geqrf(a), ncols)`` and ``triu(geqrf(a)[0][..., :rows, :])``
-    give, without writing the reflectors out and reading them back. ``fortran`` orders Q's matrices (R is C-ordered,
-    as SciPy returns it); ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``."""
+def _qr_outputs(a: np.ndarray, ncols: int, rows: int, fortran: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``a`` as a 3-D stack, and uninitialized stacks for Q's first ``ncols`` columns (its matrices ordered as
+    ``fortran`` says) and R's first ``rows`` rows (C-ordered, as SciPy returns it)."""
     _check_dtype(a)
     m, n = a.shape[-2:]
     if ncols and not min(m, n) <= ncols <= m or not min(m, n) <= rows <= m:
         raise ValueError(f"qr needs min(m, n) <= ncols <= m (or ncols = 0) and min(m, n) <= rows <= m; got m={m}, "
                          f"n={n}, ncols={ncols}, rows={rows}")
     stack = as_stack(a)
-    q = _output(stack.shape[0], m, ncols, a.dtype, fortran)
-    r = np.empty((stack.shape[0], rows, n), dtype=a.dtype)
+    return stack, _output(stack.shape[0], m, ncols, a.dtype, fortran), np.empty((stack.shape[0], rows, n), a.dtype)
+
+
+def _shaped_qr(a: np.ndarray, q: np.ndarray, r: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """Q (``None`` when it has no columns) and R with ``a``'s batch dimensions."""
+    batch, (m, n) = a.shape[:-2], a.shape[-2:]
+    return (q.reshape((*batch, m, q.shape[2])) if q.shape[2] else None), r.reshape((*batch, r.shape[1], n))
+
+
+def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False,
+       check_finite: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
+    """``Q`` (the first ``ncols`` columns; ``None`` when ``ncols`` is 0) and ``R`` (the first ``rows`` rows of the
+    upper triangle) of a stack, in one pass: what ``orgqr(*geqrf(a), ncols)`` and ``triu(geqrf(a)[0][..., :rows, :])``
+    give, without writing the reflectors out and reading them back. ``fortran`` orders Q's matrices (R is C-ordered,
+    as SciPy returns it); ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``."""
+    stack, q, r = _qr_outputs(a, ncols, rows, fortran)
     if q.size or r.size:
-        _launch_checked("qr", check_finite, a.dtype, stack.shape[0], m, n, stack, q, r)
-    batch = a.shape[:-2]
-    return (q.reshape((*batch, m, ncols)) if ncols else None), r.reshape((*batch, rows, n))
+        _launch_checked("qr", check_finite, a.dtype, *stack.shape, stack, q, r)
+    return _shaped_qr(a, q, r)
+
+
+def geqp3(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False,
+          check_finite: bool = False) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """QR with column pivoting of a stack, as ``scipy.linalg.qr(pivoting=True)`` computes it for each matrix (by the
+    same LAPACK calls, so bit for bit): ``Q``'s first ``ncols`` columns (``None`` when 0), ``R``'s first ``rows``
+    rows and the 0-based pivots (int32), shaped and ordered as :func:`qr`'s."""
+    stack, q, r = _qr_outputs(a, ncols, rows, fortran)
+    p = np.empty(stack.shape[::2], dtype=INDEX_DTYPE)
+    if r.size:
+        routines = (lapack_routine("geqp3", a.dtype), lapack_routine("orgqr", a.dtype))
+        threads = _threads(stack.shape[0], MIN_BATCH_PER_LAPACK_THREAD)
+        _call_checked(compiled("geqp3", a.dtype), check_finite, threads, (stack, q, r, p), *routines)
+    return (*_shaped_qr(a, q, r), p.reshape((*a.shape[:-2], a.shape[-1])))
 
 
 #: Largest order solved in the interleaved chunk layout, by kernel and element size in bytes; above it each matrix is

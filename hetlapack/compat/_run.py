@@ -118,6 +118,12 @@ def qr(plan: Plan, a: np.ndarray, ncols: int, rows: int, fortran: bool = False,
     return (orgqr(plan, packed, tau, ncols) if ncols else None), r
 
 
+def qr_pivoted(plan: Plan, a: np.ndarray, ncols: int, rows: int, fortran: bool = False,
+               check_finite: bool = False) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """:func:`qr` with column pivoting, and the 0-based pivots (batched path only: one matrix is one LAPACK call)."""
+    return _batched().geqp3(a, ncols, rows, fortran=fortran, check_finite=check_finite)
+
+
 def potrs(plan: Plan, c: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
     """Solve with Cholesky factors (batched path only: single solves are one LAPACK call), in SciPy's layout."""
     return _batched().potrs(c, b, lower=lower, fortran=True)

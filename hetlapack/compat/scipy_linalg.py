@@ -37,12 +37,13 @@ def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, object, np.
     return choose(req), arr, req.dtype
 
 
-def qr_features(mode: str, pivoting: bool, lwork) -> tuple[str, ...]:
-    """The options of a ``qr`` call that only SciPy's own function (the host path) implements."""
+def qr_route(mode: str, pivoting: bool, lwork) -> tuple[str, tuple[str, ...]]:
+    """The operation a ``qr`` call asks dispatch for (``geqp3`` with column pivoting, else ``geqrf``) and the options
+    of the call that only SciPy's own function (the host path) implements."""
+    op = "geqp3" if pivoting else "geqrf"
     if mode not in _QR_MODES:
-        return ("an invalid mode",)
-    return tuple(name for name, used in (("pivoting=True", pivoting), ("lwork", lwork is not None),
-                                         ("mode='raw'", mode == "raw")) if used)
+        return op, ("an invalid mode",)
+    return op, tuple(name for name, used in (("lwork", lwork is not None), ("mode='raw'", mode == "raw")) if used)
 
 
 def lu_features(a) -> tuple[str, ...]:
@@ -81,7 +82,7 @@ def _operand(plan: Plan, a1: np.ndarray, original, dtype: np.dtype, overwrite_a:
 #: operation: the gpu path's device after the upload, and the batched LU and QR kernels as they gather each chunk
 #: (the batched Cholesky kernel reads one triangle, and SciPy checks both).
 _CHECKED_WHERE_READ = {"potrf": frozenset({"gpu"}), "getrf": frozenset({"batched", "gpu"}),
-                       "geqrf": frozenset({"batched", "gpu"})}
+                       "geqrf": frozenset({"batched", "gpu"}), "geqp3": frozenset({"batched"})}
 
 
 def _checked_where_read(plan: Plan) -> bool:
@@ -430,7 +431,8 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     Compute QR decomposition of a matrix (SciPy-compatible).
 
     ``A = Q R`` with Q unitary/orthogonal and R upper triangular, exactly as :func:`scipy.linalg.qr` (LAPACK's
-    Householder sign convention, every mode). Column pivoting and an explicit ``lwork`` run on the host path.
+    Householder sign convention, every mode). Column pivoting runs LAPACK's ``geqp3`` itself: on the host path for
+    one matrix, from compiled code for each matrix of a stack. An explicit ``lwork`` runs on the host path.
 
     Parameters
     ----------
@@ -465,7 +467,8 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     >>> np.allclose(q @ r, a)
     True
     """
-    plan, arr, dtype = _plan("geqrf", a, qr_features(mode, pivoting, lwork))
+    op, features = qr_route(mode, pivoting, lwork)
+    plan, arr, dtype = _plan(op, a, features)
     if plan.path == "host":
         return _scipy["qr"](arr, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
                             check_finite=check_finite)
@@ -475,7 +478,11 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     m, n = work.shape[-2:]
     k = min(m, n)
     ncols = 0 if mode == "r" else k if mode == "economic" else m
-    q, r = _run.qr(plan, work, ncols, rows=k if mode == "economic" else m, fortran=True, check_finite=check_finite)
+    rows = k if mode == "economic" else m
+    if pivoting:  # a stack (one matrix stays on the host path): SciPy's batch loop returns a list
+        q, r, p = _run.qr_pivoted(plan, work, ncols, rows, fortran=True, check_finite=check_finite)
+        return [r, p] if mode == "r" else [q, r, p]
+    q, r = _run.qr(plan, work, ncols, rows, fortran=True, check_finite=check_finite)
     if mode == "r":
         return np.ascontiguousarray(r) if plan.path == "batched" else (r,)
     if plan.path == "batched":

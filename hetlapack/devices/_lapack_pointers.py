@@ -28,8 +28,11 @@ ROUTINE_NAME = {
 #: Number of (pointer) arguments of each routine, to build its ctypes prototype.
 ARITY = {
     "gemm": 13, "trsm": 11, "herk": 10, "potrf": 5, "getrf": 6, "laswp": 7,
-    "geqrf": 8, "larft": 9, "larfb": 15, "orgqr": 9, "geqrt3": 7,
+    "geqrf": 8, "larft": 9, "larfb": 15, "orgqr": 9, "geqrt3": 7, "geqp3": 9,
 }
+
+#: Routines whose complex versions take one argument more (a real workspace, ``rwork``, before ``info``).
+COMPLEX_RWORK = frozenset({"geqp3"})
 
 _capsule_name = ctypes.pythonapi.PyCapsule_GetName
 _capsule_name.restype = ctypes.c_char_p
@@ -52,7 +55,8 @@ def routine(kernel: str, dtype_char: str) -> Callable[..., None]:
     """The ctypes function for ``kernel`` (e.g. ``"gemm"``) in the precision of ``dtype_char``."""
     prefix = PREFIX[dtype_char]
     name = ROUTINE_NAME.get(kernel, {}).get(prefix, prefix + kernel)
-    prototype = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * ARITY[kernel]))
+    arity = ARITY[kernel] + (kernel in COMPLEX_RWORK and prefix in "cz")
+    prototype = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * arity))
     return prototype(_capsule_address(name))
 
 

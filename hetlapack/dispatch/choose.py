@@ -30,7 +30,7 @@ OPS = {
 
 #: Operations each non-host path implements.
 TILED_OPS = frozenset({"potrf", "getrf", "geqrf"})
-BATCHED_OPS = frozenset({"potrf", "getrf", "geqrf", "potrs", "getrs"})
+BATCHED_OPS = frozenset({"potrf", "getrf", "geqrf", "geqp3", "potrs", "getrs"})
 
 #: Solves are O(n^2) companions of the factorizations: they have only the host and batched paths, and a forced
 #: path applies to them only when it is one of those (``using(path="hybrid")`` factorizes on the runtime and then
@@ -303,7 +303,7 @@ def _choose(req: Request, options: Options) -> Plan:
         forced = False
         candidates = dict(predicted)
         if "batched" in candidates and (max(req.core) > model.BATCHED_MAX_N[req.op]
-                                        or req.dtype not in model.BATCHED_DEFAULT_DTYPES):
+                                        or not model.batched_by_default(req.op, req.dtype)):
             del candidates["batched"]
         if "hybrid" in candidates and "host" in candidates:
             candidates["hybrid"] *= model.TILE_MARGIN
@@ -346,6 +346,10 @@ def _layout_reason(layout: str, layouts: dict[str, float], options: Options, una
 
 def _reason(path: str, req: Request, predicted: dict[str, float]) -> str:
     others = {p: s for p, s in predicted.items() if p != path}
+    if path == "batched" and req.op in model.LAPACK_LOOP_OPS:
+        return (f"a stack of {req.batch} small matrices: LAPACK's {req.op} on each from compiled code (SciPy's "
+                f"results, bit for bit) beats {req.batch} calls from Python (measured up to "
+                f"n={model.BATCHED_MAX_N[req.op]})")
     if path == "batched":
         return (f"a stack of {req.batch} small matrices: one batched kernel beats {req.batch} LAPACK calls "
                 f"(batched kernels win up to n={model.BATCHED_MAX_N[req.op]}, measured)")
@@ -355,7 +359,7 @@ def _reason(path: str, req: Request, predicted: dict[str, float]) -> str:
         return f"one accelerator alone is cheapest, panels included ({_ratio(path, predicted)})"
     if not others:
         return "the only path that can run this input"
-    if "batched" in predicted and req.dtype not in model.BATCHED_DEFAULT_DTYPES:
+    if "batched" in predicted and not model.batched_by_default(req.op, req.dtype):
         return (f"{req.dtype} stacks stay on LAPACK so results match it to the last bit "
                 "(force path='batched' for the batched kernels)")
     if "batched" in predicted and max(req.core) > model.BATCHED_MAX_N[req.op]:

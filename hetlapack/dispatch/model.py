@@ -69,7 +69,23 @@ TWO_LEVEL_MARGIN = 1.9
 #: Largest matrix order for which the batched kernels beat a loop of LAPACK calls (measured crossover at B = 2000:
 #: Cholesky ties NumPy's loop at 48-64 and loses at 96, LU beats SciPy's loop through 64; QR, with 128 matrices per
 #: buffer, is 1.76x / 2.18x / 1.36x / 1.14x NumPy's loop at n = 48 / 64 / 96 / 128).
-BATCHED_MAX_N = {"potrf": 64, "getrf": 64, "geqrf": 96, "potrs": 64, "getrs": 64}
+#: Pivoted QR (LAPACK's own ``geqp3`` per matrix from compiled code) beats SciPy's loop at every order measured:
+#: float64 82x at n = 2, 2.6x at n = 64 (benchmarks/test_batched.py -k qr_pivoted), 2.6x at 96 and 1.2x at 128
+#: (a script), where two threads ran slower than one.
+BATCHED_MAX_N = {"potrf": 64, "getrf": 64, "geqrf": 96, "potrs": 64, "getrs": 64, "geqp3": 96}
+
+#: Batched operations that call LAPACK itself on each matrix from compiled code (no Python between calls): their
+#: results are LAPACK's to the last bit in every dtype, and they cost LAPACK's time plus ``LAPACK_LOOP_CALL_S`` a
+#: matrix (0.2-0.7 µs in all at orders 2-4, measured, most of it LAPACK's own).
+LAPACK_LOOP_OPS = frozenset({"geqp3"})
+LAPACK_LOOP_CALL_S = 5e-7
+
+
+def batched_by_default(op: str, dtype: np.dtype) -> bool:
+    """Whether dispatch may pick the batched path for ``op`` in ``dtype`` unforced: in double precision, and in
+    every precision for the LAPACK loops (``LAPACK_LOOP_OPS``), whose results are LAPACK's."""
+    return dtype in BATCHED_DEFAULT_DTYPES or op in LAPACK_LOOP_OPS
+
 
 _COMPLEX_FLOP_FACTOR = 4.0
 
@@ -198,6 +214,8 @@ def two_level_host_cols(devices: list[ModeledDevice], tile: int) -> int:
 
 def predict_batched(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:
     """Seconds for the batched kernels: the memory-bandwidth roofline (read + write every matrix) times the
-    measured distance from it."""
+    measured distance from it; for the LAPACK loops, the host's LAPACK calls without Python's cost per call."""
+    if op in LAPACK_LOOP_OPS:
+        return predict_host(op, m, n, batch, dtype) - batch * (HOST_CALL_OVERHEAD_S - LAPACK_LOOP_CALL_S)
     bytes_moved = 2 * batch * m * n * dtype.itemsize
     return BATCHED_OVER_BOUND[op] * bytes_moved / MEMORY_BANDWIDTH_BPS
