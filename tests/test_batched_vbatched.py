@@ -93,6 +93,22 @@ def test_qr_every_mode_matches_scipy(mode):
                 _close(actual, reference)
 
 
+@pytest.mark.parametrize("mode", ["full", "r", "economic", "raw"])
+def test_pivoted_qr_every_mode_is_scipys_bit_for_bit(mode):
+    """Rank-one matrices among others: the pivots past the first are decided by rounding, and are still SciPy's."""
+    mats = _mixed_general()
+    mats += [np.outer(np.arange(1.0, n + 1), np.arange(n, 0.0, -1)).astype(a.dtype) for n, a in zip((3, 5), mats)]
+    def flat(result: tuple) -> list[np.ndarray]:
+        return [x for item in result for x in (item if isinstance(item, tuple) else (item,))]
+
+    for index, (a, got) in enumerate(zip(mats, batched.qr(mats, mode=mode, pivoting=True))):
+        expected = sla.qr(a, mode=mode, pivoting=True)
+        assert len(got) == len(expected)
+        for actual, reference in zip(flat(got), flat(expected)):
+            assert actual.shape == reference.shape and actual.dtype == reference.dtype
+            np.testing.assert_array_equal(actual, reference, err_msg=f"matrix {index}")
+
+
 def test_solves_match_scipy_with_vectors_and_matrices():
     mats = _mixed_spd()
     bs = [random_matrix((a.shape[0],) if index % 2 else (a.shape[0], 2), a.dtype, seed=index)

@@ -197,10 +197,16 @@ def lu_factor(matrices: Sequence, *, check_finite: bool = True,
     return factors
 
 
-def _qr_results(stack: np.ndarray, mode: str) -> list[tuple]:
+def _qr_results(stack: np.ndarray, mode: str, pivoting: bool) -> list[tuple]:
     """SciPy's per-matrix ``qr`` return value for each matrix of one same-shape group."""
     m, n = stack.shape[-2:]
     k = min(m, n)
+    if pivoting and mode == "raw":  # the LAPACK loop keeps no reflectors: SciPy's own call per matrix
+        return [sla.qr(a, mode=mode, pivoting=True, check_finite=False) for a in stack]
+    if pivoting:
+        q, r, p = kernels.geqp3(stack, 0 if mode == "r" else k if mode == "economic" else m,
+                                k if mode == "economic" else m, fortran=True)
+        return list(zip(r, p)) if mode == "r" else list(zip(q, r, p))
     if mode == "raw":
         qr_stack, tau = kernels.geqrf(stack)
         r = np.triu(qr_stack[:, :k, :])
@@ -212,8 +218,8 @@ def _qr_results(stack: np.ndarray, mode: str) -> list[tuple]:
     return list(zip(q, r))
 
 
-def qr(matrices: Sequence, mode: str = "full", *, check_finite: bool = True) -> list[tuple]:
-    """Householder QR of a batch of matrices of any shapes.
+def qr(matrices: Sequence, mode: str = "full", pivoting: bool = False, *, check_finite: bool = True) -> list[tuple]:
+    """Householder QR, with column pivoting if asked, of a batch of matrices of any shapes.
 
     Parameters
     ----------
@@ -222,13 +228,17 @@ def qr(matrices: Sequence, mode: str = "full", *, check_finite: bool = True) -> 
     mode : {'full', 'r', 'economic', 'raw'}, optional
         As ``scipy.linalg.qr``: ``(Q, R)`` with square ``Q``; ``(R,)``; ``(Q, R)`` with ``Q`` of ``min(m, n)``
         columns; ``((qr, tau), R)`` in LAPACK's ``geqrf`` storage.
+    pivoting : bool, optional
+        Pivot columns as LAPACK's ``geqp3`` does and return the 0-based pivots last, as ``scipy.linalg.qr`` (whose
+        LAPACK calls run on each matrix, so the results are its own to the bit).
     check_finite : bool, optional
         Check that the inputs contain only finite numbers.
 
     Returns
     -------
     list of tuple
-        ``scipy.linalg.qr(matrices[i], mode=mode)`` for each ``i``: the same signs (LAPACK's reflectors) and shapes.
+        ``scipy.linalg.qr(matrices[i], mode=mode, pivoting=pivoting)`` for each ``i``: the same signs (LAPACK's
+        reflectors) and shapes.
 
     Raises
     ------
@@ -249,9 +259,9 @@ def qr(matrices: Sequence, mode: str = "full", *, check_finite: bool = True) -> 
         raise ValueError("Mode argument should be one of ['full', 'r', 'economic', 'raw']")
     arrays = _prepare(matrices)
     results: list[tuple] = [None] * len(arrays)  # type: ignore[list-item]
-    _empty_results(arrays, results, lambda a: sla.qr(a, mode=mode))
+    _empty_results(arrays, results, lambda a: sla.qr(a, mode=mode, pivoting=pivoting))
     for indices, (stack,) in _grouped_stacks(check_finite, arrays):
-        for index, result in zip(indices, _qr_results(stack, mode)):
+        for index, result in zip(indices, _qr_results(stack, mode, pivoting)):
             results[index] = result
     return results
 
