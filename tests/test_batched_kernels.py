@@ -114,6 +114,12 @@ def test_empty_batches_and_zero_size_matrices(shape):
     assert r.shape == shape and p.shape == (*shape[:-2], shape[-1])
 
 
+def test_pivoted_qr_of_matrices_without_rows_keeps_the_columns_in_place():
+    q, r, p = kernels.geqp3(np.zeros((3, 0, 5)), 0, 0)
+    np.testing.assert_array_equal(p, np.tile(sla.qr(np.zeros((0, 5)), pivoting=True)[2], (3, 1)))
+    assert q is None and r.shape == (3, 0, 5) and p.dtype == np.int32
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("shape", [(1, 1), (2, 2), (3, 3), (4, 4), (7, 7), (13, 13), (9, 4), (4, 9)])
 def test_getrf_pivots_and_factors_equal_lapack(dtype, shape):

@@ -265,6 +265,8 @@ def geqp3(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False,
         routines = (lapack_routine("geqp3", a.dtype), lapack_routine("orgqr", a.dtype))
         threads = _threads(stack.shape[0], MIN_BATCH_PER_LAPACK_THREAD)
         _call_checked(compiled("geqp3", a.dtype), check_finite, threads, (stack, q, r, p), *routines)
+    else:  # matrices of no rows keep their columns in place, as SciPy returns them
+        p[:] = np.arange(a.shape[-1])
     return (*_shaped_qr(a, q, r), p.reshape((*a.shape[:-2], a.shape[-1])))
 
 
