@@ -14,10 +14,12 @@ def test_info(capsys):
 def test_demo_small(capsys):
     assert main(["demo", "--n", "200", "--batch", "50", "--small", "4", "--repeat", "1"]) == 0
     out = capsys.readouterr().out
-    assert "cholesky" in out and "lu_factor" in out and "qr" in out and "vs SciPy" in out
+    assert "cholesky" in out and "lu_factor" in out and "qr" in out and "qr+piv" in out and "vs SciPy" in out
     rows = [line.split() for line in out.splitlines()]
-    residuals = [float(row[3]) for row in rows if row[:1] in (["cholesky"], ["lu_factor"], ["qr"]) and len(row) == 6]
+    names = (["cholesky"], ["lu_factor"], ["qr"], ["qr+piv"])
+    residuals = [float(row[3]) for row in rows if row[:1] in names and len(row) == 6]
     assert residuals and max(residuals) < 50
+    assert any(row[:3] == ["qr+piv", "50x4x4", "*batched"] for row in rows)
 
 
 def test_bench_quick_writes_pytest_benchmark_json(tmp_path, capsys):

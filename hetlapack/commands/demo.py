@@ -40,6 +40,11 @@ class Case:
     make: Callable[[], np.ndarray]
     run: Callable[[Callable, np.ndarray], tuple]
     residual: Callable[[np.ndarray, tuple], float]
+    pivoting: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.op}+piv" if self.pivoting else self.op
 
 
 def _cases(n: int, batch: int, small: int) -> list[Case]:
@@ -58,12 +63,16 @@ def _cases(n: int, batch: int, small: int) -> list[Case]:
         return max(testing.lu_residual(x, lu, p) for x, lu, p in zip(a.reshape(-1, *a.shape[-2:]), lus, pivs))
 
     def qr_res(a, out):
+        """``||A P - Q R||`` scaled, ``P`` the column pivoting where there is one."""
         qs, rs = out[0].reshape(-1, *a.shape[-2:]), out[1].reshape(-1, *a.shape[-2:])
-        return max(testing.qr_residual(x, q, r) for x, q, r in zip(a.reshape(-1, *a.shape[-2:]), qs, rs))
+        pivots = out[2].reshape(-1, a.shape[-1]) if len(out) > 2 else [slice(None)] * len(qs)
+        return max(testing.qr_residual(x[:, p], q, r) for x, q, r, p in zip(a.reshape(-1, *a.shape[-2:]), qs, rs,
+                                                                            pivots))
 
     chol = lambda f, a: (f(a, lower=True),)  # noqa: E731
     luf = lambda f, a: tuple(f(a))  # noqa: E731
     qr = lambda f, a: tuple(f(a, mode="economic"))  # noqa: E731
+    qrp = lambda f, a: tuple(f(a, mode="economic", pivoting=True))  # noqa: E731
     return [
         Case("cholesky", spd(), chol, chol_res),
         Case("lu_factor", general(), luf, lu_res),
@@ -71,6 +80,7 @@ def _cases(n: int, batch: int, small: int) -> list[Case]:
         Case("cholesky", spd((batch,)), chol, chol_res),
         Case("lu_factor", general((batch,)), luf, lu_res),
         Case("qr", general((batch,)), qr, qr_res),
+        Case("qr", general((batch,)), qrp, qr_res, pivoting=True),
     ]
 
 
@@ -117,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     cases = _cases(args.n, args.batch, args.small)
     for case in tqdm(cases, desc="demo", unit="case"):
         a = case.make()
-        plan = explain(case.op, a)
+        plan = explain(case.op, a, pivoting=case.pivoting)
         paths = [(p, None, p) for p in ["host", *(p for p in plan.predicted_s if p != "host")]]
         if a.ndim == 2:
             paths += EMULATED_ROWS
@@ -127,13 +137,14 @@ def run(args: argparse.Namespace) -> int:
                 repeat = args.repeat if devices is None else 1
                 seconds, out = _best_time(lambda: case.run(getattr(scipy_linalg, case.op), a), repeat)
             chosen = "*" if path == plan.path and devices is None else " "
-            rows.append((case.op, "x".join(map(str, a.shape)), f"{chosen}{label}", case.residual(a, out), seconds,
+            rows.append((case.label, "x".join(map(str, a.shape)), f"{chosen}{label}", case.residual(a, out), seconds,
                          ref_time / seconds))
     print()
     print(f"{'operation':<10} {'shape':<13} {'path':<16} {'residual':>9} {'seconds':>9} {'vs SciPy':>9}")
     for op, shape, path, residual, seconds, speedup in rows:
         print(f"{op:<10} {shape:<13} {path:<16} {residual:>9.3f} {seconds:>9.4f} {speedup:>8.2f}x")
-    print("\n* = the path dispatch picks by itself; residual = ||A - factors||_1 / (n ||A||_1 eps), pass < 50.")
+    print("\n* = the path dispatch picks by itself; residual = ||A - factors||_1 / (n ||A||_1 eps) (A P for pivoted "
+          "QR), pass < 50.")
     print("emu = emulated accelerators (own memory space, host BLAS): they run a GPU's code paths, not its speed.")
     print("Why, for the first case:\n" + str(explain("cholesky", cases[0].make())))
     print(f"wrote {_trace_png(args.n, args.output)} (the tiled Cholesky's tasks per worker)")
