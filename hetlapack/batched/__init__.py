@@ -201,18 +201,18 @@ def _qr_results(stack: np.ndarray, mode: str, pivoting: bool) -> list[tuple]:
     """SciPy's per-matrix ``qr`` return value for each matrix of one same-shape group."""
     m, n = stack.shape[-2:]
     k = min(m, n)
+    rows = k if mode == "economic" else m
+    ncols = 0 if mode == "r" else rows
     if pivoting and mode == "raw":  # the LAPACK loop keeps no reflectors: SciPy's own call per matrix
         return [sla.qr(a, mode=mode, pivoting=True, check_finite=False) for a in stack]
     if pivoting:
-        q, r, p = kernels.geqp3(stack, 0 if mode == "r" else k if mode == "economic" else m,
-                                k if mode == "economic" else m, fortran=True)
+        q, r, p = kernels.geqp3(stack, ncols, rows, fortran=True)
         return list(zip(r, p)) if mode == "r" else list(zip(q, r, p))
     if mode == "raw":
         qr_stack, tau = kernels.geqrf(stack)
         r = np.triu(qr_stack[:, :k, :])
         return [((qr_i, tau_i), r_i) for qr_i, tau_i, r_i in zip(qr_stack, tau, r)]
-    rows = k if mode == "economic" else m
-    q, r = kernels.qr(stack, 0 if mode == "r" else rows, rows)
+    q, r = kernels.qr(stack, ncols, rows)
     if mode == "r":
         return [(r_i,) for r_i in r]
     return list(zip(q, r))
