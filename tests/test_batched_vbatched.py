@@ -98,6 +98,7 @@ def test_pivoted_qr_every_mode_is_scipys_bit_for_bit(mode):
     """Rank-one matrices among others: the pivots past the first are decided by rounding, and are still SciPy's."""
     mats = _mixed_general()
     mats += [np.outer(np.arange(1.0, n + 1), np.arange(n, 0.0, -1)).astype(a.dtype) for n, a in zip((3, 5), mats)]
+
     def flat(result: tuple) -> list[np.ndarray]:
         return [x for item in result for x in (item if isinstance(item, tuple) else (item,))]
 

@@ -56,7 +56,7 @@ class Case:
     make_args: Callable[[], tuple]
     kwargs: dict[str, Any]
     may_overwrite: bool
-    exact: tuple[int, ...]   # result positions compared exactly (permutations)
+    exact: tuple[int, ...]   # result positions compared exactly (permutations; all of a LAPACK loop's results)
     kappa: float             # condition number that scales the tolerance on values
     same_order: bool = True  # whether results are laid out in memory as SciPy's (lists of matrices promise values)
 

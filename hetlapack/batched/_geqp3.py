@@ -10,13 +10,11 @@ every dtype. What it saves is SciPy's Python loop around each call, and the matr
 
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
 from numba.extending import overload
 
-from ._interleave import JIT_OPTIONS, chunk_range
+from ._interleave import JIT_OPTIONS, chunk_range, copy_checked
 
 
 def _call_geqp3(geqp3, m, n, a, lda, jpvt, tau, work, lwork, rwork, info):
@@ -41,18 +39,6 @@ def _call_geqp3_typed(geqp3, m, n, a, lda, jpvt, tau, work, lwork, rwork, info):
 def _integer(value):
     """A LAPACK integer argument (passed by reference)."""
     return np.full(1, value, dtype=np.int32)
-
-
-@numba.njit(**JIT_OPTIONS)
-def _copy_checking(a, b, buf):
-    """Copy matrix ``a[b]`` into the Fortran-ordered ``buf``; return whether every entry is finite."""
-    finite = True
-    for j in range(buf.shape[1]):
-        for i in range(buf.shape[0]):
-            value = a[b, i, j]
-            buf[i, j] = value
-            finite &= math.isfinite(value.real) and math.isfinite(value.imag)
-    return finite
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
@@ -83,7 +69,7 @@ def geqp3_each(a, q_out, r_out, p_out, nonfinite, geqp3, orgqr, threads):
             orgqr_lwork[0] = int(size[0].real)
         work = np.empty(max(factor_lwork[0], orgqr_lwork[0]), dtype=a.dtype)
         for b in range(start, stop):
-            if not _copy_checking(a, b, buf) and nonfinite.size:
+            if not copy_checked(a, b, buf) and nonfinite.size:
                 nonfinite[thread] = 1
                 continue
             jpvt[:] = 0  # every column free to move

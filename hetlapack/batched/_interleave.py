@@ -144,17 +144,35 @@ def scatter_wide(buf, count: int, out, first: int) -> None:
 
 
 @numba.njit(**JIT_OPTIONS)
+def is_finite(value) -> bool:
+    """Whether a real or complex number is finite, without a branch: ``x - x`` is 0 for finite ``x`` and NaN for
+    infinities and NaNs, real and imaginary parts alike."""
+    return (value - value) == 0
+
+
+@numba.njit(**JIT_OPTIONS)
 def all_finite(buf, count: int, m: int, n: int) -> bool:
     """Whether the first ``count`` lanes of a gathered buffer of ``m x n`` matrices hold only finite numbers:
-    SciPy's ``check_finite``, done while the data is in cache instead of in a pass of its own over memory
-    (``x - x`` is 0 for finite ``x`` and NaN for infinities and NaNs, real and imaginary parts alike)."""
-    bad = False
+    SciPy's ``check_finite``, done while the data is in cache instead of in a pass of its own over memory."""
+    finite = True
     for i in range(m):
         for j in range(n):
             for lane in range(count):
-                value = buf[i, j, lane]
-                bad |= (value - value) != 0
-    return not bad
+                finite &= is_finite(buf[i, j, lane])
+    return finite
+
+
+@numba.njit(**JIT_OPTIONS)
+def copy_checked(source, index: int, target) -> bool:
+    """Copy matrix ``source[index]`` into the 2-D ``target`` (any layout); return whether it is all finite (SciPy's
+    ``check_finite`` on the one pass that reads it)."""
+    finite = True
+    for i in range(target.shape[0]):
+        for j in range(target.shape[1]):
+            value = source[index, i, j]
+            target[i, j] = value
+            finite &= is_finite(value)
+    return finite
 
 
 def as_stack(a: np.ndarray) -> np.ndarray:

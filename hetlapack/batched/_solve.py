@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._interleave import JIT_OPTIONS, chunk_range, divide
+from ._interleave import JIT_OPTIONS, chunk_range, copy_checked, divide
 
 #: The kernels' options without FMA contraction, which the compiler applies to one walk and not to the other: without
 #: it, a real solution does not depend on the factor's memory layout. (Complex ones still differ in the last bits
@@ -82,20 +82,6 @@ def _triangular(t, x, backward, unit, conjugate):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _load(b, m, x, nonfinite, thread):
-    """Copy ``b[m]`` (``n x nrhs``) into ``x`` (``nrhs x n``: one row per right-hand side); flag the thread in
-    ``nonfinite`` (when not empty) for an infinity or NaN."""
-    bad = False
-    for i in range(b.shape[1]):
-        for r in range(b.shape[2]):
-            value = b[m, i, r]
-            x[r, i] = value
-            bad |= (value - value) != 0
-    if bad and nonfinite.size:
-        nonfinite[thread] = 1
-
-
-@numba.njit(**JIT_OPTIONS)
 def _store(x, out, m):
     for i in range(out.shape[1]):
         for r in range(out.shape[2]):
@@ -146,9 +132,10 @@ def solve_each(factor, piv, b, system, out, nonfinite, threads):
     batch, n, nrhs = b.shape
     for thread in numba.prange(threads):
         start, stop = chunk_range(thread, threads, batch)
-        x = np.empty((nrhs, n), dtype=out.dtype)
+        x = np.empty((nrhs, n), dtype=out.dtype)  # one row per right-hand side
         for m in range(start, stop):
-            _load(b, m, x, nonfinite, thread)
+            if not copy_checked(b, m, x.T) and nonfinite.size:
+                nonfinite[thread] = 1
             for r in range(nrhs):
                 _solve_matrix(factor[m], piv, m, x[r], system)
             _store(x, out, m)

@@ -34,7 +34,7 @@ _COUNT = types.intp
 
 #: Argument kinds of each compiled kernel: ``in`` arrays are read-only of any layout, ``out3`` stacks hold C- or
 #: Fortran-ordered matrices, the other outputs are C-ordered; ``lapack:NAME`` is SciPy's LAPACK routine NAME in the
-#: kernel's precision (:func:`lapack_routine`).
+#: kernel's precision (:func:`_lapack_routines`).
 _ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "count", "count")),
     "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
@@ -50,14 +50,20 @@ _ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
 }
 
 
-def lapack_routine(name: str, dtype: np.dtype) -> Callable:
-    """SciPy's LAPACK routine ``name`` (``"geqp3"``, ``"orgqr"``) in ``dtype``'s precision, as a ctypes function."""
-    return _lapack_pointers.routine(name, dtype.char)
+def _lapack_routine(kind: str, dtype: np.dtype) -> Callable:
+    """The ctypes function of a ``lapack:NAME`` argument kind in ``dtype``'s precision."""
+    return _lapack_pointers.routine(kind.removeprefix("lapack:"), dtype.char)
+
+
+def _lapack_routines(op: str, dtype: np.dtype) -> tuple[Callable, ...]:
+    """The LAPACK routines ``op``'s kernel takes (its ``lapack:NAME`` arguments, in order), in ``dtype``'s
+    precision."""
+    return tuple(_lapack_routine(kind, dtype) for kind in _ARGUMENTS[op][1] if kind.startswith("lapack:"))
 
 
 def _numba_type(kind: str, dtype: np.dtype) -> types.Type:
     if kind.startswith("lapack:"):
-        return numba.typeof(lapack_routine(kind.removeprefix("lapack:"), dtype))
+        return numba.typeof(_lapack_routine(kind, dtype))
     scalar = numba.from_dtype(dtype)
     table = {
         "in3": types.Array(scalar, 3, "A", readonly=True),
@@ -262,9 +268,9 @@ def geqp3(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False,
     stack, q, r = _qr_outputs(a, ncols, rows, fortran)
     p = np.empty(stack.shape[::2], dtype=INDEX_DTYPE)
     if r.size:
-        routines = (lapack_routine("geqp3", a.dtype), lapack_routine("orgqr", a.dtype))
         threads = _threads(stack.shape[0], MIN_BATCH_PER_LAPACK_THREAD)
-        _call_checked(compiled("geqp3", a.dtype), check_finite, threads, (stack, q, r, p), *routines)
+        _call_checked(compiled("geqp3", a.dtype), check_finite, threads, (stack, q, r, p),
+                      *_lapack_routines("geqp3", a.dtype))
     else:  # matrices of no rows keep their columns in place, as SciPy returns them
         p[:] = np.arange(a.shape[-1])
     return (*_shaped_qr(a, q, r), p.reshape((*a.shape[:-2], a.shape[-1])))
