@@ -10,6 +10,11 @@ bandwidth), so ratios are read within one run on one machine. torch (benchmark-o
 SciPy's Python loop, and pivoted QR (LAPACK's ``geqp3`` per matrix on every path), run only at the smaller batch
 (their per-matrix cost does not depend on the batch). Cases whose
 input exceeds ``MAX_INPUT_BYTES`` are skipped to keep the suite within minutes and memory.
+
+On the batched path dispatch picks the kernels as it would unforced: the interleaved kernels for double-precision
+stacks up to their crossover order, the LAPACK loop (SciPy's LAPACK per matrix from compiled code) in single
+precision and past it. ``test_batched_large_orders`` times the factorizations at orders 96-384, where only the loop
+runs.
 """
 
 from __future__ import annotations
@@ -66,7 +71,8 @@ def _torch(name: str):
 
 
 def _ours(call, prepare=None):
-    """``call`` on hetlapack's batched path (forced, so that the sizes past the crossover show what it would cost)."""
+    """``call`` on hetlapack's batched path (forced, so that the sizes past the crossover show what it would
+    cost)."""
     def on_batched_path(a):
         with hetlapack.using(path="batched"):
             return call(a)
@@ -154,3 +160,26 @@ def test_batched(benchmark, op, peer, dtype, n, batch):
         "bound_ns": moved / copy_bandwidth() / batch * 1e9,
         "copy_GBps": copy_bandwidth() / 1e9,
     })
+
+
+#: Orders and stack size of :func:`test_batched_large_orders`.
+LARGE_SIZES = [96, 128] if QUICK else [96, 128, 256, 384]
+LARGE_BATCH = 64 if QUICK else 200
+
+
+@pytest.mark.parametrize("n", LARGE_SIZES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize(("op", "peer"), [(op, peer) for op in ("cholesky", "lu", "qr") for peer in PEERS[op]])
+def test_batched_large_orders(benchmark, op, peer, dtype, n):
+    """Stacks of matrices of orders 96-384 (200 of them), where each LAPACK call does enough work that only the
+    threads sharing the matrices and SciPy's Python loop differ: the LAPACK loop against SciPy's loop, NumPy's and
+    torch's."""
+    prepare, call = PEERS[op][peer]()
+    a = prepare(stack("spd" if op.startswith("cho") else "general", dtype, n, LARGE_BATCH))
+    benchmark.group = f"{op} {np.dtype(dtype).name} n={n} B={LARGE_BATCH}"
+    with threadpool_limits(THREADS):
+        call(a)
+        benchmark.pedantic(call, args=(a,), rounds=3, warmup_rounds=1)
+    seconds = benchmark.stats.stats.min
+    benchmark.extra_info.update({"op": f"{op} {np.dtype(dtype).name} B={LARGE_BATCH}", "n": n, "peer": peer,
+                                 "ns_per_matrix": seconds / LARGE_BATCH * 1e9})

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 from scipy.linalg import lapack
+from threadpoolctl import threadpool_limits
 
 from hetlapack.batched import kernels
 from hetlapack.batched._interleave import SMALL_ORDER_LANES, lanes_for
@@ -357,3 +358,89 @@ def test_kernels_reject_non_lapack_dtypes_and_bad_arguments():
     qr, tau = kernels.geqrf(np.ones((1, 4, 2)))
     with pytest.raises(ValueError, match="ncols"):
         kernels.orgqr(qr, tau, 5)
+
+
+def _loop_stacks(dtype: np.dtype, shape: tuple[int, int]) -> dict[str, np.ndarray]:
+    """A general and a Hermitian positive definite stack of ``shape`` (the latter square, of the larger side), in
+    every layout of :func:`_layouts`, large enough to share among threads."""
+    m, n = shape
+    general = random_matrix((BATCH, m, n), dtype, seed=m * n)
+    return {"general": _layouts(general), "spd": _layouts(spd(max(m, n), dtype, seed=m + n, batch=(BATCH,)))}
+
+
+def one_blas_thread():
+    """SciPy's BLAS on one thread, as the LAPACK loop runs each call: from order 53 to 100 on (by routine and dtype)
+    OpenBLAS threads a call, and SciPy's own results then change with its thread count."""
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(1, 1), (7, 7), (13, 5), (5, 13), (53, 53)])
+def test_lapack_loop_factorizations_are_scipys_bit_for_bit(dtype, shape):
+    """``lapack=True`` calls SciPy's own LAPACK routines on each matrix, on a Fortran copy, with the workspace SciPy
+    asks for, one BLAS thread per call: every factor, pivot and info is SciPy's to the bit (SciPy's at one BLAS
+    thread, where its own results depend on the thread count), in every layout, and the input is not written."""
+    m, n = shape
+    k = min(m, n)
+    for layout, a in _loop_stacks(dtype, shape)["general"].items():
+        before = a.copy()
+        lu, piv, info = kernels.getrf(a, fortran=True, lapack=True)
+        with one_blas_thread():
+            want_lu, want_piv = sla.lu_factor(a)
+        np.testing.assert_array_equal(lu, want_lu)
+        np.testing.assert_array_equal(piv, want_piv)
+        assert not info.any() and _fortran_matrices(lu)
+        for mode, ncols, rows in (("full", m, m), ("economic", k, k), ("r", 0, m)):
+            q, r = kernels.qr(a, ncols, rows, fortran=True, lapack=True)
+            with one_blas_thread():
+                want = sla.qr(a, mode=mode)
+            np.testing.assert_array_equal(r, want if mode == "r" else want[1])
+            if mode != "r":
+                np.testing.assert_array_equal(q, want[0])
+        np.testing.assert_array_equal(a, before, err_msg=layout)
+    for layout, a in _loop_stacks(dtype, shape)["spd"].items():
+        for lower in (True, False):
+            c, info = kernels.potrf(a, lower=lower, clean=True, lapack=True)
+            c_kept, _ = kernels.potrf(a, lower=lower, clean=False, lapack=True)
+            with one_blas_thread():
+                np.testing.assert_array_equal(c, sla.cholesky(a, lower=lower), err_msg=layout)
+                np.testing.assert_array_equal(c_kept, sla.cho_factor(a, lower=lower)[0], err_msg=layout)
+            assert not info.any()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", [1, 7, 53])
+def test_lapack_loop_solves_are_scipys_bit_for_bit(dtype, n):
+    a = spd(n, dtype, seed=n, batch=(BATCH,))
+    b = random_matrix((BATCH, n, 3), dtype, seed=n + 1)
+    for lower in (True, False):
+        c = sla.cholesky(a, lower=lower)
+        x = kernels.potrs(c, b, lower=lower, fortran=True, lapack=True)
+        with one_blas_thread():
+            np.testing.assert_array_equal(x, sla.cho_solve((c, lower), b))
+    lu, piv = sla.lu_factor(a)
+    for trans in (0, 1, 2):
+        x = kernels.getrs(lu, piv, b[..., :2], trans=trans, fortran=True, lapack=True)
+        with one_blas_thread():
+            np.testing.assert_array_equal(x, sla.lu_solve((lu, piv), b[..., :2], trans=trans))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_lapack_loop_reports_lapack_info_and_nonfinite_inputs(dtype):
+    """Failures are LAPACK's own ``info`` per matrix (a leading minor, an exactly zero pivot), and
+    ``check_finite`` raises SciPy's ValueError for an infinity or NaN in the matrix the loop reads."""
+    a = spd(6, dtype, seed=2, batch=(BATCH,))
+    a[5, 3, 3] = -1
+    _, info = kernels.potrf(a, lower=True, clean=True, lapack=True)
+    assert np.flatnonzero(info).tolist() == [5] and info[5] == lapack.get_lapack_funcs("potrf", (a[5],))(a[5])[1]
+    g = random_matrix((BATCH, 6, 6), dtype, seed=3)
+    g[9, :, 2] = 0
+    _, _, info = kernels.getrf(g, lapack=True)
+    assert np.flatnonzero(info).tolist() == [9] and info[9] == lapack.get_lapack_funcs("getrf", (g[9],))(g[9])[2]
+    g[30, 1, 1] = np.nan
+    for call in (lambda: kernels.getrf(g, check_finite=True, lapack=True),
+                 lambda: kernels.qr(g, 6, 6, check_finite=True, lapack=True),
+                 lambda: kernels.getrs(np.eye(6, dtype=dtype), np.arange(6), g, trans=0, check_finite=True,
+                                       lapack=True)):
+        with pytest.raises(ValueError, match="infs or NaNs"):
+            call()

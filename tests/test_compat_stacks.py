@@ -8,15 +8,21 @@ import pytest
 import scipy.linalg as sl
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
+from threadpoolctl import threadpool_limits
 
 import hetlapack
 import hetlapack.linalg as la
 from hetlapack import testing
 from hetlapack.compat import numpy_linalg
 from hetlapack.compat._originals import numpy_functions, scipy_functions
+from hetlapack.dispatch import Request, choose
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
-PATHS = ["host", "batched"]
+#: How a test forces dispatch: the host path, the batched path with the kernels dispatch picks for the dtype (the
+#: LAPACK loop in single precision), and the batched path with the interleaved kernels in every dtype.
+FORCINGS = {"host": {"path": "host"}, "batched": {"path": "batched"},
+            "interleaved": {"path": "batched", "kernels": "interleaved"}, "hybrid": {"path": "hybrid"}}
+PATHS = ["host", "batched", "interleaved"]
 
 
 def tol(dtype):
@@ -28,24 +34,116 @@ def _strides(x: np.ndarray) -> tuple[int, ...]:
     return tuple(stride for stride, extent in zip(x.strides, x.shape) if extent > 1)
 
 
-def assert_same(ours, theirs, dtype):
+def assert_same(ours, theirs, dtype=None):
+    """The same return types, shapes, dtypes and layouts, and values within :func:`tol` of ``dtype`` (to the last
+    bit without one)."""
     assert type(ours) is type(theirs)
     ours, theirs = (ours, theirs) if isinstance(ours, (list, tuple)) else ((ours,), (theirs,))
     assert len(ours) == len(theirs)
     for x, y in zip(ours, theirs):
         x, y = np.asarray(x), np.asarray(y)
         assert x.shape == y.shape and x.dtype == y.dtype and _strides(x) == _strides(y)
-        if x.dtype.kind in "biuOU":
+        if x.dtype.kind in "biuOU" or dtype is None:
             np.testing.assert_array_equal(x, y)
         else:
             np.testing.assert_allclose(x, y, atol=tol(dtype), rtol=tol(dtype))
 
 
-def test_double_precision_stacks_of_small_matrices_go_batched_by_default():
-    assert hetlapack.explain("cholesky", testing.spd(8, batch=(1000,))).path == "batched"
-    plan = hetlapack.explain("cholesky", testing.spd(8, np.float32, batch=(1000,)))
-    assert plan.path == "host" and "last bit" in plan.reason
-    assert hetlapack.explain("lu_factor", testing.general(200, batch=(4,))).path == "host"
+def test_stacks_take_the_batched_kernels_that_win_at_their_order():
+    """Double-precision stacks of small matrices take the interleaved kernels; single precision, and orders past the
+    interleaved kernels' crossover, the LAPACK loop (SciPy's results to the bit); a lone matrix and orders past the
+    loop's crossover stay on SciPy's call, and NumPy's single-precision stacks on NumPy's (another LAPACK build)."""
+    cases = [((1000,), 8, np.float64, "batched", "interleaved"), ((1000,), 8, np.float32, "batched", "lapack"),
+             ((4,), 100, np.float64, "batched", "lapack"), ((1,), 100, np.float64, "host", None),
+             ((2,), 400, np.float32, "host", None)]
+    for batch, n, dtype, path, kernels in cases:
+        plan = hetlapack.explain("cholesky", np.ones((*batch, n, n), dtype=dtype))
+        assert (plan.path, plan.kernels) == (path, kernels)
+        assert ("bit for bit" in plan.reason) == (kernels == "lapack")
+    assert "order 400 > 384" in hetlapack.explain("cholesky", np.ones((2, 400, 400), np.float32)).reason
+    for op in ("potrf", "geqrf"):
+        numpy_plan = choose(Request(op, (1000, 8, 8), np.dtype(np.float32), library="numpy"))
+        assert numpy_plan.path == "host" and "NumPy's LAPACK" in numpy_plan.reason
+        assert choose(Request(op, (1000, 100, 100), np.dtype(np.float64), library="numpy")).kernels == "lapack"
+
+
+def _one_blas_thread():
+    """SciPy's BLAS on one thread, as the LAPACK loop runs each call (SciPy's own results change with its thread
+    count where OpenBLAS threads a call: from order 53 to 100 on, by routine and dtype)."""
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+#: Orders at which each dtype's stacks take the LAPACK loop unforced: any order in single precision, past the
+#: interleaved kernels' crossover in double (a prime, not a multiple of any block size).
+LOOP_ORDERS = {np.float32: 7, np.complex64: 7, np.float64: 53, np.complex128: 53}
+
+
+def _layouts_of(a: np.ndarray) -> list[np.ndarray]:
+    """``a`` in C order, in Fortran order, and as a strided view."""
+    strided = np.repeat(a, 2, axis=0)[::2]
+    return [a, np.asfortranarray(a), strided]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lapack_loop_stacks_are_scipys_bit_for_bit(dtype):
+    """Unforced, the stacks that take the LAPACK loop get SciPy's results to the bit from every function, in SciPy's
+    types and layouts, for C, Fortran and strided stacks, and their inputs are not written. The solves take the loop
+    in single precision (double's take the interleaved solves, which win to order 64)."""
+    n = LOOP_ORDERS[dtype]
+    single = np.dtype(dtype).itemsize == 4 or np.dtype(dtype) == np.complex64
+    a = testing.spd(n, dtype, seed=1, batch=(6,))
+    g = testing.general(n + 2, n, dtype=dtype, seed=2, batch=(6,))
+    b = testing.general(n, 2, dtype=dtype, seed=3, batch=(6,))
+    for op, x in (("cholesky", a), ("lu_factor", g), ("qr", g)) + ((("cho_solve", a), ("lu_solve", a)) if single
+                                                                    else ()):
+        assert hetlapack.explain(op, x).kernels == "lapack"
+    factorizations = [
+        lambda m, x, y: m.cholesky(x), lambda m, x, y: m.cholesky(x, lower=True),
+        lambda m, x, y: m.cho_factor(x, lower=True), lambda m, x, y: m.lu_factor(y),
+        lambda m, x, y: m.lu_factor(np.swapaxes(y, -1, -2)), lambda m, x, y: m.lu(y),
+        lambda m, x, y: m.lu(y, permute_l=True), lambda m, x, y: m.lu(np.swapaxes(y, -1, -2), p_indices=True),
+        lambda m, x, y: m.qr(y), lambda m, x, y: m.qr(y, mode="economic"), lambda m, x, y: m.qr(y, mode="r"),
+        lambda m, x, y: m.qr(np.swapaxes(y, -1, -2), mode="economic"),
+    ]
+    solves = [lambda m, x, y: m.cho_solve((sl.cholesky(x), False), b),
+              lambda m, x, y: m.cho_solve((sl.cholesky(x, lower=True), True), b[0, :, 0])]
+    solves += [lambda m, x, y, t=t: m.lu_solve(sl.lu_factor(x), b, trans=t) for t in (0, 1, 2)]
+    for x, y in zip(_layouts_of(a), _layouts_of(g)):
+        before = x.copy(), y.copy()
+        for call in factorizations + (solves if single else []):
+            ours = call(la, x, y)
+            with _one_blas_thread():
+                theirs = call(sl, x, y)
+            assert_same(ours, theirs)
+        np.testing.assert_array_equal(x, before[0])
+        np.testing.assert_array_equal(y, before[1])
+
+
+def test_lapack_loop_raises_and_warns_as_scipy():
+    """On the LAPACK loop, a matrix that is not positive definite raises SciPy's LinAlgError, an exactly singular
+    one SciPy's warning (the factors still returned, SciPy's to the bit), and an infinity or NaN SciPy's
+    ValueError, unless ``check_finite=False``."""
+    a = testing.spd(5, np.float32, seed=4, batch=(3, 4))
+    a[1, 2, 3, 3] = -1
+    with pytest.raises(LinAlgError) as ours:
+        la.cholesky(a)
+    with pytest.raises(LinAlgError) as theirs:
+        sl.cholesky(a)
+    assert str(ours.value) == str(theirs.value)
+    g = testing.general(5, dtype=np.float32, seed=5, batch=(8,))
+    g[3, :, 1] = 0
+    with pytest.warns(LinAlgWarning, match="Diagonal number 2 is exactly zero"):
+        ours = la.lu_factor(g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LinAlgWarning)
+        assert_same(ours, sl.lu_factor(g))
+    g[5, 0, 0] = np.inf
+    for call in (la.lu_factor, la.qr, la.lu, la.cholesky):
+        with pytest.raises(ValueError, match="infs or NaNs"):
+            call(g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LinAlgWarning)
+        assert la.lu_factor(g, check_finite=False)[0].shape == g.shape
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -54,7 +152,7 @@ def test_double_precision_stacks_of_small_matrices_go_batched_by_default():
 def test_factorizations_equal_scipy_batch(path, dtype, batch):
     a = testing.spd(6, dtype, seed=1, batch=batch)
     g = testing.general(7, 5, dtype=dtype, seed=2, batch=batch)
-    with hetlapack.using(path=path):
+    with hetlapack.using(**FORCINGS[path]):
         ours = [la.cholesky(a), la.cholesky(a, lower=True), la.cho_factor(a), la.lu_factor(g),
                 la.lu_factor(np.swapaxes(g, -1, -2)), la.qr(g), la.qr(g, mode="economic"), la.qr(g, mode="r"),
                 la.qr(np.swapaxes(g, -1, -2))]
@@ -107,7 +205,7 @@ def test_pivoted_qr_of_stacks_goes_batched_in_every_dtype():
     for dtype in DTYPES:
         plan = hetlapack.explain("qr", testing.general(8, dtype=dtype, batch=(100,)), pivoting=True)
         assert plan.path == "batched" and "bit for bit" in plan.reason
-    assert hetlapack.explain("qr", testing.general(200, 8, batch=(4,)), pivoting=True).path == "host"
+    assert hetlapack.explain("qr", testing.general(400, 8, batch=(4,)), pivoting=True).path == "host"
     single = hetlapack.explain("qr", testing.general(8), pivoting=True)
     assert single.path == "host" and "single matrix" in single.unavailable["batched"]
 
@@ -118,7 +216,7 @@ def test_solves_broadcast_like_scipy(path, bshape):
     a = testing.spd(6, seed=3, batch=(3, 4))
     b = testing.random_matrix(bshape, seed=4)
     upper, lower = sl.cholesky(a), sl.cholesky(a, lower=True)
-    with hetlapack.using(path=path):
+    with hetlapack.using(**FORCINGS[path]):
         ours = [la.cho_solve((upper, False), b), la.cho_solve((lower, True), b), la.lu_solve(sl.lu_factor(a), b),
                 la.lu_solve(sl.lu_factor(a), b, trans=1)]
     theirs = [sl.cho_solve((upper, False), b), sl.cho_solve((lower, True), b), sl.lu_solve(sl.lu_factor(a), b),
@@ -135,7 +233,7 @@ def test_overwrite_b_with_b_broadcast_over_the_stack_solves_every_member(path, d
     each solve overwrites the last and all but one solution are wrong; hetlapack does not overwrite there."""
     a = testing.spd(6, dtype, seed=3, batch=(3, 4))
     b = testing.random_matrix(bshape, dtype=dtype, seed=4)
-    with hetlapack.using(path=path):
+    with hetlapack.using(**FORCINGS[path]):
         ours = [la.cho_solve(sl.cho_factor(a), b.copy(), overwrite_b=True),
                 la.lu_solve(sl.lu_factor(a), b.copy(), overwrite_b=True)]
     theirs = [sl.cho_solve(sl.cho_factor(a), b), sl.lu_solve(sl.lu_factor(a), b)]
@@ -173,7 +271,7 @@ def test_solve_batch_mismatches_raise_scipys_error(path):
     for call in calls:
         with pytest.raises(ValueError) as theirs:
             call(sl)
-        with hetlapack.using(path=path), pytest.raises(ValueError) as ours:
+        with hetlapack.using(**FORCINGS[path]), pytest.raises(ValueError) as ours:
             call(la)
         assert str(ours.value) == str(theirs.value)
 
@@ -189,7 +287,7 @@ def test_lu_of_stacks_equals_scipy(path, dtype, shape, kwargs):
     a[(0,) * (len(shape) - 2)][:, 0] = 0
     a[(-1,) * (len(shape) - 2)] = np.round(4 * a[(-1,) * (len(shape) - 2)].real)
     kept = a.copy()
-    with hetlapack.using(path=path):
+    with hetlapack.using(**FORCINGS[path]):
         ours = la.lu(a, **kwargs)
     assert_same(ours, sl.lu(a, **kwargs), dtype)
     np.testing.assert_array_equal(a, kept)
@@ -203,7 +301,7 @@ def test_lu_solve_checks_b_for_non_finite_numbers_as_scipy_does(path, bad, opera
     lu, piv = sl.lu_factor(testing.general(6, seed=8, batch=(30,)))
     b = testing.general(6, seed=9, batch=(30,))[..., :2]
     (lu if operand == "lu" else b)[17, 3, 1] = bad
-    with hetlapack.using(path=path):
+    with hetlapack.using(**FORCINGS[path]):
         if operand == "b":
             with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
                 la.lu_solve((lu, piv), b)
@@ -227,11 +325,11 @@ def test_lower_means_and_fails_as_f2py_reads_it(path, dtype, lower):
         try:
             expected = call(sl)
         except Exception as error:  # noqa: BLE001 - whatever f2py raises, hetlapack must raise alike
-            with hetlapack.using(path=path), pytest.raises(type(error)) as raised:
+            with hetlapack.using(**FORCINGS[path]), pytest.raises(type(error)) as raised:
                 call(la)
             assert str(raised.value) == str(error), name
             continue
-        with hetlapack.using(path=path):
+        with hetlapack.using(**FORCINGS[path]):
             assert_same(call(la), expected, dtype)
 
 
@@ -240,7 +338,7 @@ def test_first_non_spd_member_raises_scipy_error(path):
     a = testing.spd(8, seed=5, batch=(3, 4))
     a[1, 2, 5, 5] = -50.0
     a[2, 0, 3, 3] = -50.0
-    with hetlapack.using(path=path), pytest.raises(LinAlgError, match="^6-th leading minor"):
+    with hetlapack.using(**FORCINGS[path]), pytest.raises(LinAlgError, match="^6-th leading minor"):
         la.cholesky(a)
 
 
@@ -257,7 +355,7 @@ def test_check_finite_on_stacks(path, dtype, bad, where):
     a = testing.spd(7, dtype, batch=(40,))
     a[where] = bad
     kept = a.copy()
-    with hetlapack.using(path=path):
+    with hetlapack.using(**FORCINGS[path]):
         for func in (la.cholesky, la.cho_factor, la.lu_factor, la.qr, functools.partial(la.qr, pivoting=True)):
             for stack in (a, np.asfortranarray(a)):
                 with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
@@ -277,7 +375,7 @@ def test_unchecked_non_finite_diagonal_runs_through_the_factor_as_in_scipy(path,
     infinity on the diagonal runs through the factor, and nothing is raised."""
     a = testing.spd(6, seed=9, batch=(5,))
     a[3, 2, 2] = bad
-    with hetlapack.using(path=path):
+    with hetlapack.using(**FORCINGS[path]):
         ours = la.cholesky(a, lower=True, check_finite=False)
     theirs = sl.cholesky(a, lower=True, check_finite=False)
     np.testing.assert_array_equal(np.isfinite(ours), np.isfinite(theirs))
@@ -289,7 +387,7 @@ def test_unchecked_non_finite_diagonal_runs_through_the_factor_as_in_scipy(path,
 def test_singular_members_warn_and_return_factors(path):
     g = testing.general(6, seed=6, batch=(4,))
     g[2, :, 4:] = 0
-    with hetlapack.using(path=path), pytest.warns(LinAlgWarning, match="Diagonal number 5 is exactly zero"):
+    with hetlapack.using(**FORCINGS[path]), pytest.warns(LinAlgWarning, match="Diagonal number 5 is exactly zero"):
         lu, piv = la.lu_factor(g)
     np.testing.assert_array_equal(piv, sl.lu_factor(g)[1])
 
@@ -300,7 +398,7 @@ def test_stacks_not_modified_and_views_accepted(path, order):
     a = np.array(testing.spd(5, seed=7, batch=(6,)), order=order)
     before = a.copy()
     view = testing.spd(10, seed=8, batch=(6,))[:, ::2, ::2]
-    with hetlapack.using(path=path):
+    with hetlapack.using(**FORCINGS[path]):
         la.cholesky(a)
         la.lu_factor(a)
         la.qr(a)
@@ -316,7 +414,7 @@ def test_stacks_not_modified_and_views_accepted(path, order):
 def test_numpy_stacks(path, mode):
     a = testing.spd(6, seed=9, batch=(2, 3))
     g = testing.general(7, 4, seed=9, batch=(5,))
-    with hetlapack.using(path=path):
+    with hetlapack.using(**FORCINGS[path]):
         c, u, q = numpy_linalg.cholesky(a), numpy_linalg.cholesky(a, upper=True), numpy_linalg.qr(g, mode=mode)
     np.testing.assert_allclose(c, numpy_functions["cholesky"](a), atol=1e-13)
     np.testing.assert_allclose(u, numpy_functions["cholesky"](a, upper=True), atol=1e-13)
@@ -345,7 +443,7 @@ def test_solves_with_a_zero_on_the_diagonal_give_scipys_infinities_and_nans(path
              lambda m: m.cho_solve((lu, True), b)]
     for call in calls:
         theirs = call(sl)
-        with hetlapack.using(path=path):
+        with hetlapack.using(**FORCINGS[path]):
             ours = call(la)
         assert not np.isfinite(theirs[0]).any()
         np.testing.assert_array_equal(ours, theirs)
@@ -360,7 +458,7 @@ def test_qr_of_stacks_near_overflow_or_underflow_equals_scipy(path, dtype, scale
     g = testing.general(5, 4, dtype=dtype, seed=3, batch=(3,))
     g[1, 1:, 0] = g[1, 0, 0] * 1e-170  # a column whose entries below the diagonal underflow when squared
     g *= scale
-    with hetlapack.using(path=path):
+    with hetlapack.using(**FORCINGS[path]):
         q, r = la.qr(g)
     q0, r0 = sl.qr(g)
     np.testing.assert_allclose(r, r0, rtol=1e-12, atol=1e-12 * scale)
@@ -389,8 +487,8 @@ def test_a_bad_flag_with_non_finite_values_raises_scipys_value_error(path, call)
     a[0, 0, 0] = np.nan
     with pytest.raises(ValueError) as theirs:
         call(sl, a)
-    with hetlapack.using(path=path), pytest.raises(ValueError) as ours:
+    with hetlapack.using(**FORCINGS[path]), pytest.raises(ValueError) as ours:
         call(la, a)
     assert str(ours.value) == str(theirs.value)
-    with hetlapack.using(path=path), pytest.raises(TypeError):
+    with hetlapack.using(**FORCINGS[path]), pytest.raises(TypeError):
         call(la, np.nan_to_num(a))

@@ -3,8 +3,9 @@
 Every kernel computes per matrix what LAPACK computes (same pivots, reflector signs, info codes), never modifies its
 inputs, and returns C-ordered outputs, or Fortran-ordered matrices where asked (``fortran=True``: the layout
 SciPy's batch loop gives, written directly instead of copied afterwards). The compiled loops live in
-``_cholesky``, ``_lu``, ``_qr``, ``_solve`` and ``_geqp3``; this module shapes the stacks, allocates the outputs
-and picks, by a lookup table keyed on dtype, the kernel compiled for it.
+``_cholesky``, ``_lu``, ``_qr`` and ``_solve`` (our own arithmetic, interleaved) and ``_lapack_each`` (SciPy's LAPACK
+on each matrix); this module shapes the stacks, allocates the outputs and picks the kernel compiled for the dtype.
+Each entry point runs the LAPACK loop where asked (``lapack=True``): SciPy's results to the bit.
 Each kernel is compiled once per dtype (inputs typed as read-only arrays of any layout, so C, Fortran, strided and
 read-only stacks share one machine-code version) and cached on disk.
 """
@@ -20,7 +21,8 @@ import numpy as np
 from numba import types
 
 from ..devices import _lapack_pointers
-from . import _cholesky, _geqp3, _lu, _qr, _solve
+from ..runtime.blas_threads import one_thread_per_call
+from . import _cholesky, _lapack_each, _lu, _qr, _solve
 from ._interleave import as_stack, lanes_for
 
 #: The dtypes the kernels compute in (LAPACK's s, d, c, z).
@@ -45,8 +47,14 @@ _ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count", "count")),
     "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count", "count")),
     "qr": (_qr.qr_stack, ("in3", "out3", "out3", "flags", "count", "count")),
-    "geqp3": (_geqp3.geqp3_each,
-              ("in3", "out3", "out3", "piv_out", "flags", "lapack:geqp3", "lapack:orgqr", "count")),
+    "potrf_each": (_lapack_each.potrf_each, ("in3", "bool", "bool", "out3", "info", "flags", "lapack:potrf", "count")),
+    "getrf_each": (_lapack_each.getrf_each, ("in3", "out3", "piv_out", "info", "flags", "lapack:getrf", "count")),
+    "potrs_each": (_lapack_each.potrs_each, ("in3", "bool", "in3", "out3", "flags", "lapack:potrs", "count")),
+    "getrs_each": (_lapack_each.getrs_each,
+                   ("in3", "piv_in", "in3", "count", "out3", "flags", "lapack:getrs", "count")),
+    "qr_each": (_lapack_each.qr_each, ("in3", "out3", "out3", "flags", "lapack:geqrf", "lapack:orgqr", "count")),
+    "geqp3_each": (_lapack_each.geqp3_each,
+                   ("in3", "out3", "out3", "piv_out", "flags", "lapack:geqp3", "lapack:orgqr", "count")),
 }
 
 
@@ -107,9 +115,15 @@ def _threads(batch: int, lanes: int) -> int:
 #: flops per element at most, not worth a thread).
 MIN_BATCH_PER_THREAD = 256
 
-#: Matrices per thread below which :func:`geqp3` does not start another: a LAPACK call per matrix takes 0.2-0.7 µs
-#: at orders 2-4, so 16 of them take about what starting a thread does.
+#: Matrices of order 4 per thread below which a LAPACK loop does not start another: a LAPACK call takes 0.1-0.7 µs
+#: at orders 2-4, so 16 of them take about what starting a thread does. A call's work grows as the order cubed, so
+#: from order 8 two matrices are worth a thread each, and from order 16 one is (:func:`_lapack_threads`).
 MIN_BATCH_PER_LAPACK_THREAD = 16
+
+
+def _lapack_threads(batch: int, order: int) -> int:
+    """Threads worth starting for a LAPACK loop over ``batch`` matrices of ``order``."""
+    return _threads(batch, max(1, MIN_BATCH_PER_LAPACK_THREAD * 4**3 // max(order, 1) ** 3))
 
 #: Kernels whose buffers take ``WIDE_LANES`` matrices (the Householder ones, bound by loop overhead, not cache).
 _WIDE = frozenset({"geqrf", "orgqr", "qr"})
@@ -144,6 +158,16 @@ def _call_checked(kernel: Callable, check_finite: bool, threads: int, arrays: tu
         raise ValueError("array must not contain infs or NaNs")
 
 
+def _lapack_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite: bool, arrays: tuple) -> None:
+    """Run the LAPACK loop ``op`` (``_lapack_each``) on ``batch`` matrices of ``order``: threads share the matrices,
+    and each
+    LAPACK call runs on one thread. Measured: a Cholesky of order 128 that threads inside the kernel's thread took
+    8 ms for 16 matrices instead of 1.5 (its threads and the kernel's spin for the same two cores)."""
+    threads = _lapack_threads(batch, order)
+    with one_thread_per_call():
+        _call_checked(compiled(op, dtype), check_finite, threads, arrays, *_lapack_routines(op, dtype))
+
+
 def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.ndarray:
     """An uninitialized ``(batch, m, n)`` output stack: C-ordered, or of Fortran-ordered matrices."""
     if fortran:
@@ -151,29 +175,32 @@ def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.nd
     return np.empty((batch, m, n), dtype=dtype)
 
 
-def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False,
+          lapack: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Cholesky factors of a stack of Hermitian positive definite matrices, and LAPACK's ``info`` per matrix.
 
     The factor is in the ``lower`` (else upper) triangle; the other triangle is zero if ``clean``, else the input's.
     ``info[i] = k > 0`` means the k-th leading minor of matrix ``i`` is not positive definite; the rest of that
-    matrix's result is then unspecified.
+    matrix's result is then unspecified. ``lapack`` runs SciPy's LAPACK on each matrix (its results to the bit).
     """
     _check_dtype(a)
     n = a.shape[-1]
     stack = as_stack(a)
     out = _output(*stack.shape, a.dtype, fortran)
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
-    if out.size:
+    if out.size and lapack:
+        _lapack_loop("potrf_each", a.dtype, stack.shape[0], n, False, (stack, bool(lower), bool(clean), out, info))
+    elif out.size:
         _launch("potrf", a.dtype, stack.shape[0], n, n, stack, bool(lower), bool(clean), out, info)
     return out.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
-def getrf(a: np.ndarray, *, fortran: bool = False,
-          check_finite: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False,
+          lapack: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """LU with partial pivoting of a stack: packed ``lu``, 0-based LAPACK pivots (int32) and ``info`` per matrix.
 
     ``info[i] = k > 0`` means ``U[k-1, k-1]`` of matrix ``i`` is exactly zero (the factorization is still complete).
-    ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``.
+    ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``; ``lapack`` as for :func:`potrf`.
     """
     _check_dtype(a)
     m, n = a.shape[-2:]
@@ -181,7 +208,9 @@ def getrf(a: np.ndarray, *, fortran: bool = False,
     out = _output(*stack.shape, a.dtype, fortran)
     piv = np.empty((stack.shape[0], min(m, n)), dtype=INDEX_DTYPE)
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
-    if out.size:
+    if out.size and lapack:
+        _lapack_loop("getrf_each", a.dtype, stack.shape[0], max(m, n), check_finite, (stack, out, piv, info))
+    elif out.size:
         _launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info)
     return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
 
@@ -248,14 +277,17 @@ def _shaped_qr(a: np.ndarray, q: np.ndarray, r: np.ndarray) -> tuple[np.ndarray 
     return (q.reshape((*batch, m, q.shape[2])) if q.shape[2] else None), r.reshape((*batch, r.shape[1], n))
 
 
-def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False,
-       check_finite: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
+def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_finite: bool = False,
+       lapack: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
     """``Q`` (the first ``ncols`` columns; ``None`` when ``ncols`` is 0) and ``R`` (the first ``rows`` rows of the
     upper triangle) of a stack, in one pass: what ``orgqr(*geqrf(a), ncols)`` and ``triu(geqrf(a)[0][..., :rows, :])``
     give, without writing the reflectors out and reading them back. ``fortran`` orders Q's matrices (R is C-ordered,
-    as SciPy returns it); ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``."""
+    as SciPy returns it); ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``; ``lapack`` runs
+    SciPy's ``geqrf`` and ``orgqr`` on each matrix (its results to the bit)."""
     stack, q, r = _qr_outputs(a, ncols, rows, fortran)
-    if q.size or r.size:
+    if (q.size or r.size) and lapack:
+        _lapack_loop("qr_each", a.dtype, stack.shape[0], max(a.shape[-2:]), check_finite, (stack, q, r))
+    elif q.size or r.size:
         _launch_checked("qr", check_finite, a.dtype, *stack.shape, stack, q, r)
     return _shaped_qr(a, q, r)
 
@@ -268,9 +300,7 @@ def geqp3(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False,
     stack, q, r = _qr_outputs(a, ncols, rows, fortran)
     p = np.empty(stack.shape[::2], dtype=INDEX_DTYPE)
     if r.size:
-        threads = _threads(stack.shape[0], MIN_BATCH_PER_LAPACK_THREAD)
-        _call_checked(compiled("geqp3", a.dtype), check_finite, threads, (stack, q, r, p),
-                      *_lapack_routines("geqp3", a.dtype))
+        _lapack_loop("geqp3_each", a.dtype, stack.shape[0], max(a.shape[-2:]), check_finite, (stack, q, r, p))
     else:  # matrices of no rows keep their columns in place, as SciPy returns them
         p[:] = np.arange(a.shape[-1])
     return (*_shaped_qr(a, q, r), p.reshape((*a.shape[:-2], a.shape[-1])))
@@ -309,13 +339,16 @@ def _broadcast_solve(factor: np.ndarray, b: np.ndarray, *extra: np.ndarray):
     return batch, dtype, factor, b, extra
 
 
-def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False) -> np.ndarray:
-    """Solve ``A X = B`` per matrix from the Cholesky factor ``c`` of ``A``; ``b`` is ``(..., n, k)``."""
+def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False, lapack: bool = False) -> np.ndarray:
+    """Solve ``A X = B`` per matrix from the Cholesky factor ``c`` of ``A``; ``b`` is ``(..., n, k)``. ``lapack``
+    runs SciPy's ``potrs`` on each system (its results to the bit)."""
     batch, dtype, c, b, _ = _broadcast_solve(c, b)
     _check_dtype(c)
     n, nrhs = b.shape[-2:]
     out = _output(math.prod(batch), n, nrhs, dtype, fortran)
-    if out.size and _interleaved_solve("potrs", dtype, n):
+    if out.size and lapack:
+        _lapack_loop("potrs_each", dtype, out.shape[0], n, False, (as_stack(c), bool(lower), as_stack(b), out))
+    elif out.size and _interleaved_solve("potrs", dtype, n):
         _launch("potrs", dtype, out.shape[0], n, n, as_stack(c), bool(lower), as_stack(b), out)
     elif out.size:
         system = _solve.CHOLESKY_LOWER if lower else _solve.CHOLESKY_UPPER
@@ -324,10 +357,10 @@ def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False) -
 
 
 def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int, fortran: bool = False,
-          check_finite: bool = False) -> np.ndarray:
+          check_finite: bool = False, lapack: bool = False) -> np.ndarray:
     """Solve ``op(A) X = B`` per matrix from ``getrf``'s ``lu`` and 0-based ``piv``; ``op`` is ``A``, ``A^T``,
     ``A^H`` for ``trans`` 0, 1, 2 (as ``scipy.linalg.lu_solve``). ``check_finite`` raises SciPy's ValueError for
-    infinities or NaNs in ``b`` (SciPy's ``lu_solve`` checks ``b`` only)."""
+    infinities or NaNs in ``b`` (SciPy's ``lu_solve`` checks ``b`` only); ``lapack`` as for :func:`potrs`."""
     if trans not in (0, 1, 2):
         raise ValueError("trans must be 0, 1 or 2")
     batch, dtype, lu, b, (piv,) = _broadcast_solve(lu, b, np.asarray(piv))
@@ -336,7 +369,9 @@ def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int, fortran
     out = _output(math.prod(batch), n, nrhs, dtype, fortran)
     if out.size:
         arrays = (as_stack(lu), np.asarray(piv, dtype=INDEX_DTYPE).reshape(-1, n), as_stack(b), int(trans), out)
-        if _interleaved_solve("getrs", dtype, n):
+        if lapack:
+            _lapack_loop("getrs_each", dtype, out.shape[0], n, check_finite, arrays)
+        elif _interleaved_solve("getrs", dtype, n):
             _launch_checked("getrs", check_finite, dtype, out.shape[0], n, n, *arrays)
         else:  # LAPACK's trans codes are _solve's LU system codes
             _solve_each(dtype, check_finite, arrays)

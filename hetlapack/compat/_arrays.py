@@ -62,12 +62,14 @@ def numpy_linalg_dtype(dtype: np.dtype) -> np.dtype | None:
     return dtype if dtype.char in "fdFD" else None
 
 
-def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...] = ()) -> tuple[Request, object]:
-    """The dispatch request for ``a`` and the array to pass on (converted as :func:`peek` does)."""
+def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...] = (),
+            library: str = "scipy") -> tuple[Request, object]:
+    """The dispatch request for ``a`` in a call to ``library``'s function, and the array to pass on (converted as
+    :func:`peek` does)."""
     arr = peek(a)
     lapack = dtype_rule(arr.dtype)
     dtype = lapack if lapack is not None else arr.dtype
-    return Request(op, tuple(arr.shape), dtype, array_module(arr), features, device_name(arr)), arr
+    return Request(op, tuple(arr.shape), dtype, array_module(arr), features, device_name(arr), library), arr
 
 
 def check_flags(*flags, values: np.ndarray | None = None) -> None:

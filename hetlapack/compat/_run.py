@@ -34,6 +34,12 @@ def _tiled_kwargs(plan: Plan) -> dict:
     return {"tile": bounds, "devices": two_level_devices(plan.devices), "placement": placement}
 
 
+def _lapack_loop(plan: Plan) -> bool:
+    """Whether a batched plan runs the LAPACK loop (SciPy's LAPACK on each matrix) rather than the interleaved
+    kernels."""
+    return plan.kernels == "lapack"
+
+
 def _whole():
     return importlib.import_module("hetlapack.algorithms.whole")
 
@@ -57,7 +63,7 @@ def potrf(plan: Plan, a: np.ndarray, lower: bool, clean: bool, fortran: bool = F
     ValueError); the other paths' callers check first.
     """
     if plan.path == "batched":
-        return _batched().potrf(a, lower=lower, clean=clean, fortran=fortran)
+        return _batched().potrf(a, lower=lower, clean=clean, fortran=fortran, lapack=_lapack_loop(plan))
     if plan.path == "gpu":
         a = _whole().potrf(a, lower=lower, clean=clean, device=_device(plan), check_finite=check_finite)
     else:
@@ -73,7 +79,7 @@ def getrf(plan: Plan, a: np.ndarray, fortran: bool = False,
     ``check_finite`` makes the batched kernel check ``a`` for infinities and NaNs as it reads it, and the gpu path's
     device after the upload (the hybrid path's callers check first)."""
     if plan.path == "batched":
-        return _batched().getrf(a, fortran=fortran, check_finite=check_finite)
+        return _batched().getrf(a, fortran=fortran, check_finite=check_finite, lapack=_lapack_loop(plan))
     if plan.path == "gpu":
         a, piv, info = _whole().getrf(a, device=_device(plan), check_finite=check_finite)
     else:
@@ -112,7 +118,7 @@ def qr(plan: Plan, a: np.ndarray, ncols: int, rows: int, fortran: bool = False,
     ``a`` (the batched kernels produce both in one pass over memory); ``fortran`` (Q only) as for :func:`potrf`,
     ``check_finite`` as for :func:`getrf`."""
     if plan.path == "batched":
-        return _batched().qr(a, ncols, rows, fortran=fortran, check_finite=check_finite)
+        return _batched().qr(a, ncols, rows, fortran=fortran, check_finite=check_finite, lapack=_lapack_loop(plan))
     packed, tau = geqrf(plan, a, check_finite)
     r = np.triu(packed[..., :rows, :])
     return (orgqr(plan, packed, tau, ncols) if ncols else None), r
@@ -126,12 +132,13 @@ def qr_pivoted(plan: Plan, a: np.ndarray, ncols: int, rows: int, fortran: bool =
 
 def potrs(plan: Plan, c: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
     """Solve with Cholesky factors (batched path only: single solves are one LAPACK call), in SciPy's layout."""
-    return _batched().potrs(c, b, lower=lower, fortran=True)
+    return _batched().potrs(c, b, lower=lower, fortran=True, lapack=_lapack_loop(plan))
 
 
 def getrs(plan: Plan, lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: int,
           check_finite: bool = False) -> np.ndarray:
     """Solve with LU factors (batched path only), in SciPy's layout; ``check_finite`` makes the kernel check ``b``
     as it reads it (SciPy's ``lu_solve`` checks ``b`` only)."""
-    return _batched().getrs(lu, piv, b, trans=trans, fortran=True, check_finite=check_finite)
+    return _batched().getrs(lu, piv, b, trans=trans, fortran=True, check_finite=check_finite,
+                            lapack=_lapack_loop(plan))
 

@@ -31,7 +31,7 @@ def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, np.dtype] |
     """The accelerated plan for ``a``, or None when NumPy's own function must handle it."""
     if type(a) is not np.ndarray or a.ndim < 2 or numpy_linalg_dtype(a.dtype) is None:
         return None
-    req, _ = request(op, a, dtype_rule=numpy_linalg_dtype, features=features)
+    req, _ = request(op, a, dtype_rule=numpy_linalg_dtype, features=features, library="numpy")
     plan = choose(req)
     if plan.path == "host" or not np.isfinite(a).all():
         return None

@@ -28,7 +28,7 @@ ROUTINE_NAME = {
 #: Number of (pointer) arguments of each routine, to build its ctypes prototype.
 ARITY = {
     "gemm": 13, "trsm": 11, "herk": 10, "potrf": 5, "getrf": 6, "laswp": 7,
-    "geqrf": 8, "larft": 9, "larfb": 15, "orgqr": 9, "geqrt3": 7, "geqp3": 9,
+    "geqrf": 8, "larft": 9, "larfb": 15, "orgqr": 9, "geqrt3": 7, "geqp3": 9, "potrs": 8, "getrs": 9,
 }
 
 #: Routines whose complex versions take one argument more (a real workspace, ``rwork``, before ``info``).

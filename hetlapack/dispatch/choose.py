@@ -56,7 +56,8 @@ LAPACK_DTYPES = frozenset(np.dtype(c) for c in "fdFD")
 
 @dataclass(frozen=True)
 class Request:
-    """What dispatch needs to know of a call: the operation, the input's shape and dtype, and features used."""
+    """What dispatch needs to know of a call: the operation, the input's shape and dtype, features used, and the
+    library whose function was called (``"scipy"`` or ``"numpy"``: whose LAPACK its results are)."""
 
     op: str
     shape: tuple[int, ...]
@@ -64,6 +65,7 @@ class Request:
     array_module: str = "numpy"
     features: tuple[str, ...] = ()
     device: str = "cpu"
+    library: str = "scipy"
 
     @property
     def batch(self) -> int:
@@ -183,7 +185,6 @@ def _does_not_fit(req: Request, accelerator) -> str | None:
 
 _PREDICTORS: dict[str, Callable[[Request], float]] = {
     "host": lambda r: model.predict_host(r.op, *r.core, max(r.batch, 1), r.dtype),
-    "batched": lambda r: model.predict_batched(r.op, *r.core, r.batch, r.dtype),
 }
 
 _UNAVAILABLE: dict[str, Callable[[Request], str | None]] = {
@@ -276,8 +277,20 @@ def _choose(req: Request, options: Options) -> Plan:
     if edge is not None:
         return Plan(path="host", reason=edge, **common)
 
+    forced_path = options.path
+    if req.op in SOLVE_OPS and forced_path not in SOLVE_PATHS:
+        forced_path = None
     unavailable = {path: why for path, check in _UNAVAILABLE.items() if (why := check(req)) is not None}
     predicted = {path: predict(req) for path, predict in _PREDICTORS.items() if path not in unavailable}
+    kernels = None
+    if "batched" not in unavailable:
+        order = max(req.core)
+        kernels = model.batched_kernels(req.op, order, req.dtype, req.library, forced_path == "batched",
+                                        options.kernels)
+        if kernels is None:
+            unavailable["batched"] = model.no_batched_kernel(req.op, order, req.dtype, req.library)
+        else:
+            predicted["batched"] = model.predict_batched(req.op, *req.core, req.batch, req.dtype, kernels)
     # GPUs are looked for (CuPy imported, CUDA started) only where one LAPACK call on the host is predicted to take
     # longer than the fixed cost every device path pays, which no device wins back
     worth_a_look = options.path is not None or predicted.get("host", np.inf) > model.RUNTIME_CALL_OVERHEAD_S
@@ -291,9 +304,6 @@ def _choose(req: Request, options: Options) -> Plan:
         predicted["gpu"] = model.predict_gpu(req.op, *req.core, req.dtype, _devices("gpu", options, gpus)[0],
                                              options.tile)
 
-    forced_path = options.path
-    if req.op in SOLVE_OPS and forced_path not in SOLVE_PATHS:
-        forced_path = None
     if forced_path is not None:
         if forced_path in unavailable:
             raise ValueError(f"path {forced_path!r} cannot be honoured for {req.op} on {req.dtype} "
@@ -302,13 +312,10 @@ def _choose(req: Request, options: Options) -> Plan:
     else:
         forced = False
         candidates = dict(predicted)
-        if "batched" in candidates and (max(req.core) > model.BATCHED_MAX_N[req.op]
-                                        or not model.batched_by_default(req.op, req.dtype)):
-            del candidates["batched"]
         if "hybrid" in candidates and "host" in candidates:
             candidates["hybrid"] *= model.TILE_MARGIN
         path = min(candidates, key=candidates.get)
-        reason = _reason(path, req, predicted)
+        reason = _reason(path, req, predicted, kernels, unavailable)
 
     tile = layout = host_cols = None
     if path == "hybrid":
@@ -318,7 +325,7 @@ def _choose(req: Request, options: Options) -> Plan:
         if layout == "two-level":
             host_cols = model.two_level_host_cols(model.modeled(_devices(path, options, gpus)), tile)
     return Plan(path=path, reason=reason, devices=_devices(path, options, gpus), tile=tile,
-                placement=options.placement or "owner", forced=forced,
+                placement=options.placement or "owner", forced=forced, kernels=kernels if path == "batched" else None,
                 predicted_s=predicted, unavailable=unavailable, layout=layout, host_cols=host_cols,
                 layout_s=layouts if path == "hybrid" else {}, **common)
 
@@ -344,30 +351,30 @@ def _layout_reason(layout: str, layouts: dict[str, float], options: Options, una
     return f"{layout} layout ({unavailable['two-level']})"
 
 
-def _reason(path: str, req: Request, predicted: dict[str, float]) -> str:
+def _reason(path: str, req: Request, predicted: dict[str, float], kernels: str | None,
+            unavailable: dict[str, str]) -> str:
     others = {p: s for p, s in predicted.items() if p != path}
-    if path == "batched" and req.op in model.LAPACK_LOOP_OPS:
-        return (f"a stack of {req.batch} small matrices: LAPACK's {req.op} on each from compiled code (SciPy's "
-                f"results, bit for bit) beats {req.batch} calls from Python (measured up to "
-                f"n={model.BATCHED_MAX_N[req.op]})")
+    if path == "batched" and kernels == "lapack":
+        return (f"a stack of {req.batch} matrices: LAPACK's {req.op} on each from compiled code, one BLAS thread a "
+                f"call while threads share the matrices (SciPy's results, bit for bit, as SciPy gives them on one "
+                f"BLAS thread), beats {req.batch} calls from Python ({_ratio(path, predicted)}; measured up to "
+                f"n={model.LAPACK_LOOP_MAX_N[req.op]})")
     if path == "batched":
-        return (f"a stack of {req.batch} small matrices: one batched kernel beats {req.batch} LAPACK calls "
-                f"(batched kernels win up to n={model.BATCHED_MAX_N[req.op]}, measured)")
+        return (f"a stack of {req.batch} small matrices: one interleaved batched kernel beats {req.batch} LAPACK "
+                f"calls (it beats the LAPACK loop up to n={model.interleaved_max_n(req.op, req.dtype)}, measured)")
     if path == "hybrid":
         return f"large enough that tiles on the runtime beat one LAPACK call ({_ratio(path, predicted)})"
     if path == "gpu":
         return f"one accelerator alone is cheapest, panels included ({_ratio(path, predicted)})"
+    if len(req.shape) > 2 and "batched" in unavailable and req.op in BATCHED_OPS:
+        return unavailable["batched"]
     if not others:
         return "the only path that can run this input"
-    if "batched" in predicted and not model.batched_by_default(req.op, req.dtype):
-        return (f"{req.dtype} stacks stay on LAPACK so results match it to the last bit "
-                "(force path='batched' for the batched kernels)")
-    if "batched" in predicted and max(req.core) > model.BATCHED_MAX_N[req.op]:
-        return (f"matrices of order {max(req.core)} > {model.BATCHED_MAX_N[req.op]}: "
-                "a LAPACK call per matrix wins (measured)")
     if predicted.get("hybrid", math.inf) < predicted[path]:
         return (f"tiles are predicted only {predicted[path] / predicted['hybrid']:.2f}x faster than one LAPACK "
                 f"call, within the model's error (dispatch takes them from {model.TILE_MARGIN:.2f}x)")
+    if len(req.shape) > 2:
+        return f"a LAPACK call per matrix is cheapest for this stack ({_ratio(path, predicted)})"
     return f"one LAPACK call is cheapest at this size ({_ratio(path, predicted)})"
 
 

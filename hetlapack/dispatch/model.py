@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from ..devices.cpu import usable_cores
 from ..devices.modeled import ModeledDevice, interpolate
 from ..layout.two_level import TWO_LEVEL_SMALL_TILE, host_slice
 
@@ -48,10 +49,10 @@ MEMORY_BANDWIDTH_BPS = 25.4e9
 #: 2-4x for Cholesky and LU at n = 8..32, 5-20x for QR).
 BATCHED_OVER_BOUND = {"potrf": 3.0, "getrf": 3.5, "geqrf": 8.0, "potrs": 3.0, "getrs": 3.5}
 
-#: dtypes the batched path takes by default. In single precision its results differ from LAPACK's in the last
-#: bit (a different, not worse, rounding order), and SciPy's own batch tests demand agreement with a loop of LAPACK
-#: calls to rtol=1e-7, below float32 rounding; so single-precision stacks stay on LAPACK unless the batched path is
-#: forced with ``hetlapack.using(path="batched")``.
+#: dtypes the interleaved batched kernels take by default. In single precision their results differ from LAPACK's in
+#: the last bit (a different, not worse, rounding order), and SciPy's own batch tests demand agreement with a loop of
+#: LAPACK calls to rtol=1e-7, below float32 rounding; so single-precision stacks run the LAPACK loop (SciPy's
+#: results to the bit) unless the interleaved kernels are forced with ``hetlapack.using(kernels="interleaved")``.
 BATCHED_DEFAULT_DTYPES = frozenset(np.dtype(c) for c in "dD")
 
 #: How much faster the model must predict the tile path than one LAPACK call before dispatch leaves LAPACK: the
@@ -66,25 +67,61 @@ TILE_MARGIN = 1.25
 #: two-level over HGDD measured 1.19-1.85x while the model priced it 0.98-1.13x, an error of up to 1.9x.
 TWO_LEVEL_MARGIN = 1.9
 
-#: Largest matrix order for which the batched kernels beat a loop of LAPACK calls (measured crossover at B = 2000:
-#: Cholesky ties NumPy's loop at 48-64 and loses at 96, LU beats SciPy's loop through 64; QR, with 128 matrices per
-#: buffer, is 1.76x / 2.18x / 1.36x / 1.14x NumPy's loop at n = 48 / 64 / 96 / 128).
-#: Pivoted QR (LAPACK's own ``geqp3`` per matrix from compiled code) beats SciPy's loop at every order measured:
-#: float64 82x at n = 2, 2.6x at n = 64 (benchmarks/test_batched.py -k qr_pivoted), 2.6x at 96 and 1.2x at 128
-#: (a script), where two threads ran slower than one.
-BATCHED_MAX_N = {"potrf": 64, "getrf": 64, "geqrf": 96, "potrs": 64, "getrs": 64, "geqp3": 96}
+#: Largest matrix order for which the interleaved kernels beat the LAPACK loop, by operation, for real and for
+#: complex dtypes (2 threads, quiet machine, float64 and complex128, ns per matrix; eighteenth session): float64
+#: Cholesky ties at 24-40 and loses 1.3x at 64, LU and QR lose 1.2-1.35x at 48; complex128 Cholesky and LU lose
+#: 1.25-1.9x at 32, QR ties at 32. The interleaved solves beat the loop at every order to 64.
+INTERLEAVED_MAX_N = {"potrf": (48, 24), "getrf": (40, 24), "geqrf": (40, 32), "potrs": (64, 64), "getrs": (64, 64)}
 
-#: Batched operations that call LAPACK itself on each matrix from compiled code (no Python between calls): their
-#: results are LAPACK's to the last bit in every dtype, and they cost LAPACK's time plus ``LAPACK_LOOP_CALL_S`` a
-#: matrix (0.2-0.7 µs in all at orders 2-4, measured, most of it LAPACK's own).
-LAPACK_LOOP_OPS = frozenset({"geqp3"})
+#: Largest matrix order for which the LAPACK loop was measured to beat SciPy's Python loop over a stack (64
+#: matrices and more): the factorizations 1.4-2.4x faster at 128-384 in float32 and float64 (each thread runs one
+#: LAPACK call on one core, where SciPy runs one call on both); the solves, two flops per element read, lose from
+#: order 128 (0.5-0.9x).
+LAPACK_LOOP_MAX_N = {"potrf": 384, "getrf": 384, "geqrf": 384, "geqp3": 384, "potrs": 64, "getrs": 64}
+
+#: Seconds a LAPACK loop pays per call whatever the batch (starting threads, capping BLAS at one thread per call:
+#: 13 µs measured) and per matrix on top of LAPACK's own time (0.2-0.7 µs in all at orders 2-4, most of it LAPACK's).
+LAPACK_LOOP_START_S = 1.5e-5
 LAPACK_LOOP_CALL_S = 5e-7
 
 
-def batched_by_default(op: str, dtype: np.dtype) -> bool:
-    """Whether dispatch may pick the batched path for ``op`` in ``dtype`` unforced: in double precision, and in
-    every precision for the LAPACK loops (``LAPACK_LOOP_OPS``), whose results are LAPACK's."""
-    return dtype in BATCHED_DEFAULT_DTYPES or op in LAPACK_LOOP_OPS
+def interleaved_max_n(op: str, dtype: np.dtype) -> int:
+    """The largest order at which ``op``'s interleaved kernel beats the LAPACK loop in ``dtype`` (0: it has none)."""
+    real, complex_ = INTERLEAVED_MAX_N.get(op, (0, 0))
+    return complex_ if np.dtype(dtype).kind == "c" else real
+
+
+def batched_kernels(op: str, order: int, dtype: np.dtype, library: str, forced_path: bool = False,
+                    forced: str | None = None) -> str | None:
+    """The kernels a batched plan runs for a stack of order-``order`` matrices: ``"interleaved"`` (our own
+    arithmetic, SIMD across matrices), ``"lapack"`` (SciPy's LAPACK on each matrix from compiled code, its results to
+    the bit) or ``None`` where SciPy's (or NumPy's, as ``library`` says) own function should run. The ``forced``
+    kernels run where ``op`` has them; a ``forced_path`` runs the faster kernel at this order where none would run
+    unforced."""
+    has = {"interleaved": op in INTERLEAVED_MAX_N, "lapack": op in LAPACK_LOOP_MAX_N}
+    if forced is not None and has[forced]:
+        return forced
+    interleaved = order <= interleaved_max_n(op, dtype)
+    if interleaved and dtype in BATCHED_DEFAULT_DTYPES:
+        return "interleaved"
+    if has["lapack"] and order <= LAPACK_LOOP_MAX_N[op] and (library == "scipy" or dtype in BATCHED_DEFAULT_DTYPES):
+        return "lapack"
+    if forced_path:
+        return "interleaved" if interleaved or not has["lapack"] else "lapack"
+    return None
+
+
+#: How a library whose function was called is spelled.
+LIBRARY_NAMES = {"scipy": "SciPy", "numpy": "NumPy"}
+
+
+def no_batched_kernel(op: str, order: int, dtype: np.dtype, library: str) -> str:
+    """Why :func:`batched_kernels` leaves a stack to the library's own function (unforced)."""
+    if order <= LAPACK_LOOP_MAX_N.get(op, 0):
+        return (f"{dtype} stacks stay on NumPy's LAPACK so results match it to the last bit (the LAPACK loop calls "
+                "SciPy's, another build; hetlapack.using(path='batched') runs the batched kernels anyway)")
+    return (f"matrices of order {order} > {LAPACK_LOOP_MAX_N.get(op, 0)}: {LIBRARY_NAMES[library]}'s call per matrix "
+            "wins (measured)")
 
 
 _COMPLEX_FLOP_FACTOR = 4.0
@@ -212,10 +249,12 @@ def two_level_host_cols(devices: list[ModeledDevice], tile: int) -> int:
                       accelerators[0].rate("gemm", tile), len(accelerators))
 
 
-def predict_batched(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:
-    """Seconds for the batched kernels: the memory-bandwidth roofline (read + write every matrix) times the
-    measured distance from it; for the LAPACK loops, the host's LAPACK calls without Python's cost per call."""
-    if op in LAPACK_LOOP_OPS:
-        return predict_host(op, m, n, batch, dtype) - batch * (HOST_CALL_OVERHEAD_S - LAPACK_LOOP_CALL_S)
+def predict_batched(op: str, m: int, n: int, batch: int, dtype: np.dtype, kernels: str) -> float:
+    """Seconds for the batched path: for the interleaved kernels, the memory-bandwidth roofline (read + write every
+    matrix) times the measured distance from it; for the LAPACK loop, the host's LAPACK calls without Python's cost
+    per call, shared by the cores, plus the loop's fixed cost."""
+    if kernels == "lapack":
+        per_call = predict_host(op, m, n, 1, dtype) - HOST_CALL_OVERHEAD_S + LAPACK_LOOP_CALL_S
+        return LAPACK_LOOP_START_S + math.ceil(batch / usable_cores()) * per_call
     bytes_moved = 2 * batch * m * n * dtype.itemsize
     return BATCHED_OVER_BOUND[op] * bytes_moved / MEMORY_BANDWIDTH_BPS

@@ -8,20 +8,22 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from .plan import LAYOUTS, PATHS
+from .plan import KERNELS, LAYOUTS, PATHS
 
 ENV_PATH = "HETLAPACK_PATH"
 
 
 @dataclass(frozen=True)
 class Options:
-    """Forced choices; ``None`` leaves the decision to the model. ``layout`` applies when the hybrid path runs."""
+    """Forced choices; ``None`` leaves the decision to the model. ``layout`` applies when the hybrid path runs,
+    ``kernels`` when the batched path runs an operation that has them."""
 
     path: str | None = None
     tile: int | None = None
     devices: tuple | None = None
     placement: str | None = None
     layout: str | None = None
+    kernels: str | None = None
 
 
 _current: contextvars.ContextVar[Options] = contextvars.ContextVar("hetlapack_options", default=Options())
@@ -51,11 +53,15 @@ def using(
     devices: Sequence | None = None,
     placement: str | None = None,
     layout: str | None = None,
+    kernels: str | None = None,
 ) -> Iterator[Options]:
     """Force dispatch choices inside a ``with`` block (nestable; thread- and task-local).
 
     ``layout`` (``"hgdd"`` or ``"two-level"``) is the hybrid path's layout; where the hybrid path cannot run it,
-    that path is unavailable (forcing both raises).
+    that path is unavailable (forcing both raises). ``kernels`` (``"interleaved"`` or ``"lapack"``) are the batched
+    path's, for the operations that have them: the interleaved kernels are the fastest for tiny matrices in every
+    dtype but round differently from LAPACK, which single precision does not take unasked; the LAPACK loop gives
+    SciPy's results to the bit.
 
     Examples
     --------
@@ -72,6 +78,8 @@ def using(
         raise ValueError(f"using: placement must be 'owner' or 'capability', got {placement!r}")
     if layout is not None and layout not in LAYOUTS:
         raise ValueError(f"using: layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    if kernels is not None and kernels not in KERNELS:
+        raise ValueError(f"using: kernels must be one of {', '.join(KERNELS)}, got {kernels!r}")
     outer = _current.get()
     options = Options(
         path=path if path is not None else outer.path,
@@ -79,6 +87,7 @@ def using(
         devices=tuple(devices) if devices is not None else outer.devices,
         placement=placement if placement is not None else outer.placement,
         layout=layout if layout is not None else outer.layout,
+        kernels=kernels if kernels is not None else outer.kernels,
     )
     token = _current.set(options)
     try:

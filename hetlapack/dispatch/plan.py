@@ -10,6 +10,10 @@ PATHS = ("host", "batched", "gpu", "hybrid")
 #: seed 003's two-level hybrid tiles (big tiles for the accelerators, a host slice for the CPU's cores).
 LAYOUTS = ("hgdd", "two-level")
 
+#: Kernels of the batched path, as a plan describes them.
+KERNELS = {"interleaved": "interleaved (hetlapack's own, SIMD across matrices)",
+           "lapack": "LAPACK loop (SciPy's LAPACK on each matrix, from compiled code)"}
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -19,7 +23,8 @@ class Plan:
     (a prediction, not a measurement); paths that cannot run it are listed in ``unavailable`` with the reason.
     A hybrid plan names its ``layout``, with ``layout_s`` the predicted seconds of each layout that could run
     it (a layout that cannot is in ``unavailable`` too) and, for the two-level layout, ``host_cols``: the columns
-    of each top-level tile of order ``tile`` that the CPU takes.
+    of each top-level tile of order ``tile`` that the CPU takes. A batched plan on NumPy arrays names its
+    ``kernels``: ``"interleaved"`` (ours, SIMD across matrices) or ``"lapack"`` (SciPy's LAPACK on each matrix).
     """
 
     op: str
@@ -36,12 +41,14 @@ class Plan:
     layout: str | None = None
     host_cols: int | None = None
     layout_s: dict[str, float] = field(default_factory=dict)
+    kernels: str | None = None
 
     def __str__(self) -> str:
         lines = [
             f"hetlapack plan for {self.op} on {self.dtype} {self.shape}",
             f"  path:    {self.path}{' (forced)' if self.forced else ''}",
             f"  devices: {', '.join(map(str, self.devices))}",
+            *([f"  kernels: {KERNELS[self.kernels]}"] if self.kernels else []),
             *([f"  layout:  {self.layout}" + (f" (host slice: {self.host_cols} of every {self.tile} columns)"
                                               if self.host_cols is not None else "")] if self.layout else []),
             f"  tile:    {self.tile if self.tile is not None else '-'}"

@@ -63,6 +63,13 @@ def blas_threads(workers: int) -> Iterator[int]:
                 _earlier = None
 
 
+def one_thread_per_call() -> contextlib.AbstractContextManager[int]:
+    """:func:`blas_threads` at one thread per BLAS call, for callers that spread their own threads over the cores
+    (the batched LAPACK loops): a BLAS call that threads inside one of theirs waits on spinning threads for
+    milliseconds on a busy machine."""
+    return blas_threads(usable_cores())
+
+
 @contextlib.contextmanager
 def all_cores() -> Iterator[int]:
     """BLAS on every usable core for a short measurement, whatever runtimes run now (none starts or stops
