@@ -16,10 +16,11 @@ def test_demo_small(capsys):
     out = capsys.readouterr().out
     assert "cholesky" in out and "lu_factor" in out and "qr" in out and "qr+piv" in out and "vs SciPy" in out
     rows = [line.split() for line in out.splitlines()]
-    names = (["cholesky"], ["lu_factor"], ["qr"], ["qr+piv"])
+    names = (["cholesky"], ["lu_factor"], ["qr"], ["qr+piv"], ["lu_factor/f32"])
     residuals = [float(row[3]) for row in rows if row[:1] in names and len(row) == 6]
     assert residuals and max(residuals) < 50
     assert any(row[:3] == ["qr+piv", "50x4x4", "*batched"] for row in rows)
+    assert any(row[:3] == ["lu_factor/f32", "50x4x4", "*batched"] for row in rows)  # the LAPACK loop
 
 
 def test_bench_quick_writes_pytest_benchmark_json(tmp_path, capsys):

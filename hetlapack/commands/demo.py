@@ -41,18 +41,20 @@ class Case:
     run: Callable[[Callable, np.ndarray], tuple]
     residual: Callable[[np.ndarray, tuple], float]
     pivoting: bool = False
+    dtype: str = "float64"
 
     @property
     def label(self) -> str:
-        return f"{self.op}+piv" if self.pivoting else self.op
+        """The operation, ``+piv`` with column pivoting, and ``/f32`` in single precision."""
+        return self.op + ("+piv" if self.pivoting else "") + ("/f32" if self.dtype == "float32" else "")
 
 
 def _cases(n: int, batch: int, small: int) -> list[Case]:
     def spd(shape_batch=()):
         return lambda: testing.spd(small if shape_batch else n, seed=1, batch=shape_batch)
 
-    def general(shape_batch=()):
-        return lambda: testing.general(small if shape_batch else n, seed=2, batch=shape_batch)
+    def general(shape_batch=(), dtype="float64"):
+        return lambda: testing.general(small if shape_batch else n, dtype=dtype, seed=2, batch=shape_batch)
 
     def chol_res(a, out):
         factors = out[0].reshape(-1, *a.shape[-2:])
@@ -79,6 +81,7 @@ def _cases(n: int, batch: int, small: int) -> list[Case]:
         Case("qr", general(), qr, qr_res),
         Case("cholesky", spd((batch,)), chol, chol_res),
         Case("lu_factor", general((batch,)), luf, lu_res),
+        Case("lu_factor", general((batch,), "float32"), luf, lu_res, dtype="float32"),
         Case("qr", general((batch,)), qr, qr_res),
         Case("qr", general((batch,)), qrp, qr_res, pivoting=True),
     ]
@@ -140,9 +143,9 @@ def run(args: argparse.Namespace) -> int:
             rows.append((case.label, "x".join(map(str, a.shape)), f"{chosen}{label}", case.residual(a, out), seconds,
                          ref_time / seconds))
     print()
-    print(f"{'operation':<10} {'shape':<13} {'path':<16} {'residual':>9} {'seconds':>9} {'vs SciPy':>9}")
+    print(f"{'operation':<14} {'shape':<13} {'path':<16} {'residual':>9} {'seconds':>9} {'vs SciPy':>9}")
     for op, shape, path, residual, seconds, speedup in rows:
-        print(f"{op:<10} {shape:<13} {path:<16} {residual:>9.3f} {seconds:>9.4f} {speedup:>8.2f}x")
+        print(f"{op:<14} {shape:<13} {path:<16} {residual:>9.3f} {seconds:>9.4f} {speedup:>8.2f}x")
     print("\n* = the path dispatch picks by itself; residual = ||A - factors||_1 / (n ||A||_1 eps) (A P for pivoted "
           "QR), pass < 50.")
     print("emu = emulated accelerators (own memory space, host BLAS): they run a GPU's code paths, not its speed.")
