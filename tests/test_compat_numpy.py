@@ -120,17 +120,18 @@ def _in_every_layout(stack):
             "batch reversed": stack[::-1], "matrices reversed": stack[..., ::-1, ::-1]}
 
 
+@pytest.mark.parametrize("kernels", ["interleaved", "lapack"])
 @pytest.mark.parametrize("shape", [(7, 4, 4), (2, 3, 5, 5), (3, 1, 2, 4, 4)])
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64])
-def test_stacked_results_are_laid_out_as_numpy_lays_them_out(shape, dtype):
+def test_stacked_results_are_laid_out_as_numpy_lays_them_out(shape, dtype, kernels):
     """Cholesky's factor and QR's Q follow NumPy's gufunc outputs (matrices C-ordered, batch axes in the input's
     order); R follows ``triu`` over a copy of the input in its own axis order. Values equal, strides identical, on
-    the batched path (forced, since single-precision stacks stay on LAPACK by default)."""
+    the batched path with either kernels (forced: NumPy's single-precision stacks stay on NumPy's function)."""
     n = shape[-1]
     x = np.random.default_rng(n).standard_normal(shape).astype(dtype)
     spd = x @ np.swapaxes(x.conj(), -1, -2) + n * np.eye(n, dtype=dtype)
     for (layout, general), hpd in zip(_in_every_layout(x[..., :-1]).items(), _in_every_layout(spd).values()):
-        with hetlapack.using(path="batched"):
+        with hetlapack.using(path="batched", kernels=kernels):
             pairs = [(numpy_linalg.cholesky(hpd, upper=upper), numpy_functions["cholesky"](hpd, upper=upper))
                      for upper in (False, True)]
             for mode in ("reduced", "complete", "r"):

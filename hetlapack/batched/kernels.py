@@ -125,6 +125,7 @@ def _lapack_threads(batch: int, order: int) -> int:
     """Threads worth starting for a LAPACK loop over ``batch`` matrices of ``order``."""
     return _threads(batch, max(1, MIN_BATCH_PER_LAPACK_THREAD * 4**3 // max(order, 1) ** 3))
 
+
 #: Kernels whose buffers take ``WIDE_LANES`` matrices (the Householder ones, bound by loop overhead, not cache).
 _WIDE = frozenset({"geqrf", "orgqr", "qr"})
 
@@ -160,9 +161,8 @@ def _call_checked(kernel: Callable, check_finite: bool, threads: int, arrays: tu
 
 def _lapack_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite: bool, arrays: tuple) -> None:
     """Run the LAPACK loop ``op`` (``_lapack_each``) on ``batch`` matrices of ``order``: threads share the matrices,
-    and each
-    LAPACK call runs on one thread. Measured: a Cholesky of order 128 that threads inside the kernel's thread took
-    8 ms for 16 matrices instead of 1.5 (its threads and the kernel's spin for the same two cores)."""
+    and each LAPACK call runs on one BLAS thread. Measured: a Cholesky of order 128 that threads inside the kernel's
+    thread took 8 ms for 16 matrices instead of 1.5 (its threads and the kernel's spin for the same two cores)."""
     threads = _lapack_threads(batch, order)
     with one_thread_per_call():
         _call_checked(compiled(op, dtype), check_finite, threads, arrays, *_lapack_routines(op, dtype))

@@ -74,9 +74,10 @@ TWO_LEVEL_MARGIN = 1.9
 INTERLEAVED_MAX_N = {"potrf": (48, 24), "getrf": (40, 24), "geqrf": (40, 32), "potrs": (64, 64), "getrs": (64, 64)}
 
 #: Largest matrix order for which the LAPACK loop was measured to beat SciPy's Python loop over a stack (64
-#: matrices and more): the factorizations 1.4-2.4x faster at 128-384 in float32 and float64 (each thread runs one
-#: LAPACK call on one core, where SciPy runs one call on both); the solves, two flops per element read, lose from
-#: order 128 (0.5-0.9x).
+#: matrices and more): the factorizations 1.3-4.8x faster at 96-384 in float32 and float64, pivoted QR 2.0-3.6x at
+#: 128-384 (each thread runs one LAPACK call on one core, where SciPy runs one call on both;
+#: benchmarks/test_batched.py -k large_orders); the solves, two flops per element read, lose from order 128
+#: (0.5-0.9x).
 LAPACK_LOOP_MAX_N = {"potrf": 384, "getrf": 384, "geqrf": 384, "geqp3": 384, "potrs": 64, "getrs": 64}
 
 #: Seconds a LAPACK loop pays per call whatever the batch (starting threads, capping BLAS at one thread per call:
