@@ -71,8 +71,7 @@ def _torch(name: str):
 
 
 def _ours(call, prepare=None):
-    """``call`` on hetlapack's batched path (forced, so that the sizes past the crossover show what it would
-    cost)."""
+    """``call`` on hetlapack's batched path (forced, so that sizes past the crossover show what it would cost)."""
     def on_batched_path(a):
         with hetlapack.using(path="batched"):
             return call(a)
@@ -143,23 +142,28 @@ def test_batched(benchmark, op, peer, dtype, n, batch):
         pytest.skip("input larger than MAX_INPUT_BYTES")
     if (peer == "scipy" or op in PER_MATRIX_OPS) and batch != min(BATCHES):
         pytest.skip("a loop of LAPACK calls per matrix is measured at the smaller batch only")
+    seconds = _measure(benchmark, op, peer, dtype, n, batch, rounds=3 if batch * n * n > 10**7 else 5)
+    moved = batch * n * n * itemsize * (1 + OUTPUT_MATRICES[op])
+    benchmark.extra_info.update({
+        "achieved_GBps": moved / seconds / 1e9,
+        "bound_ns": moved / copy_bandwidth() / batch * 1e9,
+        "copy_GBps": copy_bandwidth() / 1e9,
+    })
+
+
+def _measure(benchmark, op: str, peer: str, dtype: type, n: int, batch: int, rounds: int) -> float:
+    """Time ``peer``'s ``op`` on a stack of ``batch`` matrices of order ``n`` (best of ``rounds``, on ``THREADS``
+    BLAS threads), record the case and its ns per matrix in ``extra_info``, and return the best seconds."""
     prepare, call = PEERS[op][peer]()
     a = prepare(stack("spd" if op.startswith("cho") else "general", dtype, n, batch))
     benchmark.group = f"{op} {np.dtype(dtype).name} n={n} B={batch}"
     with threadpool_limits(THREADS):
         call(a)
-        benchmark.pedantic(call, args=(a,), rounds=3 if batch * n * n > 10**7 else 5, warmup_rounds=1)
-    moved = batch * n * n * itemsize * (1 + OUTPUT_MATRICES[op])
+        benchmark.pedantic(call, args=(a,), rounds=rounds, warmup_rounds=1)
     seconds = benchmark.stats.stats.min
-    benchmark.extra_info.update({
-        "op": f"{op} {np.dtype(dtype).name} B={batch}",
-        "n": n,
-        "peer": peer,
-        "ns_per_matrix": seconds / batch * 1e9,
-        "achieved_GBps": moved / seconds / 1e9,
-        "bound_ns": moved / copy_bandwidth() / batch * 1e9,
-        "copy_GBps": copy_bandwidth() / 1e9,
-    })
+    benchmark.extra_info.update({"op": f"{op} {np.dtype(dtype).name} B={batch}", "n": n, "peer": peer,
+                                 "ns_per_matrix": seconds / batch * 1e9})
+    return seconds
 
 
 #: Orders and stack size of :func:`test_batched_large_orders`.
@@ -174,12 +178,4 @@ def test_batched_large_orders(benchmark, op, peer, dtype, n):
     """Stacks of matrices of orders 96-384 (200 of them), where each LAPACK call does enough work that only the
     threads sharing the matrices and SciPy's Python loop differ: the LAPACK loop against SciPy's loop, NumPy's and
     torch's."""
-    prepare, call = PEERS[op][peer]()
-    a = prepare(stack("spd" if op.startswith("cho") else "general", dtype, n, LARGE_BATCH))
-    benchmark.group = f"{op} {np.dtype(dtype).name} n={n} B={LARGE_BATCH}"
-    with threadpool_limits(THREADS):
-        call(a)
-        benchmark.pedantic(call, args=(a,), rounds=3, warmup_rounds=1)
-    seconds = benchmark.stats.stats.min
-    benchmark.extra_info.update({"op": f"{op} {np.dtype(dtype).name} B={LARGE_BATCH}", "n": n, "peer": peer,
-                                 "ns_per_matrix": seconds / LARGE_BATCH * 1e9})
+    _measure(benchmark, op, peer, dtype, n, LARGE_BATCH, rounds=3)

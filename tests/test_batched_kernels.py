@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 from scipy.linalg import lapack
-from threadpoolctl import threadpool_limits
 
 from hetlapack.batched import kernels
 from hetlapack.batched._interleave import SMALL_ORDER_LANES, lanes_for
+from hetlapack.runtime.blas_threads import one_thread_per_call
 from hetlapack.testing import (
     cholesky_residual,
     ill_conditioned,
@@ -17,7 +17,7 @@ from hetlapack.testing import (
     orthogonality_residual,
     qr_residual,
 )
-from hetlapack.testing.matrices import LAPACK_DTYPES, random_matrix, spd
+from hetlapack.testing.matrices import LAPACK_DTYPES, layouts, random_matrix, spd
 
 DTYPES = [np.dtype(d) for d in LAPACK_DTYPES]
 #: Sizes 1, primes, and batches that leave a partial last chunk of lanes.
@@ -28,15 +28,6 @@ RESIDUAL_LIMIT = 50
 
 def _tolerance(dtype: np.dtype, n: int) -> float:
     return 100 * max(n, 1) * np.finfo(dtype).eps
-
-
-def _layouts(a: np.ndarray) -> dict[str, np.ndarray]:
-    """The same stack as C order, Fortran order, a non-contiguous view and a read-only array."""
-    strided = np.empty((a.shape[0] * 2, *a.shape[1:]), dtype=a.dtype)[::2]
-    strided[...] = a
-    readonly = a.copy()
-    readonly.flags.writeable = False
-    return {"C": np.ascontiguousarray(a), "F": np.asfortranarray(a), "strided": strided, "readonly": readonly}
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -54,7 +45,7 @@ def test_potrf_matches_scipy_per_matrix(dtype, n, lower):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("layout", ["C", "F", "strided", "readonly"])
 def test_potrf_layouts_and_input_untouched(dtype, layout):
-    a = _layouts(spd(6, dtype, seed=1, batch=(BATCH,)))[layout]
+    a = layouts(spd(6, dtype, seed=1, batch=(BATCH,)))[layout]
     before = a.copy()
     c, _ = kernels.potrf(a, lower=True, clean=False)
     np.testing.assert_array_equal(a, before)
@@ -190,7 +181,7 @@ def test_getrf_ties_left_by_the_elimination_give_a_partial_pivoting(dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("layout", ["F", "strided", "readonly"])
 def test_getrf_geqrf_layouts_and_input_untouched(dtype, layout):
-    a = _layouts(random_matrix((BATCH, 5, 5), dtype, seed=4))[layout]
+    a = layouts(random_matrix((BATCH, 5, 5), dtype, seed=4))[layout]
     before = a.copy()
     lu, piv, _ = kernels.getrf(a)
     qr, tau = kernels.geqrf(a)
@@ -365,13 +356,7 @@ def _loop_stacks(dtype: np.dtype, shape: tuple[int, int]) -> dict[str, np.ndarra
     every layout of :func:`_layouts`, large enough to share among threads."""
     m, n = shape
     general = random_matrix((BATCH, m, n), dtype, seed=m * n)
-    return {"general": _layouts(general), "spd": _layouts(spd(max(m, n), dtype, seed=m + n, batch=(BATCH,)))}
-
-
-def one_blas_thread():
-    """SciPy's BLAS on one thread, as the LAPACK loop runs each call: from order 53 to 100 on (by routine and dtype)
-    OpenBLAS threads a call, and SciPy's own results then change with its thread count."""
-    return threadpool_limits(limits=1, user_api="blas")
+    return {"general": layouts(general), "spd": layouts(spd(max(m, n), dtype, seed=m + n, batch=(BATCH,)))}
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -385,14 +370,14 @@ def test_lapack_loop_factorizations_are_scipys_bit_for_bit(dtype, shape):
     for layout, a in _loop_stacks(dtype, shape)["general"].items():
         before = a.copy()
         lu, piv, info = kernels.getrf(a, fortran=True, lapack=True)
-        with one_blas_thread():
+        with one_thread_per_call():
             want_lu, want_piv = sla.lu_factor(a)
         np.testing.assert_array_equal(lu, want_lu)
         np.testing.assert_array_equal(piv, want_piv)
         assert not info.any() and _fortran_matrices(lu)
         for mode, ncols, rows in (("full", m, m), ("economic", k, k), ("r", 0, m)):
             q, r = kernels.qr(a, ncols, rows, fortran=True, lapack=True)
-            with one_blas_thread():
+            with one_thread_per_call():
                 want = sla.qr(a, mode=mode)
             np.testing.assert_array_equal(r, want if mode == "r" else want[1])
             if mode != "r":
@@ -402,7 +387,7 @@ def test_lapack_loop_factorizations_are_scipys_bit_for_bit(dtype, shape):
         for lower in (True, False):
             c, info = kernels.potrf(a, lower=lower, clean=True, lapack=True)
             c_kept, _ = kernels.potrf(a, lower=lower, clean=False, lapack=True)
-            with one_blas_thread():
+            with one_thread_per_call():
                 np.testing.assert_array_equal(c, sla.cholesky(a, lower=lower), err_msg=layout)
                 np.testing.assert_array_equal(c_kept, sla.cho_factor(a, lower=lower)[0], err_msg=layout)
             assert not info.any()
@@ -416,12 +401,12 @@ def test_lapack_loop_solves_are_scipys_bit_for_bit(dtype, n):
     for lower in (True, False):
         c = sla.cholesky(a, lower=lower)
         x = kernels.potrs(c, b, lower=lower, fortran=True, lapack=True)
-        with one_blas_thread():
+        with one_thread_per_call():
             np.testing.assert_array_equal(x, sla.cho_solve((c, lower), b))
     lu, piv = sla.lu_factor(a)
     for trans in (0, 1, 2):
         x = kernels.getrs(lu, piv, b[..., :2], trans=trans, fortran=True, lapack=True)
-        with one_blas_thread():
+        with one_thread_per_call():
             np.testing.assert_array_equal(x, sla.lu_solve((lu, piv), b[..., :2], trans=trans))
 
 

@@ -8,7 +8,6 @@ import pytest
 import scipy.linalg as sl
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
-from threadpoolctl import threadpool_limits
 
 import hetlapack
 import hetlapack.linalg as la
@@ -16,6 +15,7 @@ from hetlapack import testing
 from hetlapack.compat import numpy_linalg
 from hetlapack.compat._originals import numpy_functions, scipy_functions
 from hetlapack.dispatch import Request, choose
+from hetlapack.runtime.blas_threads import one_thread_per_call
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 #: How a test forces dispatch: the host path, the batched path with the kernels dispatch picks for the dtype (the
@@ -67,30 +67,20 @@ def test_stacks_take_the_batched_kernels_that_win_at_their_order():
         assert choose(Request(op, (1000, 100, 100), np.dtype(np.float64), library="numpy")).kernels == "lapack"
 
 
-def _one_blas_thread():
-    """SciPy's BLAS on one thread, as the LAPACK loop runs each call (SciPy's own results change with its thread
-    count where OpenBLAS threads a call: from order 53 to 100 on, by routine and dtype)."""
-    return threadpool_limits(limits=1, user_api="blas")
-
-
 #: Orders at which each dtype's stacks take the LAPACK loop unforced: any order in single precision, past the
 #: interleaved kernels' crossover in double (a prime, not a multiple of any block size).
 LOOP_ORDERS = {np.float32: 7, np.complex64: 7, np.float64: 53, np.complex128: 53}
 
 
-def _layouts_of(a: np.ndarray) -> list[np.ndarray]:
-    """``a`` in C order, in Fortran order, and as a strided view."""
-    strided = np.repeat(a, 2, axis=0)[::2]
-    return [a, np.asfortranarray(a), strided]
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_lapack_loop_stacks_are_scipys_bit_for_bit(dtype):
     """Unforced, the stacks that take the LAPACK loop get SciPy's results to the bit from every function, in SciPy's
-    types and layouts, for C, Fortran and strided stacks, and their inputs are not written. The solves take the loop
-    in single precision (double's take the interleaved solves, which win to order 64)."""
+    types and layouts, for C, Fortran, strided and read-only stacks, and their inputs are not written. SciPy runs
+    under the loop's own cap of one BLAS thread a call (from order 53 to 100 on, SciPy's results change with its
+    thread count). The solves take the loop in single precision (double's take the interleaved solves, which win to
+    order 64)."""
     n = LOOP_ORDERS[dtype]
-    single = np.dtype(dtype).itemsize == 4 or np.dtype(dtype) == np.complex64
+    single = np.dtype(dtype) in (np.float32, np.complex64)
     a = testing.spd(n, dtype, seed=1, batch=(6,))
     g = testing.general(n + 2, n, dtype=dtype, seed=2, batch=(6,))
     b = testing.general(n, 2, dtype=dtype, seed=3, batch=(6,))
@@ -108,11 +98,11 @@ def test_lapack_loop_stacks_are_scipys_bit_for_bit(dtype):
     solves = [lambda m, x, y: m.cho_solve((sl.cholesky(x), False), b),
               lambda m, x, y: m.cho_solve((sl.cholesky(x, lower=True), True), b[0, :, 0])]
     solves += [lambda m, x, y, t=t: m.lu_solve(sl.lu_factor(x), b, trans=t) for t in (0, 1, 2)]
-    for x, y in zip(_layouts_of(a), _layouts_of(g)):
+    for x, y in zip(testing.layouts(a).values(), testing.layouts(g).values()):
         before = x.copy(), y.copy()
         for call in factorizations + (solves if single else []):
             ours = call(la, x, y)
-            with _one_blas_thread():
+            with one_thread_per_call():
                 theirs = call(sl, x, y)
             assert_same(ours, theirs)
         np.testing.assert_array_equal(x, before[0])
@@ -141,6 +131,11 @@ def test_lapack_loop_raises_and_warns_as_scipy():
     for call in (la.lu_factor, la.qr, la.lu, la.cholesky):
         with pytest.raises(ValueError, match="infs or NaNs"):
             call(g)
+    h = testing.spd(5, np.float32, seed=6, batch=(8,))
+    h[2, 0, 4] = np.nan  # in the triangle a lower factorization does not read: SciPy checks it all the same
+    assert hetlapack.explain("cholesky", h).kernels == "lapack"
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        la.cholesky(h, lower=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LinAlgWarning)
         assert la.lu_factor(g, check_finite=False)[0].shape == g.shape

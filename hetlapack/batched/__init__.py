@@ -26,6 +26,7 @@ import scipy.linalg as sla
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
+from ..compat._arrays import scipy_qr_sizes
 from ..dtypes import lapack_dtype
 from . import kernels
 
@@ -199,10 +200,7 @@ def lu_factor(matrices: Sequence, *, check_finite: bool = True,
 
 def _qr_results(stack: np.ndarray, mode: str, pivoting: bool) -> list[tuple]:
     """SciPy's per-matrix ``qr`` return value for each matrix of one same-shape group."""
-    m, n = stack.shape[-2:]
-    k = min(m, n)
-    rows = k if mode == "economic" else m
-    ncols = 0 if mode == "r" else rows
+    ncols, rows = scipy_qr_sizes(mode, *stack.shape[-2:])
     if pivoting and mode == "raw":  # the LAPACK loop keeps no reflectors: SciPy's own call per matrix
         return [sla.qr(a, mode=mode, pivoting=True, check_finite=False) for a in stack]
     if pivoting:
@@ -210,7 +208,7 @@ def _qr_results(stack: np.ndarray, mode: str, pivoting: bool) -> list[tuple]:
         return list(zip(r, p)) if mode == "r" else list(zip(q, r, p))
     if mode == "raw":
         qr_stack, tau = kernels.geqrf(stack)
-        r = np.triu(qr_stack[:, :k, :])
+        r = np.triu(qr_stack[:, :min(stack.shape[-2:]), :])
         return [((qr_i, tau_i), r_i) for qr_i, tau_i, r_i in zip(qr_stack, tau, r)]
     q, r = kernels.qr(stack, ncols, rows)
     if mode == "r":

@@ -175,6 +175,16 @@ def copy_checked(source, index: int, target) -> bool:
     return finite
 
 
+@numba.njit(**JIT_OPTIONS)
+def flag_nonfinite(nonfinite, thread: int) -> bool:
+    """Set ``thread``'s flag of a non-finite input, where the caller asked for the check (``nonfinite`` holds a flag
+    per thread; empty otherwise), and return whether it did: the matrix's results may then be skipped, since the
+    call raises."""
+    if nonfinite.size:
+        nonfinite[thread] = 1
+    return nonfinite.size > 0
+
+
 def as_stack(a: np.ndarray) -> np.ndarray:
     """``a`` viewed as a 3-D stack ``(batch, m, n)`` (a copy only where NumPy cannot reshape a view)."""
     return a if a.ndim == 3 else a.reshape((int(np.prod(a.shape[:-2])), *a.shape[-2:]))

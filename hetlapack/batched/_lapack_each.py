@@ -22,7 +22,7 @@ import numba
 import numpy as np
 from numba.extending import overload
 
-from ._interleave import JIT_OPTIONS, chunk_range, copy_checked
+from ._interleave import JIT_OPTIONS, chunk_range, copy_checked, flag_nonfinite
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -37,14 +37,6 @@ def _option(code):
     return np.full(1, code, dtype=np.uint8)
 
 
-@numba.njit(**JIT_OPTIONS)
-def _flag(nonfinite, thread):
-    """Set ``thread``'s flag of a non-finite input (when the caller asked for the check) and say to skip."""
-    if nonfinite.size:
-        nonfinite[thread] = 1
-    return nonfinite.size > 0
-
-
 @numba.njit(parallel=True, **JIT_OPTIONS)
 def potrf_each(a, lower, clean, out, info_out, nonfinite, potrf, threads):
     """``potrf`` on each matrix (SciPy's ``cholesky`` / ``cho_factor``): the factor in the ``lower`` (else upper)
@@ -55,7 +47,7 @@ def potrf_each(a, lower, clean, out, info_out, nonfinite, potrf, threads):
         n_, info, uplo = _integer(n), _integer(0), _option(ord("L") if lower else ord("U"))
         buf = np.empty((n, n), dtype=a.dtype).T  # Fortran order
         for b in range(start, stop):
-            if not copy_checked(a, b, buf) and _flag(nonfinite, thread):
+            if not copy_checked(a, b, buf) and flag_nonfinite(nonfinite, thread):
                 continue
             potrf(uplo.ctypes, n_.ctypes, buf.ctypes, n_.ctypes, info.ctypes)
             info_out[b] = info[0]
@@ -75,7 +67,7 @@ def getrf_each(a, out, piv_out, info_out, nonfinite, getrf, threads):
         buf = np.empty((n, m), dtype=a.dtype).T
         ipiv = np.empty(min(m, n), dtype=np.int32)
         for b in range(start, stop):
-            if not copy_checked(a, b, buf) and _flag(nonfinite, thread):
+            if not copy_checked(a, b, buf) and flag_nonfinite(nonfinite, thread):
                 continue
             getrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, ipiv.ctypes, info.ctypes)
             out[b] = buf
@@ -94,7 +86,7 @@ def potrs_each(c, lower, rhs, out, nonfinite, potrs, threads):
         factor = np.empty((n, n), dtype=out.dtype).T
         x = np.empty((nrhs, n), dtype=out.dtype).T
         for b in range(start, stop):
-            if not copy_checked(rhs, b, x) and _flag(nonfinite, thread):
+            if not copy_checked(rhs, b, x) and flag_nonfinite(nonfinite, thread):
                 continue
             copy_checked(c, b, factor)
             potrs(uplo.ctypes, n_.ctypes, nrhs_.ctypes, factor.ctypes, n_.ctypes, x.ctypes, n_.ctypes, info.ctypes)
@@ -114,7 +106,7 @@ def getrs_each(lu, piv, rhs, trans, out, nonfinite, getrs, threads):
         x = np.empty((nrhs, n), dtype=out.dtype).T
         ipiv = np.empty(n, dtype=np.int32)
         for b in range(start, stop):
-            if not copy_checked(rhs, b, x) and _flag(nonfinite, thread):
+            if not copy_checked(rhs, b, x) and flag_nonfinite(nonfinite, thread):
                 continue
             copy_checked(lu, b, factor)
             ipiv[:] = piv[b]
@@ -181,7 +173,7 @@ def qr_each(a, q_out, r_out, nonfinite, geqrf, orgqr, threads):
         geqrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, tau.ctypes, size.ctypes, query.ctypes, info.ctypes)
         factor_lwork, orgqr_lwork, work = _workspaces(size, orgqr, m_, ncols_, k_, q, tau, info)
         for b in range(start, stop):
-            if not copy_checked(a, b, buf) and _flag(nonfinite, thread):
+            if not copy_checked(a, b, buf) and flag_nonfinite(nonfinite, thread):
                 continue
             geqrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, tau.ctypes, work.ctypes, factor_lwork.ctypes,
                   info.ctypes)
@@ -224,7 +216,7 @@ def geqp3_each(a, q_out, r_out, p_out, nonfinite, geqp3, orgqr, threads):
                     query.ctypes, rwork.ctypes, info.ctypes)
         factor_lwork, orgqr_lwork, work = _workspaces(size, orgqr, m_, ncols_, k_, q, tau, info)
         for b in range(start, stop):
-            if not copy_checked(a, b, buf) and _flag(nonfinite, thread):
+            if not copy_checked(a, b, buf) and flag_nonfinite(nonfinite, thread):
                 continue
             jpvt[:] = 0  # every column free to move
             _call_geqp3(geqp3, m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, jpvt.ctypes, tau.ctypes, work.ctypes,

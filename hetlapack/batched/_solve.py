@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._interleave import JIT_OPTIONS, chunk_range, copy_checked, divide
+from ._interleave import JIT_OPTIONS, chunk_range, copy_checked, divide, flag_nonfinite
 
 #: The kernels' options without FMA contraction, which the compiler applies to one walk and not to the other: without
 #: it, a real solution does not depend on the factor's memory layout. (Complex ones still differ in the last bits
@@ -128,14 +128,14 @@ def _solve_matrix(t, piv, m, x, system):
 def solve_each(factor, piv, b, system, out, nonfinite, threads):
     """Solve ``system`` for each matrix of the stack from its factor (and 0-based pivots for LU; Cholesky ignores
     ``piv``); ``out`` is (batch, n, nrhs). Given a ``nonfinite`` flag per thread (else an empty array), a thread that
-    meets an infinity or NaN in ``b`` sets its own."""
+    meets an infinity or NaN in ``b`` sets its own and leaves that system unsolved."""
     batch, n, nrhs = b.shape
     for thread in numba.prange(threads):
         start, stop = chunk_range(thread, threads, batch)
         x = np.empty((nrhs, n), dtype=out.dtype)  # one row per right-hand side
         for m in range(start, stop):
-            if not copy_checked(b, m, x.T) and nonfinite.size:
-                nonfinite[thread] = 1
+            if not copy_checked(b, m, x.T) and flag_nonfinite(nonfinite, thread):
+                continue
             for r in range(nrhs):
                 _solve_matrix(factor[m], piv, m, x[r], system)
             _store(x, out, m)

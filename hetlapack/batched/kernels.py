@@ -175,21 +175,26 @@ def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.nd
     return np.empty((batch, m, n), dtype=dtype)
 
 
-def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False,
-          lapack: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lapack: bool = False,
+          check_finite: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Cholesky factors of a stack of Hermitian positive definite matrices, and LAPACK's ``info`` per matrix.
 
     The factor is in the ``lower`` (else upper) triangle; the other triangle is zero if ``clean``, else the input's.
     ``info[i] = k > 0`` means the k-th leading minor of matrix ``i`` is not positive definite; the rest of that
-    matrix's result is then unspecified. ``lapack`` runs SciPy's LAPACK on each matrix (its results to the bit).
+    matrix's result is then unspecified. ``lapack`` runs SciPy's LAPACK on each matrix (its results to the bit);
+    ``check_finite``, which only it takes (the interleaved kernel reads one triangle), raises SciPy's ValueError for
+    infinities or NaNs in ``a``.
     """
+    if check_finite and not lapack:
+        raise ValueError("the interleaved Cholesky kernel reads one triangle and cannot check the input: check first")
     _check_dtype(a)
     n = a.shape[-1]
     stack = as_stack(a)
     out = _output(*stack.shape, a.dtype, fortran)
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
     if out.size and lapack:
-        _lapack_loop("potrf_each", a.dtype, stack.shape[0], n, False, (stack, bool(lower), bool(clean), out, info))
+        _lapack_loop("potrf_each", a.dtype, stack.shape[0], n, check_finite,
+                     (stack, bool(lower), bool(clean), out, info))
     elif out.size:
         _launch("potrf", a.dtype, stack.shape[0], n, n, stack, bool(lower), bool(clean), out, info)
     return out.reshape(a.shape), info.reshape(a.shape[:-2])

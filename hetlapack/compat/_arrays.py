@@ -72,6 +72,13 @@ def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...]
     return Request(op, tuple(arr.shape), dtype, array_module(arr), features, device_name(arr), library), arr
 
 
+def scipy_qr_sizes(mode: str, m: int, n: int) -> tuple[int, int]:
+    """The columns of Q (0: no Q) and the rows of R that ``scipy.linalg.qr`` returns in ``mode`` (``'full'``,
+    ``'economic'`` or ``'r'``) for an ``m x n`` matrix."""
+    rows = min(m, n) if mode == "economic" else m
+    return (0 if mode == "r" else rows), rows
+
+
 def check_flags(*flags, values: np.ndarray | None = None) -> None:
     """SciPy hands f2py ``overwrite_a or copied`` (``overwrite_b`` alike), so f2py sees a flag's own value only when
     it is true, and rejects a non-integer one with this TypeError; the accelerated paths reject the same values the

@@ -59,11 +59,12 @@ def potrf(plan: Plan, a: np.ndarray, lower: bool, clean: bool, fortran: bool = F
     On the hybrid and gpu paths a failure raises SciPy's LinAlgError instead of returning info; the gpu path writes
     its result into ``a`` only where ``a`` is writable and Fortran-ordered (see :mod:`hetlapack.algorithms.whole`).
     On the batched path, ``fortran`` writes Fortran-ordered matrices (SciPy's layout) instead of C-ordered ones
-    (NumPy's). ``check_finite`` makes the gpu path's device check ``a`` for infinities and NaNs (SciPy's
-    ValueError); the other paths' callers check first.
+    (NumPy's). ``check_finite`` makes the gpu path's device, and the LAPACK loop as it copies each matrix, check
+    ``a`` for infinities and NaNs (SciPy's ValueError); the other paths' callers check first.
     """
     if plan.path == "batched":
-        return _batched().potrf(a, lower=lower, clean=clean, fortran=fortran, lapack=_lapack_loop(plan))
+        return _batched().potrf(a, lower=lower, clean=clean, fortran=fortran, lapack=_lapack_loop(plan),
+                                check_finite=check_finite)
     if plan.path == "gpu":
         a = _whole().potrf(a, lower=lower, clean=clean, device=_device(plan), check_finite=check_finite)
     else:

@@ -16,8 +16,8 @@ from scipy.linalg import LinAlgWarning
 from ..dispatch import Plan, choose
 from ..dtypes import lapack_dtype
 from . import _run
-from ._arrays import (check_flags, is_cupy, potrf_lower, potrs_lower, request, solve_batch, unshared_overwrite_b,
-                      upload_operand, validated, working_copy)
+from ._arrays import (check_flags, is_cupy, potrf_lower, potrs_lower, request, scipy_qr_sizes, solve_batch,
+                      unshared_overwrite_b, upload_operand, validated, working_copy)
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
@@ -80,13 +80,14 @@ def _operand(plan: Plan, a1: np.ndarray, original, dtype: np.dtype, overwrite_a:
 
 #: Paths that check their input for infinities and NaNs where they read it (``_run``'s ``check_finite``), by
 #: operation: the gpu path's device after the upload, and the batched LU and QR kernels as they gather each chunk
-#: (the batched Cholesky kernel reads one triangle, and SciPy checks both).
+#: (the interleaved Cholesky kernel reads one triangle, and SciPy checks both). The LAPACK loops check every
+#: matrix as they copy it, Cholesky's too.
 _CHECKED_WHERE_READ = {"potrf": frozenset({"gpu"}), "getrf": frozenset({"batched", "gpu"}),
                        "geqrf": frozenset({"batched", "gpu"}), "geqp3": frozenset({"batched"})}
 
 
 def _checked_where_read(plan: Plan) -> bool:
-    return plan.path in _CHECKED_WHERE_READ[plan.op]
+    return plan.path in _CHECKED_WHERE_READ[plan.op] or plan.kernels == "lapack"
 
 
 def _kernel_checked(plan: Plan, arr, check_finite: bool) -> np.ndarray:
@@ -475,10 +476,7 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     check_flags(overwrite_a, values=arr if check_finite else None)
     a1 = _kernel_checked(plan, arr, check_finite)
     work = _operand(plan, a1, a, dtype, overwrite_a)
-    m, n = work.shape[-2:]
-    k = min(m, n)
-    ncols = 0 if mode == "r" else k if mode == "economic" else m
-    rows = k if mode == "economic" else m
+    ncols, rows = scipy_qr_sizes(mode, *work.shape[-2:])
     if pivoting:  # a stack (one matrix stays on the host path): SciPy's batch loop returns a list
         q, r, p = _run.qr_pivoted(plan, work, ncols, rows, fortran=True, check_finite=check_finite)
         return [r, p] if mode == "r" else [q, r, p]

@@ -285,10 +285,10 @@ def _choose(req: Request, options: Options) -> Plan:
     kernels = None
     if "batched" not in unavailable:
         order = max(req.core)
-        kernels = model.batched_kernels(req.op, order, req.dtype, req.library, forced_path == "batched",
-                                        options.kernels)
+        kernels, why_not = model.batched_kernels(req.op, order, req.dtype, req.library, forced_path == "batched",
+                                                 options.kernels)
         if kernels is None:
-            unavailable["batched"] = model.no_batched_kernel(req.op, order, req.dtype, req.library)
+            unavailable["batched"] = why_not
         else:
             predicted["batched"] = model.predict_batched(req.op, *req.core, req.batch, req.dtype, kernels)
     # GPUs are looked for (CuPy imported, CUDA started) only where one LAPACK call on the host is predicted to take

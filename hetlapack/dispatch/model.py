@@ -92,37 +92,34 @@ def interleaved_max_n(op: str, dtype: np.dtype) -> int:
     return complex_ if np.dtype(dtype).kind == "c" else real
 
 
-def batched_kernels(op: str, order: int, dtype: np.dtype, library: str, forced_path: bool = False,
-                    forced: str | None = None) -> str | None:
-    """The kernels a batched plan runs for a stack of order-``order`` matrices: ``"interleaved"`` (our own
-    arithmetic, SIMD across matrices), ``"lapack"`` (SciPy's LAPACK on each matrix from compiled code, its results to
-    the bit) or ``None`` where SciPy's (or NumPy's, as ``library`` says) own function should run. The ``forced``
-    kernels run where ``op`` has them; a ``forced_path`` runs the faster kernel at this order where none would run
-    unforced."""
-    has = {"interleaved": op in INTERLEAVED_MAX_N, "lapack": op in LAPACK_LOOP_MAX_N}
-    if forced is not None and has[forced]:
-        return forced
-    interleaved = order <= interleaved_max_n(op, dtype)
-    if interleaved and dtype in BATCHED_DEFAULT_DTYPES:
-        return "interleaved"
-    if has["lapack"] and order <= LAPACK_LOOP_MAX_N[op] and (library == "scipy" or dtype in BATCHED_DEFAULT_DTYPES):
-        return "lapack"
-    if forced_path:
-        return "interleaved" if interleaved or not has["lapack"] else "lapack"
-    return None
-
-
 #: How a library whose function was called is spelled.
 LIBRARY_NAMES = {"scipy": "SciPy", "numpy": "NumPy"}
 
 
-def no_batched_kernel(op: str, order: int, dtype: np.dtype, library: str) -> str:
-    """Why :func:`batched_kernels` leaves a stack to the library's own function (unforced)."""
-    if order <= LAPACK_LOOP_MAX_N.get(op, 0):
-        return (f"{dtype} stacks stay on NumPy's LAPACK so results match it to the last bit (the LAPACK loop calls "
-                "SciPy's, another build; hetlapack.using(path='batched') runs the batched kernels anyway)")
-    return (f"matrices of order {order} > {LAPACK_LOOP_MAX_N.get(op, 0)}: {LIBRARY_NAMES[library]}'s call per matrix "
-            "wins (measured)")
+def batched_kernels(op: str, order: int, dtype: np.dtype, library: str, forced_path: bool = False,
+                    forced: str | None = None) -> tuple[str | None, str | None]:
+    """The kernels a batched plan runs for a stack of order-``order`` matrices, and ``None``; or ``None`` and why
+    SciPy's (or NumPy's, as ``library`` says) own function should run instead. The kernels are ``"interleaved"``
+    (our own arithmetic, SIMD across matrices) or ``"lapack"`` (SciPy's LAPACK on each matrix from compiled code,
+    its results to the bit). The ``forced`` kernels run where ``op`` has them; a ``forced_path`` runs the faster
+    kernel at this order where none would run unforced."""
+    has = {"interleaved": op in INTERLEAVED_MAX_N, "lapack": op in LAPACK_LOOP_MAX_N}
+    if forced is not None and has[forced]:
+        return forced, None
+    interleaved = order <= interleaved_max_n(op, dtype)
+    if interleaved and dtype in BATCHED_DEFAULT_DTYPES:
+        return "interleaved", None
+    loop_max = LAPACK_LOOP_MAX_N.get(op, 0)
+    bitwise_elsewhere = library != "scipy" and dtype not in BATCHED_DEFAULT_DTYPES
+    if order <= loop_max and not bitwise_elsewhere:
+        return "lapack", None
+    if forced_path:
+        return ("interleaved" if interleaved or not has["lapack"] else "lapack"), None
+    if order <= loop_max:
+        return None, (f"{dtype} stacks stay on {LIBRARY_NAMES[library]}'s LAPACK so results match it to the last "
+                      "bit (the LAPACK loop calls SciPy's, another build; hetlapack.using(path='batched') runs the "
+                      "batched kernels anyway)")
+    return None, f"matrices of order {order} > {loop_max}: {LIBRARY_NAMES[library]}'s call per matrix wins (measured)"
 
 
 _COMPLEX_FLOP_FACTOR = 4.0

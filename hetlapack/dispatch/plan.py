@@ -11,7 +11,8 @@ PATHS = ("host", "batched", "gpu", "hybrid")
 LAYOUTS = ("hgdd", "two-level")
 
 #: Kernels of the batched path, as a plan describes them.
-KERNELS = {"interleaved": "interleaved (hetlapack's own, SIMD across matrices)",
+KERNELS = {"interleaved": "interleaved (hetlapack's own, SIMD across matrices; solves past order 8-24 one matrix at "
+                          "a time)",
            "lapack": "LAPACK loop (SciPy's LAPACK on each matrix, from compiled code)"}
 
 

@@ -1,6 +1,6 @@
 """Matrix generators and LAPACK-style residual checks, shared by tests, benchmarks and users."""
 
-from .matrices import general, ill_conditioned, random_matrix, singular, spd
+from .matrices import general, ill_conditioned, layouts, random_matrix, singular, spd
 from .residuals import (
     cholesky_residual,
     lu_residual,
@@ -11,6 +11,7 @@ from .residuals import (
 __all__ = [
     "general",
     "ill_conditioned",
+    "layouts",
     "random_matrix",
     "singular",
     "spd",

@@ -55,3 +55,13 @@ def singular(n: int, rank: int | None = None, dtype: DTypeLike = np.float64, see
     a = general(n, dtype=dtype, seed=seed)
     a[:, rank:] = 0
     return a
+
+
+def layouts(a: np.ndarray) -> dict[str, np.ndarray]:
+    """The same array (a stack of matrices) in C order, in Fortran order, as a view strided along its first axis and
+    as a read-only copy: the layouts every routine must give one result for."""
+    strided = np.empty((a.shape[0] * 2, *a.shape[1:]), dtype=a.dtype)[::2]
+    strided[...] = a
+    readonly = a.copy()
+    readonly.flags.writeable = False
+    return {"C": np.ascontiguousarray(a), "F": np.asfortranarray(a), "strided": strided, "readonly": readonly}
