@@ -14,7 +14,7 @@ input exceeds ``MAX_INPUT_BYTES`` are skipped to keep the suite within minutes a
 On the batched path dispatch picks the kernels as it would unforced: the interleaved kernels for double-precision
 stacks up to their crossover order, the LAPACK loop (SciPy's LAPACK per matrix from compiled code) in single
 precision and past it. ``test_batched_large_orders`` times the factorizations at orders 96-384, where only the loop
-runs.
+runs. ``test_batched_lists`` times the list API (``hetlapack.batched``) on single-precision lists, on either kernel.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from threadpoolctl import threadpool_limits
 
 import hetlapack
 import hetlapack.linalg as la
+from hetlapack import batched
 from hetlapack.testing.matrices import random_matrix
 
 QUICK = os.environ.get("HETLAPACK_BENCH_QUICK") == "1"
@@ -55,10 +56,11 @@ def copy_bandwidth() -> float:
 
 @functools.lru_cache(maxsize=2)
 def stack(kind: str, dtype: type, n: int, batch: int) -> np.ndarray:
-    """A read-only stack of ``batch`` random (``kind='general'``) or SPD matrices of order ``n``."""
+    """A read-only stack of ``batch`` random (``kind='general'``) or Hermitian positive definite matrices of order
+    ``n``."""
     a = random_matrix((batch, n, n), dtype, seed=n)
     if kind == "spd":
-        a = a @ np.swapaxes(a, -1, -2) / n + np.eye(n, dtype=dtype)
+        a = a @ np.swapaxes(a, -1, -2).conj() / n + np.eye(n, dtype=dtype)
     a.flags.writeable = False
     return a
 
@@ -179,3 +181,35 @@ def test_batched_large_orders(benchmark, op, peer, dtype, n):
     threads sharing the matrices and SciPy's Python loop differ: the LAPACK loop against SciPy's loop, NumPy's and
     torch's."""
     _measure(benchmark, op, peer, dtype, n, LARGE_BATCH, rounds=3)
+
+
+#: Orders and list lengths of :func:`test_batched_lists`.
+LIST_CASES = [(4, 10_000), (16, 5_000)] if QUICK else [(4, 10_000), (16, 5_000), (64, 1_000)]
+
+#: The list API's calls (``hetlapack.batched``), with SciPy's loop over the same list as the peer.
+LIST_CALLS = {"cholesky": (batched.cholesky, sla.cholesky), "lu_factor": (batched.lu_factor, sla.lu_factor),
+              "qr": (batched.qr, sla.qr)}
+
+
+@pytest.mark.parametrize(("n", "count"), LIST_CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("kernels", ["lapack", "interleaved", "scipy"])
+@pytest.mark.parametrize("op", list(LIST_CALLS))
+def test_batched_lists(benchmark, op, kernels, dtype, n, count):
+    """Lists of single-precision matrices (``hetlapack.batched``, its Python bookkeeping included) on the LAPACK
+    loop, which dispatch picks for them, on the interleaved kernels, and SciPy's loop over the list."""
+    ours, scipys = LIST_CALLS[op]
+    matrices = list(stack("spd" if op == "cholesky" else "general", dtype, n, count))
+    if kernels == "scipy":
+        def call():
+            return [scipys(a) for a in matrices]
+    else:
+        def call():
+            with hetlapack.using(kernels=kernels):
+                return ours(matrices)
+    benchmark.group = f"list {op} {np.dtype(dtype).name} n={n} count={count}"
+    with threadpool_limits(THREADS):
+        call()
+        benchmark.pedantic(call, rounds=3 if kernels == "scipy" else 5, warmup_rounds=1)
+    benchmark.extra_info.update({"op": f"list {op} {np.dtype(dtype).name}", "n": n, "peer": kernels,
+                                 "ns_per_matrix": benchmark.stats.stats.min / count * 1e9})

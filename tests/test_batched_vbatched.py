@@ -10,7 +10,10 @@ import scipy.linalg as sla
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
+import hetlapack
 from hetlapack import batched
+from hetlapack.batched import kernels
+from hetlapack.runtime.blas_threads import one_thread_per_call
 from hetlapack.testing.matrices import LAPACK_DTYPES, random_matrix, spd
 
 
@@ -99,15 +102,59 @@ def test_pivoted_qr_every_mode_is_scipys_bit_for_bit(mode):
     mats = _mixed_general()
     mats += [np.outer(np.arange(1.0, n + 1), np.arange(n, 0.0, -1)).astype(a.dtype) for n, a in zip((3, 5), mats)]
 
-    def flat(result: tuple) -> list[np.ndarray]:
-        return [x for item in result for x in (item if isinstance(item, tuple) else (item,))]
-
     for index, (a, got) in enumerate(zip(mats, batched.qr(mats, mode=mode, pivoting=True))):
         expected = sla.qr(a, mode=mode, pivoting=True)
         assert len(got) == len(expected)
-        for actual, reference in zip(flat(got), flat(expected)):
+        for actual, reference in zip(_flat(got), _flat(expected)):
             assert actual.shape == reference.shape and actual.dtype == reference.dtype
             np.testing.assert_array_equal(actual, reference, err_msg=f"matrix {index}")
+
+
+def _flat(result) -> list[np.ndarray]:
+    return [x for item in (result if isinstance(result, (tuple, list)) else (result,))
+            for x in (item if isinstance(item, tuple) else (item,))]
+
+
+def test_loop_groups_are_scipys_bit_for_bit():
+    """Single precision at any order, and double-precision factorizations past the interleaved kernels' orders, run
+    the LAPACK loop: every factor, pivot and solution is SciPy's own (on one BLAS thread, as the loop runs). Double
+    solves of order 53 stay interleaved (to rounding, as :func:`test_solves_match_scipy_with_vectors_and_matrices`).
+    """
+    sizes_dtypes = [(n, dtype) for n in (1, 5, 13) for dtype in (np.float32, np.complex64)]
+    sizes_dtypes += [(53, np.float64), (53, np.complex128)]
+    mats = [spd(n, dtype, seed=index) for index, (n, dtype) in enumerate(sizes_dtypes)]
+    bs = [random_matrix((a.shape[0], 2), a.dtype, seed=index) for index, a in enumerate(mats)]
+    factors = batched.cholesky(mats, lower=True)
+    lus = batched.lu_factor(mats)
+    results = [("cholesky", factors, lambda a: sla.cholesky(a, lower=True)),
+               ("lu_factor", lus, sla.lu_factor),
+               ("qr", batched.qr(mats, mode="economic"), lambda a: sla.qr(a, mode="economic")),
+               ("cho_solve", batched.cho_solve(factors, bs, lower=True),
+                lambda index: sla.cho_solve((factors[index], True), bs[index])),
+               ("lu_solve", batched.lu_solve(lus, bs, trans=1),
+                lambda index: sla.lu_solve(lus[index], bs[index], trans=1))]
+    with one_thread_per_call():
+        for name, got, scipy_call in results:
+            for index, (a, result) in enumerate(zip(mats, got)):
+                if name.endswith("solve") and a.dtype.char in "dD":
+                    continue
+                expected = scipy_call(index) if name.endswith("solve") else scipy_call(a)
+                for actual, reference in zip(_flat(result), _flat(expected), strict=True):
+                    assert actual.dtype == reference.dtype
+                    np.testing.assert_array_equal(actual, reference, err_msg=f"{name}, matrix {index}")
+
+
+def test_forced_kernels_run_for_every_group():
+    """``using(kernels="interleaved")`` runs single precision on the interleaved kernels, as the stacked path."""
+    mats = [spd(6, np.float32, seed=index) for index in range(4)]
+    with hetlapack.using(kernels="interleaved"):
+        factors = batched.cholesky(mats)
+        (lu, piv), *_ = batched.lu_factor(mats)
+    expected, _ = kernels.potrf(np.array(mats), lower=False, clean=True)
+    np.testing.assert_array_equal(np.array(factors), expected)
+    expected_lu, expected_piv, _ = kernels.getrf(np.array(mats[:1]))
+    np.testing.assert_array_equal(lu, expected_lu[0])
+    np.testing.assert_array_equal(piv, expected_piv[0])
 
 
 def test_solves_match_scipy_with_vectors_and_matrices():

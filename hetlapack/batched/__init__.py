@@ -1,12 +1,17 @@
 """Batched factorizations of many small matrices, including variable-size batches (MAGMA's *vbatched*).
 
 Every function takes a sequence of 2-D arrays, which may differ in shape and dtype, and returns a list with one
-result per matrix, each equal (to rounding; pivots exactly) to what the matching ``scipy.linalg`` function returns
-for that matrix alone. Internally the matrices are grouped by shape and dtype and each group runs through one
-compiled, interleaved kernel of :mod:`hetlapack.batched.kernels` (seed 004). The kernels take ~0.1-0.5 µs per 8x8
-matrix; the list's Python bookkeeping (validation, grouping, stacking, splitting) adds 2-3 µs per matrix, still a
-fraction of a SciPy loop's per-call cost. Same-size matrices already in one ``(..., n, n)`` array should go to the
-stacked path (``hetlapack.linalg`` or :mod:`~hetlapack.batched.kernels`), which skips that bookkeeping.
+result per matrix, each what the matching ``scipy.linalg`` function returns for that matrix alone. Internally the
+matrices are grouped by shape and dtype, and each group runs through one call of :mod:`hetlapack.batched.kernels`
+on the kernels dispatch picks for a stack of that order and dtype (``hetlapack.using(kernels=...)`` forces either):
+- the interleaved kernels (seed 004) for small double-precision matrices, equal to SciPy's results to rounding
+  (pivots exactly), at ~0.1-0.5 µs per 8x8 matrix;
+- the LAPACK loop (SciPy's LAPACK on each matrix from compiled code) for single precision and larger orders, equal
+  to SciPy's results (on one BLAS thread) to the bit. ``qr``'s ``mode='raw'`` has no loop and runs interleaved.
+
+The list's Python bookkeeping (validation, grouping, stacking, splitting) adds 2-3 µs per matrix, still a fraction
+of a SciPy loop's per-call cost. Same-size matrices already in one ``(..., n, n)`` array should go to the stacked
+path (``hetlapack.linalg`` or :mod:`~hetlapack.batched.kernels`), which skips that bookkeeping.
 
 Failures name the matrix: ``LinAlgError("matrix 17: 3-th leading minor of the array is not positive definite")``.
 A caller who expects some failures (a million small solves of which a few are not positive definite) passes
@@ -27,6 +32,7 @@ from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
 from ..compat._arrays import scipy_qr_sizes
+from ..dispatch import current, model
 from ..dtypes import lapack_dtype
 from . import kernels
 
@@ -75,6 +81,14 @@ def _grouped_stacks(check_finite: bool, *arrays_per_matrix: list[np.ndarray]) ->
         if bad:
             raise ValueError(f"matrix {min(bad)}: array must not contain infs or NaNs")
     return stacked
+
+
+def _lapack_loop(op: str, stack: np.ndarray) -> bool:
+    """Whether a group runs the LAPACK loop: the kernels dispatch picks for a stack of its order and dtype, or those
+    ``hetlapack.using(kernels=...)`` forces."""
+    kernels_, _ = model.batched_kernels(op, max(stack.shape[-2:]), stack.dtype, "scipy", forced_path=True,
+                                        forced=current().kernels)
+    return kernels_ == "lapack"
 
 
 def _first_failure(info: np.ndarray) -> int | None:
@@ -131,7 +145,7 @@ def cholesky(matrices: Sequence, lower: bool = False, *, check_finite: bool = Tr
     info = np.zeros(len(arrays), dtype=kernels.INDEX_DTYPE)
     _empty_results(arrays, factors, lambda a: sla.cholesky(a, lower=lower))
     for indices, (stack,) in _grouped_stacks(check_finite, arrays):
-        c, group_info = kernels.potrf(stack, lower=lower, clean=True)
+        c, group_info = kernels.potrf(stack, lower=lower, clean=True, lapack=_lapack_loop("potrf", stack))
         info[indices] = group_info
         for index, factor in zip(indices, c):
             factors[index] = factor
@@ -186,7 +200,7 @@ def lu_factor(matrices: Sequence, *, check_finite: bool = True,
     info = np.zeros(len(arrays), dtype=kernels.INDEX_DTYPE)
     _empty_results(arrays, factors, sla.lu_factor)
     for indices, (stack,) in _grouped_stacks(check_finite, arrays):
-        lu, piv, group_info = kernels.getrf(stack)
+        lu, piv, group_info = kernels.getrf(stack, lapack=_lapack_loop("getrf", stack))
         info[indices] = group_info
         for index, lu_i, piv_i in zip(indices, lu, piv):
             factors[index] = (lu_i, piv_i)
@@ -210,7 +224,7 @@ def _qr_results(stack: np.ndarray, mode: str, pivoting: bool) -> list[tuple]:
         qr_stack, tau = kernels.geqrf(stack)
         r = np.triu(qr_stack[:, :min(stack.shape[-2:]), :])
         return [((qr_i, tau_i), r_i) for qr_i, tau_i, r_i in zip(qr_stack, tau, r)]
-    q, r = kernels.qr(stack, ncols, rows)
+    q, r = kernels.qr(stack, ncols, rows, lapack=_lapack_loop("geqrf", stack))
     if mode == "r":
         return [(r_i,) for r_i in r]
     return list(zip(q, r))
@@ -334,7 +348,8 @@ def cho_solve(factors: Sequence, bs: Sequence, lower: bool = False, *, check_fin
     [[0.125, 0.25], [2.0]]
     """
     arrays = _square_factors(factors)
-    return _solve_grouped(arrays, None, bs, check_finite, lambda c, b: kernels.potrs(c, b, lower=lower),
+    return _solve_grouped(arrays, None, bs, check_finite,
+                          lambda c, b: kernels.potrs(c, b, lower=lower, lapack=_lapack_loop("potrs", c)),
                           lambda index: sla.cho_solve((arrays[index], lower), bs[index]))
 
 
@@ -370,5 +385,6 @@ def lu_solve(factors: Sequence[tuple], bs: Sequence, trans: int = 0, *, check_fi
     for index, (lu, piv) in enumerate(zip(lus, pivots)):
         if piv.shape != (lu.shape[0],):
             raise ValueError(f"matrix {index}: pivots of shape {piv.shape} do not match lu of shape {lu.shape}")
-    return _solve_grouped(lus, pivots, bs, check_finite, lambda lu, piv, b: kernels.getrs(lu, piv, b, trans=trans),
+    return _solve_grouped(lus, pivots, bs, check_finite,
+                          lambda lu, piv, b: kernels.getrs(lu, piv, b, trans=trans, lapack=_lapack_loop("getrs", lu)),
                           lambda index: sla.lu_solve((lus[index], pivots[index]), bs[index], trans=trans))
