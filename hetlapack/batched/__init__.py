@@ -86,9 +86,9 @@ def _grouped_stacks(check_finite: bool, *arrays_per_matrix: list[np.ndarray]) ->
 def _lapack_loop(op: str, stack: np.ndarray) -> bool:
     """Whether a group runs the LAPACK loop: the kernels dispatch picks for a stack of its order and dtype, or those
     ``hetlapack.using(kernels=...)`` forces."""
-    kernels_, _ = model.batched_kernels(op, max(stack.shape[-2:]), stack.dtype, "scipy", forced_path=True,
-                                        forced=current().kernels)
-    return kernels_ == "lapack"
+    chosen, _ = model.batched_kernels(op, max(stack.shape[-2:]), stack.dtype, "scipy", forced_path=True,
+                                      forced=current().kernels)
+    return chosen == "lapack"
 
 
 def _first_failure(info: np.ndarray) -> int | None:
