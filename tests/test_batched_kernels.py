@@ -429,3 +429,15 @@ def test_lapack_loop_reports_lapack_info_and_nonfinite_inputs(dtype):
                                        lapack=True)):
         with pytest.raises(ValueError, match="infs or NaNs"):
             call()
+
+
+@pytest.mark.parametrize("lapack_loop", [False, True], ids=["interleaved", "lapack"])
+def test_cholesky_checks_both_triangles_on_either_kernel(lapack_loop):
+    """``check_finite`` raises SciPy's ValueError for a NaN in the triangle a lower Cholesky does not read, as SciPy
+    checks the whole matrix; without it the factor is computed from the triangle read."""
+    a = spd(6, np.float64, seed=4, batch=(BATCH,))
+    a[7, 0, 4] = np.nan
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        kernels.potrf(a, lower=True, clean=True, lapack=lapack_loop, check_finite=True)
+    c, info = kernels.potrf(a, lower=True, clean=True, lapack=lapack_loop)
+    assert not info.any() and np.isfinite(c).all()

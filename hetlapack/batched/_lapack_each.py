@@ -78,7 +78,7 @@ def getrf_each(a, out, piv_out, info_out, nonfinite, getrf, threads):
 @numba.njit(parallel=True, **JIT_OPTIONS)
 def potrs_each(c, lower, rhs, out, nonfinite, potrs, threads):
     """``potrs`` on each system (SciPy's ``cho_solve``) from the Cholesky factor in ``c``'s ``lower`` (else upper)
-    triangle; checks the right-hand sides."""
+    triangle; checks the right-hand sides where asked."""
     batch, n, nrhs = out.shape
     for thread in numba.prange(threads):
         start, stop = chunk_range(thread, threads, batch)
@@ -88,7 +88,7 @@ def potrs_each(c, lower, rhs, out, nonfinite, potrs, threads):
         for b in range(start, stop):
             if not copy_checked(rhs, b, x) and flag_nonfinite(nonfinite, thread):
                 continue
-            copy_checked(c, b, factor)
+            factor[:, :] = c[b]
             potrs(uplo.ctypes, n_.ctypes, nrhs_.ctypes, factor.ctypes, n_.ctypes, x.ctypes, n_.ctypes, info.ctypes)
             out[b] = x
 
@@ -108,7 +108,7 @@ def getrs_each(lu, piv, rhs, trans, out, nonfinite, getrs, threads):
         for b in range(start, stop):
             if not copy_checked(rhs, b, x) and flag_nonfinite(nonfinite, thread):
                 continue
-            copy_checked(lu, b, factor)
+            factor[:, :] = lu[b]
             ipiv[:] = piv[b]
             ipiv += 1
             getrs(code.ctypes, n_.ctypes, nrhs_.ctypes, factor.ctypes, n_.ctypes, ipiv.ctypes, x.ctypes, n_.ctypes,

@@ -181,15 +181,16 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
 
     The factor is in the ``lower`` (else upper) triangle; the other triangle is zero if ``clean``, else the input's.
     ``info[i] = k > 0`` means the k-th leading minor of matrix ``i`` is not positive definite; the rest of that
-    matrix's result is then unspecified. ``lapack`` runs SciPy's LAPACK on each matrix (its results to the bit);
-    ``check_finite``, which only it takes (the interleaved kernel reads one triangle), raises SciPy's ValueError for
-    infinities or NaNs in ``a``.
+    matrix's result is then unspecified. ``lapack`` runs SciPy's LAPACK on each matrix (its results to the bit).
+    ``check_finite`` raises SciPy's ValueError for infinities or NaNs anywhere in ``a`` (both triangles, as SciPy
+    checks): the LAPACK loop checks each matrix as it copies it, the interleaved kernel, which reads one triangle,
+    in a pass of its own first.
     """
-    if check_finite and not lapack:
-        raise ValueError("the interleaved Cholesky kernel reads one triangle and cannot check the input: check first")
     _check_dtype(a)
     n = a.shape[-1]
     stack = as_stack(a)
+    if check_finite and not lapack and not np.isfinite(stack).all():
+        raise ValueError("array must not contain infs or NaNs")
     out = _output(*stack.shape, a.dtype, fortran)
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
     if out.size and lapack:

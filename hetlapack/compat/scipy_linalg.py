@@ -78,16 +78,14 @@ def _operand(plan: Plan, a1: np.ndarray, original, dtype: np.dtype, overwrite_a:
     return working_copy(a1, original, dtype, overwrite_a)
 
 
-#: Paths that check their input for infinities and NaNs where they read it (``_run``'s ``check_finite``), by
-#: operation: the gpu path's device after the upload, and the batched LU and QR kernels as they gather each chunk
-#: (the interleaved Cholesky kernel reads one triangle, and SciPy checks both). The LAPACK loops check every
-#: matrix as they copy it, Cholesky's too.
-_CHECKED_WHERE_READ = {"potrf": frozenset({"gpu"}), "getrf": frozenset({"batched", "gpu"}),
-                       "geqrf": frozenset({"batched", "gpu"}), "geqp3": frozenset({"batched"})}
+#: Paths that check their input for infinities and NaNs where they read it (``_run``'s ``check_finite``): the gpu
+#: path's device after the upload, and the batched kernels as they read each matrix. The hybrid path's callers
+#: check first.
+_CHECKED_WHERE_READ = frozenset({"batched", "gpu"})
 
 
 def _checked_where_read(plan: Plan) -> bool:
-    return plan.path in _CHECKED_WHERE_READ[plan.op] or plan.kernels == "lapack"
+    return plan.path in _CHECKED_WHERE_READ
 
 
 def _kernel_checked(plan: Plan, arr, check_finite: bool) -> np.ndarray:
