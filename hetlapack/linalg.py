@@ -26,7 +26,11 @@ __all__ = sorted({*_scipy_linalg.__all__, *_OWN})
 
 
 def __getattr__(name: str):
-    """Every name hetlapack does not define falls through to ``scipy.linalg``."""
+    """Every name hetlapack does not define falls through to ``scipy.linalg``, except its ``__path__``: this module
+    is no package, so ``import hetlapack.linalg.lapack`` fails rather than load a second copy of SciPy's module
+    (``hetlapack.linalg.lapack`` as an attribute is SciPy's own)."""
+    if name == "__path__":
+        raise AttributeError(f"module 'hetlapack.linalg' has no attribute {name!r}")
     try:
         return getattr(_scipy_linalg, name)
     except AttributeError:

@@ -22,3 +22,19 @@ def test_star_import_gives_scipy_linalgs_names_and_hetlapacks_own():
     exec("from hetlapack.linalg import *", names)
     assert set(scipy.linalg.__all__) <= set(names)
     assert names["solve"] is scipy.linalg.solve and names["cholesky"] is ours.cholesky and "using" in names
+
+
+def test_scipys_submodules_are_attributes_not_second_copies():
+    """``hetlapack.linalg`` is a module, not a package: SciPy's submodules are reached as its attributes, and an
+    import of one by the drop-in's name fails instead of loading a duplicate (with duplicate warning classes)."""
+    import importlib
+
+    import pytest
+    import scipy.linalg
+
+    import hetlapack.linalg as la
+
+    assert la.lapack is scipy.linalg.lapack and la.LinAlgWarning is scipy.linalg.LinAlgWarning
+    with pytest.raises(ModuleNotFoundError, match="not a package"):
+        importlib.import_module("hetlapack.linalg.lapack")
+    assert "hetlapack.linalg.lapack" not in sys.modules
