@@ -67,6 +67,15 @@ def test_unknown_path_and_bad_options_raise():
     with pytest.raises(ValueError, match="devices must name at least one device"):
         with hetlapack.using(path="hybrid", devices=[]):
             pass
+    for devices in ("cpu", "cpu,emulated:0", 5):
+        with pytest.raises(TypeError, match="devices must be a sequence of device names or devices"):
+            with hetlapack.using(path="hybrid", devices=devices):
+                pass
+
+
+def test_numpy_integers_are_tile_orders():
+    with hetlapack.using(tile=np.int64(128)) as options:
+        assert options.tile == 128 and type(options.tile) is int
 
 
 def test_env_var_forces_path(monkeypatch):

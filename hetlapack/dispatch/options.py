@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import numbers
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from .plan import KERNELS, LAYOUTS, PATHS
@@ -32,6 +33,22 @@ _current: contextvars.ContextVar[Options] = contextvars.ContextVar("hetlapack_op
 def _check_path(path: str | None, source: str) -> None:
     if path is not None and path not in PATHS:
         raise ValueError(f"{source}: unknown path {path!r}; expected one of {', '.join(PATHS)}")
+
+
+def _checked_tile(tile) -> int:
+    if isinstance(tile, bool) or not isinstance(tile, numbers.Integral) or tile < 1:
+        raise ValueError(f"using: tile must be a positive integer, got {tile!r}")
+    return int(tile)
+
+
+def _checked_devices(devices) -> tuple:
+    if isinstance(devices, str) or not isinstance(devices, Iterable):
+        raise TypeError("using: devices must be a sequence of device names or devices, e.g. ['cpu', 'emulated:0'], "
+                        f"got {devices!r}")
+    devices = tuple(devices)
+    if not devices:
+        raise ValueError("using: devices must name at least one device (None keeps the detected ones)")
+    return devices
 
 
 def current() -> Options:
@@ -70,10 +87,8 @@ def using(
     ...     c = hetlapack.cholesky(np.eye(3) * 4)
     """
     _check_path(path, "using")
-    if tile is not None and (isinstance(tile, bool) or not isinstance(tile, int) or tile < 1):
-        raise ValueError(f"using: tile must be a positive integer, got {tile!r}")
-    if devices is not None and not len(devices):
-        raise ValueError("using: devices must name at least one device (None keeps the detected ones)")
+    tile = _checked_tile(tile) if tile is not None else None
+    devices = _checked_devices(devices) if devices is not None else None
     if placement is not None and placement not in ("owner", "capability"):
         raise ValueError(f"using: placement must be 'owner' or 'capability', got {placement!r}")
     if layout is not None and layout not in LAYOUTS:
@@ -84,7 +99,7 @@ def using(
     options = Options(
         path=path if path is not None else outer.path,
         tile=tile if tile is not None else outer.tile,
-        devices=tuple(devices) if devices is not None else outer.devices,
+        devices=devices if devices is not None else outer.devices,
         placement=placement if placement is not None else outer.placement,
         layout=layout if layout is not None else outer.layout,
         kernels=kernels if kernels is not None else outer.kernels,
