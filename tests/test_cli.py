@@ -85,6 +85,9 @@ def test_mpi_demo_refuses_bad_arguments(argv, capsys):
     (["calibrate", "--devices", "gpu:7", "--no-save"], 2, "unknown device 'gpu:7'"),
     (["simulate", "--devices", "nosuch:3", "--n", "1000"], 2, "unknown device profile 'nosuch'"),
     (["trace", "cholesky", "--n", "64", "--tile", "32", "--output", "/proc/hetlapack-cannot-write"], 1, "error:"),
+    (["simulate", "--devices", "sandybridge:2/4", "--n", "1000"], 2, "4 workers on 2 cores"),
+    (["simulate", "qr", "--nodes", "4", "--n", "1000"], 2, "distributed Cholesky only, not qr"),
+    (["simulate", "--nodes", "4", "--dtype", "complex64", "--devices", "k20c"], 2, "--devices, --dtype would be"),
 ])
 def test_bad_values_end_in_one_line_not_a_traceback(argv, status, text, capsys):
     with pytest.raises(SystemExit) as exit_:

@@ -21,6 +21,11 @@ from ..simulator import (
 )
 from . import positive_int
 
+#: Options of a single-node simulation, with their defaults; ``--nodes`` (a distributed float64 Cholesky on the
+#: ``--node`` composition) refuses any other value rather than ignore it.
+SINGLE_NODE_DEFAULTS = {"m": None, "devices": "sandybridge:16,k20c", "layout": "hgdd", "placement": "owner",
+                        "path": "hybrid", "paths": False, "dtype": "float64"}
+
 
 def register(subparsers) -> None:
     """Add the ``simulate`` subcommand."""
@@ -30,16 +35,17 @@ def register(subparsers) -> None:
                         help="factorization (default cholesky)")
     parser.add_argument("--n", type=positive_int, default=30000, help="matrix order (default 30000)")
     parser.add_argument("--m", type=positive_int, default=None, help="rows, for a rectangular LU or QR (default n)")
-    parser.add_argument("--devices", default="sandybridge:16,k20c",
+    parser.add_argument("--devices", default=SINGLE_NODE_DEFAULTS["devices"],
                         help="profiles: name[:N[/W]],... N = cores of a CPU (W workers) or count of an "
                              "accelerator; 'cpu' is this machine (default sandybridge:16,k20c)")
-    parser.add_argument("--layout", choices=LAYOUTS, default="hgdd")
-    parser.add_argument("--placement", choices=["owner", "capability"], default="owner")
-    parser.add_argument("--path", choices=PATHS, default="hybrid", help="hybrid: panels on the CPU; gpu: all on "
-                        "the accelerators (the CPU idles)")
+    parser.add_argument("--layout", choices=LAYOUTS, default=SINGLE_NODE_DEFAULTS["layout"])
+    parser.add_argument("--placement", choices=["owner", "capability"], default=SINGLE_NODE_DEFAULTS["placement"])
+    parser.add_argument("--path", choices=PATHS, default=SINGLE_NODE_DEFAULTS["path"],
+                        help="hybrid: panels on the CPU; gpu: all on the accelerators (the CPU idles)")
     parser.add_argument("--paths", action="store_true", help="compare the hybrid and gpu paths (time and energy)")
     parser.add_argument("--tile", type=positive_int, default=None, help="tile order (default: dispatch's choice)")
-    parser.add_argument("--dtype", default="float64", choices=["float32", "float64", "complex64", "complex128"])
+    parser.add_argument("--dtype", default=SINGLE_NODE_DEFAULTS["dtype"],
+                        choices=["float32", "float64", "complex64", "complex128"])
     parser.add_argument("--nodes", type=positive_int, default=None,
                         help="simulate a distributed Cholesky on this many nodes")
     parser.add_argument("--node", default="keeneland", help="node composition for --nodes (default keeneland)")
@@ -71,11 +77,23 @@ def _write(prediction: Prediction, output: Path, stem: str) -> None:
     print(f"wrote {png_path} and {json_path}")
 
 
+def _check_distributed(args: argparse.Namespace) -> None:
+    """Refuse the options ``--nodes`` does not simulate (a distributed float64 Cholesky of a ``--node``
+    composition), which would otherwise be ignored without a word."""
+    if args.op != "cholesky":
+        raise ValueError(f"--nodes simulates a distributed Cholesky only, not {args.op}")
+    refused = [f"--{name}" for name, default in SINGLE_NODE_DEFAULTS.items() if getattr(args, name) != default]
+    if refused:
+        raise ValueError(f"--nodes simulates a float64 Cholesky on --node's devices; {', '.join(refused)} "
+                         "would be ignored")
+
+
 def run(args: argparse.Namespace) -> int:
     """Simulate and report; every number printed is a model prediction."""
     if args.list:
         return _list(args.profiles)
     if args.nodes:
+        _check_distributed(args)
         prediction = simulate_distributed(args.n, args.nodes, node=args.node, interconnect=args.interconnect,
                                           tile=args.tile or 4096, profiles=args.profiles, progress=True)
         print("PREDICTED (model, not measured):", prediction.summary().splitlines()[0])

@@ -85,6 +85,9 @@ class ModeledDevice:
             raise ValueError(f"a modeled device's kind must be 'cpu', 'accelerator' or 'node', got {self.kind!r}")
         if self.workers < 1 or self.cores < 1:
             raise ValueError(f"{self.name}: workers and cores must be positive")
+        if self.kind == "cpu" and self.workers > self.cores:
+            raise ValueError(f"{self.name}: {self.workers} workers on {self.cores} cores; a CPU's workers share its "
+                             "cores, at most one worker a core")
         self.kernels = {k: v if isinstance(v, (int, float)) else tuple((float(t), float(r)) for t, r in v)
                         for k, v in self.kernels.items()}
         flat = [v for v in self.kernels.values() if isinstance(v, float | int)]
