@@ -75,6 +75,20 @@ def test_demo_entry_point_runs_all_three_routines():
         assert residual < 50, line
 
 
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("args", "status", "message"), [
+    (["--grid", "3x3"], 2, "grid shape (3, 3) does not match the communicator's 2 ranks"),
+    (["--json", "no-such-folder/results.json"], 1, "No such file or directory"),
+])
+def test_demo_entry_point_reports_bad_arguments_in_one_line(args, status, message):
+    result = _launch(2, ["-m", "hetlapack.mpi", "demo", "--n", "16", *args], timeout=90)
+    assert result.returncode == status, result.stdout[-4000:]
+    assert "Traceback" not in result.stdout, result.stdout[-4000:]
+    lines = [line for line in result.stdout.splitlines() if "error:" in line]
+    assert len(lines) == 1 and message in lines[0], result.stdout[-4000:]
+
+
 def test_import_hetlapack_mpi_does_not_import_mpi4py():
     code = "import sys, hetlapack, hetlapack.mpi; assert 'mpi4py' not in sys.modules, 'mpi4py imported'"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60,

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from ..commands import positive_int
-from ._comm import mpi, reset_traffic, traffic
+from ._comm import agreed, mpi, reset_traffic, traffic
 from .grid import ProcessGrid
 from .linalg import cho_solve, cholesky, lu_factor, lu_solve, qr
 from .matrix import DEFAULT_BLOCK, DistributedMatrix
@@ -127,8 +127,28 @@ def main(argv: list[str] | None = None) -> None:
     demo.add_argument("--repeat", type=positive_int, default=1, help="factor this many times, report the best time")
     demo.add_argument("--json", default=None, help="write every rank's results to this file (on rank 0)")
     args = parser.parse_args(argv)
+    try:
+        grid = _demo_grid(args)
+    except (ValueError, OSError) as error:
+        first = mpi().COMM_WORLD.rank == 0
+        message = f"{parser.prog} demo: error: {error}\n" if first else None
+        parser.exit(2 if isinstance(error, ValueError) else 1, message)
+    demo_command(args, grid)
 
+
+def _demo_grid(args: argparse.Namespace) -> ProcessGrid:
+    """The demo's process grid, once every rank knows that ``--grid`` fits the ranks (``ValueError`` otherwise) and
+    that ``--json`` can be written (``OSError``), before any work."""
     grid = ProcessGrid.create(shape=args.grid)
+    if args.json:
+        with agreed(grid.comm):
+            if grid.comm.rank == 0:
+                open(args.json, "w").close()
+    return grid
+
+
+def demo_command(args: argparse.Namespace, grid: ProcessGrid) -> None:
+    """The ``demo`` subcommand: each routine in turn, a summary line per routine on rank 0 (and ``--json``)."""
     dtype = np.dtype(args.dtype)
     results = []
     for routine in args.routines:

@@ -7,6 +7,7 @@ Arguments, defaults, results, warnings and error texts follow ``scipy.linalg``; 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 from numpy.linalg import LinAlgError
@@ -128,13 +129,23 @@ def qr(a: DistributedMatrix, overwrite_a: bool = False, mode: str = "full", chec
     return form_q(work, t_factors, min(m, n) if mode == "economic" else m), r_factor
 
 
-def _rhs(b, dtype: np.dtype, n: int) -> np.ndarray:
-    """The right-hand side replicated on every rank, as a Fortran-ordered 2-D array of the common dtype."""
-    full = _solve.replicate(b) if isinstance(b, DistributedMatrix) else np.asarray(b)
-    if full.shape[0] != n:
-        raise ValueError(f"shapes of a {(n, n)} and b {full.shape} are incompatible")
+def _rhs(b, factor: DistributedMatrix, mismatch: Callable[[tuple], str]) -> np.ndarray:
+    """The right-hand side replicated on every rank, as a Fortran-ordered 2-D array of the common dtype.
+
+    A ``b`` of the wrong shape on any rank (``None`` where only the root holds it) raises ``ValueError(mismatch(its
+    shape))``, SciPy's text, on every rank.
+    """
+    comm, n = factor.grid.comm, factor.shape[0]
+    distributed = comm.allgather(isinstance(b, DistributedMatrix))
+    if any(distributed) and not all(distributed):
+        raise ValueError("b must be a DistributedMatrix on every rank or on none")
+    full = _solve.replicate(b) if distributed[0] else None
+    with agreed(comm):
+        full = np.asarray(b) if full is None else full
+        if full.ndim == 0 or full.shape[0] != n:
+            raise ValueError(mismatch(full.shape))
     columns = int(np.prod(full.shape[1:]))
-    return np.array(full.reshape(n, columns), dtype=lapack_dtype(dtype, full.dtype), order="F")
+    return np.array(full.reshape(n, columns), dtype=lapack_dtype(factor.dtype, full.dtype), order="F")
 
 
 def _result(b, x: np.ndarray):
@@ -151,7 +162,7 @@ def cho_solve(c_and_lower: tuple[DistributedMatrix, bool], b) -> DistributedMatr
     on every rank). The right-hand side is replicated during the solve; the factor never moves.
     """
     c, lower = c_and_lower
-    x = _rhs(b, c.dtype, c.shape[0])
+    x = _rhs(b, c, lambda shape: f"incompatible dimensions ({c.shape} and {shape})")
     first, second = ((True, 0), (True, 2)) if lower else ((False, 2), (False, 0))
     _solve.trsm(c, x, lower=first[0], trans=first[1])
     _solve.trsm(c, x, lower=second[0], trans=second[1])
@@ -163,7 +174,7 @@ def lu_solve(lu_and_piv: tuple[DistributedMatrix, np.ndarray], b, trans: int = 0
     lu, pivots = lu_and_piv
     if trans not in (0, 1, 2):
         raise ValueError("trans must be 0, 1 or 2")
-    x = _rhs(b, lu.dtype, lu.shape[0])
+    x = _rhs(b, lu, lambda shape: f"Shapes of lu {lu.shape} and b {shape} are incompatible")
     if trans == 0:
         _solve.permute_rows(x, pivots)
         _solve.trsm(lu, x, lower=True, unit_diagonal=True)

@@ -263,6 +263,23 @@ def empty_systems_solve_as_in_scipy(grid):
 
 
 @check
+def wrong_right_hand_side_on_one_rank_raises_everywhere(grid):
+    """A ``b`` of the wrong shape on one rank (as ``None`` off the root) raises SciPy's text on every rank."""
+    n, last = 8, COMM.size - 1
+    b = np.ones(n + 1) if COMM.rank == last else np.ones(n)
+    factor = hm.cholesky(scatter(spd(n, dtype=np.float64, seed=13), grid, 4), lower=True)
+    assert_raises_everywhere(ValueError, "incompatible dimensions ((8, 8) and (9,))",
+                             lambda: hm.cho_solve((factor, True), b))
+    lu_piv = hm.lu_factor(scatter(general(n, dtype=np.float64, seed=14), grid, 4))
+    assert_raises_everywhere(ValueError, "Shapes of lu (8, 8) and b (9,) are incompatible",
+                             lambda: hm.lu_solve(lu_piv, b))
+    if COMM.size > 1:
+        mixed = factor if COMM.rank == 0 else np.ones(n)
+        assert_raises_everywhere(ValueError, "b must be a DistributedMatrix on every rank or on none",
+                                 lambda: hm.cho_solve((factor, True), mixed))
+
+
+@check
 def negative_dimensions_raise_on_every_rank(grid):
     assert_raises_everywhere(ValueError, "matrix dimensions must be non-negative integers, got (-5, -5)",
                              lambda: hm.DistributedMatrix.from_function(-5, -5, np.zeros, block=256, grid=grid))
