@@ -19,7 +19,7 @@ from hetlapack.runtime import (
     TiledMatrix,
     Trace,
 )
-from hetlapack.runtime.blas_threads import threads_per_worker
+from hetlapack.runtime.blas_threads import share_cores, threads_per_worker
 from hetlapack.testing import cholesky_residual, spd
 
 
@@ -247,6 +247,15 @@ def test_blas_threads_are_capped_while_running_and_restored(matrix):
                                              if i["user_api"] == "blas"), writes=[matrix(0, 0)])
     assert seen and set(seen) == {threads_per_worker(2)}
     assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
+
+
+def test_sharing_cores_between_processes_never_raises_a_lower_limit():
+    """MPI ranks cap their BLAS at their share of the node; a user's lower limit stays."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        assert share_cores(1) == 1
+        assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {1}
 
 
 def test_overlapping_runtimes_share_the_blas_cap_and_the_last_restores_the_limits(matrix):

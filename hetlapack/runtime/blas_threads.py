@@ -88,7 +88,9 @@ def all_cores() -> Iterator[int]:
 
 def share_cores(processes: int) -> int:
     """Cap this process's BLAS, for the rest of its life, at its share of the cores when ``processes`` processes
-    share them (MPI ranks on one node); returns the threads it keeps."""
-    threads = threads_per_worker(processes)
+    share them (MPI ranks on one node); a lower limit already set (``OPENBLAS_NUM_THREADS=1``) stays. Returns the
+    threads it keeps."""
+    current = [library["num_threads"] for library in _controller().select(user_api="blas").info()]
+    threads = min([threads_per_worker(processes), *current])
     _limit(threads)
     return threads
