@@ -6,13 +6,13 @@
 """
 
 from .compat.scipy_linalg import (
-           cho_factor,
-           cho_solve,
-           cholesky,
-           lu,
-           lu_factor,
-           lu_solve,
-           qr,
+    cho_factor,
+    cho_solve,
+    cholesky,
+    lu,
+    lu_factor,
+    lu_solve,
+    qr,
 )
 from .dispatch import Plan, detect, using
 from .explain import explain

@@ -40,4 +40,5 @@ def test_docstring_examples_run(name):
     flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
     result = doctest.testmod(importlib.import_module(name), optionflags=flags, verbose=False, report=False)
     assert result.attempted > 0
-    assert result.failed == 0, f"{result.failed} of {result.attempted} examples in {name} failed (the captured output shows each)"
+    assert result.failed == 0, (f"{result.failed} of {result.attempted} examples in {name} failed "
+                                "(the captured output shows each)")
