@@ -4,6 +4,7 @@ import inspect
 
 import numpy as np
 import pytest
+import scipy.linalg as sl
 
 import hetlapack
 from hetlapack import testing
@@ -28,6 +29,25 @@ def test_cholesky_equal_numpy(path, dtype, upper):
     theirs = numpy_functions["cholesky"](a, upper=upper)
     assert ours.dtype == theirs.dtype and ours.flags.c_contiguous == theirs.flags.c_contiguous
     np.testing.assert_allclose(ours, theirs, rtol=1e-4 if ours.dtype.char in "fF" else 1e-10, atol=1e-4)
+
+
+@pytest.mark.parametrize(("path", "batch"), [("host", ()), ("hybrid", ()), ("batched", (2,))])
+def test_single_precision_is_computed_in_double_as_numpy_does(path, batch):
+    """NumPy factors float32 and complex64 in double precision and rounds the results: a float32 matrix that is
+    positive definite only to double precision factors, and every result is NumPy's to a tenth of a unit of single
+    precision in norm (a factorization in single precision fails, or is 0.4-4 units off)."""
+    v = np.random.default_rng(1).uniform(1, 2, 40)
+    hpd = np.broadcast_to((np.outer(v, v) + 1e-6 * np.eye(40)).astype(np.float32), (*batch, 40, 40)).copy()
+    general = testing.general(40, 40, dtype=np.complex128, seed=3).astype(np.complex64)
+    general = np.broadcast_to(general @ np.diag(np.logspace(0, -5, 40)), (*batch, 40, 40)).copy()
+    with pytest.raises(np.linalg.LinAlgError):
+        sl.cholesky(hpd[(0,) * len(batch)], lower=True)
+    with hetlapack.using(path=path, tile=16):
+        pairs = [(numpy_linalg.cholesky(hpd), numpy_functions["cholesky"](hpd)),
+                 *zip(numpy_linalg.qr(general), numpy_functions["qr"](general))]
+    for ours, theirs in pairs:
+        assert ours.dtype == theirs.dtype and ours.strides == theirs.strides
+        assert np.linalg.norm(ours - theirs) <= 0.1 * np.finfo(np.float32).eps * np.linalg.norm(theirs)
 
 
 @pytest.mark.parametrize("path", PATHS)

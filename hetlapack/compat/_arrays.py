@@ -56,10 +56,12 @@ def scipy_lapack_dtype(*dtypes: np.dtype) -> np.dtype | None:
 
 @functools.cache
 def numpy_linalg_dtype(dtype: np.dtype) -> np.dtype | None:
-    """The dtype numpy.linalg computes in (None for the types it rejects, such as float16 and longdouble)."""
-    if dtype.kind in "biu":
+    """The dtype numpy.linalg computes in: double precision for every type it takes, single precision included
+    (its ``_commonType``, which rounds the double result back to single); None for the types it rejects, such as
+    float16 and longdouble."""
+    if dtype.kind in "biu" or dtype.char in "fd":
         return np.dtype(np.float64)
-    return dtype if dtype.char in "fdFD" else None
+    return np.dtype(np.complex128) if dtype.char in "FD" else None
 
 
 def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...] = (),

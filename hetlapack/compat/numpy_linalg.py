@@ -28,7 +28,8 @@ _NOT_PD = "Matrix is not positive definite"
 
 
 def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, np.dtype] | None:
-    """The accelerated plan for ``a``, or None when NumPy's own function must handle it."""
+    """The accelerated plan for ``a`` and the dtype it computes in (NumPy's: double precision), or None when NumPy's
+    own function must handle it."""
     if type(a) is not np.ndarray or a.ndim < 2 or numpy_linalg_dtype(a.dtype) is None:
         return None
     req, _ = request(op, a, dtype_rule=numpy_linalg_dtype, features=features, library="numpy")
@@ -36,6 +37,11 @@ def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, np.dtype] |
     if plan.path == "host" or not np.isfinite(a).all():
         return None
     return plan, req.dtype
+
+
+def _result_dtype(a: np.ndarray, computed: np.dtype) -> np.dtype:
+    """The dtype of NumPy's results for ``a``: single precision stays single (rounded from the double result)."""
+    return a.dtype if a.dtype.char in "fF" else computed
 
 
 def _work(plan: Plan, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -47,21 +53,23 @@ def _work(plan: Plan, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.array(a, dtype=dtype, order="F", copy=True)
 
 
-def _laid_out_as_numpy_r(r: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """``r`` in the memory layout ``numpy.linalg.qr`` gives R: that of ``triu`` over the first rows of a copy of
-    ``a`` in ``a``'s own axis order (for a stack of Fortran-ordered matrices, the batch axis is the innermost)."""
+def _laid_out_as_numpy_r(r: np.ndarray, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``r`` as ``dtype`` in the memory layout ``numpy.linalg.qr`` gives R: that of ``triu`` over the first rows of
+    a copy of ``a`` in ``a``'s own axis order (for a stack of Fortran-ordered matrices, the batch axis is the
+    innermost)."""
     if a.flags.c_contiguous:
-        return np.ascontiguousarray(r)
-    return _laid_out_as(r, np.triu(_bytes_like(a)[..., : r.shape[-2], :]))
+        return np.ascontiguousarray(r, dtype=dtype)
+    return _laid_out_as(r, np.triu(_bytes_like(a)[..., : r.shape[-2], :]), dtype)
 
 
-def _laid_out_as_gufunc_output(result: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """``result`` (``(..., m, k)`` for the stack ``a``) in the memory layout of a NumPy gufunc's output for ``a``,
-    as ``numpy.linalg.cholesky``'s factor and ``qr``'s Q are: each matrix C-ordered, the batch axes in ``a``'s own
-    order (so C order with fewer than two batch axes)."""
+def _laid_out_as_gufunc_output(result: np.ndarray, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``result`` (``(..., m, k)`` for the stack ``a``) as ``dtype`` in the memory layout of a NumPy gufunc's output
+    for ``a``, as ``numpy.linalg.cholesky``'s factor and ``qr``'s Q are: each matrix C-ordered, the batch axes in
+    ``a``'s own order (so C order with fewer than two batch axes)."""
     if a.ndim < 4 or a.flags.c_contiguous:
-        return np.ascontiguousarray(result)
-    return _laid_out_as(result, np.matmul(_bytes_like(a)[..., :1], np.ones((1, result.shape[-1]), dtype=np.int8)))
+        return np.ascontiguousarray(result, dtype=dtype)
+    layout = np.matmul(_bytes_like(a)[..., :1], np.ones((1, result.shape[-1]), dtype=np.int8))
+    return _laid_out_as(result, layout, dtype)
 
 
 def _bytes_like(a: np.ndarray) -> np.ndarray:
@@ -70,9 +78,9 @@ def _bytes_like(a: np.ndarray) -> np.ndarray:
     return np.empty_like(a, dtype=np.int8)
 
 
-def _laid_out_as(result: np.ndarray, layout: np.ndarray) -> np.ndarray:
-    """A copy of ``result`` with the memory layout of ``layout``, an array of its shape."""
-    laid_out = np.empty_like(layout, dtype=result.dtype)
+def _laid_out_as(result: np.ndarray, layout: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A copy of ``result``, as ``dtype``, with the memory layout of ``layout``, an array of its shape."""
+    laid_out = np.empty_like(layout, dtype=dtype)
     laid_out[...] = result
     return laid_out
 
@@ -120,7 +128,7 @@ def cholesky(a, /, *, upper=False):
         info = 1
     if np.any(np.asarray(info) > 0):
         raise LinAlgError(_NOT_PD)
-    return _laid_out_as_gufunc_output(c, a)
+    return _laid_out_as_gufunc_output(c, a, _result_dtype(a, dtype))
 
 
 def qr(a, mode="reduced"):
@@ -170,7 +178,8 @@ def qr(a, mode="reduced"):
     k = min(m, n)
     rows = m if mode == "complete" else k
     q, r = _run.qr(plan, _work(plan, a, dtype), ncols=0 if mode == "r" else rows, rows=rows)
-    r = _laid_out_as_numpy_r(r, a)
+    result_dtype = _result_dtype(a, dtype)
+    r = _laid_out_as_numpy_r(r, a, result_dtype)
     if mode == "r":
         return r
-    return np.linalg._linalg.QRResult(_laid_out_as_gufunc_output(q, a), r)
+    return np.linalg._linalg.QRResult(_laid_out_as_gufunc_output(q, a, result_dtype), r)

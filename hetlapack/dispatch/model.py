@@ -110,15 +110,10 @@ def batched_kernels(op: str, order: int, dtype: np.dtype, library: str, forced_p
     if interleaved and dtype in BATCHED_DEFAULT_DTYPES:
         return "interleaved", None
     loop_max = LAPACK_LOOP_MAX_N.get(op, 0)
-    bitwise_elsewhere = library != "scipy" and dtype not in BATCHED_DEFAULT_DTYPES
-    if order <= loop_max and not bitwise_elsewhere:
+    if order <= loop_max:
         return "lapack", None
     if forced_path:
         return ("interleaved" if interleaved or not has["lapack"] else "lapack"), None
-    if order <= loop_max:
-        return None, (f"{dtype} stacks stay on {LIBRARY_NAMES[library]}'s LAPACK so results match it to the last "
-                      "bit (the LAPACK loop calls SciPy's, another build; hetlapack.using(path='batched') runs the "
-                      "batched kernels anyway)")
     return None, f"matrices of order {order} > {loop_max}: {LIBRARY_NAMES[library]}'s call per matrix wins (measured)"
 
 
