@@ -24,6 +24,6 @@ def explain(op: str, a, *, mode: str = "full", pivoting: bool = False, lwork: in
         raise ValueError(f"explain: unknown operation {op!r}; expected one of {', '.join(sorted(OPS))}")
     features = lu_features(a) if op == "lu" else ()
     if op == "qr":
-        op, features = qr_route(mode, pivoting, lwork)
+        op, features = qr_route(a, mode, pivoting, lwork)
     req, _ = request(OPS[op], a, features=features)
     return choose(req)

@@ -134,7 +134,7 @@ def test_qr_modes_equal_scipy(path, dtype, mode, shape):
     with hetlapack.using(tile=TILE):
         ours = la.qr(a, mode=mode)
     theirs = sl.qr(a, mode=mode)
-    if path == "hybrid" and mode != "raw":
+    if path == "hybrid":
         with on(path):
             ours = la.qr(a, mode=mode)
     assert type(ours) is type(theirs) and len(ours) == len(theirs)
@@ -144,6 +144,24 @@ def test_qr_modes_equal_scipy(path, dtype, mode, shape):
         assert x.shape == y.shape and x.dtype == y.dtype
         assert x.flags.f_contiguous == y.flags.f_contiguous
         np.testing.assert_allclose(x, y, atol=tol)
+
+
+@pytest.mark.parametrize("path", [*SINGLE_PATHS, "gpu", "batched"])
+@pytest.mark.parametrize("mode", ["bogus", None, 1])
+def test_an_invalid_qr_mode_raises_scipys_error_whatever_path_is_forced(path, mode):
+    with hetlapack.using(path=path), pytest.raises(ValueError, match=r"^Mode argument should be one of \["):
+        la.qr(testing.general(20, seed=2), mode=mode)
+
+
+def test_scipys_own_functions_that_call_raw_qr_run_on_a_forced_path():
+    """After ``install()``, ``scipy.linalg.qr_multiply`` calls the shim's ``qr(mode='raw')``: a forced path runs it
+    rather than refusing a call the user never made."""
+    a, c = testing.general(40, seed=3), testing.general(7, 40, seed=4)
+    expected = sl.qr_multiply(a, c)
+    with hetlapack.compat.patched(), hetlapack.using(path="hybrid", tile=TILE):
+        got = sl.qr_multiply(a, c)
+    for x, y in zip(got, expected):
+        np.testing.assert_allclose(x, y, atol=1e-12)
 
 
 def test_qr_pivoting_and_lwork_stay_on_host_and_cannot_be_forced():

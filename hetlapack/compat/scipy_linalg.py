@@ -37,13 +37,16 @@ def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, object, np.
     return choose(req), arr, req.dtype
 
 
-def qr_route(mode: str, pivoting: bool, lwork) -> tuple[str, tuple[str, ...]]:
-    """The operation a ``qr`` call asks dispatch for (``geqp3`` with column pivoting, else ``geqrf``) and the options
-    of the call that only SciPy's own function (the host path) implements."""
-    op = "geqp3" if pivoting else "geqrf"
+def qr_route(a, mode: str, pivoting: bool, lwork) -> tuple[str, tuple[str, ...]]:
+    """The operation a ``qr`` call on ``a`` asks dispatch for (``geqp3`` with column pivoting, else ``geqrf``) and
+    the options of the call that only SciPy's own function (the host path) implements: ``lwork``, and
+    ``mode='raw'`` on a stack (SciPy's own batch loop raises there). SciPy's ``ValueError`` for an invalid mode
+    comes before anything else, as in SciPy, whatever path is forced."""
     if mode not in _QR_MODES:
-        return op, ("an invalid mode",)
-    return op, tuple(name for name, used in (("lwork", lwork is not None), ("mode='raw'", mode == "raw")) if used)
+        raise ValueError("Mode argument should be one of ['full', 'r', 'economic', 'raw']")
+    op = "geqp3" if pivoting else "geqrf"
+    host_only = (("lwork", lwork is not None), ("mode='raw' on a stack", mode == "raw" and np.ndim(a) > 2))
+    return op, tuple(name for name, used in host_only if used)
 
 
 def lu_features(a) -> tuple[str, ...]:
@@ -466,7 +469,7 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     >>> np.allclose(q @ r, a)
     True
     """
-    op, features = qr_route(mode, pivoting, lwork)
+    op, features = qr_route(a, mode, pivoting, lwork)
     plan, arr, dtype = _plan(op, a, features)
     if plan.path == "host":
         return _scipy["qr"](arr, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
@@ -474,6 +477,9 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     check_flags(overwrite_a, values=arr if check_finite else None)
     a1 = _kernel_checked(plan, arr, check_finite)
     work = _operand(plan, a1, a, dtype, overwrite_a)
+    if mode == "raw":  # one matrix without pivoting: geqrf's output and tau, R from its first rows, as SciPy's
+        packed, tau = _run.geqrf(plan, work, check_finite)
+        return (packed, tau), np.triu(packed[: min(packed.shape), :])
     ncols, rows = scipy_qr_sizes(mode, *work.shape[-2:])
     if pivoting:  # a stack (one matrix stays on the host path): SciPy's batch loop returns a list
         q, r, p = _run.qr_pivoted(plan, work, ncols, rows, fortran=True, check_finite=check_finite)
