@@ -231,6 +231,18 @@ def test_empty_systems_give_scipys_solutions(dtype, n, b_shape):
         assert _layout(x) == _layout(y)
 
 
+def test_solves_check_what_scipy_checks():
+    """SciPy's ``lu_solve`` checks only ``b`` for infs and NaNs (NaN factors give NaN solutions); its ``cho_solve``
+    checks the factor too."""
+    lu = np.full((3, 3), np.nan)
+    np.testing.assert_array_equal(batched.lu_solve([(lu, np.arange(3))], [np.ones(3)])[0],
+                                  sla.lu_solve((lu, np.arange(3)), np.ones(3)))
+    with pytest.raises(ValueError, match=r"^matrix 1: array must not contain infs or NaNs$"):
+        batched.lu_solve([(np.eye(2), np.arange(2))] * 2, [np.ones(2), np.array([1.0, np.inf])])
+    with pytest.raises(ValueError, match=r"^matrix 0: array must not contain infs or NaNs$"):
+        batched.cho_solve([np.full((2, 2), np.nan)], [np.ones(2)])
+
+
 def test_argument_errors_name_the_matrix():
     with pytest.raises(ValueError, match=r"^matrix 1: array must not contain infs or NaNs$"):
         batched.cholesky([np.eye(2), np.full((2, 2), np.nan)])

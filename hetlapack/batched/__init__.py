@@ -62,12 +62,13 @@ def _empty_results(arrays: list[np.ndarray], results: list, scipy_call: Callable
             results[index] = scipy_call(a)
 
 
-def _grouped_stacks(check_finite: bool, *arrays_per_matrix: list[np.ndarray]) -> list[tuple[list[int], list]]:
+def _grouped_stacks(checked: Sequence[bool], *arrays_per_matrix: list[np.ndarray]) -> list[tuple[list[int], list]]:
     """Stacks of the matrices grouped by the shapes and dtypes of all their arrays (one kernel call a group),
     leaving out the matrices with an empty array (:func:`_empty_results`, :func:`_solve_grouped`).
 
-    The finiteness check runs on whole stacks (per-matrix checks would cost more than the factorizations); a
-    failure names the first matrix holding an inf or NaN, as SciPy's ``asarray_chkfinite`` message.
+    The arrays of each list whose ``checked`` flag is set are checked for infs and NaNs, on whole stacks (per-matrix
+    checks would cost more than the factorizations); a failure names the first matrix holding one, as SciPy's
+    ``asarray_chkfinite`` message.
     """
     groups: dict[tuple, list[int]] = defaultdict(list)
     for index, arrays in enumerate(zip(*arrays_per_matrix)):
@@ -75,11 +76,10 @@ def _grouped_stacks(check_finite: bool, *arrays_per_matrix: list[np.ndarray]) ->
             groups[tuple((a.shape, a.dtype.char) for a in arrays)].append(index)
     stacked = [(indices, [np.array([arrays[i] for i in indices]) for arrays in arrays_per_matrix])
                for indices in groups.values()]
-    if check_finite:
-        bad = [indices[position] for indices, stacks in stacked for stack in stacks
-               for position in np.flatnonzero(~np.isfinite(stack).reshape(len(indices), -1).all(axis=1))]
-        if bad:
-            raise ValueError(f"matrix {min(bad)}: array must not contain infs or NaNs")
+    bad = [indices[position] for indices, stacks in stacked for stack, check in zip(stacks, checked) if check
+           for position in np.flatnonzero(~np.isfinite(stack).reshape(len(indices), -1).all(axis=1))]
+    if bad:
+        raise ValueError(f"matrix {min(bad)}: array must not contain infs or NaNs")
     return stacked
 
 
@@ -144,7 +144,7 @@ def cholesky(matrices: Sequence, lower: bool = False, *, check_finite: bool = Tr
     factors: list[np.ndarray] = [None] * len(arrays)  # type: ignore[list-item]
     info = np.zeros(len(arrays), dtype=kernels.INDEX_DTYPE)
     _empty_results(arrays, factors, lambda a: sla.cholesky(a, lower=lower))
-    for indices, (stack,) in _grouped_stacks(check_finite, arrays):
+    for indices, (stack,) in _grouped_stacks((check_finite,), arrays):
         c, group_info = kernels.potrf(stack, lower=lower, clean=True, lapack=_lapack_loop("potrf", stack))
         info[indices] = group_info
         for index, factor in zip(indices, c):
@@ -199,7 +199,7 @@ def lu_factor(matrices: Sequence, *, check_finite: bool = True,
     factors: list[tuple[np.ndarray, np.ndarray]] = [None] * len(arrays)  # type: ignore[list-item]
     info = np.zeros(len(arrays), dtype=kernels.INDEX_DTYPE)
     _empty_results(arrays, factors, sla.lu_factor)
-    for indices, (stack,) in _grouped_stacks(check_finite, arrays):
+    for indices, (stack,) in _grouped_stacks((check_finite,), arrays):
         lu, piv, group_info = kernels.getrf(stack, lapack=_lapack_loop("getrf", stack))
         info[indices] = group_info
         for index, lu_i, piv_i in zip(indices, lu, piv):
@@ -272,7 +272,7 @@ def qr(matrices: Sequence, mode: str = "full", pivoting: bool = False, *, check_
     arrays = _prepare(matrices)
     results: list[tuple] = [None] * len(arrays)  # type: ignore[list-item]
     _empty_results(arrays, results, lambda a: sla.qr(a, mode=mode, pivoting=pivoting))
-    for indices, (stack,) in _grouped_stacks(check_finite, arrays):
+    for indices, (stack,) in _grouped_stacks((check_finite,), arrays):
         for index, result in zip(indices, _qr_results(stack, mode, pivoting)):
             results[index] = result
     return results
@@ -294,17 +294,23 @@ def _right_hand_sides(bs: Sequence, sizes: list[int]) -> tuple[list[np.ndarray],
     return columns, vectors
 
 
-def _solve_grouped(factors: list[np.ndarray], extras: list[np.ndarray] | None, bs: Sequence, check_finite: bool,
-                   solve: Callable[..., np.ndarray], scipy_solve: Callable[[int], np.ndarray]) -> list[np.ndarray]:
+def _solve_grouped(factors: list[np.ndarray], extras: list[np.ndarray] | None, bs: Sequence,
+                   checked: tuple[bool, bool], solve: Callable[..., np.ndarray],
+                   scipy_solve: Callable[[int], np.ndarray]) -> list[np.ndarray]:
     """Solve per matrix, one kernel call per group of equal factor size, right-hand-side shape and dtypes; an empty
-    system gets ``scipy_solve(index)``, SciPy's own result for it (shape and dtype, which no kernel computes)."""
+    system gets ``scipy_solve(index)``, SciPy's own result for it (shape and dtype, which no kernel computes).
+    ``checked`` says whether the factors and the right-hand sides are checked for infs and NaNs (SciPy's
+    ``cho_solve`` checks both, its ``lu_solve`` only ``b``)."""
     columns, vectors = _right_hand_sides(bs, [f.shape[0] for f in factors])
     columns = [b.astype(lapack_dtype(f.dtype, b.dtype), copy=False)
                for f, b in zip(factors, columns)]
     solutions: list[np.ndarray] = [scipy_solve(index) if not (f.size and b.size) else None  # type: ignore[misc]
                                    for index, (f, b) in enumerate(zip(factors, columns))]
-    per_matrix = (factors, columns) if extras is None else (factors, extras, columns)
-    for indices, stacks in _grouped_stacks(check_finite, *per_matrix):
+    if extras is None:
+        per_matrix, flags = (factors, columns), checked
+    else:
+        per_matrix, flags = (factors, extras, columns), (checked[0], False, checked[1])
+    for indices, stacks in _grouped_stacks(flags, *per_matrix):
         x = solve(*stacks)
         for position, index in enumerate(indices):
             solutions[index] = x[position, :, 0] if vectors[index] else x[position]
@@ -348,7 +354,7 @@ def cho_solve(factors: Sequence, bs: Sequence, lower: bool = False, *, check_fin
     [[0.125, 0.25], [2.0]]
     """
     arrays = _square_factors(factors)
-    return _solve_grouped(arrays, None, bs, check_finite,
+    return _solve_grouped(arrays, None, bs, (check_finite, check_finite),
                           lambda c, b: kernels.potrs(c, b, lower=lower, lapack=_lapack_loop("potrs", c)),
                           lambda index: sla.cho_solve((arrays[index], lower), bs[index]))
 
@@ -385,6 +391,6 @@ def lu_solve(factors: Sequence[tuple], bs: Sequence, trans: int = 0, *, check_fi
     for index, (lu, piv) in enumerate(zip(lus, pivots)):
         if piv.shape != (lu.shape[0],):
             raise ValueError(f"matrix {index}: pivots of shape {piv.shape} do not match lu of shape {lu.shape}")
-    return _solve_grouped(lus, pivots, bs, check_finite,
+    return _solve_grouped(lus, pivots, bs, (False, check_finite),
                           lambda lu, piv, b: kernels.getrs(lu, piv, b, trans=trans, lapack=_lapack_loop("getrs", lu)),
                           lambda index: sla.lu_solve((lus[index], pivots[index]), bs[index], trans=trans))
