@@ -17,6 +17,15 @@ def test_explain_is_printable_and_complete():
     assert "gpu" in plan.unavailable
 
 
+def test_explain_lists_unavailable_paths_with_the_paths_and_unavailable_layouts_with_the_layouts():
+    with hetlapack.using(path="hybrid", devices=["cpu"]):
+        lines = str(hetlapack.explain("qr", np.eye(300))).splitlines()
+    layouts_at = next(i for i, line in enumerate(lines) if "hybrid path by layout" in line)
+    assert all("unavailable" not in line for line in lines[layouts_at + 1:] if "two-level" not in line)
+    assert any("batched  unavailable" in line for line in lines[:layouts_at])
+    assert any("two-level unavailable" in line for line in lines[layouts_at + 1:])
+
+
 def test_explain_accepts_scipy_and_lapack_names():
     a = np.eye(10)
     assert hetlapack.explain("lu_factor", a).op == hetlapack.explain("getrf", a).op == "getrf"

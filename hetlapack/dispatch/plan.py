@@ -56,16 +56,20 @@ class Plan:
             + (f" (placement: {self.placement})" if self.path == "hybrid" else ""),
             f"  reason:  {self.reason}",
         ]
+        paths = {name: why for name, why in self.unavailable.items() if name not in LAYOUTS}
+        layouts = {name: why for name, why in self.unavailable.items() if name in LAYOUTS}
         if self.predicted_s:
             lines.append("  predicted seconds (model, not measured):")
-            for path, seconds in sorted(self.predicted_s.items(), key=lambda item: item[1]):
-                marker = "*" if path == self.path else " "
-                lines.append(f"   {marker} {path:<8} {seconds:.3g}")
-        if len(self.layout_s) > 1:
+            lines += _table(self.predicted_s, self.path, paths, width=8)
+        if len(self.layout_s) > 1 or (self.layout_s and layouts):
             lines.append("  predicted seconds of the hybrid path by layout (model, not measured):")
-            for layout, seconds in sorted(self.layout_s.items(), key=lambda item: item[1]):
-                marker = "*" if layout == self.layout else " "
-                lines.append(f"   {marker} {layout:<9} {seconds:.3g}")
-        for path, why in self.unavailable.items():
-            lines.append(f"     {path:<8} unavailable: {why}")
+            lines += _table(self.layout_s, self.layout, layouts, width=9)
         return "\n".join(lines)
+
+
+def _table(predicted: dict[str, float], chosen: str | None, unavailable: dict[str, str], width: int) -> list[str]:
+    """Lines of a plan's price table: the candidates, cheapest first with the chosen one starred, then those that
+    cannot run and why."""
+    lines = [f"   {'*' if name == chosen else ' '} {name:<{width}} {seconds:.3g}"
+             for name, seconds in sorted(predicted.items(), key=lambda item: item[1])]
+    return lines + [f"     {name:<{width}} unavailable: {why}" for name, why in unavailable.items()]
