@@ -1,5 +1,7 @@
 """The ``hetlapack`` command line."""
 
+import json
+
 import pytest
 
 from hetlapack.cli import main
@@ -94,3 +96,47 @@ def test_bad_values_end_in_one_line_not_a_traceback(argv, status, text, capsys):
         main(argv)
     err = capsys.readouterr().err
     assert exit_.value.code == status and text in err and "Traceback" not in err
+
+
+def accelerator(**entries) -> str:
+    """A JSON profile file holding accelerator ``x`` with ``entries`` besides its kind and rates."""
+    return json.dumps({"profiles": {"x": {"kind": "accelerator", "rates": {"blas3": 1.0}, **entries}}})
+
+
+@pytest.mark.parametrize(("name", "content", "argv", "text"), [
+    ("p.json", "[]", [], "a profile file must be a table"),
+    ("p.json", '{"profiles": []}', [], "profiles must be a table"),
+    ("p.json", '{"profiles": {"x": ["a"]}}', ["--devices", "x"], "profiles.x must be a table"),
+    ("p.json", '{"profiles": {"x": {"kind": "cpu", "rates": {"blas3": "fast"}}}}', ["--devices", "x"],
+     "profiles.x.rates.blas3 must be a positive number, got 'fast'"),
+    ("p.json", '{"profiles": {"x": {"kind": "cpu", "rates": {"blas3": true}}}}', ["--devices", "x"],
+     "profiles.x.rates.blas3 must be a positive number"),
+    ("p.json", accelerator(single_rates=3), ["--devices", "x"], "profiles.x.single_rates must be a table"),
+    ("p.json", accelerator(power={"idle": "a"}), ["--devices", "x"],
+     "profiles.x.power.idle must be a non-negative number"),
+    ("p.json", accelerator(memory_gb="a"), ["--devices", "x"], "profiles.x.memory_gb must be a positive number"),
+    ("p.json", accelerator(half_tile=-5), ["--devices", "x"], "profiles.x.half_tile must be a non-negative number"),
+    ("p.json", accelerator(bandwith_gbs=1), ["--devices", "x"], "profiles.x: unknown keys ['bandwith_gbs']"),
+    ("p.json", accelerator(kernels={"gemm": [[128, 1.0], [64, 2.0]]}), ["--devices", "x"],
+     "profiles.x.kernels.gemm must be a positive GFLOP/s or [[tile, GFLOP/s], ...]"),
+    ("p.json", accelerator(kernels={"gemm": [[64]]}), ["--devices", "x"], "profiles.x.kernels.gemm must be"),
+    ("p.toml", '[profiles.x]\nkind = "accelerator"\nrates = { blas3 = 1.0 }\nbandwidth_gbs = 0\n',
+     ["--devices", "x"], "profiles.x.bandwidth_gbs must be a positive number, got 0"),
+    ("p.json", '{"interconnects": {"x": 5}}', ["--nodes", "2", "--interconnect", "x"],
+     "interconnects.x must be a table"),
+    ("p.json", '{"interconnects": {"x": {"bandwidth_gbs": 1.0}}}', ["--nodes", "2", "--interconnect", "x"],
+     "interconnects.x needs latency_s"),
+    ("p.json", '{"interconnects": {"x": {"bandwidth_gbs": -1.0, "latency_s": 0}}}',
+     ["--nodes", "2", "--interconnect", "x"], "interconnects.x.bandwidth_gbs must be a positive number"),
+    ("p.json", '{"nodes": {"x": 5}}', ["--nodes", "2", "--node", "x"], "nodes.x must be a table"),
+    ("p.json", '{"nodes": {"x": {"devices": 5}}}', ["--nodes", "2", "--node", "x"], "nodes.x.devices must be a string"),
+])
+def test_bad_profile_files_end_in_one_line_naming_the_entry(name, content, argv, text, tmp_path, capsys):
+    """A damaged profile file is refused as it is read (exit 2, one line naming the file and the entry), neither
+    a traceback where the simulator first uses the entry nor a prediction from values it could not mean."""
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(SystemExit) as exit_:
+        main(["simulate", "--n", "100", "--output", str(tmp_path), "--profiles", str(path), *argv])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and f"{path}: {text}" in err and "Traceback" not in err

@@ -11,13 +11,16 @@ one worker using every core when there are accelerators, so that panels are mult
 from __future__ import annotations
 
 import json
+import math
+import reprlib
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .base import KERNEL_CLASSES
+from .base import KERNEL_CLASS, KERNEL_CLASSES
 from .modeled import ModeledDevice, Power
 
 _BUILTIN = "profiles.toml"
@@ -41,13 +44,10 @@ class Registry:
         self.nodes: dict[str, dict[str, Any]] = {}
         self.interconnects: dict[str, dict[str, Any]] = {}
 
-    def add(self, data: dict[str, Any]) -> None:
-        """Merge a parsed profile file (tables ``profiles``, ``nodes``, ``interconnects``)."""
-        unknown = set(data) - {"profiles", "nodes", "interconnects"}
-        if unknown:
-            raise ValueError(f"unknown profile tables {sorted(unknown)}; expected profiles, nodes, interconnects")
-        for name, profile in data.get("profiles", {}).items():
-            _check_profile(name, profile)
+    def add(self, data: Any, origin: str = _BUILTIN) -> None:
+        """Merge a parsed profile file (tables ``profiles``, ``nodes``, ``interconnects``), checked whole first so
+        that a damaged file is refused with a ``ValueError`` naming ``origin`` and the bad entry, not half merged."""
+        _check_file(data, origin)
         self.profiles.update(data.get("profiles", {}))
         self.nodes.update(data.get("nodes", {}))
         self.interconnects.update(data.get("interconnects", {}))
@@ -119,22 +119,124 @@ class Registry:
         return self.parse(data["devices"])
 
 
-def _check_profile(name: str, profile: dict[str, Any]) -> None:
-    if profile.get("kind") not in ("cpu", "accelerator"):
-        raise ValueError(f"profile {name!r}: kind must be 'cpu' or 'accelerator'")
-    rates = profile.get("rates")
-    if not isinstance(rates, dict) or "blas3" not in rates:
-        raise ValueError(f"profile {name!r}: needs rates with at least blas3 (GFLOP/s)")
-    unknown = set(rates) - set(KERNEL_CLASSES)
+#: A check of one value read from a profile file: raises ValueError naming ``where`` (file and dotted key).
+Check = Callable[[Any, str], None]
+
+
+def _table(value: Any, where: str) -> dict[str, Any]:
+    """``value`` if it is a table (a JSON object), else a ValueError."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} must be a table (a JSON object), got {reprlib.repr(value)}")
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    """A finite int or float (a bool is not a number here, though Python counts it as one)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_positive(value: Any) -> bool:
+    return _is_number(value) and value > 0
+
+
+def _positive(value: Any, where: str) -> None:
+    if not _is_positive(value):
+        raise ValueError(f"{where} must be a positive number, got {reprlib.repr(value)}")
+
+
+def _non_negative(value: Any, where: str) -> None:
+    if not (_is_number(value) and value >= 0):
+        raise ValueError(f"{where} must be a non-negative number, got {reprlib.repr(value)}")
+
+
+def _count(value: Any, where: str) -> None:
+    if not (_is_positive(value) and isinstance(value, int)):
+        raise ValueError(f"{where} must be a positive integer, got {reprlib.repr(value)}")
+
+
+def _text(value: Any, where: str) -> None:
+    if not isinstance(value, str):
+        raise ValueError(f"{where} must be a string, got {reprlib.repr(value)}")
+
+
+def _kind(value: Any, where: str) -> None:
+    if value not in ("cpu", "accelerator"):
+        raise ValueError(f"{where} must be 'cpu' or 'accelerator', got {reprlib.repr(value)}")
+
+
+def _is_rate_table(value: list | tuple) -> bool:
+    """``[[tile, GFLOP/s], ...]``, positive, at increasing tile orders: the simulator interpolates it in log tile
+    order."""
+    pairs = all(isinstance(pair, list | tuple) and len(pair) == 2 and all(map(_is_positive, pair)) for pair in value)
+    return bool(value) and pairs and all(a[0] < b[0] for a, b in zip(value, value[1:]))
+
+
+def _kernel_rate(value: Any, where: str) -> None:
+    """A kernel's rate: flat GFLOP/s, or a table over tile orders (:func:`_is_rate_table`)."""
+    if not isinstance(value, list | tuple):
+        _positive(value, where)
+    elif not _is_rate_table(value):
+        raise ValueError(f"{where} must be a positive GFLOP/s or [[tile, GFLOP/s], ...] at increasing tile orders, "
+                         f"got {reprlib.repr(value)}")
+
+
+def _keyed(checks: dict[str, Check], required: tuple[str, ...] = (), what: str = "keys") -> Check:
+    """A check of a table whose keys are among ``checks`` (those in ``required`` present), each value checked by
+    its key's check: a misspelt or misplaced key is refused rather than silently ignored."""
+
+    def check(value: Any, where: str) -> None:
+        table = _table(value, where)
+        missing = [key for key in required if key not in table]
+        if missing:
+            raise ValueError(f"{where} needs {', '.join(missing)}")
+        unknown = sorted(set(table) - set(checks))
+        if unknown:
+            raise ValueError(f"{where}: unknown {what} {unknown}; expected {', '.join(checks)}")
+        for key, item in table.items():
+            checks[key](item, f"{where}.{key}")
+
+    return check
+
+
+_CLASS_RATES = dict.fromkeys(KERNEL_CLASSES, _positive)
+
+#: The entries of each table of a profile file (the built-in one included) and what each may hold.
+_ENTRIES: dict[str, Check] = {
+    "profiles": _keyed({
+        "kind": _kind, "source": _text, "rates": _keyed(_CLASS_RATES, ("blas3",), "kernel classes"),
+        "single_rates": _keyed(_CLASS_RATES, what="kernel classes"),
+        "kernels": _keyed(dict.fromkeys(KERNEL_CLASS, _kernel_rate), what="kernels"),
+        "power": _keyed(dict.fromkeys(("idle", *KERNEL_CLASSES), _non_negative)),
+        "cores": _count, "half_tile": _non_negative, "task_overhead_s": _non_negative, "spin_s": _non_negative,
+        "bandwidth_gbs": _positive, "latency_s": _non_negative, "memory_gb": _positive,
+    }, ("kind", "rates")),
+    "nodes": _keyed({"devices": _text, "source": _text}, ("devices",)),
+    "interconnects": _keyed({"bandwidth_gbs": _positive, "latency_s": _non_negative, "source": _text},
+                            ("bandwidth_gbs", "latency_s")),
+}
+
+
+def _check_file(data: Any, origin: str) -> None:
+    """Refuse a parsed profile file the simulator could not use (wrong nesting, missing or unknown keys, values of
+    the wrong type or sign), with a ValueError naming ``origin`` and the entry, as ``profiles.x.rates.blas3``."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{origin}: a profile file must be a table (a JSON object), got {reprlib.repr(data)}")
+    unknown = sorted(set(data) - set(_ENTRIES))
     if unknown:
-        raise ValueError(f"profile {name!r}: unknown kernel classes {sorted(unknown)}; use {KERNEL_CLASSES}")
+        raise ValueError(f"{origin}: unknown profile tables {unknown}; expected {', '.join(_ENTRIES)}")
+    for table, check in _ENTRIES.items():
+        for name, entry in _table(data.get(table, {}), f"{origin}: {table}").items():
+            check(entry, f"{origin}: {table}.{name}")
 
 
 def load_file(path: str | Path) -> dict[str, Any]:
     """A profile file as a dictionary: TOML (``.toml``) or JSON (anything else)."""
     path = Path(path)
     text = path.read_text()
-    return tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    try:
+        return tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except ValueError as error:  # TOMLDecodeError, JSONDecodeError: say which file
+        raise ValueError(f"{path}: {error}") from error
 
 
 def host_profile() -> dict[str, Any]:
@@ -154,7 +256,7 @@ def registry(*files: str | Path) -> Registry:
     reg = Registry()
     reg.add(tomllib.loads(resources.files(__package__).joinpath(_BUILTIN).read_text()))
     for path in files:
-        reg.add(load_file(path))
+        reg.add(load_file(path), origin=str(path))
     return reg
 
 
