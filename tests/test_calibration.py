@@ -95,8 +95,8 @@ def test_dispatch_prices_the_host_and_gpu_paths_from_whole_matrix_rates(cache_di
     (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": devices}))
     assert model.host_efficiency("potrf", 64) == pytest.approx(2.0 / model.host_gemm_gflops("d"))
     assert model.host_efficiency("getrf", 512) == pytest.approx(3.0 / model.host_gemm_gflops("d"))
-    assert model.predict_host("potrf", 5000, 5000, 1, np.dtype("d")) == pytest.approx(
-        model.flops("potrf", 5000, 5000) / 4e9 + model.HOST_CALL_OVERHEAD_S)
+    assert model.predict_host("potrf", 4096, 4096, 1, np.dtype("d")) == pytest.approx(
+        model.flops("potrf", 4096, 4096) / 4e9 + model.HOST_CALL_OVERHEAD_S)
     accelerator = EmulatedDevice(5)
     link = 2 * (1e-4 + 3000 * 3000 * 16 / 10e9)
     assert model.predict_gpu("getrf", 3000, 3000, np.dtype("D"), accelerator) == pytest.approx(
@@ -136,3 +136,101 @@ def test_the_command_prints_a_table_and_caches(cache_dir, capsys):
     assert "emulated:1" in out and "saved to" in out and set(load()) == {"cpu", "emulated:1"}
     assert [line.split()[:2] for line in out.splitlines() if line.split()[1:2] in (["20"], ["40"])] == [
         ["cpu", "20"], ["cpu", "40"], ["emulated:1", "20"], ["emulated:1", "40"]]
+
+
+@pytest.fixture
+def fast_kernel_tables(monkeypatch):
+    """Stand in for the per-kernel tables (always timed at tiles 128-512: seconds) in command tests; the devices
+    timed, in order."""
+    from hetlapack.devices import calibration
+
+    timed = []
+
+    def kernel_tables(device, repeats):
+        timed.append(device.name)
+        return {"gemm": [[128, 30.0]]}
+
+    monkeypatch.setattr(calibration, "kernel_tables", kernel_tables)
+    return timed
+
+
+@pytest.mark.parametrize("devices", [[1, 2], "cpu", {"cpu": [1, 2]}, {"cpu": {"blas3": "fast", "whole": []}}])
+def test_a_cache_whose_devices_or_entries_are_not_objects_is_ignored_and_overwritten(devices, cache_dir, capsys,
+                                                                                     fast_kernel_tables):
+    """A damaged ``"devices"`` or device entry breaks neither calls nor commands: ``info`` says defaults, and
+    ``hetlapack calibrate`` replaces it."""
+    import numpy as np
+
+    import hetlapack.linalg as la
+    from hetlapack.cli import main
+
+    (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": devices}))
+    assert load() == {} and CpuDevice().capability == DEFAULT_CAPABILITY
+    np.testing.assert_allclose(la.cholesky(np.eye(2) * 4), np.eye(2) * 2)
+    assert main(["info"]) == 0
+    assert "(defaults" in next(line for line in capsys.readouterr().out.splitlines() if line.startswith("Device cpu"))
+    assert main(["calibrate", "--devices", "cpu", "--tile", "16", "--repeats", "1", "--orders", "16"]) == 0
+    assert set(load()) == {"cpu"} and load()["cpu"]["kernels"] == {"gemm": [[128, 30.0]]}
+
+
+def test_calibrate_refuses_an_unwritable_cache_before_measuring(cache_dir, monkeypatch, capsys, fast_kernel_tables):
+    """One line naming the cache file and the ways around it (exit status 1), before anything is timed."""
+    from hetlapack.cli import main
+
+    (cache_dir / "afile").write_text("")
+    monkeypatch.setenv(ENV_CACHE_DIR, str(cache_dir / "afile" / "sub"))
+    with pytest.raises(SystemExit) as exit_:
+        main(["calibrate", "--devices", "cpu", "--tile", "16", "--repeats", "1", "--orders", "16"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 1 and fast_kernel_tables == [] and "Traceback" not in err
+    assert f"cannot write the calibration cache {cache_path()}" in err
+    assert "--no-save" in err and ENV_CACHE_DIR in err
+
+
+def test_calibrate_prints_its_results_when_the_cache_write_fails_after_measuring(monkeypatch, capsys,
+                                                                                  fast_kernel_tables):
+    from hetlapack.cli import main
+    from hetlapack.commands import calibrate as command
+
+    def save_results(results, tile):
+        raise PermissionError(13, "Permission denied", str(cache_path()))
+
+    monkeypatch.setattr(command, "save_results", save_results)
+    with pytest.raises(SystemExit) as exit_:
+        main(["calibrate", "--devices", "cpu", "--tile", "16", "--repeats", "1", "--orders", "16"])
+    captured = capsys.readouterr()
+    assert exit_.value.code == 1 and fast_kernel_tables == ["cpu"]
+    assert "blas3 GFLOP/s" in captured.out and "cannot write the calibration cache" in captured.err
+
+
+def test_host_efficiency_ignores_tiny_orders_and_follows_the_reference_curve_beyond_the_timed_ones(cache_dir):
+    """A calibration at small orders is not held flat over every larger matrix: orders below the reference table's
+    (64) are not used, and past the largest order timed the efficiency follows the reference machine's curve,
+    scaled to agree there, at most the GEMM rate."""
+    from hetlapack.dispatch import model
+
+    gemm = model.host_gemm_gflops("d")
+    whole = {"potrf": [[16, 0.01 * gemm], [32, 0.03 * gemm]], "getrf": [[64, 0.1 * gemm], [256, 0.2 * gemm]],
+             "geqrf": [[64, 0.2 * gemm]]}
+    (cache_dir / "calibration.json").write_text(json.dumps({"tile": 16, "devices": {"cpu": {"whole": whole}}}))
+    for n in (32, 600, 2000):
+        assert model.host_efficiency("potrf", n) == model.interpolate(model.HOST_EFFICIENCY["potrf"], n)
+    assert model.host_efficiency("getrf", 128) == pytest.approx(0.15)
+    assert model.host_efficiency("getrf", 1000) == pytest.approx(0.2 * 0.42 / 0.20)
+    assert model.host_efficiency("geqrf", 4000) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("entry", [{"blas3": 1e308}, {"whole": {"potrf": [[64, 1e308]]}},
+                                   {"kernels": {"potrf": [[1e308, 10.0]]}}, {"latency_s": 1e-300}])
+def test_implausibly_large_or_small_cached_values_are_ignored(entry, cache_dir):
+    """Finite values no measurement can give (a hand edit) are damage too: left out, they cannot overflow the device
+    weights and the cost model into NaN."""
+    import numpy as np
+
+    import hetlapack
+
+    (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))
+    cpu = CpuDevice()
+    assert load() == {} and cpu.capability == DEFAULT_CAPABILITY and cpu.kernel_rates == cpu.whole_rates == {}
+    a = np.random.default_rng(0).standard_normal((600, 600))
+    assert hetlapack.explain("cholesky", a @ a.T + 600 * np.eye(600)).path

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 
 from ..devices import available, resolve
-from ..devices.calibration import DEFAULT_TILE, cache_path, calibrate
+from ..devices.calibration import (
+    DEFAULT_TILE,
+    ENV_CACHE_DIR,
+    KERNEL_TILES,
+    cache_path,
+    calibrate,
+    check_writable,
+    save_results,
+)
 from . import positive_int
 
 
@@ -13,11 +23,17 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("calibrate", help="measure device rates and link speeds; cache them")
     parser.add_argument("--devices", default=None,
                         help="comma-separated device names (default: every available device), e.g. cpu,emulated:0")
-    parser.add_argument("--tile", type=positive_int, default=DEFAULT_TILE, help="tile order the kernels are timed at")
+    parser.add_argument("--tile", type=positive_int, default=DEFAULT_TILE,
+                        help="tile order the scalar weights (blas3, panel, laswp) are timed at; they set each "
+                             "device's share of the hybrid path's tiles. The per-kernel tables are always timed at "
+                             f"tile orders {KERNEL_TILES[0]}-{KERNEL_TILES[-1]}")
     parser.add_argument("--repeats", type=positive_int, default=3, help="timings per kernel (the best is kept)")
     parser.add_argument("--orders", type=_orders, default=None,
                         help="comma-separated matrix orders the whole-matrix factorizations are timed at (default: "
-                             "64 to 4096 for the host's cores, 512 to 8192 for GPUs)")
+                             "64 to 4096 for the host's cores, 512 to 8192 for GPUs). Dispatch prices the host and "
+                             "gpu paths from these rates: for the host it ignores orders below 64 and follows the "
+                             "reference machine's curve beyond the largest, while a GPU's rate stays flat beyond it, "
+                             "so time orders as large as the matrices you factor")
     parser.add_argument("--no-save", action="store_true", help="print the measurement without caching it")
     parser.set_defaults(func=run)
 
@@ -27,10 +43,34 @@ def _orders(text: str) -> tuple[int, ...]:
     return tuple(positive_int(item) for item in text.split(","))
 
 
+@contextlib.contextmanager
+def _writing_cache() -> Iterator[None]:
+    """Turn a failure to write the cache into one ``OSError`` naming the cache file and the ways around it."""
+    try:
+        yield
+    except OSError as error:
+        reason = f"{error.strerror}: {error.filename}" if error.strerror and error.filename else str(error)
+        raise OSError(f"cannot write the calibration cache {cache_path()} ({reason}); rerun with --no-save, or set "
+                      f"{ENV_CACHE_DIR} to a folder you can write") from error
+
+
 def run(args: argparse.Namespace) -> int:
     devices = resolve(args.devices.split(",")) if args.devices else available()
-    results = calibrate(devices, tile=args.tile, repeats=args.repeats, save=not args.no_save, progress=True,
+    if not args.no_save:
+        with _writing_cache():
+            check_writable()
+    results = calibrate(devices, tile=args.tile, repeats=args.repeats, save=False, progress=True,
                         whole_orders=args.orders)
+    _print_results(results, args.tile)
+    if not args.no_save:
+        with _writing_cache():
+            path = save_results(results, args.tile)
+        print(f"saved to {path}")
+    return 0
+
+
+def _print_results(results: dict[str, dict], tile: int) -> None:
+    """The measured scalar weights and link of each device, then its whole-matrix rates per order."""
     print(f"{'device':<14}{'blas3 GFLOP/s':>15}{'panel GFLOP/s':>15}{'laswp GB/s':>12}{'link GB/s':>11}"
           f"{'latency us':>12}")
     for name, measured in results.items():
@@ -38,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         if "latency_s" in measured:
             link = f"{measured['bandwidth_gbs']:>11.1f}{measured['latency_s'] * 1e6:>12.1f}"
         print(f"{name:<14}{measured['blas3']:>15.1f}{measured['panel']:>15.1f}{measured['memory']:>12.1f}{link}")
-    print("rates are per worker with one BLAS thread, at tile order", args.tile)
+    print("rates are per worker with one BLAS thread, at tile order", tile)
     print(f"\n{'device':<14}{'order':>7}{'potrf GFLOP/s':>15}{'getrf GFLOP/s':>15}{'geqrf GFLOP/s':>15}")
     for name, measured in results.items():
         whole = measured.get("whole", {})
@@ -46,6 +86,3 @@ def run(args: argparse.Namespace) -> int:
             rates = "".join(f"{whole[op][row][1]:>15.1f}" for op in ("potrf", "getrf", "geqrf"))
             print(f"{name:<14}{order:>7}{rates}")
     print("whole matrices, float64: the host path's LAPACK call on every core, a GPU's library call")
-    if not args.no_save:
-        print(f"saved to {cache_path()}")
-    return 0

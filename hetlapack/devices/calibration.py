@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -50,47 +51,86 @@ def _read(path: Path, modified_ns: int, size: int) -> str:
     return path.read_text()
 
 
-def load() -> dict[str, dict[str, float]]:
-    """The cached calibration, device name -> measured values (empty when none was made or it is unreadable)."""
+def load() -> dict[str, dict]:
+    """The cached calibration, device name -> its measurements (:func:`_measurements`); empty when none was made or
+    it is unreadable. Damaged parts (``"devices"`` not an object, an entry not an object, values that are no
+    measurement) are left out, and so is an entry left with nothing, so that they cannot make every later call fail
+    and a new calibration overwrites them."""
     path = cache_path()
     try:
         stat = path.stat()
         data = json.loads(_read(path, stat.st_mtime_ns, stat.st_size))
     except (OSError, ValueError):
         return {}
-    return data.get("devices", {}) if isinstance(data, dict) else {}
+    devices = data.get("devices") if isinstance(data, dict) else None
+    if not isinstance(devices, dict):
+        return {}
+    entries = {name: _measurements(entry) for name, entry in devices.items()}
+    return {name: entry for name, entry in entries.items() if entry}
+
+
+#: The range a cached value must lie in to count as a measurement (GFLOP/s, GB/s, seconds, tile or matrix orders):
+#: timings are floored at a nanosecond and no device nears 1e9 GFLOP/s, while a value like 1e308 (a hand edit)
+#: overflows the device weights and the cost model into NaN.
+PLAUSIBLE_RANGE = (1e-9, 1e9)
+
+#: Keys of a device's entry that hold tables (``{name: [[x, rate], ...]}``) rather than scalars.
+TABLE_KEYS = ("kernels", "whole")
 
 
 def _measured(value) -> bool:
-    """Whether a cached value is a measurement: a finite positive number (a hand-edited or damaged file's other
-    values are ignored, so they cannot make every later call fail)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < float("inf")
+    """Whether a cached value is a measurement: a number in ``PLAUSIBLE_RANGE`` (a hand-edited or damaged file's
+    other values are ignored, so they cannot make every later call fail)."""
+    low, high = PLAUSIBLE_RANGE
+    return isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
 
 
-def _tables(tables) -> dict[str, tuple[tuple[float, float], ...]]:
-    """``{name: ((x, rate), ...)}`` of a cached ``{name: [[x, rate], ...]}``, keeping only measured pairs."""
+def _measured_rows(table) -> list[list[float]]:
+    """The measured ``[x, rate]`` pairs of a cached table, sorted by ``x`` (empty unless it is a list of pairs)."""
+    if not isinstance(table, list) or not all(isinstance(pair, list) and len(pair) == 2 for pair in table):
+        return []
+    return sorted([x, rate] for x, rate in table if _measured(x) and _measured(rate))
+
+
+def _measured_tables(tables) -> dict[str, list[list[float]]]:
+    """``{name: [[x, rate], ...]}`` of a cached one, keeping only measured pairs and tables left with some."""
     if not isinstance(tables, dict):
         return {}
-    rows = {k: tuple((x, r) for x, r in v if _measured(x) and _measured(r)) for k, v in tables.items()
-            if isinstance(v, list) and all(isinstance(pair, list) and len(pair) == 2 for pair in v)}
-    return {k: v for k, v in rows.items() if v}
+    rows = {name: _measured_rows(table) for name, table in tables.items()}
+    return {name: table for name, table in rows.items() if table}
+
+
+def _measurements(entry) -> dict:
+    """What a device's entry (fresh or cached) measured: its scalars that are measurements, and its tables
+    (``TABLE_KEYS``) with their measured rows; empty when it is not an object."""
+    if not isinstance(entry, dict):
+        return {}
+    scalars = {key: value for key, value in entry.items() if key not in TABLE_KEYS and _measured(value)}
+    tables = {key: _measured_tables(entry[key]) for key in TABLE_KEYS if key in entry}
+    return scalars | {key: table for key, table in tables.items() if table}
+
+
+def _as_tuples(tables: dict[str, list[list[float]]]) -> dict[str, tuple[tuple[float, float], ...]]:
+    """``{name: ((x, rate), ...)}``: the immutable form devices hold their tables in."""
+    return {name: tuple((x, rate) for x, rate in rows) for name, rows in tables.items()}
 
 
 def _apply(device: Device, measured: dict) -> None:
     """Give ``device`` a measurement (fresh, or read from the cache): its measured scalars go into ``capability``,
-    its tables, where present, into ``kernel_rates`` (``"kernels"``) and ``whole_rates`` (``"whole"``)."""
-    device.capability.update({k: v for k, v in measured.items() if _measured(v)})
-    if "kernels" in measured:
-        device.kernel_rates = _tables(measured["kernels"])
-    if "whole" in measured:
-        device.whole_rates = _tables(measured["whole"])
+    its tables, where any row was measured, into ``kernel_rates`` (``"kernels"``) and ``whole_rates``
+    (``"whole"``)."""
+    measurements = _measurements(measured)
+    device.capability.update({k: v for k, v in measurements.items() if k not in TABLE_KEYS})
+    if "kernels" in measurements:
+        device.kernel_rates = _as_tuples(measurements["kernels"])
+    if "whole" in measurements:
+        device.whole_rates = _as_tuples(measurements["whole"])
 
 
 def load_capability(device: Device) -> None:
     """Overwrite ``device.capability`` (and ``device.kernel_rates``, ``device.whole_rates``) with its cached
     measurements, if any."""
-    cached = load().get(device.name, {})
-    _apply(device, cached if isinstance(cached, dict) else {})
+    _apply(device, load().get(device.name, {}))
 
 
 def _best_seconds(run: Callable[[], None], repeats: int, setup: Callable[[], None] | None = None,
@@ -294,10 +334,12 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
     ``WHOLE_ORDERS_ACCELERATOR`` for others; empty: none).
 
     The devices' ``capability`` is updated in place, so a runtime built on them right after uses the
-    measurement.
+    measurement. With ``save``, an unwritable cache raises ``OSError`` before anything is measured.
     """
     if tile < 1 or repeats < 1:
         raise ValueError(f"calibrate: tile and repeats must be positive, got tile={tile}, repeats={repeats}")
+    if save:
+        check_writable()
     from tqdm import tqdm  # noqa: PLC0415 - a CLI dependency, not needed to load cached weights
 
     from ..runtime.blas_threads import all_cores, blas_threads  # noqa: PLC0415 - runtime imports devices
@@ -325,8 +367,21 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
     return results
 
 
+def check_writable() -> Path:
+    """The cache file's path, once its folder exists and the file can be written: raises ``OSError`` otherwise, so
+    that a caller can refuse before a long measurement instead of losing it at the end."""
+    path = cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        path.open("r+b").close()
+    else:
+        tempfile.TemporaryFile(dir=path.parent).close()
+    return path
+
+
 def save_results(results: dict[str, dict[str, float]], tile: int) -> Path:
-    """Merge ``results`` into the cache file (other devices' entries are kept); returns its path."""
+    """Merge ``results`` into the cache file (other devices' entries are kept, damaged ones dropped: :func:`load`);
+    returns its path."""
     path = cache_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     merged = load()

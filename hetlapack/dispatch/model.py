@@ -180,11 +180,23 @@ def host_efficiency(op: str, order: int) -> float:
     """The fraction of the host's GEMM rate one LAPACK call of ``op`` reaches at this order: this machine's, where
     ``hetlapack calibrate`` timed its calls (their float64 rate over the GEMM rate), else the reference machine's
     (``HOST_EFFICIENCY``). Many cores can leave LAPACK far below their GEMM rate: on 16 Xeon cores, SciPy's
-    Cholesky at n = 4000 ran at 0.22 of it, against 0.78 on the reference machine's 2."""
-    measured = _resolved(("cpu",))[0].whole_rates.get(op)
-    if measured:
-        return interpolate(measured, order) / host_gemm_gflops("d")
-    return interpolate(HOST_EFFICIENCY.get(op, HOST_EFFICIENCY["getrf"]), order)
+    Cholesky at n = 4000 ran at 0.22 of it, against 0.78 on the reference machine's 2.
+
+    Timings below the reference table's smallest order (64) are not used: they say nothing about larger matrices,
+    and the table is flat there, so it cannot carry them up. Beyond the largest order timed, the efficiency follows
+    the reference curve, scaled to agree there (capped at the GEMM rate, or at the last timed efficiency if that is
+    higher). Held flat instead, a calibration at small orders would price every larger call at a small one's rate."""
+    reference = HOST_EFFICIENCY.get(op, HOST_EFFICIENCY["getrf"])
+    timed = _resolved(("cpu",))[0].whole_rates.get(op, ())
+    measured = tuple((n, rate) for n, rate in timed if n >= reference[0][0])
+    if not measured:
+        return interpolate(reference, order)
+    largest = measured[-1][0]
+    efficiency = interpolate(measured, min(order, largest)) / host_gemm_gflops("d")
+    if order <= largest:
+        return efficiency
+    scaled = efficiency * interpolate(reference, order) / interpolate(reference, largest)
+    return min(scaled, max(efficiency, 1.0))
 
 
 def predict_host(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:
