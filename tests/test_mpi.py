@@ -89,6 +89,32 @@ def test_demo_entry_point_reports_bad_arguments_in_one_line(args, status, messag
     assert len(lines) == 1 and message in lines[0], result.stdout[-4000:]
 
 
+def test_hetlapack_demo_under_mpiexec_forwards_n_and_repeat(monkeypatch):
+    import hetlapack.mpi.__main__ as distributed_demo
+    from hetlapack.cli import main
+
+    forwarded = []
+    monkeypatch.setenv("PMI_SIZE", "2")
+    monkeypatch.setattr(distributed_demo, "main", forwarded.append)
+    assert main(["demo", "--n", "60", "--repeat", "3"]) == 0
+    assert forwarded == [["demo", "--n", "60", "--repeat", "3"]]
+
+
+def test_hetlapack_demo_under_mpiexec_refuses_single_process_options(monkeypatch, capsys):
+    import hetlapack.mpi.__main__ as distributed_demo
+    from hetlapack.cli import main
+
+    forwarded = []
+    monkeypatch.setenv("PMI_SIZE", "2")
+    monkeypatch.setattr(distributed_demo, "main", forwarded.append)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--n", "60", "--repeat", "3", "--output", "somewhere", "--small", "4"])
+    assert exit_info.value.code == 2 and not forwarded
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("hetlapack demo: error: not available under mpiexec: --small, --output"), lines
+
+
 def test_import_hetlapack_mpi_does_not_import_mpi4py():
     code = "import sys, hetlapack, hetlapack.mpi; assert 'mpi4py' not in sys.modules, 'mpi4py imported'"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60,

@@ -31,6 +31,9 @@ from . import positive_int
 EMULATED_ROWS = (("hybrid", ("cpu", "emulated:0", "emulated:1"), "hybrid:cpu+2emu"),
                  ("gpu", ("emulated:0",), "gpu:emu"))
 
+#: Defaults of the options that only the single-process demo has; under ``mpiexec`` other values are refused.
+SINGLE_PROCESS_DEFAULTS = {"batch": 20000, "small": 8, "output": "."}
+
 
 @dataclass(frozen=True)
 class Case:
@@ -99,11 +102,13 @@ def _best_time(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
 def register(subparsers) -> None:
     parser = subparsers.add_parser("demo", help="factorize a default problem on every available path")
     parser.add_argument("--n", type=positive_int, default=3000, help="order of the single matrices (default 3000)")
-    parser.add_argument("--batch", type=positive_int, default=20000,
+    parser.add_argument("--batch", type=positive_int, default=SINGLE_PROCESS_DEFAULTS["batch"],
                         help="stack size for the batched rows (default 20000)")
-    parser.add_argument("--small", type=positive_int, default=8, help="order of the stacked matrices (default 8)")
+    parser.add_argument("--small", type=positive_int, default=SINGLE_PROCESS_DEFAULTS["small"],
+                        help="order of the stacked matrices (default 8)")
     parser.add_argument("--repeat", type=positive_int, default=2, help="timing repetitions, best kept (default 2)")
-    parser.add_argument("--output", default=".", help="folder for the trace PNG (default .)")
+    parser.add_argument("--output", default=SINGLE_PROCESS_DEFAULTS["output"],
+                        help="folder for the trace PNG (default .)")
     parser.set_defaults(func=run)
 
 
@@ -120,11 +125,21 @@ def _trace_png(n: int, output: str) -> str:
     return str(trace.plot(path, title=f"tiled Cholesky n={n}, tile {tile}: {len(trace.events)} tasks"))
 
 
+def _distributed_demo_arguments(args: argparse.Namespace) -> list[str]:
+    """The distributed demo's command line for these options: ``--n`` and ``--repeat`` carry over; the
+    single-process options it has no use for raise ``ValueError`` (a usage error) rather than being ignored."""
+    unused = [f"--{name}" for name, default in SINGLE_PROCESS_DEFAULTS.items() if getattr(args, name) != default]
+    if unused:
+        raise ValueError(f"not available under mpiexec: {', '.join(unused)} (the distributed demo takes --n and "
+                         f"--repeat; python -m hetlapack.mpi demo --help lists its own options)")
+    return ["demo", "--n", str(args.n), "--repeat", str(args.repeat)]
+
+
 def run(args: argparse.Namespace) -> int:
     if launched_ranks() > 1:
         from ..mpi.__main__ import main as mpi_main  # noqa: PLC0415 - mpi4py only when launched by mpiexec
 
-        mpi_main(["demo", "--n", str(args.n)])
+        mpi_main(_distributed_demo_arguments(args))
         return 0
     rows = []
     cases = _cases(args.n, args.batch, args.small)

@@ -227,3 +227,20 @@ def agreed(comm):
     with latch.guard():
         yield
     latch.agree()
+
+
+def agree_arguments(comm, **arguments) -> None:
+    """Collective: raise the same ``ValueError`` on every rank of ``comm`` unless all ranks passed equal arguments.
+
+    Every routine of :mod:`hetlapack.mpi` is collective; ranks that disagree on an argument (``lower``, a QR mode, a
+    block size, a dtype) would take different paths through the collectives and wait for each other forever. One
+    allgather of the small values (scalars, strings, tuples) turns that into an error that names the argument.
+    """
+    if comm.size == 1:
+        return
+    everyone = allgather_objects(comm, arguments)
+    for name, first in everyone[0].items():
+        for rank, theirs in enumerate(everyone[1:], start=1):
+            if not np.array_equal(first, theirs[name]):
+                raise ValueError(f"every rank must pass the same {name}: rank 0 passed {first!r}, "
+                                 f"rank {rank} passed {theirs[name]!r}")

@@ -15,7 +15,7 @@ from scipy.linalg import LinAlgWarning
 
 from ..dtypes import lapack_dtype
 from . import solve as _solve
-from ._comm import agreed
+from ._comm import agree_arguments, agreed
 from .geqrf import form_q, geqrf
 from .getrf import getrf
 from .matrix import DistributedMatrix
@@ -23,19 +23,44 @@ from .potrf import potrf
 
 __all__ = ["cholesky", "lu_factor", "qr", "cho_solve", "lu_solve", "LinAlgError", "LinAlgWarning"]
 
-_QR_MODES = ("full", "r", "economic")
+#: SciPy's modes ('qr' is its old name for 'full'); the distributed QR refuses 'raw'.
+_QR_MODES = ("full", "qr", "r", "economic", "raw")
+
+
+def _agree_call(a: DistributedMatrix, **arguments) -> None:
+    """Collective: check that ``a`` is distributed and that every rank passes the same layout and ``arguments``.
+
+    Done before any check that could raise on some ranks only, so a mismatch raises on every rank instead of
+    leaving ranks in different collectives.
+    """
+    if not isinstance(a, DistributedMatrix):
+        raise TypeError(f"expected a DistributedMatrix, got {type(a).__name__}")
+    agree_arguments(a.grid.comm, a=a.layout, **arguments)
+
+
+def _check_finite(comm, *arrays: np.ndarray) -> None:
+    """Collective: SciPy's ``ValueError`` on every rank when any rank's ``arrays`` hold an inf or a NaN (only
+    floating and complex arrays are looked at, as ``numpy.asarray_chkfinite`` does)."""
+    with agreed(comm):
+        if not all(array.dtype.kind not in "fc" or np.isfinite(array).all() for array in arrays):
+            raise ValueError("array must not contain infs or NaNs")
 
 
 def _prepared(a: DistributedMatrix, overwrite_a: bool, check_finite: bool) -> DistributedMatrix:
-    """Validate ``a`` on every rank (non-finite entries raise everywhere) and copy it unless overwriting is allowed."""
-    if not isinstance(a, DistributedMatrix):
-        raise TypeError(f"expected a DistributedMatrix, got {type(a).__name__}")
-    with agreed(a.grid.comm):
-        if check_finite and not np.isfinite(a.local).all():
-            raise ValueError("array must not contain infs or NaNs")
+    """Check ``a``'s entries on every rank (``check_finite``) and copy it unless overwriting is allowed."""
+    if check_finite:
+        _check_finite(a.grid.comm, a.local)
     if a.dtype.char in "fdFD":
         return a if overwrite_a else a.copy()
     return a.like(a.local.astype(lapack_dtype(a.dtype), order="F"))
+
+
+def _as_scipy_empty(a: DistributedMatrix, factors: tuple[DistributedMatrix, ...]) -> tuple[DistributedMatrix, ...]:
+    """The factors of an empty ``a`` in ``a``'s own dtype: SciPy's ``lu_factor`` and ``qr`` return ``empty_like``
+    results there (an empty int64 matrix gives int64 factors), whatever dtype LAPACK would compute in."""
+    if a.shape[0] * a.shape[1] != 0:
+        return factors
+    return tuple(factor.like(factor.local.astype(a.dtype, order="F"), factor.shape) for factor in factors)
 
 
 def cholesky(a: DistributedMatrix, lower: bool = False, overwrite_a: bool = False,
@@ -66,6 +91,7 @@ def cholesky(a: DistributedMatrix, lower: bool = False, overwrite_a: bool = Fals
     >>> L = cholesky(A, lower=True)              # doctest: +SKIP
     >>> l = L.gather(root=0)                     # doctest: +SKIP
     """
+    _agree_call(a, lower=lower, overwrite_a=overwrite_a, check_finite=check_finite)
     work = _prepared(a, overwrite_a, check_finite)
     potrf(work, lower=lower)
     return work
@@ -91,11 +117,13 @@ def lu_factor(a: DistributedMatrix, overwrite_a: bool = False,
     --------
     >>> lu, piv = lu_factor(A)                   # doctest: +SKIP
     """
+    _agree_call(a, overwrite_a=overwrite_a, check_finite=check_finite)
     work = _prepared(a, overwrite_a, check_finite)
     pivots, info = getrf(work)
     if info > 0:
         warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.", LinAlgWarning, stacklevel=2)
-    return work, pivots
+    (lu,) = _as_scipy_empty(a, (work,))
+    return lu, pivots
 
 
 def qr(a: DistributedMatrix, overwrite_a: bool = False, mode: str = "full", check_finite: bool = True):
@@ -104,7 +132,8 @@ def qr(a: DistributedMatrix, overwrite_a: bool = False, mode: str = "full", chec
     Parameters
     ----------
     mode : {'full', 'r', 'economic'}
-        As SciPy's: ``(Q, R)`` with ``Q`` ``m x m`` or ``m x k`` (economic), or ``(R,)`` for ``'r'``.
+        As SciPy's: ``(Q, R)`` with ``Q`` ``m x m`` or ``m x k`` (economic), or ``(R,)`` for ``'r'``. SciPy's
+        ``'raw'`` is refused.
 
     Returns
     -------
@@ -115,8 +144,11 @@ def qr(a: DistributedMatrix, overwrite_a: bool = False, mode: str = "full", chec
     --------
     >>> Q, R = qr(A, mode="economic")            # doctest: +SKIP
     """
+    _agree_call(a, overwrite_a=overwrite_a, mode=mode, check_finite=check_finite)
     if mode not in _QR_MODES:
-        raise ValueError(f"Mode argument should be one of {list(_QR_MODES)}; the distributed QR has no 'raw' mode")
+        raise ValueError("Mode argument should be one of ['full', 'r', 'economic', 'raw']")
+    if mode == "raw":
+        raise ValueError("the distributed QR has no 'raw' mode; use 'full', 'r' or 'economic'")
     work = _prepared(a, overwrite_a, check_finite)
     t_factors = geqrf(work)
     m, n = work.shape
@@ -125,25 +157,45 @@ def qr(a: DistributedMatrix, overwrite_a: bool = False, mode: str = "full", chec
     r_factor = DistributedMatrix(work.grid, (r_rows, n), work.block, r_local, work.src)
     r_local[r_factor.rows[:, None] > r_factor.cols[None, :]] = 0
     if mode == "r":
-        return (r_factor,)
-    return form_q(work, t_factors, min(m, n) if mode == "economic" else m), r_factor
+        return _as_scipy_empty(a, (r_factor,))
+    return _as_scipy_empty(a, (form_q(work, t_factors, min(m, n) if mode == "economic" else m), r_factor))
 
 
-def _rhs(b, factor: DistributedMatrix, mismatch: Callable[[tuple], str]) -> np.ndarray:
+def _described(b) -> str:
+    """What every rank must agree on about a right-hand side: distributed or not, its shape (layout) and dtype."""
+    if isinstance(b, DistributedMatrix):
+        return f"DistributedMatrix {b.layout}"
+    return f"array of shape {b.shape} and dtype {b.dtype.name}"
+
+
+def _check_rhs_shape(shape: tuple, n: int, mismatch: Callable[[tuple], str]) -> None:
+    """SciPy's ``ValueError(mismatch(shape))`` for a ``b`` whose rows do not fit the factor (of a stack: its last two
+    axes, as SciPy's batch loop sees them); a stack that fits is refused too, the distributed solve takes one system.
+    """
+    core = shape[-2:] if len(shape) > 2 else shape
+    if not core or core[0] != n:
+        raise ValueError(mismatch(core))
+    if len(shape) > 2:
+        raise ValueError(f"b must be 1-D or 2-D for the distributed solve, got shape {shape}")
+
+
+def _rhs(b, factor: DistributedMatrix, mismatch: Callable[[tuple], str], check_finite: bool,
+         check_factor: bool = False, **arguments) -> np.ndarray:
     """The right-hand side replicated on every rank, as a Fortran-ordered 2-D array of the common dtype.
 
-    A ``b`` of the wrong shape on any rank (``None`` where only the root holds it) raises ``ValueError(mismatch(its
-    shape))``, SciPy's text, on every rank.
+    One agreement first: every rank passes the same kind, shape and dtype of ``b`` and the same ``arguments`` (so a
+    ``b`` that only the root holds raises the agreement's error). Then SciPy's checks, on every rank: non-finite
+    entries in ``b`` (with ``check_factor`` in the factor too) when ``check_finite``, and a shape that does not fit.
     """
     comm, n = factor.grid.comm, factor.shape[0]
-    distributed = comm.allgather(isinstance(b, DistributedMatrix))
-    if any(distributed) and not all(distributed):
-        raise ValueError("b must be a DistributedMatrix on every rank or on none")
-    full = _solve.replicate(b) if distributed[0] else None
-    with agreed(comm):
-        full = np.asarray(b) if full is None else full
-        if full.ndim == 0 or full.shape[0] != n:
-            raise ValueError(mismatch(full.shape))
+    distributed = isinstance(b, DistributedMatrix)
+    full = b if distributed else np.asarray(b)
+    agree_arguments(comm, factor=factor.layout, b=_described(full), check_finite=check_finite, **arguments)
+    if distributed:
+        full = _solve.replicate(b)
+    if check_finite:
+        _check_finite(comm, full, *((factor.local,) if check_factor else ()))
+    _check_rhs_shape(full.shape, n, mismatch)
     columns = int(np.prod(full.shape[1:]))
     return np.array(full.reshape(n, columns), dtype=lapack_dtype(factor.dtype, full.dtype), order="F")
 
@@ -155,26 +207,35 @@ def _result(b, x: np.ndarray):
     return x.reshape(np.shape(b))
 
 
-def cho_solve(c_and_lower: tuple[DistributedMatrix, bool], b) -> DistributedMatrix | np.ndarray:
+def cho_solve(c_and_lower: tuple[DistributedMatrix, bool], b, overwrite_b: bool = False,
+              check_finite: bool = True) -> DistributedMatrix | np.ndarray:
     """Solve ``A x = b`` from :func:`cholesky`'s factor (``scipy.linalg.cho_solve``).
 
-    ``b`` is a ``DistributedMatrix`` (result distributed the same way) or an array that every rank holds (result
-    on every rank). The right-hand side is replicated during the solve; the factor never moves.
+    ``b`` is a ``DistributedMatrix`` (result distributed the same way) or a 1-D or 2-D array that every rank holds
+    (result on every rank). The right-hand side is replicated during the solve; the factor never moves.
+    ``check_finite`` checks ``b`` and the factor, as SciPy's; ``b`` is never overwritten (``overwrite_b`` only
+    permits it).
     """
     c, lower = c_and_lower
-    x = _rhs(b, c, lambda shape: f"incompatible dimensions ({c.shape} and {shape})")
+    x = _rhs(b, c, lambda shape: f"incompatible dimensions ({c.shape} and {shape})", check_finite,
+             check_factor=True, lower=lower, overwrite_b=overwrite_b)
     first, second = ((True, 0), (True, 2)) if lower else ((False, 2), (False, 0))
     _solve.trsm(c, x, lower=first[0], trans=first[1])
     _solve.trsm(c, x, lower=second[0], trans=second[1])
     return _result(b, x)
 
 
-def lu_solve(lu_and_piv: tuple[DistributedMatrix, np.ndarray], b, trans: int = 0) -> DistributedMatrix | np.ndarray:
-    """Solve ``op(A) x = b`` from :func:`lu_factor`'s result (``scipy.linalg.lu_solve``; ``trans`` 0, 1 or 2)."""
+def lu_solve(lu_and_piv: tuple[DistributedMatrix, np.ndarray], b, trans: int = 0, overwrite_b: bool = False,
+             check_finite: bool = True) -> DistributedMatrix | np.ndarray:
+    """Solve ``op(A) x = b`` from :func:`lu_factor`'s result (``scipy.linalg.lu_solve``; ``trans`` 0, 1 or 2).
+
+    ``b`` as in :func:`cho_solve`; ``check_finite`` checks ``b`` only, as SciPy's.
+    """
     lu, pivots = lu_and_piv
+    x = _rhs(b, lu, lambda shape: f"Shapes of lu {lu.shape} and b {shape} are incompatible", check_finite,
+             trans=trans, overwrite_b=overwrite_b)
     if trans not in (0, 1, 2):
         raise ValueError("trans must be 0, 1 or 2")
-    x = _rhs(b, lu, lambda shape: f"Shapes of lu {lu.shape} and b {shape} are incompatible")
     if trans == 0:
         _solve.permute_rows(x, pivots)
         _solve.trsm(lu, x, lower=True, unit_diagonal=True)

@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 from numpy.typing import DTypeLike
 
-from ._comm import agreed, allgather_objects
+from ._comm import agree_arguments, agreed, allgather_objects
 from .grid import ProcessGrid
 
 #: Default square block: large enough that the trailing GEMMs run at BLAS-3 speed, small enough that the LU/QR
@@ -51,6 +51,21 @@ def _as_block(block: int | tuple[int, int]) -> tuple[int, int]:
     return int(mb), int(nb)
 
 
+def _checked_src(src: tuple[int, int], grid: ProcessGrid) -> tuple[int, int]:
+    """``src`` as integers, refused unless it names a process of ``grid`` (ScaLAPACK's RSRC < P, CSRC < Q)."""
+    rsrc, csrc = int(src[0]), int(src[1])
+    if not (0 <= rsrc < grid.nprow and 0 <= csrc < grid.npcol):
+        raise ValueError(f"source process {tuple(src)} is outside the {grid.nprow}x{grid.npcol} process grid")
+    return rsrc, csrc
+
+
+def _agree_on_root(comm, root: int, **arguments) -> None:
+    """Collective: every rank names the same ``root`` (and ``arguments``), and ``root`` is a rank of ``comm``."""
+    agree_arguments(comm, root=root, **arguments)
+    if not 0 <= root < comm.size:
+        raise ValueError(f"root must be a rank of the grid's {comm.size} ranks (0 to {comm.size - 1}), got {root}")
+
+
 class DistributedMatrix:
     """An ``m x n`` matrix in 2-D block-cyclic layout; ``local`` is this rank's Fortran-ordered piece."""
 
@@ -59,7 +74,7 @@ class DistributedMatrix:
         self.grid = grid
         self.shape = (int(shape[0]), int(shape[1]))
         self.block = _as_block(block)
-        self.src = (int(src[0]), int(src[1]))
+        self.src = _checked_src(src, grid)
         m, n = self.shape
         mb, nb = self.block
         self.rows = owned_indices(m, mb, grid.myrow, self.src[0], grid.nprow)
@@ -122,11 +137,15 @@ class DistributedMatrix:
     def from_global(cls, a: np.ndarray | None, *, grid: ProcessGrid | None = None, root: int = 0,
                     block: int | tuple[int, int] = DEFAULT_BLOCK, src: tuple[int, int] = (0, 0)
                     ) -> "DistributedMatrix":
-        """Scatter the 2-D array ``a`` held by ``root`` (other ranks pass ``None``); ``a`` is not modified."""
+        """Scatter the 2-D array ``a`` held by ``root`` (other ranks pass ``None``); ``a`` is not modified.
+
+        Every rank must pass the same ``root``, ``block`` and ``src`` (``ValueError`` on every rank otherwise).
+        """
         from ._comm import traffic
 
         grid = ProcessGrid.create() if grid is None else grid
         comm = grid.comm
+        _agree_on_root(comm, root, block=block, src=src)
         meta = None
         with agreed(comm):
             if comm.rank == root:
@@ -158,6 +177,7 @@ class DistributedMatrix:
         from ._comm import traffic
 
         comm = self.grid.comm
+        _agree_on_root(comm, root)
         if comm.rank != root:
             if self.local.size:
                 comm.Send(np.ascontiguousarray(self.local.T), dest=root, tag=78)
@@ -190,6 +210,12 @@ class DistributedMatrix:
         return out
 
     # ----------------------------------------------------------------- views and metadata
+    @property
+    def layout(self) -> str:
+        """The global shape, dtype, blocking, source process and grid: what every rank must agree on."""
+        (m, n), (mb, nb), (nprow, npcol) = self.shape, self.block, self.grid.shape
+        return f"{m}x{n} {self.dtype.name} in {mb}x{nb} blocks from process {self.src} on a {nprow}x{npcol} grid"
+
     @property
     def dtype(self) -> np.dtype:
         """Element type of the local storage (the same on every rank)."""

@@ -262,21 +262,140 @@ def empty_systems_solve_as_in_scipy(grid):
         assert hm.lu_solve((lu, piv), b).shape == b.shape
 
 
+def scipy_error(fn) -> str:
+    """The text of the ValueError that SciPy's ``fn()`` raises."""
+    try:
+        fn()
+    except ValueError as exc:
+        return str(exc)
+    raise AssertionError("SciPy raised nothing")
+
+
+def factors_of_order_8(grid) -> tuple[tuple[hm.DistributedMatrix, bool], tuple, tuple]:
+    """``(c, lower)`` and ``(lu, piv)`` of order 8 on ``grid``, and SciPy's own pair of each, for the solve checks."""
+    a_spd, a_gen = spd(8, dtype=np.float64, seed=13), general(8, dtype=np.float64, seed=14)
+    ours = ((hm.cholesky(scatter(a_spd, grid, 4), lower=True), True), hm.lu_factor(scatter(a_gen, grid, 4)))
+    return (*ours, (sla.cho_factor(a_spd, lower=True), sla.lu_factor(a_gen)))
+
+
 @check
-def wrong_right_hand_side_on_one_rank_raises_everywhere(grid):
-    """A ``b`` of the wrong shape on one rank (as ``None`` off the root) raises SciPy's text on every rank."""
-    n, last = 8, COMM.size - 1
-    b = np.ones(n + 1) if COMM.rank == last else np.ones(n)
-    factor = hm.cholesky(scatter(spd(n, dtype=np.float64, seed=13), grid, 4), lower=True)
-    assert_raises_everywhere(ValueError, "incompatible dimensions ((8, 8) and (9,))",
-                             lambda: hm.cho_solve((factor, True), b))
-    lu_piv = hm.lu_factor(scatter(general(n, dtype=np.float64, seed=14), grid, 4))
-    assert_raises_everywhere(ValueError, "Shapes of lu (8, 8) and b (9,) are incompatible",
-                             lambda: hm.lu_solve(lu_piv, b))
-    if COMM.size > 1:
-        mixed = factor if COMM.rank == 0 else np.ones(n)
-        assert_raises_everywhere(ValueError, "b must be a DistributedMatrix on every rank or on none",
-                                 lambda: hm.cho_solve((factor, True), mixed))
+def wrong_right_hand_side_raises_scipys_text_everywhere(grid):
+    """A ``b`` that does not fit, 3-D included (SciPy's batch loop names its last two axes), raises SciPy's text."""
+    c_lower, lu_piv, (ref_c, ref_lu) = factors_of_order_8(grid)
+    for b in (np.ones(9), np.ones((9, 2)), np.ones((8, 2, 2)), np.ones((3, 9, 2))):
+        assert_raises_everywhere(ValueError, scipy_error(lambda: sla.cho_solve(ref_c, b)),
+                                 lambda: hm.cho_solve(c_lower, b))
+        assert_raises_everywhere(ValueError, scipy_error(lambda: sla.lu_solve(ref_lu, b)),
+                                 lambda: hm.lu_solve(lu_piv, b))
+    assert_raises_everywhere(ValueError, "b must be 1-D or 2-D for the distributed solve, got shape (3, 8, 2)",
+                             lambda: hm.cho_solve(c_lower, np.ones((3, 8, 2))))
+
+
+@check
+def right_hand_side_that_differs_across_ranks_raises_everywhere(grid):
+    """A ``b`` of another shape or dtype on one rank (or ``None`` off the root) raises one text on every rank."""
+    if COMM.size == 1:
+        return
+    c_lower, lu_piv, _ = factors_of_order_8(grid)
+    last = COMM.size - 1
+    for b, described in ((np.ones(9), "array of shape (9,) and dtype float64"),
+                         (np.ones(8, dtype=complex), "array of shape (8,) and dtype complex128"),
+                         (None, "array of shape () and dtype object")):
+        mine = b if COMM.rank == last else np.ones(8)
+        text = (f"every rank must pass the same b: rank 0 passed 'array of shape (8,) and dtype float64', "
+                f"rank {last} passed '{described}'")
+        assert_raises_everywhere(ValueError, text, lambda: hm.cho_solve(c_lower, mine))
+        assert_raises_everywhere(ValueError, text, lambda: hm.lu_solve(lu_piv, mine))
+    factor = c_lower[0]
+    mixed = factor if COMM.rank == 0 else np.ones(8)
+    text = (f"every rank must pass the same b: rank 0 passed 'DistributedMatrix {factor.layout}', "
+            f"rank 1 passed 'array of shape (8,) and dtype float64'")
+    assert_raises_everywhere(ValueError, text, lambda: hm.cho_solve(c_lower, mixed))
+
+
+@check
+def solves_check_finite_and_take_overwrite_b_as_scipy(grid):
+    c_lower, lu_piv, (ref_c, ref_lu) = factors_of_order_8(grid)
+    b = general(8, 2, dtype=np.float64, seed=15)
+    np.testing.assert_allclose(hm.cho_solve(c_lower, b.copy(), overwrite_b=True, check_finite=False),
+                               sla.cho_solve(ref_c, b), rtol=1e-12)
+    np.testing.assert_allclose(hm.lu_solve(lu_piv, b.copy(), overwrite_b=True, check_finite=False),
+                               sla.lu_solve(ref_lu, b), rtol=1e-12)
+    text = scipy_error(lambda: sla.cho_solve(ref_c, np.full(8, np.nan)))
+    inf_on_last_rank = np.where(np.arange(8) == 7, np.inf if COMM.rank == COMM.size - 1 else 1.0, 1.0)
+    for bad in (np.full(8, np.nan), inf_on_last_rank):
+        assert_raises_everywhere(ValueError, text, lambda: hm.cho_solve(c_lower, bad))
+        assert_raises_everywhere(ValueError, text, lambda: hm.lu_solve(lu_piv, bad))
+        hm.lu_solve(lu_piv, bad, check_finite=False)
+    c_nan = c_lower[0].copy()
+    if COMM.rank == 0:
+        c_nan.local[0, 0] = np.nan
+    assert_raises_everywhere(ValueError, text, lambda: hm.cho_solve((c_nan, True), np.ones(8)))
+
+
+@check
+def arguments_that_differ_across_ranks_raise_everywhere(grid):
+    """Per-rank ``lower``, ``mode``, ``trans``, ``block`` or layout raise one ValueError on every rank, never hang."""
+    if COMM.size == 1:
+        return
+    a = spd(8, dtype=np.float64, seed=16)
+    me = COMM.rank
+
+    def differs(name, first, second):
+        return f"every rank must pass the same {name}: rank 0 passed {first!r}, rank 1 passed {second!r}"
+
+    matrix = scatter(a, grid, 4)
+    assert_raises_everywhere(ValueError, differs("lower", True, False), lambda: hm.cholesky(matrix, lower=me == 0))
+    assert_raises_everywhere(ValueError, differs("mode", "full", "r"),
+                             lambda: hm.qr(matrix, mode="r" if me else "full"))
+    assert_raises_everywhere(ValueError, differs("trans", 0, 1),
+                             lambda: hm.lu_solve(hm.lu_factor(matrix), np.ones(8), trans=min(me, 2)))
+    assert_raises_everywhere(ValueError, differs("block", 4, 5), lambda: scatter(a, grid, 4 + me))
+    uneven = hm.DistributedMatrix.zeros(8, 8, block=4 + me, grid=grid)
+    layouts = [hm.DistributedMatrix.zeros(8, 8, block=block, grid=grid).layout for block in (4, 5)]
+    assert_raises_everywhere(ValueError, differs("a", *layouts), lambda: hm.lu_factor(uneven))
+
+
+@check
+def bad_root_or_source_process_raise_value_error_everywhere(grid):
+    root = COMM.size + 3
+    text = f"root must be a rank of the grid's {COMM.size} ranks (0 to {COMM.size - 1}), got {root}"
+    a = np.eye(4)
+    assert_raises_everywhere(ValueError, text, lambda: hm.DistributedMatrix.from_global(a, grid=grid, root=root))
+    assert_raises_everywhere(ValueError, text, lambda: scatter(a, grid, 2).gather(root=root))
+    outside = f"source process (5, 5) is outside the {grid.nprow}x{grid.npcol} process grid"
+    assert_raises_everywhere(ValueError, outside, lambda: hm.DistributedMatrix(grid, (4, 4), 2, np.zeros((0, 0)),
+                                                                               src=(5, 5)))
+    assert_raises_everywhere(ValueError, outside, lambda: hm.DistributedMatrix.zeros(4, 4, grid=grid, src=(5, 5)))
+
+
+@check
+def qr_mode_errors_are_scipys(grid):
+    a = general(6, 4, dtype=np.float64, seed=17)
+    matrix = scatter(a, grid, 4)
+    assert_raises_everywhere(ValueError, scipy_error(lambda: sla.qr(a, mode="bogus")),
+                             lambda: hm.qr(matrix, mode="bogus"))
+    assert_raises_everywhere(ValueError, "the distributed QR has no 'raw' mode; use 'full', 'r' or 'economic'",
+                             lambda: hm.qr(matrix, mode="raw"))
+    assert [x.shape for x in hm.qr(matrix, mode="qr")] == [x.shape for x in sla.qr(a, mode="qr")]
+
+
+@check
+def empty_factors_keep_scipys_dtype(grid):
+    """SciPy returns an empty matrix's LU and QR factors in its own dtype (int64 stays int64)."""
+    for dtype in (np.int64, np.bool_, np.float16):
+        for shape in ((0, 0), (0, 3), (3, 0)):
+            a = np.zeros(shape, dtype=dtype)
+            lu, piv = hm.lu_factor(scatter(a, grid, 4))
+            ref_lu, ref_piv = sla.lu_factor(a)
+            assert gathered(lu).dtype == ref_lu.dtype and piv.dtype == ref_piv.dtype, (dtype, shape, lu.dtype)
+            for mode in ("full", "r", "economic"):
+                ours, theirs = [gathered(x) for x in hm.qr(scatter(a, grid, 4), mode=mode)], sla.qr(a, mode=mode)
+                assert [(x.dtype, x.shape) for x in ours] == [(x.dtype, x.shape) for x in theirs], (dtype, shape)
+                for x, y in zip(ours, theirs):
+                    np.testing.assert_array_equal(x, y)
+        assert gathered(hm.cholesky(scatter(np.zeros((0, 0), dtype=dtype), grid, 4))).dtype == \
+            sla.cholesky(np.zeros((0, 0), dtype=dtype)).dtype
 
 
 @check
