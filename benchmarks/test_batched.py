@@ -15,6 +15,8 @@ On the batched path dispatch picks the kernels as it would unforced: the interle
 stacks up to their crossover order, the LAPACK loop (SciPy's LAPACK per matrix from compiled code) in single
 precision and past it. ``test_batched_large_orders`` times the factorizations at orders 96-384, where only the loop
 runs. ``test_batched_lists`` times the list API (``hetlapack.batched``) on single-precision lists, on either kernel.
+``test_numpy_single_precision_stacks`` times NumPy's ``cholesky`` and ``qr`` as ``hetlapack.compat.install()`` gives
+them (computing in double, as NumPy does) against NumPy's own.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from threadpoolctl import threadpool_limits
 import hetlapack
 import hetlapack.linalg as la
 from hetlapack import batched
+from hetlapack.compat import numpy_linalg
+from hetlapack.compat._originals import numpy_functions
 from hetlapack.testing.matrices import random_matrix
 
 QUICK = os.environ.get("HETLAPACK_BENCH_QUICK") == "1"
@@ -213,3 +217,29 @@ def test_batched_lists(benchmark, op, kernels, dtype, n, count):
         benchmark.pedantic(call, rounds=3 if kernels == "scipy" else 5, warmup_rounds=1)
     benchmark.extra_info.update({"op": f"list {op} {np.dtype(dtype).name}", "n": n, "peer": kernels,
                                  "ns_per_matrix": benchmark.stats.stats.min / count * 1e9})
+
+
+#: Orders and stack sizes of :func:`test_numpy_single_precision_stacks`.
+NUMPY_CASES = [(4, 10_000), (16, 5_000)] if QUICK else [(4, 20_000), (16, 5_000), (64, 500), (128, 100)]
+
+#: NumPy's functions as the shim gives them and as NumPy has them.
+NUMPY_CALLS = {"cholesky": (numpy_linalg.cholesky, numpy_functions["cholesky"]),
+               "qr": (numpy_linalg.qr, numpy_functions["qr"])}
+
+
+@pytest.mark.parametrize(("n", "batch"), NUMPY_CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("library", ["hetlapack", "numpy"])
+@pytest.mark.parametrize("op", list(NUMPY_CALLS))
+def test_numpy_single_precision_stacks(benchmark, op, library, dtype, n, batch):
+    """Single-precision stacks through NumPy's ``cholesky`` and ``qr``: the shim, unforced (it computes in double
+    precision and rounds, as NumPy does, on the batched kernels dispatch picks for double), and NumPy's own."""
+    ours, numpys = NUMPY_CALLS[op]
+    call = ours if library == "hetlapack" else numpys
+    a = stack("spd" if op == "cholesky" else "general", dtype, n, batch)
+    benchmark.group = f"numpy {op} {np.dtype(dtype).name} n={n} B={batch}"
+    with threadpool_limits(THREADS):
+        call(a)
+        benchmark.pedantic(call, args=(a,), rounds=5, warmup_rounds=1)
+    benchmark.extra_info.update({"op": f"numpy {op} {np.dtype(dtype).name} B={batch}", "n": n, "peer": library,
+                                 "ns_per_matrix": benchmark.stats.stats.min / batch * 1e9})

@@ -140,13 +140,17 @@ def _in_every_layout(stack):
             "batch reversed": stack[::-1], "matrices reversed": stack[..., ::-1, ::-1]}
 
 
+@pytest.mark.parametrize("chunk_matrices", [None, 2])
 @pytest.mark.parametrize("kernels", ["interleaved", "lapack"])
 @pytest.mark.parametrize("shape", [(7, 4, 4), (2, 3, 5, 5), (3, 1, 2, 4, 4)])
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64])
-def test_stacked_results_are_laid_out_as_numpy_lays_them_out(shape, dtype, kernels):
+def test_stacked_results_are_laid_out_as_numpy_lays_them_out(shape, dtype, kernels, chunk_matrices, monkeypatch):
     """Cholesky's factor and QR's Q follow NumPy's gufunc outputs (matrices C-ordered, batch axes in the input's
     order); R follows ``triu`` over a copy of the input in its own axis order. Values equal, strides identical, on
-    the batched path with either kernels (forced: NumPy's single-precision stacks stay on NumPy's function)."""
+    the batched path with either kernels; a single-precision stack is converted to double a chunk at a time (here
+    also of two matrices, so that chunks end inside every batch axis)."""
+    if chunk_matrices:
+        monkeypatch.setattr(numpy_linalg, "CHUNK_BYTES", chunk_matrices * shape[-1] ** 2 * 16)
     n = shape[-1]
     x = np.random.default_rng(n).standard_normal(shape).astype(dtype)
     spd = x @ np.swapaxes(x.conj(), -1, -2) + n * np.eye(n, dtype=dtype)
@@ -157,6 +161,7 @@ def test_stacked_results_are_laid_out_as_numpy_lays_them_out(shape, dtype, kerne
             for mode in ("reduced", "complete", "r"):
                 ours, theirs = numpy_linalg.qr(general, mode=mode), numpy_functions["qr"](general, mode=mode)
                 pairs += [(ours, theirs)] if mode == "r" else list(zip(ours, theirs))
-        for ours, theirs in pairs:
+        for ours, theirs in pairs:  # single precision: NumPy's double results rounded, to a unit in the last place
             assert (ours.strides, ours.dtype) == (theirs.strides, theirs.dtype), layout
-            np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4)
+            tol = 2 * np.finfo(np.float32).eps if dtype == np.complex64 else 1e-10
+            np.testing.assert_allclose(ours, theirs, rtol=tol, atol=tol * np.abs(theirs).max())
