@@ -231,6 +231,27 @@ def test_empty_systems_give_scipys_solutions(dtype, n, b_shape):
         assert _layout(x) == _layout(y)
 
 
+def _memory_order(array: np.ndarray) -> str:
+    """'F' for a Fortran-ordered array that is not also C-ordered, else 'C' or '-' (neither)."""
+    if array.flags.f_contiguous and not array.flags.c_contiguous:
+        return "F"
+    return "C" if array.flags.c_contiguous else "-"
+
+
+@pytest.mark.parametrize("chosen", ["interleaved", "lapack"])
+def test_results_are_laid_out_as_scipys(chosen):
+    """Each result has the memory order SciPy's own call gives it: Fortran-ordered factors, Q and solutions with
+    several columns, C-ordered R."""
+    a, b = spd(5, dtype=np.float64, seed=3), random_matrix((5, 2), np.float64, seed=4)
+    c, (lu, piv) = sla.cholesky(a), sla.lu_factor(a)
+    with hetlapack.using(kernels=chosen):
+        pairs = [(batched.cholesky([a])[0], c), (batched.lu_factor([a])[0][0], lu), *zip(batched.qr([a])[0], sla.qr(a)),
+                 (batched.qr([a], mode="raw")[0][0][0], sla.qr(a, mode="raw")[0][0]),
+                 (batched.cho_solve([c], [b])[0], sla.cho_solve((c, False), b)),
+                 (batched.lu_solve([(lu, piv)], [b])[0], sla.lu_solve((lu, piv), b))]
+    assert [_memory_order(ours) for ours, _ in pairs] == [_memory_order(theirs) for _, theirs in pairs]
+
+
 def test_solves_check_what_scipy_checks():
     """SciPy's ``lu_solve`` checks only ``b`` for infs and NaNs (NaN factors give NaN solutions); its ``cho_solve``
     checks the factor too."""

@@ -145,7 +145,8 @@ def cholesky(matrices: Sequence, lower: bool = False, *, check_finite: bool = Tr
     info = np.zeros(len(arrays), dtype=kernels.INDEX_DTYPE)
     _empty_results(arrays, factors, lambda a: sla.cholesky(a, lower=lower))
     for indices, (stack,) in _grouped_stacks((check_finite,), arrays):
-        c, group_info = kernels.potrf(stack, lower=lower, clean=True, lapack=_lapack_loop("potrf", stack))
+        c, group_info = kernels.potrf(stack, lower=lower, clean=True, fortran=True,
+                                      lapack=_lapack_loop("potrf", stack))
         info[indices] = group_info
         for index, factor in zip(indices, c):
             factors[index] = factor
@@ -200,7 +201,7 @@ def lu_factor(matrices: Sequence, *, check_finite: bool = True,
     info = np.zeros(len(arrays), dtype=kernels.INDEX_DTYPE)
     _empty_results(arrays, factors, sla.lu_factor)
     for indices, (stack,) in _grouped_stacks((check_finite,), arrays):
-        lu, piv, group_info = kernels.getrf(stack, lapack=_lapack_loop("getrf", stack))
+        lu, piv, group_info = kernels.getrf(stack, fortran=True, lapack=_lapack_loop("getrf", stack))
         info[indices] = group_info
         for index, lu_i, piv_i in zip(indices, lu, piv):
             factors[index] = (lu_i, piv_i)
@@ -223,8 +224,9 @@ def _qr_results(stack: np.ndarray, mode: str, pivoting: bool) -> list[tuple]:
     if mode == "raw":
         qr_stack, tau = kernels.geqrf(stack)
         r = np.triu(qr_stack[:, :min(stack.shape[-2:]), :])
+        qr_stack = np.swapaxes(np.ascontiguousarray(np.swapaxes(qr_stack, -1, -2)), -1, -2)  # SciPy's Fortran order
         return [((qr_i, tau_i), r_i) for qr_i, tau_i, r_i in zip(qr_stack, tau, r)]
-    q, r = kernels.qr(stack, ncols, rows, lapack=_lapack_loop("geqrf", stack))
+    q, r = kernels.qr(stack, ncols, rows, fortran=True, lapack=_lapack_loop("geqrf", stack))
     if mode == "r":
         return [(r_i,) for r_i in r]
     return list(zip(q, r))
@@ -355,7 +357,7 @@ def cho_solve(factors: Sequence, bs: Sequence, lower: bool = False, *, check_fin
     """
     arrays = _square_factors(factors)
     return _solve_grouped(arrays, None, bs, (check_finite, check_finite),
-                          lambda c, b: kernels.potrs(c, b, lower=lower, lapack=_lapack_loop("potrs", c)),
+                          lambda c, b: kernels.potrs(c, b, lower=lower, fortran=True, lapack=_lapack_loop("potrs", c)),
                           lambda index: sla.cho_solve((arrays[index], lower), bs[index]))
 
 
@@ -392,5 +394,6 @@ def lu_solve(factors: Sequence[tuple], bs: Sequence, trans: int = 0, *, check_fi
         if piv.shape != (lu.shape[0],):
             raise ValueError(f"matrix {index}: pivots of shape {piv.shape} do not match lu of shape {lu.shape}")
     return _solve_grouped(lus, pivots, bs, (False, check_finite),
-                          lambda lu, piv, b: kernels.getrs(lu, piv, b, trans=trans, lapack=_lapack_loop("getrs", lu)),
+                          lambda lu, piv, b: kernels.getrs(lu, piv, b, trans=trans, fortran=True,
+                                                             lapack=_lapack_loop("getrs", lu)),
                           lambda index: sla.lu_solve((lus[index], pivots[index]), bs[index], trans=trans))
