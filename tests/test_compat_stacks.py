@@ -253,11 +253,13 @@ def test_cho_solve_of_cho_factors_output_runs_batched(monkeypatch, dtype, lower)
 @pytest.mark.parametrize("path", PATHS)
 def test_solve_batch_mismatches_raise_scipys_error(path):
     """SciPy broadcasts the batch dimensions of (lu, piv, b) and names a mismatch by argument position, before it
-    checks values for infinities and NaNs."""
+    checks values for infinities and NaNs; pivots fewer than the order get f2py's text from SciPy's own call."""
     a = testing.spd(3, seed=3, batch=(4,))
     (lu, piv), c = sl.lu_factor(a), sl.cholesky(a)
     calls = [lambda m: m.lu_solve((lu, piv), np.ones((5, 3, 1))),
              lambda m: m.lu_solve((lu, piv[:2]), np.ones((4, 3, 1))),
+             lambda m: m.lu_solve((lu, piv[:, :2]), np.ones((4, 3, 1))),
+             lambda m: m.lu_solve((lu, piv[0, :2]), np.ones((4, 3, 1))),
              lambda m: m.cho_solve((c, False), np.ones((5, 3, 1))),
              lambda m: m.lu_solve((lu, piv), np.full((5, 3, 1), np.nan)),
              lambda m: m.cho_solve((c, False), np.full((5, 3, 1), np.nan))]

@@ -126,10 +126,12 @@ def solve_batch(factor_shape: tuple[int, ...], b_shape: tuple[int, ...],
     """SciPy's batch rule for solves: ``b`` has two core dimensions when it has at least two, else one (a vector),
     and the batch dimensions of the factor, the pivots if any and ``b`` broadcast in that order of arguments (its
     error names them by position). Returns the batch shape and whether ``b`` is a vector, or None when the shapes
-    make no solve (the factor is not square matrices, or ``b`` is a scalar or its rows are not their order)."""
+    make no solve (the factor is not square matrices, ``b`` is a scalar or its rows are not their order, or the
+    pivots are not as many as the order): SciPy's own call then raises its error."""
     vector = len(b_shape) == 1
     if (len(factor_shape) < 2 or factor_shape[-1] != factor_shape[-2] or not b_shape
-            or factor_shape[-1] != b_shape[-1 if vector else -2]):
+            or factor_shape[-1] != b_shape[-1 if vector else -2]
+            or (piv is not None and np.shape(piv)[-1:] != factor_shape[-1:])):
         return None
     pivots = () if piv is None else (np.shape(piv)[:-1],)
     return np.broadcast_shapes(factor_shape[:-2], *pivots, b_shape[:-1 if vector else -2]), vector
