@@ -88,6 +88,8 @@ def test_mpi_demo_refuses_bad_arguments(argv, capsys):
     (["simulate", "--devices", "nosuch:3", "--n", "1000"], 2, "unknown device profile 'nosuch'"),
     (["trace", "cholesky", "--n", "64", "--tile", "32", "--output", "/proc/hetlapack-cannot-write"], 1, "error:"),
     (["simulate", "--devices", "sandybridge:2/4", "--n", "1000"], 2, "4 workers on 2 cores"),
+    (["trace", "cholesky", "--n", "64", "--devices", ","], 2, "no device named"),
+    (["bench", "--quick", "--suite", "nosuchsuite"], 2, "no suite matches --suite nosuchsuite; the suites are"),
     (["simulate", "qr", "--nodes", "4", "--n", "1000"], 2, "distributed Cholesky only, not qr"),
     (["simulate", "--nodes", "4", "--dtype", "complex64", "--devices", "k20c"], 2, "--devices, --dtype would be"),
 ])

@@ -149,6 +149,9 @@ def run(args: argparse.Namespace) -> int:
               "installed with `pip install -e .`", file=sys.stderr)
         return 2
     suites = sorted(p for p in suites_dir.glob("test_*.py") if not args.suite or any(s in p.name for s in args.suite))
+    if not suites:
+        names = ", ".join(p.stem.removeprefix("test_") for p in sorted(suites_dir.glob("test_*.py")))
+        raise ValueError(f"no suite matches --suite {' '.join(args.suite)}; the suites are {names}")
     output = pathlib.Path(args.output)
     output.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, HETLAPACK_BENCH_QUICK="1" if args.quick else os.environ.get("HETLAPACK_BENCH_QUICK", "0"))

@@ -17,7 +17,7 @@ import numpy as np
 from ..algorithms.geqrf import geqrf
 from ..algorithms.getrf import getrf
 from ..algorithms.potrf import potrf
-from ..devices import resolve
+from ..devices import available_names, resolve
 from ..runtime import Trace
 from ..testing import general, spd
 from . import positive_int
@@ -48,9 +48,13 @@ def register(subparsers) -> None:
 
 def devices(text: str) -> list:
     """An argparse type: the devices that comma-separated names denote (:func:`~hetlapack.devices.resolve`); an
-    unknown name is a usage error that lists the available ones."""
+    unknown name, or none at all, is a usage error that lists the available ones."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"no device named (e.g. cpu,emulated:0); detected: "
+                                         f"{', '.join(available_names())}")
     try:
-        return resolve([name.strip() for name in text.split(",") if name.strip()])
+        return resolve(names)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
