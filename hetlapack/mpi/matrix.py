@@ -152,6 +152,9 @@ class DistributedMatrix:
                 a = np.asarray(a)
                 if a.ndim != 2:
                     raise ValueError("expected a 2-D array")
+                if a.dtype.kind not in "biufc":  # MPI sends numbers: object and string arrays cannot travel
+                    raise ValueError(f"a DistributedMatrix holds numbers (bool, integer, floating or complex), got "
+                                     f"dtype {a.dtype}; convert with a.astype(float) first")
                 meta = (a.shape, a.dtype)
         shape, dtype = comm.bcast(meta, root=root)
         out = cls.zeros(*shape, block=block, grid=grid, dtype=dtype, src=src)

@@ -367,6 +367,9 @@ def bad_root_or_source_process_raise_value_error_everywhere(grid):
     assert_raises_everywhere(ValueError, outside, lambda: hm.DistributedMatrix(grid, (4, 4), 2, np.zeros((0, 0)),
                                                                                src=(5, 5)))
     assert_raises_everywhere(ValueError, outside, lambda: hm.DistributedMatrix.zeros(4, 4, grid=grid, src=(5, 5)))
+    numbers = "a DistributedMatrix holds numbers (bool, integer, floating or complex), got dtype object; convert with "
+    assert_raises_everywhere(ValueError, numbers + "a.astype(float) first",
+                             lambda: hm.DistributedMatrix.from_global(a.astype(object), grid=grid))
 
 
 @check
