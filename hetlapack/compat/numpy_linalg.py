@@ -80,23 +80,21 @@ def _work(plan: Plan, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.array(a, dtype=dtype, order="F", copy=True)
 
 
-def _laid_out_as_numpy_r(r: np.ndarray, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``r`` as ``dtype`` in the memory layout ``numpy.linalg.qr`` gives R: that of ``triu`` over the first rows of
-    a copy of ``a`` in ``a``'s own axis order (for a stack of Fortran-ordered matrices, the batch axis is the
-    innermost)."""
+def _laid_out_as_numpy_r(r: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``r`` in the memory layout ``numpy.linalg.qr`` gives R: that of ``triu`` over the first rows of a copy of
+    ``a`` in ``a``'s own axis order (for a stack of Fortran-ordered matrices, the batch axis is the innermost)."""
     if a.flags.c_contiguous:
-        return np.ascontiguousarray(r, dtype=dtype)
-    return _laid_out_as(r, np.triu(_bytes_like(a)[..., : r.shape[-2], :]), dtype)
+        return np.ascontiguousarray(r)
+    return _laid_out_as(r, np.triu(_bytes_like(a)[..., : r.shape[-2], :]))
 
 
-def _laid_out_as_gufunc_output(result: np.ndarray, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``result`` (``(..., m, k)`` for the stack ``a``) as ``dtype`` in the memory layout of a NumPy gufunc's output
-    for ``a``, as ``numpy.linalg.cholesky``'s factor and ``qr``'s Q are: each matrix C-ordered, the batch axes in
-    ``a``'s own order (so C order with fewer than two batch axes)."""
+def _laid_out_as_gufunc_output(result: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``result`` (``(..., m, k)`` for the stack ``a``) in the memory layout of a NumPy gufunc's output for ``a``,
+    as ``numpy.linalg.cholesky``'s factor and ``qr``'s Q are: each matrix C-ordered, the batch axes in ``a``'s own
+    order (so C order with fewer than two batch axes)."""
     if a.ndim < 4 or a.flags.c_contiguous:
-        return np.ascontiguousarray(result, dtype=dtype)
-    layout = np.matmul(_bytes_like(a)[..., :1], np.ones((1, result.shape[-1]), dtype=np.int8))
-    return _laid_out_as(result, layout, dtype)
+        return np.ascontiguousarray(result)
+    return _laid_out_as(result, np.matmul(_bytes_like(a)[..., :1], np.ones((1, result.shape[-1]), dtype=np.int8)))
 
 
 def _bytes_like(a: np.ndarray) -> np.ndarray:
@@ -105,9 +103,9 @@ def _bytes_like(a: np.ndarray) -> np.ndarray:
     return np.empty_like(a, dtype=np.int8)
 
 
-def _laid_out_as(result: np.ndarray, layout: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """A copy of ``result``, as ``dtype``, with the memory layout of ``layout``, an array of its shape."""
-    laid_out = np.empty_like(layout, dtype=dtype)
+def _laid_out_as(result: np.ndarray, layout: np.ndarray) -> np.ndarray:
+    """A copy of ``result`` with the memory layout of ``layout``, an array of its shape."""
+    laid_out = np.empty_like(layout, dtype=result.dtype)
     laid_out[...] = result
     return laid_out
 
@@ -160,7 +158,7 @@ def cholesky(a, /, *, upper=False):
         return (c,)
 
     (c,) = _factored(plan, factor, a, dtype)
-    return _laid_out_as_gufunc_output(c, a, c.dtype)
+    return _laid_out_as_gufunc_output(c, a)
 
 
 def qr(a, mode="reduced"):
@@ -209,10 +207,8 @@ def qr(a, mode="reduced"):
     m, n = a.shape[-2:]
     k = min(m, n)
     rows = m if mode == "complete" else k
-    ncols = 0 if mode == "r" else rows
-    *q, r = _factored(plan, lambda work: tuple(x for x in _run.qr(plan, work, ncols, rows) if x is not None), a,
-                      dtype)
-    r = _laid_out_as_numpy_r(r, a, r.dtype)
     if mode == "r":
-        return r
-    return np.linalg._linalg.QRResult(_laid_out_as_gufunc_output(q[0], a, r.dtype), r)
+        (r,) = _factored(plan, lambda work: _run.qr(plan, work, 0, rows)[1:], a, dtype)
+        return _laid_out_as_numpy_r(r, a)
+    q, r = _factored(plan, lambda work: _run.qr(plan, work, rows, rows), a, dtype)
+    return np.linalg._linalg.QRResult(_laid_out_as_gufunc_output(q, a), _laid_out_as_numpy_r(r, a))
