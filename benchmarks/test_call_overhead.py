@@ -36,5 +36,6 @@ def test_small_call(benchmark, case, library):
     name, n, a = case
     function = CALLS[name][1 if library == "peer" else 2]
     benchmark.group = f"{name} call n={n}"
-    benchmark.extra_info.update(n=n, library=library)
+    who = ("numpy" if name.startswith("numpy") else "scipy") if library == "peer" else "hetlapack"
+    benchmark.extra_info.update(n=n, library=library, peer=who)  # peer: whom hetlapack bench prints ratios against
     benchmark(function, a)
