@@ -112,7 +112,7 @@ def test_hetlapack_demo_under_mpiexec_refuses_single_process_options(monkeypatch
     assert exit_info.value.code == 2 and not forwarded
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1, lines
-    assert lines[0].startswith("hetlapack demo: error: not available under mpiexec: --small, --output"), lines
+    assert lines[0].startswith("hetlapack demo: error: --small, --output: not available under mpiexec"), lines
 
 
 def test_import_hetlapack_mpi_does_not_import_mpi4py():

@@ -14,3 +14,11 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
     return value
+
+
+def refuse_changed(args: argparse.Namespace, defaults: dict, why: str) -> None:
+    """A usage error (``ValueError``: one line, exit 2) naming the options of ``defaults`` that ``args`` gives
+    other values, which this run would otherwise ignore without a word; ``why`` says why they do not apply."""
+    changed = [f"--{name}" for name, default in defaults.items() if getattr(args, name) != default]
+    if changed:
+        raise ValueError(f"{', '.join(changed)}: {why}")

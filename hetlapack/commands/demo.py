@@ -25,7 +25,7 @@ from ..dispatch import model, using
 from ..explain import explain
 from ..mpi.grid import launched_ranks
 from ..runtime import Trace
-from . import positive_int
+from . import positive_int, refuse_changed
 
 #: Accelerator paths shown for single matrices, on emulated accelerators: (path, devices, row label).
 EMULATED_ROWS = (("hybrid", ("cpu", "emulated:0", "emulated:1"), "hybrid:cpu+2emu"),
@@ -127,11 +127,9 @@ def _trace_png(n: int, output: str) -> str:
 
 def _distributed_demo_arguments(args: argparse.Namespace) -> list[str]:
     """The distributed demo's command line for these options: ``--n`` and ``--repeat`` carry over; the
-    single-process options it has no use for raise ``ValueError`` (a usage error) rather than being ignored."""
-    unused = [f"--{name}" for name, default in SINGLE_PROCESS_DEFAULTS.items() if getattr(args, name) != default]
-    if unused:
-        raise ValueError(f"not available under mpiexec: {', '.join(unused)} (the distributed demo takes --n and "
-                         f"--repeat; python -m hetlapack.mpi demo --help lists its own options)")
+    single-process options it has no use for are a usage error rather than ignored."""
+    refuse_changed(args, SINGLE_PROCESS_DEFAULTS, "not available under mpiexec (the distributed demo takes --n and "
+                   "--repeat; python -m hetlapack.mpi demo --help lists its own options)")
     return ["demo", "--n", str(args.n), "--repeat", str(args.repeat)]
 
 

@@ -19,7 +19,7 @@ from ..simulator import (
     simulate,
     simulate_distributed,
 )
-from . import positive_int
+from . import positive_int, refuse_changed
 
 #: Options of a single-node simulation, with their defaults; ``--nodes`` (a distributed float64 Cholesky on the
 #: ``--node`` composition) refuses any other value rather than ignore it.
@@ -82,10 +82,8 @@ def _check_distributed(args: argparse.Namespace) -> None:
     composition), which would otherwise be ignored without a word."""
     if args.op != "cholesky":
         raise ValueError(f"--nodes simulates a distributed Cholesky only, not {args.op}")
-    refused = [f"--{name}" for name, default in SINGLE_NODE_DEFAULTS.items() if getattr(args, name) != default]
-    if refused:
-        raise ValueError(f"--nodes simulates a float64 Cholesky on --node's devices; {', '.join(refused)} "
-                         "would be ignored")
+    refuse_changed(args, SINGLE_NODE_DEFAULTS, "--nodes simulates a float64 Cholesky on --node's devices, so these "
+                   "would be ignored")
 
 
 def run(args: argparse.Namespace) -> int:
