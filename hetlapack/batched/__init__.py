@@ -31,14 +31,12 @@ import scipy.linalg as sla
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
-from ..compat._arrays import scipy_qr_sizes
+from ..compat._arrays import check_scipy_qr_mode, fortran_matrices, scipy_qr_sizes
 from ..dispatch import current, model
 from ..dtypes import lapack_dtype
 from . import kernels
 
 __all__ = ["cho_solve", "cholesky", "kernels", "lu_factor", "lu_solve", "qr"]
-
-_QR_MODES = ("full", "r", "economic", "raw")
 
 
 def _as_matrix(index: int, a) -> np.ndarray:
@@ -223,9 +221,8 @@ def _qr_results(stack: np.ndarray, mode: str, pivoting: bool) -> list[tuple]:
         return list(zip(r, p)) if mode == "r" else list(zip(q, r, p))
     if mode == "raw":
         qr_stack, tau = kernels.geqrf(stack)
-        r = np.triu(qr_stack[:, :min(stack.shape[-2:]), :])
-        qr_stack = np.swapaxes(np.ascontiguousarray(np.swapaxes(qr_stack, -1, -2)), -1, -2)  # SciPy's Fortran order
-        return [((qr_i, tau_i), r_i) for qr_i, tau_i, r_i in zip(qr_stack, tau, r)]
+        r = np.triu(qr_stack[:, :rows, :])
+        return [((qr_i, tau_i), r_i) for qr_i, tau_i, r_i in zip(fortran_matrices(qr_stack), tau, r)]
     q, r = kernels.qr(stack, ncols, rows, fortran=True, lapack=_lapack_loop("geqrf", stack))
     if mode == "r":
         return [(r_i,) for r_i in r]
@@ -269,8 +266,7 @@ def qr(matrices: Sequence, mode: str = "full", pivoting: bool = False, *, check_
     >>> bool(np.allclose(q2 @ r2, np.ones((4, 2))))
     True
     """
-    if mode not in _QR_MODES:
-        raise ValueError("Mode argument should be one of ['full', 'r', 'economic', 'raw']")
+    check_scipy_qr_mode(mode)
     arrays = _prepare(matrices)
     results: list[tuple] = [None] * len(arrays)  # type: ignore[list-item]
     _empty_results(arrays, results, lambda a: sla.qr(a, mode=mode, pivoting=pivoting))

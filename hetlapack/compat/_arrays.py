@@ -74,11 +74,21 @@ def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...]
     return Request(op, tuple(arr.shape), dtype, array_module(arr), features, device_name(arr), library), arr
 
 
+#: ``scipy.linalg.qr``'s modes ('qr' is its old name for 'full').
+SCIPY_QR_MODES = ("full", "qr", "r", "economic", "raw")
+
+
+def check_scipy_qr_mode(mode) -> None:
+    """SciPy's ``ValueError`` for a mode ``scipy.linalg.qr`` does not take (it checks the mode before the array)."""
+    if mode not in SCIPY_QR_MODES:
+        raise ValueError("Mode argument should be one of ['full', 'r', 'economic', 'raw']")
+
+
 def scipy_qr_sizes(mode: str, m: int, n: int) -> tuple[int, int]:
-    """The columns of Q (0: no Q) and the rows of R that ``scipy.linalg.qr`` returns in ``mode`` (``'full'``,
-    ``'economic'`` or ``'r'``) for an ``m x n`` matrix."""
-    rows = min(m, n) if mode == "economic" else m
-    return (0 if mode == "r" else rows), rows
+    """The columns of Q (0: no Q, as for ``'r'`` and ``'raw'``) and the rows of R that ``scipy.linalg.qr`` returns
+    in ``mode`` for an ``m x n`` matrix."""
+    rows = min(m, n) if mode in ("economic", "raw") else m
+    return (0 if mode in ("r", "raw") else rows), rows
 
 
 def check_flags(*flags, values: np.ndarray | None = None) -> None:

@@ -16,13 +16,12 @@ from scipy.linalg import LinAlgWarning
 from ..dispatch import Plan, choose
 from ..dtypes import lapack_dtype
 from . import _run
-from ._arrays import (check_flags, is_cupy, potrf_lower, potrs_lower, request, scipy_qr_sizes, solve_batch,
-                      unshared_overwrite_b, upload_operand, validated, working_copy)
+from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, potrf_lower, potrs_lower, request, scipy_qr_sizes,
+                      solve_batch, unshared_overwrite_b, upload_operand, validated, working_copy)
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
 _SINGULAR = "Diagonal number {} is exactly zero. Singular matrix."
-_QR_MODES = ("full", "qr", "r", "economic", "raw")
 
 
 def _on_gpu():
@@ -42,8 +41,7 @@ def qr_route(a, mode: str, pivoting: bool, lwork) -> tuple[str, tuple[str, ...]]
     the options of the call that only SciPy's own function (the host path) implements: ``lwork``, and
     ``mode='raw'`` on a stack (SciPy's own batch loop raises there). SciPy's ``ValueError`` for an invalid mode
     comes before anything else, as in SciPy, whatever path is forced."""
-    if mode not in _QR_MODES:
-        raise ValueError("Mode argument should be one of ['full', 'r', 'economic', 'raw']")
+    check_scipy_qr_mode(mode)
     op = "geqp3" if pivoting else "geqrf"
     host_only = (("lwork", lwork is not None), ("mode='raw' on a stack", mode == "raw" and np.ndim(a) > 2))
     return op, tuple(name for name, used in host_only if used)
@@ -477,10 +475,10 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     check_flags(overwrite_a, values=arr if check_finite else None)
     a1 = _kernel_checked(plan, arr, check_finite)
     work = _operand(plan, a1, a, dtype, overwrite_a)
+    ncols, rows = scipy_qr_sizes(mode, *work.shape[-2:])
     if mode == "raw":  # one matrix without pivoting: geqrf's output and tau, R from its first rows, as SciPy's
         packed, tau = _run.geqrf(plan, work, check_finite)
-        return (packed, tau), np.triu(packed[: min(packed.shape), :])
-    ncols, rows = scipy_qr_sizes(mode, *work.shape[-2:])
+        return (packed, tau), np.triu(packed[:rows, :])
     if pivoting:  # a stack (one matrix stays on the host path): SciPy's batch loop returns a list
         q, r, p = _run.qr_pivoted(plan, work, ncols, rows, fortran=True, check_finite=check_finite)
         return [r, p] if mode == "r" else [q, r, p]

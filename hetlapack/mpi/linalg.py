@@ -13,6 +13,7 @@ import numpy as np
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
+from ..compat._arrays import check_scipy_qr_mode, scipy_qr_sizes
 from ..dtypes import lapack_dtype
 from . import solve as _solve
 from ._comm import agree_arguments, agreed
@@ -22,9 +23,6 @@ from .matrix import DistributedMatrix
 from .potrf import potrf
 
 __all__ = ["cholesky", "lu_factor", "qr", "cho_solve", "lu_solve", "LinAlgError", "LinAlgWarning"]
-
-#: SciPy's modes ('qr' is its old name for 'full'); the distributed QR refuses 'raw'.
-_QR_MODES = ("full", "qr", "r", "economic", "raw")
 
 
 def _agree_call(a: DistributedMatrix, **arguments) -> None:
@@ -145,20 +143,19 @@ def qr(a: DistributedMatrix, overwrite_a: bool = False, mode: str = "full", chec
     >>> Q, R = qr(A, mode="economic")            # doctest: +SKIP
     """
     _agree_call(a, overwrite_a=overwrite_a, mode=mode, check_finite=check_finite)
-    if mode not in _QR_MODES:
-        raise ValueError("Mode argument should be one of ['full', 'r', 'economic', 'raw']")
+    check_scipy_qr_mode(mode)
     if mode == "raw":
         raise ValueError("the distributed QR has no 'raw' mode; use 'full', 'r' or 'economic'")
     work = _prepared(a, overwrite_a, check_finite)
     t_factors = geqrf(work)
-    m, n = work.shape
-    r_rows = min(m, n) if mode == "economic" else m
+    q_cols, r_rows = scipy_qr_sizes(mode, *work.shape)
+    n = work.shape[1]
     r_local = np.array(work.local[:work.local_rows_from(r_rows)], order="F")
     r_factor = DistributedMatrix(work.grid, (r_rows, n), work.block, r_local, work.src)
     r_local[r_factor.rows[:, None] > r_factor.cols[None, :]] = 0
     if mode == "r":
         return _as_scipy_empty(a, (r_factor,))
-    return _as_scipy_empty(a, (form_q(work, t_factors, min(m, n) if mode == "economic" else m), r_factor))
+    return _as_scipy_empty(a, (form_q(work, t_factors, q_cols), r_factor))
 
 
 def _described(b) -> str:
