@@ -292,23 +292,21 @@ def _right_hand_sides(bs: Sequence, sizes: list[int]) -> tuple[list[np.ndarray],
     return columns, vectors
 
 
-def _solve_grouped(factors: list[np.ndarray], extras: list[np.ndarray] | None, bs: Sequence,
-                   checked: tuple[bool, bool], solve: Callable[..., np.ndarray],
+def _solve_grouped(factors: list[np.ndarray], extras: list[np.ndarray] | None, bs: Sequence, check_factors: bool,
+                   check_b: bool, solve: Callable[..., np.ndarray],
                    scipy_solve: Callable[[int], np.ndarray]) -> list[np.ndarray]:
     """Solve per matrix, one kernel call per group of equal factor size, right-hand-side shape and dtypes; an empty
     system gets ``scipy_solve(index)``, SciPy's own result for it (shape and dtype, which no kernel computes).
-    ``checked`` says whether the factors and the right-hand sides are checked for infs and NaNs (SciPy's
-    ``cho_solve`` checks both, its ``lu_solve`` only ``b``)."""
+    ``check_factors`` and ``check_b`` say what is checked for infs and NaNs (SciPy's ``cho_solve`` checks both, its
+    ``lu_solve`` only ``b``; integer pivots are always finite)."""
     columns, vectors = _right_hand_sides(bs, [f.shape[0] for f in factors])
     columns = [b.astype(lapack_dtype(f.dtype, b.dtype), copy=False)
                for f, b in zip(factors, columns)]
     solutions: list[np.ndarray] = [scipy_solve(index) if not (f.size and b.size) else None  # type: ignore[misc]
                                    for index, (f, b) in enumerate(zip(factors, columns))]
-    if extras is None:
-        per_matrix, flags = (factors, columns), checked
-    else:
-        per_matrix, flags = (factors, extras, columns), (checked[0], False, checked[1])
-    for indices, stacks in _grouped_stacks(flags, *per_matrix):
+    per_matrix = (factors, columns) if extras is None else (factors, extras, columns)
+    checked = (check_factors,) * (len(per_matrix) - 1) + (check_b,)
+    for indices, stacks in _grouped_stacks(checked, *per_matrix):
         x = solve(*stacks)
         for position, index in enumerate(indices):
             solutions[index] = x[position, :, 0] if vectors[index] else x[position]
@@ -352,7 +350,7 @@ def cho_solve(factors: Sequence, bs: Sequence, lower: bool = False, *, check_fin
     [[0.125, 0.25], [2.0]]
     """
     arrays = _square_factors(factors)
-    return _solve_grouped(arrays, None, bs, (check_finite, check_finite),
+    return _solve_grouped(arrays, None, bs, check_finite, check_finite,
                           lambda c, b: kernels.potrs(c, b, lower=lower, fortran=True, lapack=_lapack_loop("potrs", c)),
                           lambda index: sla.cho_solve((arrays[index], lower), bs[index]))
 
@@ -389,7 +387,7 @@ def lu_solve(factors: Sequence[tuple], bs: Sequence, trans: int = 0, *, check_fi
     for index, (lu, piv) in enumerate(zip(lus, pivots)):
         if piv.shape != (lu.shape[0],):
             raise ValueError(f"matrix {index}: pivots of shape {piv.shape} do not match lu of shape {lu.shape}")
-    return _solve_grouped(lus, pivots, bs, (False, check_finite),
+    return _solve_grouped(lus, pivots, bs, False, check_finite,
                           lambda lu, piv, b: kernels.getrs(lu, piv, b, trans=trans, fortran=True,
                                                              lapack=_lapack_loop("getrs", lu)),
                           lambda index: sla.lu_solve((lus[index], pivots[index]), bs[index], trans=trans))
