@@ -41,6 +41,7 @@ def test_results_equal_scipys_and_inputs_stay(kind, dtype):
         q, r = hl.qr(a_gen)
         r_only, = hl.qr(a_gen, mode="r")
         qe, re = hl.qr(a_gen, mode="economic")
+        (raw, tau), r_raw = hl.qr(a_gen, mode="raw")
     tol = 100 * np.finfo(dtype).eps * 70
     np.testing.assert_allclose(c, sl.cholesky(kept_spd, lower=True), atol=tol * np.abs(kept_spd).max())
     lu_ref, piv_ref = sl.lu_factor(kept_gen)
@@ -51,9 +52,29 @@ def test_results_equal_scipys_and_inputs_stay(kind, dtype):
     np.testing.assert_allclose(q, q_ref, atol=tol)
     np.testing.assert_allclose(r_only, r_ref, atol=tol * np.abs(r_ref).max())
     np.testing.assert_allclose(qe @ re, kept_gen, atol=tol * np.abs(kept_gen).max())
+    (raw_ref, tau_ref), r_raw_ref = sl.qr(kept_gen, mode="raw")
+    np.testing.assert_allclose(raw, raw_ref, atol=tol * np.abs(raw_ref).max())
+    np.testing.assert_allclose(tau, tau_ref, atol=tol)
+    np.testing.assert_allclose(r_raw, r_raw_ref, atol=tol * np.abs(r_raw_ref).max())
+    assert raw.flags.f_contiguous and tau.dtype == np.dtype(dtype)
     assert c.dtype == lu.dtype == q.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(a_spd, kept_spd)
     np.testing.assert_array_equal(a_gen, kept_gen)
+
+
+@pytest.mark.parametrize("kind", ["emulated", "cuda"])
+def test_numpys_single_precision_is_computed_in_double_on_the_device(kind):
+    """NumPy factors float32 and complex64 in double and rounds: so does the gpu path behind the NumPy shim (a
+    float32 matrix positive definite only to double precision factors; a factorization in single would fail)."""
+    device = accelerator(kind)
+    v = np.random.default_rng(1).uniform(1, 2, 40)
+    hpd = (np.outer(v, v) + 1e-6 * np.eye(40)).astype(np.float32)
+    gen = general(40, 40, dtype=np.complex128, seed=3).astype(np.complex64)
+    with hetlapack.using(path="gpu", devices=[device]):
+        pairs = [(numpy_linalg.cholesky(hpd), np.linalg.cholesky(hpd)), *zip(numpy_linalg.qr(gen), np.linalg.qr(gen))]
+    for ours, theirs in pairs:
+        assert ours.dtype == theirs.dtype and ours.strides == theirs.strides
+        assert np.linalg.norm(ours - theirs) <= 0.1 * np.finfo(np.float32).eps * np.linalg.norm(theirs)
 
 
 def test_the_matrix_crosses_the_link_once_each_way():
