@@ -250,3 +250,28 @@ def test_explain_names_a_bad_operation_of_any_type():
     for op in (["cholesky"], None, "chol"):
         with pytest.raises(ValueError, match="explain: unknown operation"):
             hetlapack.explain(op, np.eye(3))
+
+
+def test_an_accelerator_whose_link_was_never_measured_is_not_priced_but_can_be_forced():
+    """Off the host's cores and uncalibrated, an accelerator's model is a free link and default rates: dispatch does
+    not choose a path over it (on an H100 it sent QR to a hybrid path 3.5x slower than SciPy), and says so."""
+    from hetlapack.devices import EmulatedDevice
+    from hetlapack.devices.base import DEFAULT_CAPABILITY
+
+    class OffHost(EmulatedDevice):
+        host_compute = False  # as a GPU, which computes off the host's cores
+
+    device = OffHost(0)
+    device.capability = dict(DEFAULT_CAPABILITY)
+    a = testing.spd(1500)
+    with hetlapack.using(devices=["cpu", device]):
+        plan = hetlapack.explain("cholesky", a)
+    assert plan.path == "host" and not {"gpu", "hybrid"} & set(plan.predicted_s)
+    for path in ("gpu", "hybrid"):
+        assert plan.unavailable[path].startswith("emulated:0 not calibrated, so its price would be a guess")
+    for path in ("gpu", "hybrid"):
+        with hetlapack.using(path=path, devices=["cpu", device]):
+            assert hetlapack.explain("cholesky", a).path == path
+    device.capability.update(bandwidth_gbs=10.0, latency_s=1e-5)
+    with hetlapack.using(devices=["cpu", device]):
+        assert {"gpu", "hybrid"} <= set(hetlapack.explain("cholesky", a).predicted_s)

@@ -204,6 +204,15 @@ def _devices(path: str, options: Options, gpus: tuple[str, ...] | None) -> tuple
     return ("cpu", *(gpus or ())) if path == "hybrid" else ("cpu",)
 
 
+def _leave_unpriced(options: Options, gpus: tuple[str, ...] | None, unavailable: dict[str, str]) -> None:
+    """Mark the device paths over an accelerator that calibration has not measured as not to be chosen: their
+    price would be a guess (``model.unmeasured_accelerators``). A forced path still runs."""
+    for path in ("gpu", "hybrid"):
+        if path not in unavailable and (names := model.unmeasured_accelerators(_devices(path, options, gpus))):
+            unavailable[path] = (f"{', '.join(names)} not calibrated, so its price would be a guess: run `hetlapack "
+                                 f"calibrate` (hetlapack.using(path={path!r}) runs it as it is)")
+
+
 def _two_level_unavailable(req: Request, options: Options, devices: tuple) -> str | None:
     if req.op not in TWO_LEVEL_OPS:
         return f"the two-level layout is implemented for Cholesky, LU and QR, not {req.op}"
@@ -297,6 +306,8 @@ def _choose(req: Request, options: Options) -> Plan:
     gpus = _detected_gpus() if worth_a_look else None
     if (why := _gpu_unavailable(req, options, gpus)) is not None:
         unavailable["gpu"] = why
+    if forced_path is None:
+        _leave_unpriced(options, gpus, unavailable)
     layouts = _hybrid_layouts(req, options, unavailable, gpus) if "hybrid" not in unavailable else {}
     if layouts:
         predicted["hybrid"] = layouts[_layout(layouts)]
@@ -369,7 +380,7 @@ def _reason(path: str, req: Request, predicted: dict[str, float], kernels: str |
     if len(req.shape) > 2 and "batched" in unavailable and req.op in BATCHED_OPS:
         return unavailable["batched"]
     if not others:
-        return "the only path that can run this input"
+        return "the only path priced for this input (why the others are not: below)"
     if predicted.get("hybrid", math.inf) < predicted[path]:
         return (f"tiles are predicted only {predicted[path] / predicted['hybrid']:.2f}x faster than one LAPACK "
                 f"call, within the model's error (dispatch takes them from {model.TILE_MARGIN:.2f}x)")

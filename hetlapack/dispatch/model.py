@@ -233,6 +233,14 @@ def predict_gpu(op: str, m: int, n: int, dtype: np.dtype, device, tile: int | No
     return link + flops(op, m, n, dtype.kind == "c") / (interpolate(measured, max(min(m, n), 1)) * 1e9)
 
 
+def unmeasured_accelerators(devices: tuple) -> list[str]:
+    """The names of the accelerators among ``devices`` (names or Device objects) that compute off the host's cores
+    and whose link ``hetlapack calibrate`` has not measured. Their model would be guesses: a free link and default
+    kernel rates (on an H100 beside 16 cores, uncalibrated, dispatch sent QR at n = 4000 to the hybrid path, 3.5x
+    slower than SciPy). Accelerators that compute on the host's cores (emulated ones) are priced from the host."""
+    return [d.name for d in _resolved(devices) if not d.host_compute and "bandwidth_gbs" not in d.capability]
+
+
 def modeled(devices: tuple) -> list[ModeledDevice]:
     """Models of the devices a plan names (names or Device objects), with the runtime's per-task overhead."""
     return [ModeledDevice.of(d, task_overhead_s=RUNTIME_TASK_OVERHEAD_S) for d in _resolved(devices)]
