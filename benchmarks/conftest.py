@@ -1,7 +1,8 @@
 """Benchmark-session setup: quick sizes for ``HETLAPACK_BENCH_QUICK=1`` and GFLOP/s in every single-matrix row.
 
-Groups are named ``"<op> ... n=<n>"``; for single-matrix factorizations the JSON's ``extra_info`` gets ``n``,
-``op`` and ``gflops`` (LAWN 41 flop counts over the best time), which ``hetlapack bench`` plots.
+Groups name their operation and ``n=<n>`` (``"potrf n=1000"``, ``"gpu host qr n=4000"``); for single-matrix
+factorizations (not stacks, ``B=``, nor lists, ``count=``) the JSON's ``extra_info`` gets ``n``, ``op`` and
+``gflops`` (LAWN 41 flop counts over the best time), which ``hetlapack bench`` plots.
 """
 
 import os
@@ -22,7 +23,7 @@ _LAPACK_OP = {"potrf": "potrf", "cholesky": "potrf", "getrf": "getrf", "lu": "ge
 
 
 def _flops(group: str, n: int) -> float | None:
-    op = _LAPACK_OP.get(group.split()[0])
+    op = next((_LAPACK_OP[word] for word in group.split() if word in _LAPACK_OP), None)  # "gpu host qr n=4000" too
     if op is None:
         return None
     factor = 2.0 if "economic" in group else 1.0
@@ -47,7 +48,7 @@ def pytest_benchmark_update_json(config, benchmarks, output_json):
     for bench in output_json["benchmarks"]:
         group = bench.get("group") or ""
         match = re.search(r"\bn=(\d+)", group)
-        if match is None or "B=" in group:
+        if match is None or "B=" in group or "count=" in group:  # stacks and lists: not one matrix's flops
             continue
         n = int(match.group(1))
         flops = _flops(group, n)

@@ -3,7 +3,8 @@
 ``with EnergyMeter() as meter: work()`` leaves ``meter.joules`` (joules per counter), ``meter.seconds`` and
 ``meter.watts``. Where no counter can be read (a virtual machine, RAPL restricted to root, no ``nvidia-ml-py``)
 ``meter.readable`` is false and ``meter.reason`` says why in one sentence; a missing or unreadable counter never
-raises.
+raises. NVML's counter changes only every 100 ms (H100): the meter waits for its next change on entry and on exit,
+so a GPU adds up to two of those steps to the time metered.
 """
 
 from __future__ import annotations
@@ -18,13 +19,21 @@ from typing import Self
 POWERCAP_ROOT = Path("/sys/class/powercap")
 
 
+#: How long a reading waits for a coarse counter (NVML's) to change before leaving it out.
+TICK_WAIT_S = 2.0
+
+
 @dataclass(frozen=True)
 class _Counter:
-    """One cumulative energy counter: ``read()`` gives joules; it wraps to zero after ``wrap_joules`` (None: never)."""
+    """One cumulative energy counter: ``read()`` gives joules; it wraps to zero after ``wrap_joules`` (None: never).
+    A ``coarse`` one changes only now and then (NVML's: on an H100, windows of tens of milliseconds read 0 J or
+    1,869 W from it), so it is read at the moment it changes, and its power taken over the time between the two
+    changes."""
 
     name: str
     read: Callable[[], float]
     wrap_joules: float | None
+    coarse: bool = False
 
 
 def _read_microjoules(path: Path) -> float:
@@ -87,7 +96,7 @@ def _nvml_counters() -> tuple[list[_Counter], list[str], object | None]:
             except pynvml.NVMLError as exc:
                 problems.append(f"GPU {index} has no readable energy counter ({exc})")
                 continue
-            counters.append(_Counter(f"gpu:{index}", read, None))
+            counters.append(_Counter(f"gpu:{index}", read, None, coarse=True))
     except pynvml.NVMLError as exc:
         problems.append(f"NVML could not list the GPUs ({exc})")
     if not counters and not problems:
@@ -106,12 +115,31 @@ def _try_read(counter: _Counter) -> float | None:
         return None
 
 
+def _reading(counter: _Counter) -> tuple[float, float] | None:
+    """(joules, when): a fine counter's value now; a coarse one's as it next changes (``None`` if it cannot be read,
+    or a coarse one does not change within ``TICK_WAIT_S``)."""
+    value = _try_read(counter)
+    if value is None or not counter.coarse:
+        return None if value is None else (value, time.perf_counter())
+    deadline = time.perf_counter() + TICK_WAIT_S
+    while time.perf_counter() < deadline:
+        time.sleep(1e-3)
+        now = _try_read(counter)
+        if now is None:
+            return None
+        if now != value:
+            return now, time.perf_counter()
+    return None
+
+
 class EnergyMeter:
     """Context manager: reads every readable energy counter on entry and exit.
 
     ``powercap_root`` is where RAPL zones are looked for (tests point it at a fake tree); ``gpus=False`` leaves
-    NVML alone. After exit: ``joules`` (counter name -> joules, e.g. ``"package-0"``, ``"gpu:0"``), ``seconds``,
-    ``watts`` (all counters together), ``readable`` and ``reason`` (why nothing was readable; empty otherwise).
+    NVML alone. After exit: ``joules`` (counter name -> joules, e.g. ``"package-0"``, ``"gpu:0"``: a coarse
+    counter's over the time between its changes around the work), ``seconds``, ``watts`` (all counters together, each
+    counter's mean power over its own interval), ``readable`` and ``reason`` (why nothing was readable; empty
+    otherwise).
     """
 
     def __init__(self, powercap_root: Path = POWERCAP_ROOT, gpus: bool = True) -> None:
@@ -120,7 +148,8 @@ class EnergyMeter:
         self.joules: dict[str, float] = {}
         self.seconds = 0.0
         self.reason = ""
-        self._started: list[tuple[_Counter, float]] = []
+        self._started: list[tuple[_Counter, tuple[float, float]]] = []
+        self._counter_watts: dict[str, float] = {}
         self._start_time = 0.0
         self._nvml = None
 
@@ -134,8 +163,8 @@ class EnergyMeter:
 
     @property
     def watts(self) -> float:
-        """Mean power of all counters together over the measured interval (0 before exit)."""
-        return sum(self.joules.values()) / self.seconds if self.seconds > 0 else 0.0
+        """Mean power of all counters together, each over its own interval (0 before exit)."""
+        return sum(self._counter_watts.values())
 
     def __enter__(self) -> Self:
         counters, problems = _rapl_counters(self.powercap_root)
@@ -145,7 +174,11 @@ class EnergyMeter:
             problems += gpu_problems
         else:
             problems.append("GPU counters were not asked for")
-        self._started = [(counter, start) for counter in counters if (start := _try_read(counter)) is not None]
+        readings = [(counter, _reading(counter)) for counter in counters]
+        self._started = [(counter, start) for counter, start in readings if start is not None]
+        problems += [f"{counter.name} could not be read" + (f" or did not change within {TICK_WAIT_S:g} s"
+                                                              if counter.coarse else "")
+                     for counter, start in readings if start is None]
         if not self._started:
             self._shutdown_nvml()
             self.reason = "no readable energy counter: " + (" and ".join(problems)
@@ -155,16 +188,19 @@ class EnergyMeter:
 
     def __exit__(self, *exc_info: object) -> None:
         self.seconds = time.perf_counter() - self._start_time
-        for counter, start in self._started:
-            end = _try_read(counter)
-            if end is None:
+        for counter, (start, started_at) in self._started:
+            reading = _reading(counter)
+            if reading is None:
                 continue
+            end, ended_at = reading
             used = end - start
             if used < 0:  # the counter wrapped around (once, we assume: RAPL wraps after minutes to hours)
                 if counter.wrap_joules is None:
                     continue
                 used += counter.wrap_joules
             self.joules[counter.name] = used
+            interval = ended_at - started_at if counter.coarse else self.seconds
+            self._counter_watts[counter.name] = used / interval if interval > 0 else 0.0
         self._shutdown_nvml()
 
     def _shutdown_nvml(self) -> None:

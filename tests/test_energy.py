@@ -4,11 +4,13 @@ import functools
 import json
 import os
 import sys
+import time
 import types
 from pathlib import Path
 
 import pytest
 
+from hetlapack import energy
 from hetlapack.cli import main
 from hetlapack.commands import bench
 from hetlapack.energy import EnergyMeter
@@ -27,8 +29,13 @@ def set_energy(zone: Path, energy_uj: int) -> None:
     (zone / "energy_uj").write_text(f"{energy_uj}\n")
 
 
-def fake_nvml(energies_mj: list[list[int]], init_error: Exception | None = None) -> types.ModuleType:
-    """A stand-in for ``pynvml``: GPU i reads successive values of ``energies_mj[i]``; an empty list: not supported."""
+def ticking_mj(watts: float, every_s: float, start_mj: int = 10_000):
+    """An NVML-like counter in millijoules: it changes only every ``every_s`` seconds, by ``watts`` times that."""
+    return lambda: start_mj + round(watts * every_s * 1e3) * int(time.perf_counter() / every_s)
+
+
+def fake_nvml(energies_mj: list, init_error: Exception | None = None) -> types.ModuleType:
+    """A stand-in for ``pynvml``: GPU i reads ``energies_mj[i]()``; ``None``: it has no energy counter."""
     module = types.ModuleType("pynvml")
 
     class NVMLError(Exception):
@@ -36,17 +43,14 @@ def fake_nvml(energies_mj: list[list[int]], init_error: Exception | None = None)
 
     module.NVMLError = NVMLError
     module.shutdowns = 0
-    readings = [iter(values) for values in energies_mj]
-
     def init():
         if init_error is not None:
             raise init_error
 
     def energy(handle):
-        try:
-            return next(readings[handle])
-        except StopIteration:
-            raise NVMLError("Not Supported") from None
+        if energies_mj[handle] is None:
+            raise NVMLError("Not Supported")
+        return energies_mj[handle]()
 
     def shutdown():
         module.shutdowns += 1
@@ -120,13 +124,25 @@ def test_no_zones_and_nvml_absent_names_both_reasons(tmp_path, monkeypatch):
 
 
 def test_gpu_counters_in_millijoules_and_unsupported_gpu_skipped(tmp_path, monkeypatch):
-    nvml = fake_nvml([[10_000, 10_000, 12_500], []])  # GPU 0: probe, start, end; GPU 1: no energy counter
+    """NVML's counter changes only now and then: read as it changes, a 1 ms piece of work gets the counter's power
+    (read plainly, 0 W, or one step's joules over 1 ms)."""
+    nvml = fake_nvml([ticking_mj(watts=125.0, every_s=0.02), None])  # GPU 1: no energy counter
     monkeypatch.setitem(sys.modules, "pynvml", nvml)
     with EnergyMeter(powercap_root=tmp_path) as meter:
-        pass
+        time.sleep(1e-3)
     assert meter.readable and meter.counter_names == ["gpu:0"]
-    assert meter.joules == pytest.approx({"gpu:0": 2.5})
+    assert meter.joules["gpu:0"] in (pytest.approx(2.5), pytest.approx(5.0))
+    assert meter.watts == pytest.approx(125.0, rel=0.2)
     assert nvml.shutdowns == 1
+
+
+def test_a_gpu_counter_that_never_changes_is_left_out_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml([lambda: 10_000]))
+    monkeypatch.setattr(energy, "TICK_WAIT_S", 0.05)
+    with EnergyMeter(powercap_root=tmp_path / "absent") as meter:
+        pass
+    assert not meter.readable
+    assert meter.reason.endswith("and gpu:0 could not be read or did not change within 0.05 s")
 
 
 def test_nvml_that_does_not_start_is_reported(tmp_path, monkeypatch):
