@@ -33,6 +33,23 @@ def test_bench_quick_writes_pytest_benchmark_json(tmp_path, capsys):
     assert data["benchmarks"] and {"machine_info", "commit_info", "datetime"} <= set(data)
 
 
+def test_bench_goes_on_past_a_suite_this_machine_skips(tmp_path, monkeypatch, capsys):
+    """A suite that skips whole (the GPU suite without a GPU) leaves pytest-benchmark's JSON empty: bench says why
+    and merges the other suites instead of failing on the empty file."""
+    from hetlapack.commands import bench
+
+    suites = tmp_path / "benchmarks"
+    suites.mkdir()
+    (suites / "test_needs_gear.py").write_text('import pytest\npytest.skip("no gear here", allow_module_level=True)\n')
+    (suites / "test_runs.py").write_text("def test_sum(benchmark):\n    benchmark(sum, range(10))\n")
+    monkeypatch.setattr(bench, "benchmarks_dir", lambda: suites)
+    assert main(["bench", "--output", str(tmp_path / "out")]) == 0
+    assert "test_needs_gear.py: no benchmark ran (no gear here)" in capsys.readouterr().out
+    data = json.loads((tmp_path / "out" / "benchmarks.json").read_text())
+    assert [b["name"] for b in data["benchmarks"]] == ["test_sum"]
+    assert not (tmp_path / "out" / "test_needs_gear.json").exists()
+
+
 def test_bench_ratios_pair_hetlapack_with_each_peer():
     from hetlapack.commands.bench import ratio_rows
 
