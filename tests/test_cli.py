@@ -13,6 +13,25 @@ def test_info(capsys):
     assert "CPU:" in out and "BLAS:" in out and "GPUs:" in out and "MPI:" in out
 
 
+def test_info_says_an_uncalibrated_gpu_is_not_chosen(monkeypatch, capsys):
+    from hetlapack.commands import info
+    from hetlapack.devices import CpuDevice, EmulatedDevice
+    from hetlapack.devices.base import DEFAULT_CAPABILITY
+
+    class OffHost(EmulatedDevice):
+        host_compute = False  # as a GPU
+
+    gpu = OffHost(0)
+    gpu.capability = dict(DEFAULT_CAPABILITY)
+    monkeypatch.setattr(info, "available", lambda: [CpuDevice(), gpu])
+    monkeypatch.setattr(info.calibration, "load", dict)
+    assert main(["info"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert next(line for line in lines if line.startswith("Device emulated:0")).endswith(
+        "(defaults; run `hetlapack calibrate`: until its link is measured, dispatch does not choose it)")
+    assert next(line for line in lines if line.startswith("Device cpu")).endswith("(defaults; run `hetlapack calibrate`)")
+
+
 def test_demo_small(capsys):
     assert main(["demo", "--n", "200", "--batch", "50", "--small", "4", "--repeat", "1"]) == 0
     out = capsys.readouterr().out

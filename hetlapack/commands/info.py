@@ -19,6 +19,8 @@ def run(args: argparse.Namespace) -> int:
     for device in available():
         weights = ", ".join(f"{kind} {rate:.1f}" for kind, rate in device.capability.items())
         source = "calibrated" if device.name in calibrated else "defaults; run `hetlapack calibrate`"
+        if model.unmeasured_accelerators((device,)):
+            source += ": until its link is measured, dispatch does not choose it"
         print(f"Device {device.name}: GFLOP/s per kernel class: {weights} ({source})")
     print(f"Host DGEMM: {model.host_gemm_gflops('d'):.1f} GFLOP/s (measured now, 768x768)")
     return 0
