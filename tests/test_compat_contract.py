@@ -13,6 +13,7 @@ import hetlapack
 import hetlapack.linalg as la
 from hetlapack import testing
 from hetlapack.compat._originals import SCIPY_NAMES
+from hetlapack.devices import EmulatedDevice
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 SINGLE_PATHS = ["host", "hybrid"]
@@ -208,6 +209,21 @@ def test_overwrite_a_allowed_works_in_place_on_hybrid():
     with on("hybrid"):
         c = la.cholesky(a, lower=True, overwrite_a=True)
     assert np.shares_memory(c, a)
+
+
+@pytest.mark.parametrize("path", ["hybrid", "gpu"])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_lu_overwrite_a_leaves_the_input_where_scipy_does(path, order):
+    """SciPy's ``lu(overwrite_a=True)`` writes only into a C-ordered input; a Fortran-ordered one stays as it was."""
+    a = np.asarray(testing.general(40, seed=6), order=order)
+    before = a.copy()
+    with hetlapack.using(path=path, tile=TILE, devices=["cpu", EmulatedDevice(0)]):
+        p, lower, upper = la.lu(a, overwrite_a=True)
+    np.testing.assert_allclose(p @ lower @ upper, before, atol=1e-12)
+    if order == "F":
+        np.testing.assert_array_equal(a, before)
+        sl.lu(a, overwrite_a=True)
+        np.testing.assert_array_equal(a, before)
 
 
 @pytest.mark.parametrize("path", [*SINGLE_PATHS, "batched"])

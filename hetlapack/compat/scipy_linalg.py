@@ -422,7 +422,9 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
         return _scipy["lu"](arr, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)
     a1 = _kernel_checked(plan, arr, check_finite)
-    packed, piv, _ = _run.getrf(plan, _operand(plan, a1, a, dtype, overwrite_a), check_finite=check_finite)
+    # SciPy's lu writes only into a C-ordered input, in a layout of its own; these paths factor Fortran-ordered
+    # matrices, so they never write into the caller's (the flag permits, it does not require)
+    packed, piv, _ = _run.getrf(plan, _operand(plan, a1, a, dtype, overwrite_a=False), check_finite=check_finite)
     return _p_l_u(packed, piv, permute_l, p_indices)
 
 
