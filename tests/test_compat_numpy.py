@@ -50,6 +50,16 @@ def test_single_precision_is_computed_in_double_as_numpy_does(path, batch):
         assert np.linalg.norm(ours - theirs) <= 0.1 * np.finfo(np.float32).eps * np.linalg.norm(theirs)
 
 
+@pytest.mark.parametrize(("path", "batch"), [("host", ()), ("hybrid", ()), ("batched", (3,))])
+@pytest.mark.parametrize("dtype", [">f4", ">c8", ">f8"])
+def test_results_are_in_native_byte_order_as_numpys(path, batch, dtype):
+    a = np.broadcast_to(testing.spd(12, seed=2), (*batch, 12, 12)).astype(dtype)
+    with hetlapack.using(path=path, tile=8):
+        ours = [numpy_linalg.cholesky(a), *numpy_linalg.qr(a)]
+    theirs = [numpy_functions["cholesky"](a), *numpy_functions["qr"](a)]
+    assert [x.dtype.str for x in ours] == [x.dtype.str for x in theirs]
+
+
 @pytest.mark.parametrize("path", PATHS)
 def test_cholesky_error_equal_numpy(path):
     a = testing.spd(40)

@@ -41,8 +41,9 @@ def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, np.dtype] |
 
 
 def _result_dtype(a: np.ndarray, computed: np.dtype) -> np.dtype:
-    """The dtype of NumPy's results for ``a``: single precision stays single (rounded from the double result)."""
-    return a.dtype if a.dtype.char in "fF" else computed
+    """The dtype of NumPy's results for ``a``: single precision stays single (rounded from the double result), in
+    native byte order as NumPy gives it whatever the input's."""
+    return a.dtype.newbyteorder("=") if a.dtype.char in "fF" else computed
 
 
 #: Bytes of a stack converted to double precision at a time (:func:`_factored`).
