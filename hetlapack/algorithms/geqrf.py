@@ -4,7 +4,8 @@
 one recursive kernel (LAPACK geqrt3: twice geqrf's speed on a tall panel, and the panel is the critical path),
 then ``A[k:,j] = H_k^H A[k:,j]`` (LARFB, GEMM-rich) for every tile column to the right; the next panel's column
 goes first (lookahead). The reflectors and ``tau`` are LAPACK's, so ``R`` and its signs
-equal SciPy's. ``orgqr`` applies the panels backwards to the identity, as LAPACK's orgqr does, but reads the
+equal SciPy's, except where a column cancels to exactly zero in one rounding and not the other
+(``docs/drop-in.md``). ``orgqr`` applies the panels backwards to the identity, as LAPACK's orgqr does, but reads the
 reflectors from the (unchanged) factorization rather than from Q's own storage: every ``T_k`` can then be formed at
 once, and each tile column of Q is an independent chain of LARFB updates, with no panel task between steps.
 """
