@@ -1,6 +1,8 @@
 """The task runtime: hazards, priorities, placement, memory spaces, tracing, failure and BLAS threads."""
 
 import json
+import os
+import signal
 import threading
 import time
 
@@ -230,6 +232,39 @@ def test_an_exception_in_the_inserting_code_stops_the_workers(matrix):
     assert worker_threads() == []
 
 
+def test_an_interrupt_while_waiting_stops_the_workers_before_it_goes_on(matrix):
+    """Ctrl-C while the caller waits for its tasks: the running task ends, the next never starts, no worker runs on
+    (writing into the caller's matrix) and BLAS's limits are back when the interrupt reaches the caller."""
+
+    class Interrupted(BaseException):
+        """Stands in for KeyboardInterrupt, which would stop pytest itself if it came at the wrong moment."""
+
+    def interrupt(signum, frame):
+        raise Interrupted
+
+    before = _blas_threads_now()
+    started, release, ran = threading.Event(), threading.Event(), []
+
+    def send_interrupt():
+        started.wait(10)
+        time.sleep(0.1)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        time.sleep(0.1)
+        release.set()
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        threading.Thread(target=send_interrupt).start()
+        with pytest.raises(Interrupted):
+            with Runtime([EmulatedDevice(0), CpuDevice(workers=2)]) as rt:
+                rt.insert(lambda device: (started.set(), release.wait(10)), writes=[matrix(0, 0)])
+                rt.insert(record(ran, "after"), writes=[matrix(0, 0)])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert release.is_set() and ran == [] and worker_threads() == []
+    assert _blas_threads_now() == before
+
+
 def test_blas_threads_never_oversubscribe():
     assert threads_per_worker(2, cores=2) == 1
     assert threads_per_worker(1, cores=8) == 8
@@ -283,6 +318,93 @@ def test_overlapping_runtimes_share_the_blas_cap_and_the_last_restores_the_limit
         thread.join()
     assert len(results) == 4 and max(results) < 50
     assert blas_threads_now() == before
+
+
+def _blas_threads_now() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+def test_runtimes_in_threads_that_live_on_leave_the_blas_limits_as_they_were():
+    """threadpoolctl 3.8 lets one thread at a time set OpenBLAS's limit: a runtime's thread that lived on after it
+    (a pool's) kept that control, so the last runtime to stop, in another thread, could not restore the limits, and
+    a runtime in a third thread could not cap them."""
+    before = _blas_threads_now()
+    first_started, first_may_end, first_ended, second_started, all_done = (threading.Event() for _ in range(5))
+    seen = []
+
+    def first():
+        with Runtime(["cpu"]) as rt:
+            rt.insert(lambda device: (first_started.set(), first_may_end.wait(10)))
+        first_ended.set()
+        all_done.wait(10)  # lives on, as a pool's thread does
+
+    def second():
+        first_started.wait(10)
+        with Runtime(["cpu"]) as rt:
+            rt.insert(lambda device: (second_started.set(), first_ended.wait(10)))
+
+    def third():
+        with Runtime(["cpu"]) as rt:
+            rt.insert(lambda device: seen.extend(_blas_threads_now()))
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    second_started.wait(10)
+    first_may_end.set()
+    threads[1].join()
+    assert _blas_threads_now() == before
+    late = threading.Thread(target=third)
+    late.start()
+    late.join()
+    all_done.set()
+    threads[0].join()
+    assert set(seen) == {threads_per_worker(usable_cores())}
+    assert _blas_threads_now() == before
+
+
+def test_a_users_blas_limit_works_while_a_thread_that_called_hetlapack_lives():
+    from threadpoolctl import OpenBLASController, threadpool_limits
+
+    if hasattr(OpenBLASController, "clear_controlling_thread"):  # as in a fresh process: no thread holds control
+        OpenBLASController.clear_controlling_thread(force=True)
+    called, finish = threading.Event(), threading.Event()
+
+    def worker():
+        with Runtime(["cpu"]) as rt:
+            rt.insert(lambda device: None)
+        called.set()
+        finish.wait(10)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    called.wait(10)
+    with threadpool_limits(limits=1, user_api="blas"):
+        limited = _blas_threads_now()
+    finish.set()
+    thread.join()
+    assert set(limited) == {1}
+
+
+def test_a_process_forked_during_another_threads_run_has_the_earlier_blas_limits():
+    before = _blas_threads_now()
+    running, may_end = threading.Event(), threading.Event()
+
+    def run():
+        with Runtime(["cpu"]) as rt:
+            rt.insert(lambda device: (running.set(), may_end.wait(10)))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    running.wait(10)
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if _blas_threads_now() == before else 1)
+    may_end.set()
+    thread.join()
+    assert os.waitpid(pid, 0)[1] == 0
 
 
 def hybrid_cholesky_residual() -> float:

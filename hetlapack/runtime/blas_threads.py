@@ -3,12 +3,19 @@
 Runtimes may overlap (threads of one process each factoring a matrix), and BLAS's thread count is one setting
 for the whole process, so the caps are shared: while any runtime runs, BLAS gets the smallest cap a running one
 asked for, and the limits from before the first come back when the last one stops.
+
+threadpoolctl (from 3.8) lets one thread at a time set OpenBLAS's process-wide limit: the first to set it, until it
+gives control back. Caps here are set and lifted from whichever thread starts or stops a runtime, so each change
+gives control back after it. While a user's ``threadpool_limits`` block holds control in another thread, the
+user's limit stands and the caps are not applied.
+A process forked while a runtime ran (in another thread) starts with no cap and the earlier limits.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import threading
 from collections.abc import Iterator
 
@@ -28,9 +35,42 @@ def _controller():
     return ThreadpoolController()
 
 
+@contextlib.contextmanager
+def _in_control() -> Iterator[None]:
+    """Set or restore BLAS limits inside, then give threadpoolctl's control of OpenBLAS back (threadpoolctl < 3.8
+    has no such control). A ``threadpool_limits`` block of this thread around the call takes it again as it ends."""
+    from threadpoolctl import OpenBLASController  # noqa: PLC0415
+
+    try:
+        yield
+    finally:
+        if hasattr(OpenBLASController, "clear_controlling_thread"):
+            OpenBLASController.clear_controlling_thread()
+
+
 def _limit(threads: int):
-    """Cap every loaded BLAS at ``threads`` now; the returned limiter can restore what it replaced."""
-    return _controller().limit(limits=threads, user_api="blas")
+    """Cap every loaded BLAS at ``threads`` now; the returned limiter can restore what it replaced (:func:`_restore`)."""
+    with _in_control():
+        return _controller().limit(limits=threads, user_api="blas")
+
+
+def _restore(limiter) -> None:
+    with _in_control():
+        limiter.restore_original_limits()
+
+
+def _forget_runtimes_in_child() -> None:
+    """After fork: the child runs none of the parent's runtimes, so it drops their caps and gets the limits from
+    before them back."""
+    global _earlier, _lock
+    _lock = threading.Lock()
+    if _caps:
+        _caps.clear()
+        _restore(_earlier)
+        _earlier = None
+
+
+os.register_at_fork(after_in_child=_forget_runtimes_in_child)
 
 
 def threads_per_worker(workers: int, cores: int | None = None) -> int:
@@ -59,7 +99,7 @@ def blas_threads(workers: int) -> Iterator[int]:
             if _caps:
                 _limit(min(_caps))
             else:
-                _earlier.restore_original_limits()
+                _restore(_earlier)
                 _earlier = None
 
 
@@ -83,7 +123,7 @@ def all_cores() -> Iterator[int]:
             if _caps:
                 _limit(min(_caps))
             else:
-                limiter.restore_original_limits()
+                _restore(limiter)
 
 
 def share_cores(processes: int) -> int:

@@ -109,7 +109,34 @@ class Runtime:
                 self._threads.append(thread)
 
     def wait(self, reraise: bool = True) -> None:
-        """Wait for every inserted task (or, after a failure, for the running ones), then stop the workers."""
+        """Wait for every inserted task (or, after a failure, for the running ones), then stop the workers. An
+        interrupt while waiting (Ctrl-C's KeyboardInterrupt) cancels the graph: the running tasks end, nothing else
+        starts, the workers stop and BLAS's limits come back before the interrupt goes on."""
+        interrupted: BaseException | None = None
+        while True:
+            try:
+                self._stop_workers()
+                break
+            except BaseException as interrupt:  # noqa: BLE001 - re-raised below, once no worker runs
+                interrupted = interrupted or interrupt
+                self._cancel(interrupt)
+        try:
+            if self._error is None:
+                self._coherence.flush()
+            if self.trace is not None:
+                self.trace.transfers.extend(self._coherence.log)
+        finally:
+            self._coherence.close()
+            if self._blas_limit is not None:
+                self._blas_limit.__exit__(None, None, None)
+                self._blas_limit = None
+        if interrupted is not None:
+            raise interrupted
+        if self._error is not None and reraise:
+            raise self._error
+
+    def _stop_workers(self) -> None:
+        """Let the inserted tasks (after a failure, the running ones) finish, then stop and join every worker."""
         with self._lock:
             if not self._coherence.trivial and self._error is None:
                 self._all_inserted = True
@@ -123,18 +150,6 @@ class Runtime:
         for thread in self._threads:
             thread.join()
         self._threads.clear()
-        try:
-            if self._error is None:
-                self._coherence.flush()
-            if self.trace is not None:
-                self.trace.transfers.extend(self._coherence.log)
-        finally:
-            self._coherence.close()
-            if self._blas_limit is not None:
-                self._blas_limit.__exit__(None, None, None)
-                self._blas_limit = None
-        if self._error is not None and reraise:
-            raise self._error
 
     @property
     def transfers(self) -> list:
