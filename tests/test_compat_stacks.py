@@ -487,3 +487,26 @@ def test_a_bad_flag_with_non_finite_values_raises_scipys_value_error(path, call)
     assert str(ours.value) == str(theirs.value)
     with hetlapack.using(**FORCINGS[path]), pytest.raises(TypeError):
         call(la, np.nan_to_num(a))
+
+
+def test_a_process_forked_after_the_batched_kernels_ran_still_factors_stacks_and_lu():
+    """numba terminates a child (multiprocessing's default start on Linux) that starts kernels its parent ran on
+    GNU OpenMP: there, dispatch takes SciPy's own call for stacks and ``lu`` instead, and says why."""
+    import os
+
+    stack, a = testing.spd(8, batch=(64,), seed=3), testing.general(40, seed=4)
+    expected_stack, expected_lu = sl.cholesky(stack), sl.lu(a)
+    assert hetlapack.explain("cholesky", stack).path == "batched"
+    np.testing.assert_allclose(la.cholesky(stack), expected_stack, atol=1e-12)
+    pid = os.fork()
+    if pid == 0:
+        ok = False
+        try:
+            got_stack = la.cholesky(stack)
+            with hetlapack.using(path="hybrid", tile=16):
+                got_lu = la.lu(a)
+            ok = np.allclose(got_stack, expected_stack, atol=1e-12) and all(
+                np.allclose(x, y, atol=1e-12) for x, y in zip(got_lu, expected_lu))
+        finally:
+            os._exit(0 if ok else 1)
+    assert os.waitpid(pid, 0)[1] == 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from collections.abc import Callable
 
 import numba
@@ -104,6 +105,38 @@ def compiled(op: str, dtype: np.dtype) -> Callable:
 def _check_dtype(a: np.ndarray) -> None:
     if a.dtype not in LAPACK_DTYPES:
         raise TypeError(f"batched kernels take float32, float64, complex64 or complex128 arrays, not {a.dtype}")
+
+
+_forked_after_gnu_openmp = False
+
+
+def _gnu_openmp_started() -> bool:
+    """Whether numba's parallel kernels have run in this process on GNU OpenMP (its threading layer without TBB)."""
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel kernel has run
+        return False
+    from numba.np.ufunc import omppool  # noqa: PLC0415 - present whenever the omp layer runs
+
+    return layer == "omp" and getattr(omppool, "openmp_vendor", "GNU") == "GNU"
+
+
+def _note_fork() -> None:
+    global _forked_after_gnu_openmp
+    _forked_after_gnu_openmp = _forked_after_gnu_openmp or _gnu_openmp_started()
+
+
+os.register_at_fork(after_in_child=_note_fork)
+
+
+def unusable_after_fork() -> str | None:
+    """Why this process cannot run the compiled kernels: it was forked (``multiprocessing``'s default on Linux)
+    after they ran on GNU OpenMP, whose threads do not survive ``fork``; numba terminates a child that starts them.
+    ``None`` where they can run."""
+    if not _forked_after_gnu_openmp:
+        return None
+    return ("this process was forked after numba's kernels ran on GNU OpenMP, which numba refuses to restart in a "
+            "child (multiprocessing's 'spawn' and 'forkserver' start methods keep them)")
 
 
 def _threads(batch: int, lanes: int) -> int:

@@ -418,7 +418,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     True
     """
     plan, arr, dtype = _plan("getrf", a, lu_features(a))
-    if plan.path == "host" or np.shape(arr)[-2:] == (1, 1):
+    if plan.path == "host" or np.shape(arr)[-2:] == (1, 1) or _run.compiled_kernels_unusable():
         return _scipy["lu"](arr, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)
     a1 = _kernel_checked(plan, arr, check_finite)

@@ -6,6 +6,8 @@ import functools
 import importlib.util
 import logging
 import math
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -123,7 +125,8 @@ def _batched_unavailable(req: Request) -> str | None:
         return f"{', '.join(req.features)} is implemented on the host path only"
     if not _module_present("hetlapack.batched.kernels"):
         return "the batched kernels are not installed"
-    return None
+    kernels = sys.modules.get("hetlapack.batched.kernels")  # not loaded: they have not run, nothing to check
+    return kernels.unusable_after_fork() if kernels is not None else None
 
 
 def _kind(device) -> str:
@@ -276,6 +279,9 @@ def choose(req: Request, options: Options | None = None) -> Plan:
 @functools.lru_cache(maxsize=1024)
 def _remembered(req: Request, options: Options) -> Plan:
     return _choose(req, options)
+
+
+os.register_at_fork(after_in_child=_remembered.cache_clear)  # a child decides afresh (see _batched_unavailable)
 
 
 def _choose(req: Request, options: Options) -> Plan:
