@@ -275,3 +275,33 @@ def test_an_accelerator_whose_link_was_never_measured_is_not_priced_but_can_be_f
     device.capability.update(bandwidth_gbs=10.0, latency_s=1e-5)
     with hetlapack.using(devices=["cpu", device]):
         assert {"gpu", "hybrid"} <= set(hetlapack.explain("cholesky", a).predicted_s)
+
+
+def test_threads_asking_at_once_share_one_measurement_of_the_host(monkeypatch):
+    """Dispatch prices every request with one host GEMM rate per process: threads whose first calls came at once
+    each measured it (six rates for one request in an audit)."""
+    import threading
+
+    from hetlapack.runtime import blas_threads
+
+    measured = []
+    real_all_cores = blas_threads.all_cores
+
+    def counting_all_cores():
+        measured.append(1)
+        return real_all_cores()
+
+    monkeypatch.setattr(blas_threads, "all_cores", counting_all_cores)
+    model._measured_gemm_gflops.cache_clear()
+    start, rates = threading.Barrier(6), []
+
+    def ask():
+        start.wait()
+        rates.append(model.host_gemm_gflops("d"))
+
+    threads = [threading.Thread(target=ask) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(measured) == 1 and len(set(rates)) == 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Iterator
 
 from . import numpy_linalg, scipy_linalg
@@ -17,8 +18,9 @@ from ._originals import NUMPY_NAMES, SCIPY_NAMES, numpy_functions, scipy_functio
 _PREFIXES = ("scipy.", "numpy.")
 _ROOTS = ("scipy", "numpy")
 
-# (module name, global name) -> the original object that was there
+# (module name, global name) -> the original object that was there; install and uninstall change it under the lock
 _replaced: dict[tuple[str, str], object] = {}
+_lock = threading.RLock()
 
 
 def _replacements() -> dict[int, tuple[object, object]]:
@@ -56,30 +58,32 @@ def install() -> int:
     'hetlapack.compat.scipy_linalg'
     >>> hetlapack.compat.uninstall()
     """
-    pairs = _replacements()
-    count = 0
-    for module_name, module, attr, value in _globals():
-        pair = pairs.get(id(value))
-        if pair is not None and value is pair[0]:
-            _replaced[(module_name, attr)] = value
-            setattr(module, attr, pair[1])
-            count += 1
-    return count
+    with _lock:
+        pairs = _replacements()
+        count = 0
+        for module_name, module, attr, value in _globals():
+            pair = pairs.get(id(value))
+            if pair is not None and value is pair[0]:
+                _replaced[(module_name, attr)] = value
+                setattr(module, attr, pair[1])
+                count += 1
+        return count
 
 
 def uninstall() -> None:
     """Restore every global that :func:`install` rebound, and every loaded scipy/numpy global that holds one of
     hetlapack's functions otherwise (modules imported while installed bound them from ``scipy.linalg``)."""
-    for (module_name, attr), original in list(_replaced.items()):
-        module = sys.modules.get(module_name)
-        if module is not None:
-            setattr(module, attr, original)
-        del _replaced[(module_name, attr)]
-    originals = {id(replacement): (replacement, original) for original, replacement in _replacements().values()}
-    for _, module, attr, value in _globals():
-        pair = originals.get(id(value))
-        if pair is not None and value is pair[0]:
-            setattr(module, attr, pair[1])
+    with _lock:
+        for (module_name, attr), original in list(_replaced.items()):
+            module = sys.modules.get(module_name)
+            if module is not None:
+                setattr(module, attr, original)
+            del _replaced[(module_name, attr)]
+        originals = {id(replacement): (replacement, original) for original, replacement in _replacements().values()}
+        for _, module, attr, value in _globals():
+            pair = originals.get(id(value))
+            if pair is not None and value is pair[0]:
+                setattr(module, attr, pair[1])
 
 
 def installed() -> bool:

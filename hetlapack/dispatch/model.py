@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 import time
 
 import numpy as np
@@ -145,11 +146,20 @@ def tile_size(op: str, n: int) -> int:
     return chosen
 
 
-@functools.cache
+_measuring = threading.Lock()
+
+
 def host_gemm_gflops(dtype_char: str = "d") -> float:
     """The host's GEMM rate in GFLOP/s with every usable core, measured once per process on a 768 matrix (tens of
     milliseconds): the best of several calls after a warm-up, with BLAS explicitly given all cores so that a first
-    call made while a runtime caps BLAS threads does not measure one core."""
+    call made while a runtime caps BLAS threads does not measure one core. Threads asking at once share one
+    measurement, so that one request is never priced at two rates."""
+    with _measuring:
+        return _measured_gemm_gflops(dtype_char)
+
+
+@functools.cache
+def _measured_gemm_gflops(dtype_char: str) -> float:
     from ..runtime.blas_threads import all_cores  # noqa: PLC0415 - the runtime imports dispatch
 
     dtype = np.dtype(dtype_char)
