@@ -305,3 +305,15 @@ def test_threads_asking_at_once_share_one_measurement_of_the_host(monkeypatch):
     for thread in threads:
         thread.join()
     assert len(measured) == 1 and len(set(rates)) == 1
+
+
+def test_pricing_leaves_no_thread_behind():
+    """Pricing the hybrid path simulates it; a disabled progress bar there started tqdm's monitor thread, which
+    outlived the call in every process that asked dispatch about a large matrix."""
+    import subprocess
+    import sys
+
+    code = ("import threading, numpy, hetlapack; hetlapack.explain('cholesky', numpy.eye(3000)); "
+            "print(sorted(t.name for t in threading.enumerate()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['MainThread']"

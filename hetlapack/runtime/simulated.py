@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 from ..devices.cpu import HOST_MEMORY
 from ..devices.modeled import ModeledDevice
@@ -325,15 +325,17 @@ class SimulatedRuntime(Runtime):
             raise self._error
 
     def _simulate(self) -> None:
-        from tqdm import tqdm  # noqa: PLC0415 - only the simulator shows progress
+        if self.progress:
+            from tqdm import tqdm  # noqa: PLC0415 - only the simulator shows progress
 
-        with tqdm(total=self._inserted, desc="simulating", unit="task", disable=not self.progress,
-                  mininterval=0.5) as bar:
-            self._run_events(bar)
+            with tqdm(total=self._inserted, desc="simulating", unit="task", mininterval=0.5) as bar:
+                self._run_events(bar.update)
+        else:  # no bar at all: even a disabled one starts tqdm's monitor thread, which outlives every call
+            self._run_events(lambda: None)
         if self._finished != self._inserted:
             raise RuntimeError(f"simulation stalled with {self._inserted - self._finished} tasks unfinished")
 
-    def _run_events(self, bar) -> None:
+    def _run_events(self, task_done: Callable[[], None]) -> None:
         free = [[0.0] * device.workers for device in self.devices]
         events: list[tuple[float, int, Task]] = []
         now = 0.0
@@ -366,7 +368,7 @@ class SimulatedRuntime(Runtime):
                 self._coherence.unpin(task, device)
                 self._complete(task, None)
                 self._admit(task.device_index)
-            bar.update()
+            task_done()
         self.makespan = now
 
     def _start_on_host_cores(self, free: list[list[float]], events: list, now: float) -> None:
