@@ -143,8 +143,8 @@ def _plot(benchmarks: list[dict], output: pathlib.Path) -> list[pathlib.Path]:
 
 
 def _skip_reason(pytest_output: str) -> str:
-    """The first reason pytest's summary gives for a skip (a suite whose machine lacks what it measures writes an
-    empty JSON: pytest-benchmark opens the file before it knows that nothing will run)."""
+    """The first reason pytest's summary gives for a skip (a suite whose machine lacks what it measures writes no
+    JSON, or an empty one: some pytest-benchmark versions open the file before they know that nothing will run)."""
     for line in pytest_output.splitlines():
         if line.startswith("SKIPPED"):
             return line.split(": ", 1)[-1]
@@ -180,12 +180,12 @@ def run(args: argparse.Namespace) -> int:
         proc = subprocess.run([sys.executable, "-m", "pytest", str(suite), "--benchmark-only", "-q", "-rs",
                                "-p", "no:cacheprovider", *energy_plugin, f"--benchmark-json={json_path}"],
                               env=env, capture_output=True, text=True)
-        if proc.returncode not in (0, 5) or not json_path.exists():
+        if proc.returncode not in (0, 5):
             failed.append(suite.name)
             tqdm.write(f"{suite.name} failed:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
             continue
-        if not json_path.read_text().strip():
-            json_path.unlink()
+        if not json_path.exists() or not json_path.read_text().strip():
+            json_path.unlink(missing_ok=True)
             tqdm.write(f"{suite.name}: no benchmark ran ({_skip_reason(proc.stdout)})")
             continue
         data = json.loads(json_path.read_text())
