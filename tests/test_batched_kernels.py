@@ -441,3 +441,17 @@ def test_cholesky_checks_both_triangles_on_either_kernel(lapack_loop):
         kernels.potrf(a, lower=True, clean=True, lapack=lapack_loop, check_finite=True)
     c, info = kernels.potrf(a, lower=True, clean=True, lapack=lapack_loop)
     assert not info.any() and np.isfinite(c).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_qr_never_hides_a_nan_or_an_infinity_below_the_diagonal(dtype):
+    """A column whose entries below the diagonal are NaN and zeros was taken as already reduced (tau 0, a finite
+    R), since max() drops a NaN; LAPACK's nrm2 gives NaN, and infinity for an infinite entry."""
+    a = np.array([[1.0, 2.0, 0.0], [np.nan, 4.0, 1.0], [0.0, 1.0, 1.0]], dtype)
+    packed, tau = kernels.geqrf(a[None])
+    (expected, expected_tau), _ = sla.qr(a, mode="raw", check_finite=False)
+    assert np.isnan(packed[0, 0, 0]) and np.isnan(expected[0, 0])
+    assert np.isnan(tau[0, 0]) and np.isnan(expected_tau[0])
+    if np.dtype(dtype).kind == "f":
+        b = np.array([[1.0, 2.0], [-np.inf, 4.0]], dtype)
+        assert kernels.geqrf(b[None])[0][0, 0, 0] == sla.qr(b, mode="r", check_finite=False)[0][0, 0] == -np.inf

@@ -21,11 +21,14 @@ from ._interleave import JIT_OPTIONS, all_finite, chunk_range, divide, gather_wi
 
 @numba.njit(**JIT_OPTIONS)
 def _column_norm(buf, k, lane):
-    """``||buf[k + 1:, k, lane]||`` without overflow or underflow (LAPACK's ``nrm2``)."""
+    """``||buf[k + 1:, k, lane]||`` without overflow or underflow, NaN where an entry is NaN and else infinite
+    where one is (LAPACK's ``nrm2``)."""
     scale = 0.0
     for i in range(k + 1, buf.shape[0]):
-        scale = max(scale, abs(buf[i, k, lane].real), abs(buf[i, k, lane].imag))
-    if scale == 0.0:
+        for part in (abs(buf[i, k, lane].real), abs(buf[i, k, lane].imag)):
+            if part > scale or part != part:  # a NaN stays, as max() would drop it
+                scale = part
+    if scale == 0.0 or math.isinf(scale):
         return scale
     total = 0.0
     for i in range(k + 1, buf.shape[0]):
