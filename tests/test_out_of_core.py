@@ -234,3 +234,17 @@ def test_capability_placement_moves_a_task_too_big_for_its_choice_to_the_host():
         rt.insert(scale, panel, reads=[panel], writes=[panel], flops=1e9)
     assert [e.device for e in trace.events] == ["cpu"] and rt.placement.queued_seconds == [0.0, 0.0]
     assert np.array_equal(a[:, :TILE], 2 * reference[:, :TILE])
+
+
+def test_a_capped_accelerator_keeps_no_more_host_memory_than_its_capacity():
+    """Freed buffers an emulated device keeps for reuse count against its capacity: they piled up to ten times
+    it during a streamed run (buffers of many shapes), and stayed after the call."""
+    from hetlapack.devices import emulated
+
+    cap = 200_000
+    devices = ["cpu", EmulatedDevice(37, memory_bytes=cap), EmulatedDevice(38, memory_bytes=cap)]
+    with hetlapack.using(path="hybrid", tile=32, devices=devices):
+        hl.cholesky(spd(400))
+        hl.lu_factor(general(400))
+        hl.qr(general(400))
+    assert all(emulated._pooled_bytes[index] <= cap for index in (37, 38))

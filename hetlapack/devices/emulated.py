@@ -28,7 +28,9 @@ class EmulatedDevice(CpuDevice):
     """Accelerator number ``index`` (named ``"emulated:{index}"``); counts the bytes it uploads and downloads.
 
     Several can be instantiated; each has a memory space of its own even when two share an index.
-    ``memory_bytes`` gives it a memory capacity (default: none), so that a matrix larger than it streams through.
+    ``memory_bytes`` gives it a memory capacity (default: none), so that a matrix larger than it streams through;
+    the freed buffers it keeps for reuse count against that capacity, so that it bounds the host memory the device
+    holds (uncapped, they are kept up to ``POOL_BYTES`` per index, across calls, as a GPU's memory pool keeps them).
     """
 
     kind = "accelerator"
@@ -43,6 +45,7 @@ class EmulatedDevice(CpuDevice):
         self.memory_bytes = None if memory_bytes is None else int(memory_bytes)
         self.uploaded_bytes = 0
         self.downloaded_bytes = 0
+        self._held_bytes = 0
 
     @property
     def memory_space(self) -> str:
@@ -56,6 +59,7 @@ class EmulatedDevice(CpuDevice):
             buffer = kept.pop() if kept else None
             if buffer is not None:
                 _pooled_bytes[self.index] -= nbytes
+            self._held_bytes += nbytes
         if buffer is None:
             buffer = np.empty(nbytes, dtype=np.uint8)
         return buffer.view(dtype).reshape(shape, order="F")
@@ -67,7 +71,9 @@ class EmulatedDevice(CpuDevice):
         if not isinstance(buffer, np.ndarray) or buffer.dtype != np.uint8 or buffer.ndim != 1:
             return  # not made by empty()
         with _pool_lock:
-            if _pooled_bytes[self.index] + buffer.nbytes <= POOL_BYTES:
+            self._held_bytes -= buffer.nbytes
+            limit = POOL_BYTES if self.memory_bytes is None else self.memory_bytes - self._held_bytes
+            if _pooled_bytes[self.index] + buffer.nbytes <= limit:
                 _pools[self.index][buffer.nbytes].append(buffer)
                 _pooled_bytes[self.index] += buffer.nbytes
 
