@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numba
 import numpy as np
@@ -378,6 +378,29 @@ def _broadcast_solve(factor: np.ndarray, b: np.ndarray, *extra: np.ndarray):
     return batch, dtype, factor, b, extra
 
 
+#: Bytes of operands a solve gathers at a time where they are broadcast over one another (:func:`_solve_pieces`).
+SOLVE_PIECE_BYTES = 4 << 20
+
+
+def _solve_pieces(count: int, *operands: tuple[np.ndarray, int]) -> Iterator[tuple[slice, list[np.ndarray]]]:
+    """The ``count`` systems of a solve in pieces: (which systems, each operand as a stack of theirs), an operand
+    given with the number of its per-matrix axes. One piece of views where every operand flattens without a copy;
+    else pieces of about ``SOLVE_PIECE_BYTES``, so that a factor broadcast over the right-hand sides is never
+    copied whole (four times SciPy's memory for factors of shape (1, 300, 16, 16) and b of (100, 300, 16, 1))."""
+    try:
+        yield slice(0, count), [a.reshape((count, *a.shape[a.ndim - k:]), copy=False) for a, k in operands]
+        return
+    except (ValueError, TypeError):  # a copy is needed (TypeError: NumPy < 2.1 has no copy=False here)
+        pass
+    batch = operands[0][0].shape[:operands[0][0].ndim - operands[0][1]]
+    per_system = sum(math.prod(a.shape[a.ndim - k:]) * a.itemsize for a, k in operands)
+    step = max(1, SOLVE_PIECE_BYTES // per_system)
+    for start in range(0, count, step):
+        systems = slice(start, min(start + step, count))
+        index = np.unravel_index(np.arange(systems.start, systems.stop), batch)
+        yield systems, [a[index] for a, _ in operands]
+
+
 def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False, lapack: bool = False) -> np.ndarray:
     """Solve ``A X = B`` per matrix from the Cholesky factor ``c`` of ``A``; ``b`` is ``(..., n, k)``. ``lapack``
     runs SciPy's ``potrs`` on each system (its results to the bit)."""
@@ -385,13 +408,17 @@ def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False, l
     _check_dtype(c)
     n, nrhs = b.shape[-2:]
     out = _output(math.prod(batch), n, nrhs, dtype, fortran)
-    if out.size and lapack:
-        _lapack_loop("potrs_each", dtype, out.shape[0], n, False, (as_stack(c), bool(lower), as_stack(b), out))
-    elif out.size and _interleaved_solve("potrs", dtype, n):
-        _launch("potrs", dtype, out.shape[0], n, n, as_stack(c), bool(lower), as_stack(b), out)
-    elif out.size:
-        system = _solve.CHOLESKY_LOWER if lower else _solve.CHOLESKY_UPPER
-        _solve_each(dtype, False, (as_stack(c), _NO_PIVOTS, as_stack(b), system, out))
+    if not out.size:
+        return out.reshape((*batch, n, nrhs))
+    for systems, (factors, rhs) in _solve_pieces(out.shape[0], (c, 2), (b, 2)):
+        target = out[systems]
+        if lapack:
+            _lapack_loop("potrs_each", dtype, target.shape[0], n, False, (factors, bool(lower), rhs, target))
+        elif _interleaved_solve("potrs", dtype, n):
+            _launch("potrs", dtype, target.shape[0], n, n, factors, bool(lower), rhs, target)
+        else:
+            system = _solve.CHOLESKY_LOWER if lower else _solve.CHOLESKY_UPPER
+            _solve_each(dtype, False, (factors, _NO_PIVOTS, rhs, system, target))
     return out.reshape((*batch, n, nrhs))
 
 
@@ -406,12 +433,15 @@ def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int, fortran
     _check_dtype(lu)
     n, nrhs = b.shape[-2:]
     out = _output(math.prod(batch), n, nrhs, dtype, fortran)
-    if out.size:
-        arrays = (as_stack(lu), np.asarray(piv, dtype=INDEX_DTYPE).reshape(-1, n), as_stack(b), int(trans), out)
+    if not out.size:
+        return out.reshape((*batch, n, nrhs))
+    for systems, (factors, pivots, rhs) in _solve_pieces(out.shape[0], (lu, 2), (piv, 1), (b, 2)):
+        target = out[systems]
+        arrays = (factors, np.asarray(pivots, dtype=INDEX_DTYPE), rhs, int(trans), target)
         if lapack:
-            _lapack_loop("getrs_each", dtype, out.shape[0], n, check_finite, arrays)
+            _lapack_loop("getrs_each", dtype, target.shape[0], n, check_finite, arrays)
         elif _interleaved_solve("getrs", dtype, n):
-            _launch_checked("getrs", check_finite, dtype, out.shape[0], n, n, *arrays)
+            _launch_checked("getrs", check_finite, dtype, target.shape[0], n, n, *arrays)
         else:  # LAPACK's trans codes are _solve's LU system codes
             _solve_each(dtype, check_finite, arrays)
     return out.reshape((*batch, n, nrhs))
