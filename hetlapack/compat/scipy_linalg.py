@@ -219,9 +219,10 @@ def _batched_solve_operands(c, b, check_finite: bool, piv=None):
     batch, vector = shapes
     dtype = lapack_dtype(c1.dtype, b1.dtype)
     n = c1.shape[-1]
-    c2 = np.broadcast_to(c1, batch + c1.shape[-2:]).astype(dtype, copy=False)
+    # cast, then broadcast: nothing is copied to the broadcast shape (the kernels gather broadcast factors in pieces)
+    c2 = np.broadcast_to(c1.astype(dtype, copy=False), batch + c1.shape[-2:])
     b2 = b1[..., None] if vector else b1
-    b2 = np.broadcast_to(b2, batch + b2.shape[-2:]).astype(dtype, copy=False)
+    b2 = np.broadcast_to(b2.astype(dtype, copy=False), batch + b2.shape[-2:])
     return c2, b2, vector, n
 
 
