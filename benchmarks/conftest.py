@@ -23,7 +23,10 @@ _LAPACK_OP = {"potrf": "potrf", "cholesky": "potrf", "getrf": "getrf", "lu": "ge
 
 
 def _flops(group: str, n: int) -> float | None:
-    op = next((_LAPACK_OP[word] for word in group.split() if word in _LAPACK_OP), None)  # "gpu host qr n=4000" too
+    words = group.split()
+    if words[:1] == ["gpu"]:  # "gpu host qr n=4000", "gpu single cholesky n=4000"
+        words = words[2:]
+    op = _LAPACK_OP.get(words[0]) if words else None
     if op is None:
         return None
     factor = 2.0 if "economic" in group else 1.0

@@ -174,7 +174,8 @@ class EnergyMeter:
             problems += gpu_problems
         else:
             problems.append("GPU counters were not asked for")
-        readings = [(counter, _reading(counter)) for counter in counters]
+        # the coarse counters first: waiting for them to change must not fall inside the fine ones' interval
+        readings = [(counter, _reading(counter)) for counter in sorted(counters, key=lambda c: not c.coarse)]
         self._started = [(counter, start) for counter, start in readings if start is not None]
         problems += [f"{counter.name} could not be read" + (f" or did not change within {TICK_WAIT_S:g} s"
                                                               if counter.coarse else "")
@@ -188,7 +189,7 @@ class EnergyMeter:
 
     def __exit__(self, *exc_info: object) -> None:
         self.seconds = time.perf_counter() - self._start_time
-        for counter, (start, started_at) in self._started:
+        for counter, (start, started_at) in sorted(self._started, key=lambda item: item[0].coarse):  # fine first
             reading = _reading(counter)
             if reading is None:
                 continue

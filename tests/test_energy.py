@@ -205,3 +205,18 @@ def test_bench_energy_says_why_nothing_is_readable_and_runs_on(tmp_path, capsys)
     data = json.loads((tmp_path / "benchmarks.json").read_text())
     assert data["benchmarks"]
     assert not any("energy_j" in b.get("extra_info", {}) for b in data["benchmarks"])
+
+
+def test_a_cpu_counter_read_beside_a_gpu_counter_keeps_its_own_power(tmp_path, monkeypatch):
+    """The CPU's counter was read before the meter waited for the GPU's to change, and its joules divided by the
+    time after that wait: a 50 W package read as 150-540 W over 10 ms of work."""
+    make_zone(tmp_path, "intel-rapl:0", "package-0", 0)
+    real_read = energy._read_microjoules
+    monkeypatch.setattr(energy, "_read_microjoules",
+                        lambda path: 50.0 * time.perf_counter() if path.name == "energy_uj" else real_read(path))
+    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml([ticking_mj(watts=125.0, every_s=0.05)]))
+    with EnergyMeter(powercap_root=tmp_path) as meter:
+        time.sleep(0.01)
+    assert sorted(meter.counter_names) == ["gpu:0", "package-0"]
+    assert meter.joules["package-0"] == pytest.approx(50.0 * meter.seconds, rel=0.2)
+    assert meter.watts == pytest.approx(175.0, rel=0.2)

@@ -265,6 +265,40 @@ def test_an_interrupt_while_waiting_stops_the_workers_before_it_goes_on(matrix):
     assert _blas_threads_now() == before
 
 
+def test_a_second_interrupt_does_not_wait_for_a_running_task(matrix):
+    """The first Ctrl-C waits for the running tasks to end; a second one goes on at once, so that a task that hangs
+    cannot hold the caller (every further interrupt was swallowed until the task ended)."""
+
+    class Interrupted(BaseException):
+        pass
+
+    def interrupt(signum, frame):
+        raise Interrupted
+
+    started, release = threading.Event(), threading.Event()
+
+    def send_two_interrupts():
+        started.wait(10)
+        for _ in range(2):
+            time.sleep(0.1)
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    rt = Runtime([CpuDevice(workers=1)])
+    try:
+        threading.Thread(target=send_two_interrupts).start()
+        begun = time.perf_counter()
+        with pytest.raises(Interrupted):
+            with rt:
+                rt.insert(lambda device: (started.set(), release.wait(10)), writes=[matrix(0, 0)])
+        assert time.perf_counter() - begun < 5 and not release.is_set()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        release.set()
+    rt.wait(reraise=False)  # what the interrupted caller left: the task ended, now the workers stop
+    assert worker_threads() == []
+
+
 def test_blas_threads_never_oversubscribe():
     assert threads_per_worker(2, cores=2) == 1
     assert threads_per_worker(1, cores=8) == 8

@@ -71,7 +71,7 @@ class EmulatedDevice(CpuDevice):
         if not isinstance(buffer, np.ndarray) or buffer.dtype != np.uint8 or buffer.ndim != 1:
             return  # not made by empty()
         with _pool_lock:
-            self._held_bytes -= buffer.nbytes
+            self._held_bytes = max(0, self._held_bytes - buffer.nbytes)  # a buffer of another device object too
             limit = POOL_BYTES if self.memory_bytes is None else self.memory_bytes - self._held_bytes
             if _pooled_bytes[self.index] + buffer.nbytes <= limit:
                 _pools[self.index][buffer.nbytes].append(buffer)

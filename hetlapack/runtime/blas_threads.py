@@ -7,7 +7,8 @@ asked for, and the limits from before the first come back when the last one stop
 threadpoolctl (from 3.8) lets one thread at a time set OpenBLAS's process-wide limit: the first to set it, until it
 gives control back. Caps here are set and lifted from whichever thread starts or stops a runtime, so each change
 gives control back after it. While a user's ``threadpool_limits`` block holds control in another thread, the
-user's limit stands and the caps are not applied.
+user's limit stands and the caps are not applied; each restores the limit it found, so where the two overlap, BLAS
+can be left at the other's limit.
 A process forked while a runtime ran (in another thread) starts with no cap and the earlier limits.
 """
 

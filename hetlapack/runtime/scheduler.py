@@ -111,15 +111,15 @@ class Runtime:
     def wait(self, reraise: bool = True) -> None:
         """Wait for every inserted task (or, after a failure, for the running ones), then stop the workers. An
         interrupt while waiting (Ctrl-C's KeyboardInterrupt) cancels the graph: the running tasks end, nothing else
-        starts, the workers stop and BLAS's limits come back before the interrupt goes on."""
-        interrupted: BaseException | None = None
-        while True:
-            try:
-                self._stop_workers()
-                break
-            except BaseException as interrupt:  # noqa: BLE001 - re-raised below, once no worker runs
-                interrupted = interrupted or interrupt
-                self._cancel(interrupt)
+        starts, the workers stop and BLAS's limits come back before the interrupt goes on. A second interrupt
+        while the running tasks end goes on at once (a task that hangs cannot hold the caller)."""
+        try:
+            self._stop_workers()
+            interrupted = None
+        except BaseException as interrupt:  # noqa: BLE001 - re-raised below, once no worker runs
+            interrupted = interrupt
+            self._cancel(interrupt)
+            self._stop_workers()
         try:
             if self._error is None:
                 self._coherence.flush()
