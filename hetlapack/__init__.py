@@ -5,17 +5,9 @@
 ``using`` forces a choice, ``hetlapack.compat.install()`` patches SciPy and NumPy in place.
 """
 
-from .compat.scipy_linalg import (
-    cho_factor,
-    cho_solve,
-    cholesky,
-    lu,
-    lu_factor,
-    lu_solve,
-    qr,
-)
 from .dispatch import Plan, detect, using
 from .explain import explain
+from .linalg import cho_factor, cho_solve, cholesky, lu, lu_factor, lu_solve, qr  # the drop-in's own functions
 
 __version__ = "0.1.0"
 

@@ -7,7 +7,6 @@ into SciPy's or NumPy's return values is the shims' job. The host path never com
 from __future__ import annotations
 
 import importlib
-import sys
 
 import numpy as np
 
@@ -87,13 +86,6 @@ def getrf(plan: Plan, a: np.ndarray, fortran: bool = False,
     else:
         piv, info = _algorithm("getrf").getrf(a, **_tiled_kwargs(plan))
     return a, piv, np.asarray(info)
-
-
-def compiled_kernels_unusable() -> bool:
-    """Whether the compiled kernels (the batched path's, and :func:`plu`) cannot run in this process: it was forked
-    after they ran on GNU OpenMP (``hetlapack.batched.kernels.unusable_after_fork``)."""
-    kernels = sys.modules.get("hetlapack.batched.kernels")  # not loaded: they have not run
-    return kernels is not None and kernels.unusable_after_fork() is not None
 
 
 def plu(lu: np.ndarray, piv: np.ndarray, permute_l: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

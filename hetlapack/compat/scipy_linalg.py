@@ -13,7 +13,7 @@ import numpy as np
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
-from ..dispatch import Plan, choose
+from ..dispatch import Plan, choose, compiled_kernels_unusable
 from ..dtypes import lapack_dtype
 from . import _run
 from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, potrf_lower, potrs_lower, request, scipy_qr_sizes,
@@ -419,7 +419,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     True
     """
     plan, arr, dtype = _plan("getrf", a, lu_features(a))
-    if plan.path == "host" or np.shape(arr)[-2:] == (1, 1) or _run.compiled_kernels_unusable():
+    if plan.path == "host" or np.shape(arr)[-2:] == (1, 1) or compiled_kernels_unusable():
         return _scipy["lu"](arr, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)
     a1 = _kernel_checked(plan, arr, check_finite)

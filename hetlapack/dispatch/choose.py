@@ -125,6 +125,12 @@ def _batched_unavailable(req: Request) -> str | None:
         return f"{', '.join(req.features)} is implemented on the host path only"
     if not _module_present("hetlapack.batched.kernels"):
         return "the batched kernels are not installed"
+    return compiled_kernels_unusable()
+
+
+def compiled_kernels_unusable() -> str | None:
+    """Why the compiled kernels (the batched path's, and the pass that gives ``lu``'s P, L, U) cannot run in this
+    process (``hetlapack.batched.kernels.unusable_after_fork``), or None; never imports them."""
     kernels = sys.modules.get("hetlapack.batched.kernels")  # not loaded: they have not run, nothing to check
     return kernels.unusable_after_fork() if kernels is not None else None
 
