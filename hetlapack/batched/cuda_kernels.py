@@ -96,8 +96,12 @@ def _padded(grid):
     return (dims[0] * math.ceil(MIN_GRID_BLOCKS / max(blocks, 1)), *dims[1:])
 
 
+@cuda.require_context
 def launch(kernel, grid, block, xp: ModuleType, *arguments) -> None:
-    """Launch ``kernel[grid, block]`` on the stream of ``xp``'s current work, arrays passed without copies."""
+    """Launch ``kernel[grid, block]`` on the stream of ``xp``'s current work, arrays passed without copies.
+
+    Under one CUDA context lookup: numba-cuda otherwise asks the driver for the current context again in each of
+    its calls (every array's wrapper and its stream, the stream, the launch)."""
     kernel[_padded(grid), block, _stream(xp)](*(_kernel_argument(a) for a in arguments))
 
 
