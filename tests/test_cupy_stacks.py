@@ -219,6 +219,27 @@ def test_solves_broadcast_as_scipy_and_stay_on_the_device(xp, dtype):
         hl.lu_solve(lu_and_piv, xp.asarray(b_stack[:, :3]))
 
 
+def test_one_factor_solves_a_stack_without_a_copy_per_matrix(xp):
+    """SciPy broadcasts one factor over a stack of right-hand sides; the kernels read it in place (stride 0), so the
+    stack's solve holds one copy of the factor, not one per matrix."""
+    from hetlapack.batched import cuda_solve  # noqa: PLC0415 - needs numba-cuda
+
+    a = general(5, dtype=np.float64, seed=9)
+    lu, piv = sl.lu_factor(a)
+    c = sl.cho_factor(spd(5, np.float64, seed=10), lower=True)[0]
+    b = general(5, 3, dtype=np.float64, seed=11, batch=(4, 2))
+    factor, rhs = xp.asarray(np.asfortranarray(lu)), xp.asarray(b)
+    _, _, stack, x, (pivots,) = cuda_solve._operands(factor, rhs, xp.asarray(piv))
+    assert stack.shape == (8, 5, 5) and stack.strides[0] == 0 and pivots.strides[0] == 0
+    assert np.shares_memory(stack, factor) if simulated(xp) else stack.data.ptr == factor.data.ptr
+    for trans in (0, 1, 2):
+        ours = host(hl.lu_solve((factor, xp.asarray(piv)), rhs, trans=trans))
+        np.testing.assert_allclose(ours, sl.lu_solve((lu, piv), b, trans=trans), rtol=1e-12, atol=1e-12)
+    ours = host(hl.cho_solve((xp.asarray(c), True), rhs))
+    np.testing.assert_allclose(ours, sl.cho_solve((c, True), b), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(host(rhs), b)
+
+
 def test_dispatch_names_the_path_and_honours_no_other(xp):
     stack, matrix = xp.asarray(spd(4, seed=9, batch=(2,))), xp.asarray(spd(4, seed=9))
     plan = hetlapack.explain("cholesky", stack)
