@@ -59,7 +59,7 @@ def simulated_cupy() -> types.ModuleType:
     """The stand-in ``cupy`` module: the NumPy functions hetlapack's CuPy route calls, returning SimulatedArrays."""
     module = types.ModuleType("cupy")
     for name in ("array", "asarray", "ascontiguousarray", "atleast_2d", "broadcast_to", "conj", "copyto", "empty",
-                 "isfinite", "moveaxis", "ones", "swapaxes", "tril", "triu", "zeros"):
+                 "empty_like", "isfinite", "moveaxis", "ones", "swapaxes", "tril", "triu", "zeros"):
         setattr(module, name, _simulated(getattr(np, name)))
     module.simulated = True
     return module
@@ -215,8 +215,67 @@ def test_solves_broadcast_as_scipy_and_stay_on_the_device(xp, dtype):
         np.testing.assert_array_equal(host(array), before)
     x = hl.lu_solve(lu_and_piv, b_vector)
     assert solve_residual(a_gen, host(x)[..., None], np.broadcast_to(b_vector[:, None], (3, 4, 1))) < 50
-    with pytest.raises(ValueError, match="incompatible dimensions"):
+    with pytest.raises(ValueError, match=r"^Shapes of lu \(4, 4\) and b \(3, 2\) are incompatible$"):
         hl.lu_solve(lu_and_piv, xp.asarray(b_stack[:, :3]))
+
+
+def _outcome(call):
+    """What a call gave: ``("ok", result)``, or the exception's type and text."""
+    try:
+        return "ok", call()
+    except Exception as exc:  # noqa: BLE001 - the comparison is the point
+        return type(exc).__name__, str(exc)
+
+
+def _same_outcome(ours, theirs) -> None:
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "ok":
+        np.testing.assert_allclose(host(ours[1]), theirs[1], rtol=1e-6, atol=1e-6)
+    else:
+        assert ours[1] == theirs[1]
+
+
+def test_solve_arguments_are_read_and_refused_as_scipy_reads_them(xp):
+    """The flags as f2py reads them (``lower=0.5`` is upper, a stack's flags by their first one, ``trans=None`` is 0),
+    SciPy's errors for bad flags and shapes, and only ``b`` checked for finiteness by ``lu_solve``."""
+    a = spd(3, np.float64, seed=12, batch=(2,))
+    c_upper, c_lower = sl.cho_factor(a)[0], sl.cho_factor(a, lower=True)[0]
+    lu, piv = sl.lu_factor(a)
+    b = general(3, 1, dtype=np.float64, seed=13, batch=(2,))
+    lu_nan = lu.copy()
+    lu_nan[1, 0, 2] = np.nan
+    cases = [("cho_solve", (c_upper, flag), b, {}) for flag in (0.5, 2, -1, None, "1")]
+    cases += [("cho_solve", (np.stack([c_lower[0], c_upper[1]]), np.array(flags)), b, {})
+              for flags in ([True, False], [False, True])]
+    cases += [("cho_solve", (c_upper, False), np.ones((2, 4, 1)), {}), ("cho_solve", (np.ones((2, 3, 4)), True), b, {}),
+              ("cho_solve", (c_upper, False), np.ones(()), {}), ("cho_solve", (c_upper, False), b, {"overwrite_b": 1.5})]
+    cases += [("lu_solve", (lu, piv), b, {"trans": trans}) for trans in (None, True, 3, -1, "T")]
+    cases += [("lu_solve", (lu, piv), np.ones((2, 4, 1)), {}), ("lu_solve", (np.ones((2, 3, 4)), piv), b, {}),
+              ("lu_solve", (lu, piv[:, :2]), b, {}), ("lu_solve", (lu_nan, piv), b, {}),
+              ("lu_solve", (lu, piv), b, {"overwrite_b": 1.5})]
+    for name, (factor, second), rhs, options in cases:
+        device_second = xp.asarray(second) if name == "lu_solve" else second
+        ours = _outcome(lambda: getattr(hl, name)((xp.asarray(factor), device_second), xp.asarray(rhs), **options))
+        theirs = _outcome(lambda: getattr(sl, name)((factor, second), rhs, **options))
+        _same_outcome(ours, theirs)
+
+
+def test_factor_arguments_and_empty_stacks_as_scipy(xp):
+    """``cho_factor`` gives ``lower`` back as given (once per matrix of a stack), an empty LU keeps its dtype, and a bad
+    ``overwrite_a`` on an array with a NaN meets SciPy's finiteness check first."""
+    a = spd(3, np.float64, seed=14, batch=(2,))
+    for lower in (1, 0.5, True):
+        ours, theirs = hl.cho_factor(xp.asarray(a), lower=lower)[1], sl.cho_factor(a, lower=lower)[1]
+        assert type(ours) is type(theirs) and ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(ours, theirs)
+    for shape in ((3, 0, 0), (2, 3, 0), (1, 2, 0, 0)):
+        for dtype in (np.int64, np.float16):
+            ours, theirs = hl.lu_factor(xp.asarray(np.zeros(shape, dtype))), sl.lu_factor(np.zeros(shape, dtype))
+            assert [(r.dtype, r.shape) for r in ours] == [(r.dtype, r.shape) for r in theirs]
+    with_nan = a.copy()
+    with_nan[0, 0, 0] = np.nan
+    ours = _outcome(lambda: hl.lu_factor(xp.asarray(with_nan), overwrite_a=1.5))
+    assert ours == _outcome(lambda: sl.lu_factor(with_nan, overwrite_a=1.5))
 
 
 def test_one_factor_solves_a_stack_without_a_copy_per_matrix(xp):

@@ -131,6 +131,33 @@ def potrs_lower(dtype: np.dtype, lower, overwrite_b) -> bool:
     return bool(x[1] != 1)
 
 
+#: LU factors (``P = I``) whose solves with ``A``, ``A^T`` and ``A^H`` differ (real ones: ``A`` and ``A^T``), and a
+#: right-hand side: which solve f2py's getrs made shows the ``trans`` it understood.
+_LU_PROBE_REAL, _LU_PROBE_COMPLEX = np.array([[1.0, 1.0], [2.0, 1.0]]), np.array([[1.0, 1.0], [1j, 1.0]])
+_LU_PROBE_RHS = np.array([1.0, 0.0])
+
+
+def getrs_trans(dtype: np.dtype, trans, overwrite_b) -> int:
+    """``trans`` as SciPy's getrs call understands it (0, 1 or 2; 1 for any transpose of a real matrix): f2py converts
+    it (``None`` is its default, 0) and raises its own errors (``trans=3``, ``"T"``, ``overwrite_b=1.5``), so the
+    GPU's solves, which make no f2py call, let it read the flags on a 2 x 2 solve, as :func:`potrs_lower` does."""
+    dtype = np.dtype(dtype)
+    packed = (_LU_PROBE_COMPLEX if dtype.kind == "c" else _LU_PROBE_REAL).astype(dtype)
+    x, _ = get_lapack_funcs("getrs", dtype=dtype)(packed, np.arange(2, dtype=np.int32), _LU_PROBE_RHS.astype(dtype),
+                                                  trans=trans, overwrite_b=overwrite_b or 0)
+    a = np.tril(packed, -1) + np.eye(2, dtype=dtype)
+    a = a @ np.triu(packed)
+    for code, op in enumerate((a, a.T, a.conj().T)):
+        if np.allclose(x, np.linalg.solve(op, _LU_PROBE_RHS)):
+            return code
+    raise AssertionError(f"getrs solved its probe with none of A, A^T, A^H for trans={trans!r}")
+
+
+def stacked_flags(lower, batch: tuple[int, ...]) -> np.ndarray:
+    """``cho_factor``'s flags for a stack, as SciPy's batch loop returns them: ``lower`` as given, once per matrix."""
+    return np.array(np.broadcast_to(lower, (*batch, *np.shape(lower))))
+
+
 def solve_batch(factor_shape: tuple[int, ...], b_shape: tuple[int, ...],
                 piv=None) -> tuple[tuple[int, ...], bool] | None:
     """SciPy's batch rule for solves: ``b`` has two core dimensions when it has at least two, else one (a vector),

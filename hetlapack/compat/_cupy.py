@@ -17,8 +17,9 @@ import numpy as np
 from numpy.linalg import LinAlgError
 
 from ..dispatch import Plan, choose
-from ._arrays import (check_flags, fortran_matrices, is_cupy, potrf_lower, request, scipy_lapack_dtype,
-                      solve_batch)
+from ._arrays import (check_flags, fortran_matrices, getrs_trans, is_cupy, potrf_lower, potrs_lower, request,
+                      scipy_lapack_dtype, solve_batch, stacked_flags)
+from ._originals import scipy_functions as _scipy
 from .scipy_linalg import _NOT_PD, _first_failure, _warn_singular
 
 #: Warnings point at the caller of ``hetlapack.linalg``'s function, two frames up.
@@ -72,10 +73,9 @@ def _check_batch(name: str, batch: tuple[int, ...]) -> None:
         raise ValueError(f"`{name}` does not support zero-size batches.")
 
 
-def _factor_input(name: str, op: str, a, check_finite: bool, flags: tuple) -> tuple[Plan, object, object]:
-    """(plan, array module, ``a`` as an (..., m, n) array of the LAPACK dtype) for SciPy's function ``name``, after
-    its argument checks."""
-    check_flags(*flags)
+def _factor_input(name: str, op: str, a, check_finite: bool) -> tuple[object, object]:
+    """(array module, ``a`` as an (..., m, n) array) for SciPy's function ``name``, after its checks in its order: the
+    batch, the values, the shape."""
     xp = _module(a)
     a1 = xp.atleast_2d(a)
     _check_batch(name, tuple(a1.shape[:-2]))
@@ -83,13 +83,18 @@ def _factor_input(name: str, op: str, a, check_finite: bool, flags: tuple) -> tu
         _check_finite(xp, a1)
     if op == "potrf" and a1.shape[-1] != a1.shape[-2]:
         raise ValueError(f"Input array is expected to be square but has the shape: {tuple(a1.shape[-2:])}.")
-    plan = choose(request(op, a1)[0])
-    return plan, xp, a1.astype(_lapack_dtype(a1.dtype), copy=False)
+    return xp, a1
+
+
+def _planned(op: str, a1) -> tuple[Plan, object]:
+    """Dispatch's plan for ``a1``, and ``a1`` in its LAPACK dtype."""
+    return choose(request(op, a1)[0]), a1.astype(_lapack_dtype(a1.dtype), copy=False)
 
 
 def _cholesky(name: str, a, lower, overwrite_a, check_finite, clean: bool):
     """(plan, factor, lower as f2py reads it) of SciPy's function ``name`` on a CuPy matrix or stack."""
-    plan, xp, a1 = _factor_input(name, "potrf", a, check_finite, ())
+    xp, a1 = _factor_input(name, "potrf", a, check_finite)
+    plan, a1 = _planned("potrf", a1)
     lower = potrf_lower(np.dtype(a1.dtype), lower, overwrite_a)
     if plan.path == "batched":
         c, info = _batched().potrf(a1, lower=lower, clean=clean)
@@ -112,18 +117,23 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
-    """:func:`scipy.linalg.cho_factor` of a CuPy matrix or stack (a list with per-matrix flags for stacks). The flag
-    is the bool f2py reads ``lower`` as, so that :func:`cho_solve`, which takes flags as bools, reads it alike."""
-    plan, c, factor_lower = _cholesky("cho_factor", a, lower, overwrite_a, check_finite, clean=False)
+    """:func:`scipy.linalg.cho_factor` of a CuPy matrix or stack: ``lower`` as given, once per matrix of a stack (a
+    NumPy array, as SciPy's); :func:`cho_solve` reads it as f2py does."""
+    plan, c, _ = _cholesky("cho_factor", a, lower, overwrite_a, check_finite, clean=False)
     if plan.path == "batched":
-        return [c, np.full(c.shape[:-2], factor_lower)]
-    return c, factor_lower
+        return [c, stacked_flags(lower, c.shape[:-2])]
+    return c, lower
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True):
     """:func:`scipy.linalg.lu_factor` of a CuPy matrix or stack: ``(lu, piv)`` with 0-based LAPACK pivots, one
     ``LinAlgWarning`` per exactly singular matrix."""
-    plan, xp, a1 = _factor_input("lu_factor", "getrf", a, check_finite, (overwrite_a,))
+    xp, a1 = _factor_input("lu_factor", "getrf", a, check_finite)
+    if a1.size == 0:  # SciPy's lu_factor returns these before getrf reads overwrite_a
+        piv = xp.zeros((*a1.shape[:-2], 0), dtype=np.int32)
+        return [fortran_matrices(xp.empty_like(a1), xp), piv] if a1.ndim > 2 else (xp.empty_like(a1, order="F"), piv)
+    check_flags(overwrite_a)
+    plan, a1 = _planned("getrf", a1)
     if plan.path == "batched":
         lu, piv, info = _batched().getrf(a1)
         _warn_singular(info.get(), _STACKLEVEL)
@@ -134,42 +144,51 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     return lu, piv - 1
 
 
-def _solve_input(name: str, op: str, factor, b, check_finite: bool, piv=None):
-    """(plan, xp, factor, b as (..., n, k), whether b was a vector) by SciPy's batch rule for solves
-    (:func:`._arrays.solve_batch`). A NumPy operand is copied to the factor's GPU."""
+def _solve_input(name: str, op: str, factor, b, check_finite: bool, checked: tuple, piv=None):
+    """(plan, xp, factor, b as (..., n, k), whether b was a vector), or ``None`` with SciPy's own solve of host copies
+    where the shapes make no solve (it raises SciPy's error). Checks in SciPy's order: the batch (SciPy's batch loop
+    broadcasts first), the values of the operands named in ``checked`` (``"factor"``, ``"b"``), the shapes. A NumPy
+    operand is copied to the factor's GPU."""
     xp = _module(factor if is_cupy(factor) else b)
-    factor, b = xp.asarray(factor), xp.asarray(b)
-    if check_finite:
-        _check_finite(xp, factor, b)
+    operands = {"factor": xp.asarray(factor), "b": xp.asarray(b)}
+    factor, b = operands["factor"], operands["b"]
     shapes = solve_batch(tuple(factor.shape), tuple(b.shape), piv)
+    if shapes is not None:
+        _check_batch(name, shapes[0])
+    if check_finite:
+        _check_finite(xp, *(operands[operand] for operand in checked))
     if shapes is None:
-        raise ValueError(f"incompatible dimensions ({tuple(factor.shape)} and {tuple(b.shape)})")
+        return None
     batch, vector = shapes
-    _check_batch(name, batch)
     dtype = _lapack_dtype(factor.dtype, b.dtype)
     b2 = (b[..., None] if vector else b).astype(dtype, copy=False)
     plan = choose(request(op, xp.broadcast_to(factor, (*batch, *factor.shape[-2:])))[0])
     return plan, xp, factor.astype(dtype, copy=False), b2, vector
 
 
+def _host(a):
+    return a.get() if is_cupy(a) else a
+
+
+def _scipy_solve(name: str, xp, *arguments, **options):
+    """SciPy's own ``name`` on host copies, for operands whose shapes make no solve: it raises SciPy's error for them
+    (at the first matrix of a stack); a solution, should it find one, goes back to the GPU."""
+    return xp.asarray(_scipy[name](*arguments, **options))
+
+
 def _solution(xp, x, vector: bool):
     return xp.ascontiguousarray(x[..., 0]) if vector else fortran_matrices(x, xp)
-
-
-def _uniform_lower(lower) -> bool:
-    """``cho_factor``'s flag: a bool, or a stack's array of equal flags."""
-    flags = np.asarray(lower.get() if is_cupy(lower) else lower, dtype=bool)
-    if flags.size and flags.any() != flags.all():
-        raise ValueError("cho_solve on the GPU needs every factor of the stack in the same triangle")
-    return bool(flags.any())
 
 
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     """:func:`scipy.linalg.cho_solve` with CuPy factors or right-hand sides, on the GPU."""
     c, lower = c_and_lower
-    lower = _uniform_lower(lower)
-    check_flags(overwrite_b)
-    plan, xp, c1, b2, vector = _solve_input("_cho_solve", "potrs", c, b, check_finite)
+    solve = _solve_input("_cho_solve", "potrs", c, b, check_finite, ("b", "factor"))
+    if solve is None:
+        return _scipy_solve("cho_solve", _module(c if is_cupy(c) else b), (_host(c), _host(lower)), _host(b),
+                            overwrite_b=overwrite_b, check_finite=False)
+    plan, xp, c1, b2, vector = solve
+    lower = potrs_lower(np.dtype(c1.dtype), _host(lower), overwrite_b) if b2.size else True
     if plan.path == "batched":
         return _solution(xp, _batched().potrs(c1, b2, lower=lower), vector)
     x = _on_device(xp, b2)
@@ -180,10 +199,12 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     """:func:`scipy.linalg.lu_solve` with CuPy factors or right-hand sides, on the GPU."""
     lu, piv = lu_and_piv
-    if trans not in (0, 1, 2):
-        raise ValueError("trans must be 0, 1 or 2")
-    check_flags(overwrite_b)
-    plan, xp, lu1, b2, vector = _solve_input("_lu_solve", "getrs", lu, b, check_finite, piv)
+    solve = _solve_input("_lu_solve", "getrs", lu, b, check_finite, ("b",), piv)
+    if solve is None:
+        return _scipy_solve("lu_solve", _module(lu if is_cupy(lu) else b), (_host(lu), _host(piv)), _host(b),
+                            trans=trans, overwrite_b=overwrite_b, check_finite=False)
+    plan, xp, lu1, b2, vector = solve
+    trans = getrs_trans(np.dtype(lu1.dtype), trans, overwrite_b) if b2.size else 0
     pivots = xp.asarray(piv).astype(np.int32, copy=False)
     if plan.path == "batched":
         return _solution(xp, _batched().getrs(lu1, pivots, b2, trans=trans), vector)

@@ -17,7 +17,7 @@ from ..dispatch import Plan, choose, compiled_kernels_unusable
 from ..dtypes import lapack_dtype
 from . import _run
 from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, potrf_lower, potrs_lower, request, scipy_qr_sizes,
-                      solve_batch, unshared_overwrite_b, upload_operand, validated, working_copy)
+                      solve_batch, stacked_flags, unshared_overwrite_b, upload_operand, validated, working_copy)
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
@@ -204,7 +204,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     if c is None:
         return _scipy["cho_factor"](arr, lower=lower, overwrite_a=overwrite_a, check_finite=check_finite)
     if plan.path == "batched":
-        return [c, np.array(np.broadcast_to(lower, (*c.shape[:-2], *np.shape(lower))))]  # SciPy's stacked flags
+        return [c, stacked_flags(lower, c.shape[:-2])]
     return c, lower
 
 
