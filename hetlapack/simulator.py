@@ -33,6 +33,9 @@ OPERATIONS = {"cholesky": "potrf", "lu": "getrf", "qr": "geqrf", "potrf": "potrf
 LAYOUTS = ("hgdd", "cyclic", "two-level")
 PATHS = ("hybrid", "gpu")
 
+#: The placement that puts each ready task greedily where it finishes first (seed 000 §6.3), by no layout.
+CAPABILITY = "capability"
+
 
 @dataclass
 class Prediction:
@@ -45,7 +48,7 @@ class Prediction:
     dtype: str
     devices: tuple[str, ...]
     path: str
-    layout: str
+    layout: str  # or CAPABILITY, where tasks were placed greedily by capability and no layout applied
     tile: int
     seconds: float
     flops: float
@@ -69,8 +72,9 @@ class Prediction:
         """A few lines for people: the prediction, then one line per device."""
         names = ", ".join(self.devices) if len(self.devices) <= 8 else \
             f"{len(self.devices)} devices ({self.devices[0]} ... {self.devices[-1]})"
-        lines = [(f"{self.op} n={self.n} {self.dtype} on {names} ({self.path} path, {self.layout} "
-                  f"layout, tile {self.tile}): predicted {self.seconds:.3f} s, {self.gflops:,.0f} GFLOP/s, "
+        layout = "tasks placed greedily by capability" if self.layout == CAPABILITY else f"{self.layout} layout"
+        lines = [(f"{self.op} n={self.n} {self.dtype} on {names} ({self.path} path, {layout}, "
+                  f"tile {self.tile}): predicted {self.seconds:.3f} s, {self.gflops:,.0f} GFLOP/s, "
                   f"imbalance {self.imbalance:.3f}, {self.tasks} tasks, {self.bytes_moved / 1e9:.2f} GB moved")]
         if self.joules > 0:
             lines.append(f"energy {self.joules:,.0f} J, {self.gflops_per_watt:.2f} GFLOP/s/W")
@@ -137,13 +141,18 @@ def simulate(op: str, n: int, devices: str | Sequence[ModeledDevice] = "cpu", *,
         raise ValueError(f"a Cholesky factorization needs a square matrix, got {m} x {n}")
     tile = tile or tile_size(lapack, min(m, n))
     dtype_ = np.dtype(dtype)
+    if placement not in ("owner", CAPABILITY):
+        raise ValueError(f"placement must be 'owner' or {CAPABILITY!r}, got {placement!r}")
     if layout == "two-level":
+        if placement == CAPABILITY:
+            raise ValueError("placement='capability' places tasks greedily, not by a layout: two-level needs 'owner'")
         policy, bounds = _two_level_setup(compute, max(m, n), tile, host_cols)
         A = TiledMatrix(None, bounds, shape=(m, n), dtype=dtype_)
     else:
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
         policy = OwnerComputes(layout) if placement == "owner" else placement
+        layout = layout if placement == "owner" else CAPABILITY  # no layout places the tasks: say so
         A = TiledMatrix(None, tile, shape=(m, n), dtype=dtype_)
     with SimulatedRuntime(compute, policy, idle_devices=idle, priorities=priorities,
                           call_overhead_s=call_overhead_s, progress=progress) as rt:

@@ -52,6 +52,11 @@ def test_no_save_and_an_unreadable_cache_leave_defaults(cache_dir):
     assert load() == {} and CpuDevice().capability == DEFAULT_CAPABILITY
 
 
+def test_a_cache_nested_past_the_json_parsers_depth_is_ignored(cache_dir):
+    (cache_dir / "calibration.json").write_text('{"devices": {"cpu": {"x": ' + "[" * 100_000 + "}}}")
+    assert load() == {} and CpuDevice().capability == DEFAULT_CAPABILITY
+
+
 def test_a_damaged_cache_cannot_break_later_calls(cache_dir):
     """Zero, negative, NaN or non-numeric values in the cache (a hand edit, an old bug) are ignored: the device
     keeps its defaults for them, and a call still runs."""

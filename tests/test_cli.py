@@ -128,6 +128,10 @@ def test_mpi_demo_refuses_bad_arguments(argv, capsys):
     (["bench", "--quick", "--suite", "nosuchsuite"], 2, "no suite matches --suite nosuchsuite; the suites are"),
     (["simulate", "qr", "--nodes", "4", "--n", "1000"], 2, "distributed Cholesky only, not qr"),
     (["simulate", "--nodes", "4", "--dtype", "complex64", "--devices", "k20c"], 2, "--devices, --dtype: --nodes"),
+    (["simulate", "--n", "1000", "--node", "bogus"], 2, "--node: these describe --nodes's cluster"),
+    (["simulate", "--n", "1000", "--placement", "capability", "--layout", "cyclic"], 2,
+     "--layout: --placement capability places each task greedily, by no layout"),
+    (["calibrate", "--devices", ",", "--no-save"], 2, "no device named"),
 ])
 def test_bad_values_end_in_one_line_not_a_traceback(argv, status, text, capsys):
     with pytest.raises(SystemExit) as exit_:
@@ -178,3 +182,49 @@ def test_bad_profile_files_end_in_one_line_naming_the_entry(name, content, argv,
         main(["simulate", "--n", "100", "--output", str(tmp_path), "--profiles", str(path), *argv])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and f"{path}: {text}" in err and "Traceback" not in err
+
+
+def test_a_profile_file_that_is_not_utf8_is_named(tmp_path, capsys):
+    path = tmp_path / "p.toml"
+    path.write_bytes(b"\xff\xfe[profiles]\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["simulate", "--n", "100", "--output", str(tmp_path), "--profiles", str(path)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and f"{path}: 'utf-8' codec can't decode" in err and "Traceback" not in err
+
+
+def test_running_out_of_memory_ends_in_one_line(monkeypatch, capsys):
+    from hetlapack.commands import info
+
+    def exhausted(args):
+        raise MemoryError("Unable to allocate 29.1 TiB for an array with shape (2000000, 2000000)")
+
+    monkeypatch.setattr(info, "run", exhausted)
+    with pytest.raises(SystemExit) as exit_:
+        main(["info"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 1 and "Traceback" not in err
+    assert err == "hetlapack info: error: not enough memory: Unable to allocate 29.1 TiB for an array with shape " \
+                  "(2000000, 2000000)\n"
+
+
+def test_info_shows_link_figures_apart_from_kernel_rates(monkeypatch, capsys):
+    from hetlapack.commands import info
+    from hetlapack.devices import EmulatedDevice
+
+    device = EmulatedDevice(0)
+    device.capability = {"blas3": 40.0, "panel": 8.0, "memory": 4.0, "bandwidth_gbs": 12.5, "latency_s": 1e-5,
+                         "unknown": 3.0}
+    monkeypatch.setattr(info, "available", lambda: [device])
+    main(["info"])
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("Device emulated:0"))
+    assert "blas3 40.0, panel 8.0, memory 4.0; link 12.5 GB/s, latency 10.0 us" in line
+    assert "bandwidth_gbs" not in line and "unknown" not in line
+
+
+def test_a_malformed_launcher_rank_count_is_named(monkeypatch, capsys):
+    monkeypatch.setenv("PMI_SIZE", "abc")
+    with pytest.raises(SystemExit) as exit_:
+        main(["demo", "--n", "64"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "PMI_SIZE='abc': the MPI launcher's number of ranks must be an integer" in err

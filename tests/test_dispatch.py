@@ -80,6 +80,11 @@ def test_unknown_path_and_bad_options_raise():
         with pytest.raises(TypeError, match="devices must be a sequence of device names or devices"):
             with hetlapack.using(path="hybrid", devices=devices):
                 pass
+    for devices, message in ((["bogus"], "unknown device 'bogus'"), ([3], "a device is a name"),
+                             (["cpu", "cpu"], "devices named more than once: cpu")):
+        with pytest.raises(ValueError, match=f"^using: {message}"):  # on entry, whatever the block then calls
+            with hetlapack.using(devices=devices):
+                pass
 
 
 def test_numpy_integers_are_tile_orders():

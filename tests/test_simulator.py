@@ -355,3 +355,12 @@ def test_non_positive_tiles_and_node_counts_are_refused():
         simulate("cholesky", 1000, "cpu", tile=-3)
     with pytest.raises(ValueError, match="must be positive"):
         simulate_distributed(1000, 0)
+
+
+def test_capability_placement_says_no_layout_applied_and_refuses_two_level():
+    greedy = simulate("cholesky", 2000, "sandybridge:16,k20c", placement="capability", layout="cyclic")
+    assert greedy.layout == "capability" and "tasks placed greedily by capability" in greedy.summary()
+    with pytest.raises(ValueError, match="places tasks greedily, not by a layout"):
+        simulate("cholesky", 2000, "sandybridge:16,k20c", placement="capability", layout="two-level")
+    with pytest.raises(ValueError, match="placement must be"):
+        simulate("cholesky", 2000, "sandybridge:16,k20c", placement="greedy")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..devices import available_names, resolve
+
 
 def positive_int(text: str) -> int:
     """An argparse type: a positive integer, or a usage error naming the value (exit status 2, no traceback)."""
@@ -22,3 +24,16 @@ def refuse_changed(args: argparse.Namespace, defaults: dict, why: str) -> None:
     changed = [f"--{name}" for name, default in defaults.items() if getattr(args, name) != default]
     if changed:
         raise ValueError(f"{', '.join(changed)}: {why}")
+
+
+def device_list(text: str) -> list:
+    """An argparse type: the devices that comma-separated names denote (:func:`~hetlapack.devices.resolve`); an
+    unknown name, or none at all, is a usage error that lists the available ones."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"no device named (e.g. cpu,emulated:0); detected: "
+                                         f"{', '.join(available_names())}")
+    try:
+        return resolve(names)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None

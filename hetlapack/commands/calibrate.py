@@ -6,7 +6,7 @@ import argparse
 import contextlib
 from collections.abc import Iterator
 
-from ..devices import available, resolve
+from ..devices import available
 from ..devices.calibration import (
     DEFAULT_TILE,
     ENV_CACHE_DIR,
@@ -16,12 +16,12 @@ from ..devices.calibration import (
     check_writable,
     save_results,
 )
-from . import positive_int
+from . import device_list, positive_int
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("calibrate", help="measure device rates and link speeds; cache them")
-    parser.add_argument("--devices", default=None,
+    parser.add_argument("--devices", type=device_list, default=None,
                         help="comma-separated device names (default: every available device), e.g. cpu,emulated:0")
     parser.add_argument("--tile", type=positive_int, default=DEFAULT_TILE,
                         help="tile order the scalar weights (blas3, panel, laswp) are timed at; they set each "
@@ -55,7 +55,7 @@ def _writing_cache() -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    devices = resolve(args.devices.split(",")) if args.devices else available()
+    devices = args.devices or available()
     if not args.no_save:
         with _writing_cache():
             check_writable()

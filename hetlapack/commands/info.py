@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..devices import available, calibration
+from ..devices import KERNEL_CLASS, available, calibration
 from ..dispatch import detect, model
 
 
@@ -17,7 +17,11 @@ def run(args: argparse.Namespace) -> int:
     print(detect())
     calibrated = calibration.load()
     for device in available():
-        weights = ", ".join(f"{kind} {rate:.1f}" for kind, rate in device.capability.items())
+        classes = set(KERNEL_CLASS.values())
+        weights = ", ".join(f"{kind} {rate:.1f}" for kind, rate in device.capability.items() if kind in classes)
+        link = device.capability
+        if "bandwidth_gbs" in link and "latency_s" in link:
+            weights += f"; link {link['bandwidth_gbs']:.1f} GB/s, latency {link['latency_s'] * 1e6:.1f} us"
         source = "calibrated" if device.name in calibrated else "defaults; run `hetlapack calibrate`"
         if model.unmeasured_accelerators((device,)):
             source += ": until its link is measured, dispatch does not choose it"

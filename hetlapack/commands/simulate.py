@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..devices.profiles import registry
 from ..simulator import (
+    CAPABILITY,
     LAYOUTS,
     OPERATIONS,
     PATHS,
@@ -27,6 +28,10 @@ SINGLE_NODE_DEFAULTS = {"m": None, "devices": "sandybridge:16,k20c", "layout": "
                         "path": "hybrid", "paths": False, "dtype": "float64"}
 
 
+#: Options of a distributed simulation, with their defaults; without ``--nodes`` any other value is refused.
+DISTRIBUTED_DEFAULTS = {"node": "keeneland", "interconnect": "qdr-ib"}
+
+
 def register(subparsers) -> None:
     """Add the ``simulate`` subcommand."""
     parser = subparsers.add_parser("simulate", help="predict a factorization on modeled hardware (no GPU needed)",
@@ -39,7 +44,7 @@ def register(subparsers) -> None:
                         help="profiles: name[:N[/W]],... N = cores of a CPU (W workers) or count of an "
                              "accelerator; 'cpu' is this machine (default sandybridge:16,k20c)")
     parser.add_argument("--layout", choices=LAYOUTS, default=SINGLE_NODE_DEFAULTS["layout"])
-    parser.add_argument("--placement", choices=["owner", "capability"], default=SINGLE_NODE_DEFAULTS["placement"])
+    parser.add_argument("--placement", choices=["owner", CAPABILITY], default=SINGLE_NODE_DEFAULTS["placement"])
     parser.add_argument("--path", choices=PATHS, default=SINGLE_NODE_DEFAULTS["path"],
                         help="hybrid: panels on the CPU; gpu: all on the accelerators (the CPU idles)")
     parser.add_argument("--paths", action="store_true", help="compare the hybrid and gpu paths (time and energy)")
@@ -48,8 +53,10 @@ def register(subparsers) -> None:
                         choices=["float32", "float64", "complex64", "complex128"])
     parser.add_argument("--nodes", type=positive_int, default=None,
                         help="simulate a distributed Cholesky on this many nodes")
-    parser.add_argument("--node", default="keeneland", help="node composition for --nodes (default keeneland)")
-    parser.add_argument("--interconnect", default="qdr-ib", help="network for --nodes (default qdr-ib)")
+    parser.add_argument("--node", default=DISTRIBUTED_DEFAULTS["node"],
+                        help="node composition for --nodes (default keeneland)")
+    parser.add_argument("--interconnect", default=DISTRIBUTED_DEFAULTS["interconnect"],
+                        help="network for --nodes (default qdr-ib)")
     parser.add_argument("--profiles", type=Path, action="append", default=[],
                         help="extra profile file (TOML or JSON; repeatable)")
     parser.add_argument("--list", action="store_true", help="list the known profiles and exit")
@@ -90,6 +97,11 @@ def run(args: argparse.Namespace) -> int:
     """Simulate and report; every number printed is a model prediction."""
     if args.list:
         return _list(args.profiles)
+    if not args.nodes:
+        refuse_changed(args, DISTRIBUTED_DEFAULTS, "these describe --nodes's cluster, and there is no --nodes")
+    if args.placement == CAPABILITY:
+        refuse_changed(args, {"layout": SINGLE_NODE_DEFAULTS["layout"]}, "--placement capability places each task "
+                       "greedily, by no layout")
     if args.nodes:
         _check_distributed(args)
         prediction = simulate_distributed(args.n, args.nodes, node=args.node, interconnect=args.interconnect,

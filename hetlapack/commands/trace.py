@@ -17,10 +17,9 @@ import numpy as np
 from ..algorithms.geqrf import geqrf
 from ..algorithms.getrf import getrf
 from ..algorithms.potrf import potrf
-from ..devices import available_names, resolve
 from ..runtime import Trace
 from ..testing import general, spd
-from . import positive_int
+from . import device_list, positive_int
 
 #: Operation name on the command line -> (matrix generator, tile factorization run on it).
 OPERATIONS = {
@@ -40,23 +39,10 @@ def register(subparsers) -> None:
     parser.add_argument("--n", type=positive_int, default=4000, help="matrix order (default 4000)")
     parser.add_argument("--tile", type=positive_int, default=384, help="tile order (default 384)")
     parser.add_argument("--dtype", default="float64", choices=["float32", "float64", "complex64", "complex128"])
-    parser.add_argument("--devices", type=devices, default="cpu",
+    parser.add_argument("--devices", type=device_list, default="cpu",
                         help="comma-separated devices, e.g. cpu,emulated:0,emulated:1 (default cpu)")
     parser.add_argument("--output", type=Path, default=Path("."), help="directory for the files (default .)")
     parser.set_defaults(func=run)
-
-
-def devices(text: str) -> list:
-    """An argparse type: the devices that comma-separated names denote (:func:`~hetlapack.devices.resolve`); an
-    unknown name, or none at all, is a usage error that lists the available ones."""
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError(f"no device named (e.g. cpu,emulated:0); detected: "
-                                         f"{', '.join(available_names())}")
-    try:
-        return resolve(names)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -37,46 +37,58 @@ def available() -> list[Device]:
     return [_by_name(name, accelerators=0) for name in available_names()]
 
 
+def _known(name: str) -> bool:
+    """Whether ``name`` denotes a device here: ``cpu``, ``emulated:N``, or ``cuda:N`` for a GPU CuPy sees."""
+    kind, _, number = name.partition(":")
+    if name == "cpu":
+        return True
+    return number.isdigit() and (kind == "emulated" or (kind == "cuda" and int(number) < _gpu_count()))
+
+
 def _by_name(name: str, accelerators: int) -> Device:
-    """The device a name denotes. Among accelerators the CPU is one worker whose kernels use all its cores: it
-    factors the panels, and a panel on one core would throttle LU and QR (seed 001: MAGMA's hybrid panel is one
-    multithreaded LAPACK call; ``hetlapack simulate`` shows the one-core panel's cost). Alone, it has one worker
-    per core."""
+    """The device a name :func:`check` accepted denotes. Among accelerators the CPU is one worker whose kernels use
+    all its cores: it factors the panels, and a panel on one core would throttle LU and QR (seed 001: MAGMA's hybrid
+    panel is one multithreaded LAPACK call; ``hetlapack simulate`` shows the one-core panel's cost). Alone, it has one
+    worker per core."""
     if name == "cpu":
         return CpuDevice(workers=1 if accelerators else usable_cores())
     kind, _, number = name.partition(":")
-    if kind == "emulated" and number.isdigit():
-        return EmulatedDevice(int(number))
-    if kind == "cuda" and number.isdigit() and int(number) < _gpu_count():
-        return _cuda(int(number))
-    names = ", ".join(repr(known) for known in available_names())
-    raise ValueError(f"unknown device {name!r}; available devices: {names} (and 'emulated:N' for emulation)")
+    return EmulatedDevice(int(number)) if kind == "emulated" else _cuda(int(number))
+
+
+def check(spec: Iterable[str | Device]) -> None:
+    """Raise :func:`resolve`'s error for ``spec`` without creating its devices: ``ValueError`` for an item that is
+    neither a Device nor a name, for an unknown name (the message lists what is available), or for a device named
+    twice."""
+    names = []
+    for item in spec:
+        if isinstance(item, Device):
+            names.append(item.name)
+            continue
+        if not isinstance(item, str):
+            raise ValueError(f"a device is a name such as 'cpu' or 'cuda:0' or a Device object, got {item!r}")
+        if not _known(item):
+            known = ", ".join(repr(name) for name in available_names())
+            raise ValueError(f"unknown device {item!r}; available devices: {known} (and 'emulated:N' for emulation)")
+        names.append(item)
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"devices named more than once: {', '.join(repeated)}")
 
 
 def resolve(spec: Iterable[str | Device] | None) -> list[Device]:
     """Device objects for a sequence of names (``"cpu"``, ``"cuda:0"``, ``"emulated:1"``) and Device objects.
 
-    ``None`` or an empty sequence means the host CPU alone. Raises ``ValueError`` for an unknown name (the
-    message lists what is available) or for a device named twice.
+    ``None`` or an empty sequence means the host CPU alone. Raises :func:`check`'s ``ValueError`` for an unknown name
+    or a device named twice.
     """
     items = list(spec or ())
     if not items:
         return [CpuDevice()]
+    check(items)
     accelerators = sum(1 for item in items if (item.kind if isinstance(item, Device) else item) != "cpu")
-    devices = []
-    for item in items:
-        if isinstance(item, Device):
-            devices.append(item)
-        elif isinstance(item, str):
-            devices.append(_by_name(item, accelerators))
-        else:
-            raise ValueError(f"a device is a name such as 'cpu' or 'cuda:0' or a Device object, got {item!r}")
-    names = [d.name for d in devices]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ValueError(f"devices named more than once: {', '.join(repeated)}")
-    return devices
+    return [item if isinstance(item, Device) else _by_name(item, accelerators) for item in items]
 
 
 __all__ = ["HOST_MEMORY", "KERNEL_CLASS", "CpuDevice", "Device", "EmulatedDevice", "available", "available_names",
-           "resolve"]
+           "check", "resolve"]

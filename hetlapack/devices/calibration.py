@@ -60,7 +60,7 @@ def load() -> dict[str, dict]:
     try:
         stat = path.stat()
         data = json.loads(_read(path, stat.st_mtime_ns, stat.st_size))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # unreadable, not JSON, or nested past the parser's depth
         return {}
     devices = data.get("devices") if isinstance(data, dict) else None
     if not isinstance(devices, dict):

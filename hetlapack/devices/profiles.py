@@ -232,10 +232,10 @@ def _check_file(data: Any, origin: str) -> None:
 def load_file(path: str | Path) -> dict[str, Any]:
     """A profile file as a dictionary: TOML (``.toml``) or JSON (anything else)."""
     path = Path(path)
-    text = path.read_text()
     try:
+        text = path.read_text(encoding="utf-8")
         return tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except ValueError as error:  # TOMLDecodeError, JSONDecodeError: say which file
+    except ValueError as error:  # UnicodeDecodeError, TOMLDecodeError, JSONDecodeError: say which file
         raise ValueError(f"{path}: {error}") from error
 
 

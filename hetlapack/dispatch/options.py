@@ -48,6 +48,12 @@ def _checked_devices(devices) -> tuple:
     devices = tuple(devices)
     if not devices:
         raise ValueError("using: devices must name at least one device (None keeps the detected ones)")
+    from ..devices import check  # noqa: PLC0415 - devices import dispatch's hardware detection
+
+    try:
+        check(devices)
+    except ValueError as error:
+        raise ValueError(f"using: {error}") from None
     return devices
 
 

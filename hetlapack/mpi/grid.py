@@ -15,7 +15,14 @@ LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 def launched_ranks() -> int:
     """How many ranks ``mpiexec`` started this process among (1 outside ``mpiexec``), read from the launcher's
     environment, so callers can tell without importing mpi4py."""
-    return max(int(os.environ.get(name) or 1) for name in LAUNCHER_SIZE_VARIABLES)
+    sizes = [1]
+    for name in LAUNCHER_SIZE_VARIABLES:
+        value = os.environ.get(name) or "1"
+        try:
+            sizes.append(int(value))
+        except ValueError:
+            raise ValueError(f"{name}={value!r}: the MPI launcher's number of ranks must be an integer") from None
+    return max(sizes)
 
 
 def cap_blas_threads(comm: Any) -> int:
