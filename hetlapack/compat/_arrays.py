@@ -153,6 +153,14 @@ def getrs_trans(dtype: np.dtype, trans, overwrite_b) -> int:
     raise AssertionError(f"getrs solved its probe with none of A, A^T, A^H for trans={trans!r}")
 
 
+def getrs_square_error(dtype: np.dtype) -> None:
+    """Raise the error SciPy's getrs call raises for a factor that is not square (f2py's, on a 2 x 1 stand-in: its
+    text names no shape)."""
+    dtype = np.dtype(dtype)
+    get_lapack_funcs("getrs", dtype=dtype)(np.zeros((2, 1), dtype), np.zeros(1, np.int32), np.zeros(2, dtype))
+    raise ValueError("the LU factor is not square")
+
+
 def stacked_flags(lower, batch: tuple[int, ...]) -> np.ndarray:
     """``cho_factor``'s flags for a stack, as SciPy's batch loop returns them: ``lower`` as given, once per matrix."""
     return np.array(np.broadcast_to(lower, (*batch, *np.shape(lower))))

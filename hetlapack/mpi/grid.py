@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass
@@ -66,16 +67,30 @@ class ProcessGrid:
     def create(cls, comm: Any = None, shape: tuple[int, int] | None = None) -> "ProcessGrid":
         """A grid over ``comm`` (default ``MPI.COMM_WORLD``), ``shape=(P, Q)`` or as square as possible; caps each
         rank's BLAS threads to its share of the node's cores (:func:`cap_blas_threads`)."""
-        if comm is None:
-            from ._comm import mpi
+        from ._comm import agree_arguments, mpi
 
+        if comm is None:
             comm = mpi().COMM_WORLD
+        agree_arguments(comm, shape=shape)  # a shape refused on some ranks only would leave the others in Split
         nprow, npcol = _near_square(comm.size) if shape is None else (int(shape[0]), int(shape[1]))
         if nprow < 1 or npcol < 1 or nprow * npcol != comm.size:
             raise ValueError(f"grid shape {shape} does not match the communicator's {comm.size} ranks")
         myrow, mycol = divmod(comm.rank, npcol)
         cap_blas_threads(comm)
         return cls(comm, nprow, npcol, myrow, mycol, comm.Split(myrow, mycol), comm.Split(mycol, myrow))
+
+    @classmethod
+    @functools.cache
+    def default(cls) -> "ProcessGrid":
+        """The grid over ``MPI.COMM_WORLD`` as square as possible, made once per process: what ``grid=None`` means.
+        (Each grid holds two communicators of MPI's few thousand; one per call ran out after a thousand calls.)"""
+        return cls.create()
+
+    def free(self) -> None:
+        """Collective: release the grid's row and column communicators (as ``MPI.Comm.Free``), for programs that
+        create many grids; the grid and its matrices cannot be used afterwards."""
+        self.row_comm.Free()
+        self.col_comm.Free()
 
     @property
     def shape(self) -> tuple[int, int]:

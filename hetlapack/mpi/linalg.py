@@ -13,7 +13,7 @@ import numpy as np
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
-from ..compat._arrays import check_scipy_qr_mode, scipy_qr_sizes
+from ..compat._arrays import check_scipy_qr_mode, getrs_square_error, getrs_trans, scipy_qr_sizes
 from ..dtypes import lapack_dtype
 from . import solve as _solve
 from ._comm import agree_arguments, agreed
@@ -188,13 +188,14 @@ def _rhs(b, factor: DistributedMatrix, mismatch: Callable[[tuple], str], check_f
     distributed = isinstance(b, DistributedMatrix)
     full = b if distributed else np.asarray(b)
     agree_arguments(comm, factor=factor.layout, b=_described(full), check_finite=check_finite, **arguments)
+    dtype = lapack_dtype(factor.dtype, full.dtype)
     if distributed:
-        full = _solve.replicate(b)
+        full = _solve.replicate(b, dtype)
     if check_finite:
         _check_finite(comm, full, *((factor.local,) if check_factor else ()))
     _check_rhs_shape(full.shape, n, mismatch)
     columns = int(np.prod(full.shape[1:]))
-    return np.array(full.reshape(n, columns), dtype=lapack_dtype(factor.dtype, full.dtype), order="F")
+    return np.array(full.reshape(n, columns), dtype=dtype, order="F")
 
 
 def _result(b, x: np.ndarray):
@@ -216,6 +217,8 @@ def cho_solve(c_and_lower: tuple[DistributedMatrix, bool], b, overwrite_b: bool 
     c, lower = c_and_lower
     x = _rhs(b, c, lambda shape: f"incompatible dimensions ({c.shape} and {shape})", check_finite,
              check_factor=True, lower=lower, overwrite_b=overwrite_b)
+    if c.shape[0] != c.shape[1]:
+        raise ValueError("The factored matrix c is not square.")
     first, second = ((True, 0), (True, 2)) if lower else ((False, 2), (False, 0))
     _solve.trsm(c, x, lower=first[0], trans=first[1])
     _solve.trsm(c, x, lower=second[0], trans=second[1])
@@ -231,8 +234,9 @@ def lu_solve(lu_and_piv: tuple[DistributedMatrix, np.ndarray], b, trans: int = 0
     lu, pivots = lu_and_piv
     x = _rhs(b, lu, lambda shape: f"Shapes of lu {lu.shape} and b {shape} are incompatible", check_finite,
              trans=trans, overwrite_b=overwrite_b)
-    if trans not in (0, 1, 2):
-        raise ValueError("trans must be 0, 1 or 2")
+    if lu.shape[0] != lu.shape[1]:
+        getrs_square_error(x.dtype)
+    trans = getrs_trans(x.dtype, trans, overwrite_b)
     if trans == 0:
         _solve.permute_rows(x, pivots)
         _solve.trsm(lu, x, lower=True, unit_diagonal=True)

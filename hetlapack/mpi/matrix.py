@@ -8,6 +8,8 @@ hands it to ScaLAPACK or other MPI libraries without copies.
 
 from __future__ import annotations
 
+import numbers
+import operator
 from typing import Callable
 
 import numpy as np
@@ -45,10 +47,21 @@ def owned_indices(n: int, nb: int, iproc: int, isrcproc: int, nprocs: int) -> np
 
 
 def _as_block(block: int | tuple[int, int]) -> tuple[int, int]:
-    mb, nb = (block, block) if np.isscalar(block) else block
-    if int(mb) < 1 or int(nb) < 1:
-        raise ValueError(f"block sizes must be positive, got {block!r}")
-    return int(mb), int(nb)
+    """``(mb, nb)`` from one block order or a pair of them: positive integers (2.5 is refused, not truncated)."""
+    try:
+        mb, nb = (block, block) if np.isscalar(block) else block
+        mb, nb = operator.index(mb), operator.index(nb)
+    except (TypeError, ValueError):
+        mb = nb = 0
+    if mb < 1 or nb < 1:
+        raise ValueError(f"block sizes must be positive integers (one, or a pair), got {block!r}")
+    return mb, nb
+
+
+def _native(dtype: DTypeLike) -> np.dtype:
+    """``dtype`` in this machine's byte order: MPI sends native numbers (and LAPACK computes on them), so a
+    big-endian ``>f8`` matrix is held as ``f8``, as SciPy's results are."""
+    return np.dtype(dtype).newbyteorder("=")
 
 
 def _checked_src(src: tuple[int, int], grid: ProcessGrid) -> tuple[int, int]:
@@ -62,7 +75,7 @@ def _checked_src(src: tuple[int, int], grid: ProcessGrid) -> tuple[int, int]:
 def _agree_on_root(comm, root: int, **arguments) -> None:
     """Collective: every rank names the same ``root`` (and ``arguments``), and ``root`` is a rank of ``comm``."""
     agree_arguments(comm, root=root, **arguments)
-    if not 0 <= root < comm.size:
+    if isinstance(root, bool) or not isinstance(root, numbers.Integral) or not 0 <= root < comm.size:
         raise ValueError(f"root must be a rank of the grid's {comm.size} ranks (0 to {comm.size - 1}), got {root}")
 
 
@@ -82,7 +95,7 @@ class DistributedMatrix:
         if local.shape != (self.rows.size, self.cols.size):
             needed = (self.rows.size, self.cols.size)
             raise ValueError(f"local array has shape {local.shape}, the layout needs {needed}")
-        self.local = local
+        self.local = local if local.dtype.isnative else local.astype(_native(local.dtype), order="F")
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -91,11 +104,11 @@ class DistributedMatrix:
         """A distributed zero matrix."""
         if int(m) != m or int(n) != n or m < 0 or n < 0:
             raise ValueError(f"matrix dimensions must be non-negative integers, got {(m, n)}")
-        grid = ProcessGrid.create() if grid is None else grid
+        grid = ProcessGrid.default() if grid is None else grid
         mb, nb = _as_block(block)
         mloc = numroc(m, mb, grid.myrow, src[0], grid.nprow)
         nloc = numroc(n, nb, grid.mycol, src[1], grid.npcol)
-        return cls(grid, (m, n), (mb, nb), np.zeros((mloc, nloc), dtype=dtype, order="F"), src)
+        return cls(grid, (m, n), (mb, nb), np.zeros((mloc, nloc), dtype=_native(dtype), order="F"), src)
 
     @classmethod
     def from_function(cls, m: int, n: int, fn: Callable[[slice, slice], np.ndarray], *,
@@ -107,7 +120,7 @@ class DistributedMatrix:
         ``dtype`` defaults to the result type of the tiles over all ranks. An exception in ``fn`` on any rank is
         raised on every rank.
         """
-        grid = ProcessGrid.create() if grid is None else grid
+        grid = ProcessGrid.default() if grid is None else grid
         out = cls.zeros(m, n, block=block, grid=grid, dtype=dtype or np.float64, src=src)
         mb, nb = out.block
         tiles = {}
@@ -128,7 +141,8 @@ class DistributedMatrix:
             kinds = [t.dtype for t in tiles.values()]
             mine = np.result_type(*kinds) if kinds else None
             agreed_types = [t for t in allgather_objects(grid.comm, mine) if t is not None]
-            out.local = out.local.astype(np.result_type(*agreed_types) if agreed_types else np.float64, order="F")
+            out.local = out.local.astype(_native(np.result_type(*agreed_types) if agreed_types else np.float64),
+                                         order="F")
             for (li, lj), tile in tiles.items():
                 out.local[li:li + tile.shape[0], lj:lj + tile.shape[1]] = tile
         return out
@@ -143,7 +157,7 @@ class DistributedMatrix:
         """
         from ._comm import traffic
 
-        grid = ProcessGrid.create() if grid is None else grid
+        grid = ProcessGrid.default() if grid is None else grid
         comm = grid.comm
         _agree_on_root(comm, root, block=block, src=src)
         meta = None
@@ -155,7 +169,7 @@ class DistributedMatrix:
                 if a.dtype.kind not in "biufc":  # MPI sends numbers: object and string arrays cannot travel
                     raise ValueError(f"a DistributedMatrix holds numbers (bool, integer, floating or complex), got "
                                      f"dtype {a.dtype}; convert with a.astype(float) first")
-                meta = (a.shape, a.dtype)
+                meta = (a.shape, _native(a.dtype))
         shape, dtype = comm.bcast(meta, root=root)
         out = cls.zeros(*shape, block=block, grid=grid, dtype=dtype, src=src)
         if comm.rank == root:
@@ -164,7 +178,7 @@ class DistributedMatrix:
                 prow, pcol = grid.coords(rank)
                 rows = owned_indices(shape[0], mb, prow, src[0], grid.nprow)
                 cols = owned_indices(shape[1], nb, pcol, src[1], grid.npcol)
-                piece = np.ascontiguousarray(a[np.ix_(rows, cols)].T)
+                piece = np.ascontiguousarray(a[np.ix_(rows, cols)].T, dtype=dtype)
                 if rank == root:
                     out.local[...] = piece.T
                 elif piece.size:

@@ -19,9 +19,10 @@ from ._comm import agreed, allreduce_sum, bcast_array
 from .matrix import DistributedMatrix
 
 
-def replicate(b: DistributedMatrix) -> np.ndarray:
-    """The whole of a (thin) distributed matrix on every rank, by one sum-allreduce of the owned entries."""
-    full = np.zeros(b.shape, dtype=b.dtype, order="F")
+def replicate(b: DistributedMatrix, dtype: np.dtype) -> np.ndarray:
+    """The whole of a (thin) distributed matrix on every rank in ``dtype``, by one sum-allreduce of the owned entries
+    (each entry has one owner, so the sum is exact in a dtype that holds it; MPI sums no bools)."""
+    full = np.zeros(b.shape, dtype=dtype, order="F")
     full[np.ix_(b.rows, b.cols)] = b.local
     return np.asfortranarray(allreduce_sum(b.grid.comm, full))
 

@@ -372,6 +372,61 @@ def bad_root_or_source_process_raise_value_error_everywhere(grid):
                              lambda: hm.DistributedMatrix.from_global(a.astype(object), grid=grid))
 
 
+def raised(fn) -> tuple[type, str]:
+    """The type and text of what ``fn()`` raises."""
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - the comparison is the point
+        return type(exc), str(exc)
+    raise AssertionError("nothing raised")
+
+
+@check
+def odd_inputs_behave_as_in_scipy(grid):
+    """A factor that is not square gives SciPy's solve errors and ``trans=3`` f2py's; a big-endian matrix (all of it
+    on one rank too) and a distributed bool right-hand side compute as SciPy does; a root or block of 1.5 is refused."""
+    a_rect = general(6, 4, dtype=np.float64, seed=17)
+    lu_rect = hm.lu_factor(scatter(a_rect, grid, 2))
+    assert raised(lambda: hm.lu_solve(lu_rect, np.ones(6))) == raised(
+        lambda: sla.lu_solve(sla.lu_factor(a_rect), np.ones(6)))
+    assert raised(lambda: hm.cho_solve((lu_rect[0], True), np.ones(6))) == raised(
+        lambda: sla.cho_solve((a_rect, True), np.ones(6)))
+    c_lower, lu_piv, (ref_c, ref_lu) = factors_of_order_8(grid)
+    assert raised(lambda: hm.lu_solve(lu_piv, np.ones(8), trans=3)) == raised(
+        lambda: sla.lu_solve(ref_lu, np.ones(8), trans=3))
+    a = spd(8, dtype=np.float64, seed=18).astype(">f8")
+    for block in (4, 16):
+        factor = gathered(hm.cholesky(scatter(a, grid, block), lower=True))
+        np.testing.assert_allclose(factor, sla.cholesky(a, lower=True), rtol=1e-12, atol=1e-12)
+        q, r = (gathered(m) for m in hm.qr(scatter(a, grid, block)))
+        assert q.dtype == np.float64 and q.dtype.isnative and qr_residual(a, q, r) < RESIDUAL_LIMIT
+    flags = np.arange(8)[:, None] % 3 == 0
+    x = gathered(hm.lu_solve(lu_piv, scatter(flags, grid, 4)))
+    np.testing.assert_allclose(x, sla.lu_solve(ref_lu, flags), rtol=1e-12)
+    x = gathered(hm.cho_solve(c_lower, scatter(flags, grid, 4)))
+    np.testing.assert_allclose(x, sla.cho_solve(ref_c, flags), rtol=1e-12)
+    root = f"root must be a rank of the grid's {COMM.size} ranks (0 to {COMM.size - 1}), got 1.5"
+    assert_raises_everywhere(ValueError, root, lambda: scatter(a, grid, 2).gather(root=1.5))
+    assert_raises_everywhere(ValueError, root, lambda: hm.DistributedMatrix.from_global(a, grid=grid, root=1.5))
+    assert_raises_everywhere(ValueError, "block sizes must be positive integers (one, or a pair), got 2.5",
+                             lambda: hm.DistributedMatrix.zeros(4, 4, block=2.5, grid=grid))
+
+
+@check
+def grids_agree_on_their_shape_and_are_reused_or_freed(grid):
+    """A shape given differently by one rank raises everywhere (not a hang in ``Split``); ``grid=None`` reuses one
+    grid per process (two communicators per call ran out after a thousand); ``free`` releases a grid's."""
+    if COMM.size > 1:
+        mine = (1, COMM.size) if COMM.rank == 0 else (COMM.size, 1)
+        text = (f"every rank must pass the same shape: rank 0 passed {(1, COMM.size)!r}, "
+                f"rank 1 passed {(COMM.size, 1)!r}")
+        assert_raises_everywhere(ValueError, text, lambda: hm.ProcessGrid.create(COMM, mine))
+    scattered = hm.DistributedMatrix.from_global(np.eye(4) if COMM.rank == 0 else None, block=2)
+    assert hm.DistributedMatrix.zeros(4, 4, block=2).grid is hm.ProcessGrid.default() is scattered.grid
+    for _ in range(3):
+        hm.ProcessGrid.create(COMM).free()
+
+
 @check
 def qr_mode_errors_are_scipys(grid):
     a = general(6, 4, dtype=np.float64, seed=17)
