@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError as error:  # sizes past this machine's memory
         if args.verbose:
             raise
-        parser.exit(1, f"hetlapack {args.command}: error: not enough memory: {error or 'an allocation failed'}\n")
+        parser.exit(1, f"hetlapack {args.command}: error: not enough memory: {str(error) or 'an allocation failed'}\n")
 
 
 if __name__ == "__main__":

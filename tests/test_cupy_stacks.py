@@ -248,8 +248,9 @@ def test_solve_arguments_are_read_and_refused_as_scipy_reads_them(xp):
     cases += [("cho_solve", (np.stack([c_lower[0], c_upper[1]]), np.array(flags)), b, {})
               for flags in ([True, False], [False, True])]
     cases += [("cho_solve", (c_upper, False), np.ones((2, 4, 1)), {}), ("cho_solve", (np.ones((2, 3, 4)), True), b, {}),
-              ("cho_solve", (c_upper, False), np.ones(()), {}), ("cho_solve", (c_upper, False), b, {"overwrite_b": 1.5})]
-    cases += [("lu_solve", (lu, piv), b, {"trans": trans}) for trans in (None, True, 3, -1, "T")]
+              ("cho_solve", (c_upper, False), np.ones(()), {}),
+              ("cho_solve", (c_upper, False), b, {"overwrite_b": 1.5})]
+    cases += [("lu_solve", (lu, piv), b, {"trans": trans}) for trans in (None, True, 3, -1, "T", np.int64(2), 2.0)]
     cases += [("lu_solve", (lu, piv), np.ones((2, 4, 1)), {}), ("lu_solve", (np.ones((2, 3, 4)), piv), b, {}),
               ("lu_solve", (lu, piv[:, :2]), b, {}), ("lu_solve", (lu_nan, piv), b, {}),
               ("lu_solve", (lu, piv), b, {"overwrite_b": 1.5})]

@@ -194,6 +194,8 @@ def test_available_lists_the_cpu_first_and_resolve_accepts_names_and_objects():
 @pytest.mark.parametrize("spec, message", [(["tpu:0"], "unknown device 'tpu:0'; available devices: 'cpu'"),
                                            (["cuda:99"], "unknown device 'cuda:99'"),
                                            (["cpu", "cpu"], "named more than once: cpu"),
+                                           (["emulated:1", "emulated:01"], "named more than once: emulated:1"),
+                                           (["emulated:\u00b2"], "unknown device 'emulated:\u00b2'"),
                                            ([3], "a device is a name")])
 def test_resolve_rejects_unknown_and_repeated_devices(spec, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..devices import KERNEL_CLASS, available, calibration
+from ..devices import available, calibration
+from ..devices.base import KERNEL_CLASSES
 from ..dispatch import detect, model
 
 
@@ -17,8 +18,7 @@ def run(args: argparse.Namespace) -> int:
     print(detect())
     calibrated = calibration.load()
     for device in available():
-        classes = set(KERNEL_CLASS.values())
-        weights = ", ".join(f"{kind} {rate:.1f}" for kind, rate in device.capability.items() if kind in classes)
+        weights = ", ".join(f"{kind} {rate:.1f}" for kind, rate in device.capability.items() if kind in KERNEL_CLASSES)
         link = device.capability
         if "bandwidth_gbs" in link and "latency_s" in link:
             weights += f"; link {link['bandwidth_gbs']:.1f} GB/s, latency {link['latency_s'] * 1e6:.1f} us"

@@ -54,9 +54,9 @@ def register(subparsers) -> None:
     parser.add_argument("--nodes", type=positive_int, default=None,
                         help="simulate a distributed Cholesky on this many nodes")
     parser.add_argument("--node", default=DISTRIBUTED_DEFAULTS["node"],
-                        help="node composition for --nodes (default keeneland)")
+                        help=f"node composition for --nodes (default {DISTRIBUTED_DEFAULTS['node']})")
     parser.add_argument("--interconnect", default=DISTRIBUTED_DEFAULTS["interconnect"],
-                        help="network for --nodes (default qdr-ib)")
+                        help=f"network for --nodes (default {DISTRIBUTED_DEFAULTS['interconnect']})")
     parser.add_argument("--profiles", type=Path, action="append", default=[],
                         help="extra profile file (TOML or JSON; repeatable)")
     parser.add_argument("--list", action="store_true", help="list the known profiles and exit")

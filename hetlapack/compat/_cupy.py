@@ -92,7 +92,7 @@ def _planned(op: str, a1) -> tuple[Plan, object]:
 
 
 def _cholesky(name: str, a, lower, overwrite_a, check_finite, clean: bool):
-    """(plan, factor, lower as f2py reads it) of SciPy's function ``name`` on a CuPy matrix or stack."""
+    """(plan, factor) of SciPy's function ``name`` on a CuPy matrix or stack, ``lower`` read as f2py reads it."""
     xp, a1 = _factor_input(name, "potrf", a, check_finite)
     plan, a1 = _planned("potrf", a1)
     lower = potrf_lower(np.dtype(a1.dtype), lower, overwrite_a)
@@ -101,14 +101,14 @@ def _cholesky(name: str, a, lower, overwrite_a, check_finite, clean: bool):
         failure = _first_failure(info.get())
         if failure is not None:
             raise LinAlgError(_NOT_PD.format(failure[1]))
-        return plan, fortran_matrices(c, xp), lower
+        return plan, fortran_matrices(c, xp)
     c, device = _on_device(xp, a1), _device(plan.devices[0])
     info = device.potrf(c, lower)
     if info > 0:
         raise LinAlgError(_NOT_PD.format(info))
     if clean:
         device.zero_other_triangle(c, lower)
-    return plan, c, lower
+    return plan, c
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
@@ -119,7 +119,7 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     """:func:`scipy.linalg.cho_factor` of a CuPy matrix or stack: ``lower`` as given, once per matrix of a stack (a
     NumPy array, as SciPy's); :func:`cho_solve` reads it as f2py does."""
-    plan, c, _ = _cholesky("cho_factor", a, lower, overwrite_a, check_finite, clean=False)
+    plan, c = _cholesky("cho_factor", a, lower, overwrite_a, check_finite, clean=False)
     if plan.path == "batched":
         return [c, stacked_flags(lower, c.shape[:-2])]
     return c, lower

@@ -37,12 +37,17 @@ def available() -> list[Device]:
     return [_by_name(name, accelerators=0) for name in available_names()]
 
 
-def _known(name: str) -> bool:
-    """Whether ``name`` denotes a device here: ``cpu``, ``emulated:N``, or ``cuda:N`` for a GPU CuPy sees."""
-    kind, _, number = name.partition(":")
+def _canonical(name: str) -> str | None:
+    """The name of the device ``name`` denotes here (``"emulated:01"`` is ``"emulated:1"``): ``cpu``,
+    ``emulated:N``, or ``cuda:N`` for a GPU CuPy sees; ``None`` for no device."""
     if name == "cpu":
-        return True
-    return number.isdigit() and (kind == "emulated" or (kind == "cuda" and int(number) < _gpu_count()))
+        return name
+    kind, _, number = name.partition(":")
+    if not (number.isascii() and number.isdigit()):
+        return None
+    if kind == "emulated" or (kind == "cuda" and int(number) < _gpu_count()):
+        return f"{kind}:{int(number)}"
+    return None
 
 
 def _by_name(name: str, accelerators: int) -> Device:
@@ -67,10 +72,11 @@ def check(spec: Iterable[str | Device]) -> None:
             continue
         if not isinstance(item, str):
             raise ValueError(f"a device is a name such as 'cpu' or 'cuda:0' or a Device object, got {item!r}")
-        if not _known(item):
+        canonical = _canonical(item)
+        if canonical is None:
             known = ", ".join(repr(name) for name in available_names())
             raise ValueError(f"unknown device {item!r}; available devices: {known} (and 'emulated:N' for emulation)")
-        names.append(item)
+        names.append(canonical)
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise ValueError(f"devices named more than once: {', '.join(repeated)}")

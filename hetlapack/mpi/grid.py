@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,11 @@ def _near_square(size: int) -> tuple[int, int]:
     return rows, size // rows
 
 
+#: The default grid (:meth:`ProcessGrid.default`), made by its first caller under the lock.
+_default: "ProcessGrid | None" = None
+_default_lock = threading.Lock()
+
+
 @dataclass(frozen=True)
 class ProcessGrid:
     """Rank ``r`` sits at process row ``r // Q`` and process column ``r % Q``.
@@ -80,15 +85,22 @@ class ProcessGrid:
         return cls(comm, nprow, npcol, myrow, mycol, comm.Split(myrow, mycol), comm.Split(mycol, myrow))
 
     @classmethod
-    @functools.cache
     def default(cls) -> "ProcessGrid":
-        """The grid over ``MPI.COMM_WORLD`` as square as possible, made once per process: what ``grid=None`` means.
-        (Each grid holds two communicators of MPI's few thousand; one per call ran out after a thousand calls.)"""
-        return cls.create()
+        """The grid over ``MPI.COMM_WORLD`` as square as possible, made once per process (collectively, by the first
+        call): what ``grid=None`` means. Each grid holds two communicators of MPI's few thousand; one per call ran
+        out after a thousand calls."""
+        global _default
+        with _default_lock:  # two threads creating it at once would run the same collectives concurrently
+            if _default is None:
+                _default = cls.create()
+            return _default
 
     def free(self) -> None:
         """Collective: release the grid's row and column communicators (as ``MPI.Comm.Free``), for programs that
-        create many grids; the grid and its matrices cannot be used afterwards."""
+        create many grids; the grid and its matrices cannot be used afterwards. The default grid is not freed."""
+        if _default is not None and {id(self.row_comm), id(self.col_comm)} & {id(_default.row_comm),
+                                                                               id(_default.col_comm)}:
+            raise ValueError("the default grid (grid=None) lives as long as the process; free only grids you created")
         self.row_comm.Free()
         self.col_comm.Free()
 

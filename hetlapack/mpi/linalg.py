@@ -13,7 +13,7 @@ import numpy as np
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
-from ..compat._arrays import check_scipy_qr_mode, getrs_square_error, getrs_trans, scipy_qr_sizes
+from ..compat._arrays import check_scipy_qr_mode, getrs_square_error, getrs_trans, potrs_lower, scipy_qr_sizes
 from ..dtypes import lapack_dtype
 from . import solve as _solve
 from ._comm import agree_arguments, agreed
@@ -181,8 +181,9 @@ def _rhs(b, factor: DistributedMatrix, mismatch: Callable[[tuple], str], check_f
     """The right-hand side replicated on every rank, as a Fortran-ordered 2-D array of the common dtype.
 
     One agreement first: every rank passes the same kind, shape and dtype of ``b`` and the same ``arguments`` (so a
-    ``b`` that only the root holds raises the agreement's error). Then SciPy's checks, on every rank: non-finite
-    entries in ``b`` (with ``check_factor`` in the factor too) when ``check_finite``, and a shape that does not fit.
+    ``b`` that only the root holds raises the agreement's error). Then SciPy's checks, on every rank, in its order:
+    non-finite entries in ``b`` (with ``check_factor`` in the factor too) when ``check_finite``, a factor that is not
+    square (with ``check_factor``, as ``cho_solve``), and a ``b`` that does not fit.
     """
     comm, n = factor.grid.comm, factor.shape[0]
     distributed = isinstance(b, DistributedMatrix)
@@ -193,6 +194,8 @@ def _rhs(b, factor: DistributedMatrix, mismatch: Callable[[tuple], str], check_f
         full = _solve.replicate(b, dtype)
     if check_finite:
         _check_finite(comm, full, *((factor.local,) if check_factor else ()))
+    if check_factor and factor.shape[0] != factor.shape[1]:
+        raise ValueError("The factored matrix c is not square.")
     _check_rhs_shape(full.shape, n, mismatch)
     columns = int(np.prod(full.shape[1:]))
     return np.array(full.reshape(n, columns), dtype=dtype, order="F")
@@ -217,8 +220,7 @@ def cho_solve(c_and_lower: tuple[DistributedMatrix, bool], b, overwrite_b: bool 
     c, lower = c_and_lower
     x = _rhs(b, c, lambda shape: f"incompatible dimensions ({c.shape} and {shape})", check_finite,
              check_factor=True, lower=lower, overwrite_b=overwrite_b)
-    if c.shape[0] != c.shape[1]:
-        raise ValueError("The factored matrix c is not square.")
+    lower = potrs_lower(x.dtype, lower, overwrite_b) if x.size else True  # as SciPy's potrs reads it
     first, second = ((True, 0), (True, 2)) if lower else ((False, 2), (False, 0))
     _solve.trsm(c, x, lower=first[0], trans=first[1])
     _solve.trsm(c, x, lower=second[0], trans=second[1])
@@ -234,9 +236,10 @@ def lu_solve(lu_and_piv: tuple[DistributedMatrix, np.ndarray], b, trans: int = 0
     lu, pivots = lu_and_piv
     x = _rhs(b, lu, lambda shape: f"Shapes of lu {lu.shape} and b {shape} are incompatible", check_finite,
              trans=trans, overwrite_b=overwrite_b)
-    if lu.shape[0] != lu.shape[1]:
-        getrs_square_error(x.dtype)
-    trans = getrs_trans(x.dtype, trans, overwrite_b)
+    if x.size:  # SciPy's getrs reads the flags, then refuses a factor that is not square; an empty b skips it
+        trans = getrs_trans(x.dtype, trans, overwrite_b)
+        if lu.shape[0] != lu.shape[1]:
+            getrs_square_error(x.dtype)
     if trans == 0:
         _solve.permute_rows(x, pivots)
         _solve.trsm(lu, x, lower=True, unit_diagonal=True)

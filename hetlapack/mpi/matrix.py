@@ -50,7 +50,7 @@ def _as_block(block: int | tuple[int, int]) -> tuple[int, int]:
     """``(mb, nb)`` from one block order or a pair of them: positive integers (2.5 is refused, not truncated)."""
     try:
         mb, nb = (block, block) if np.isscalar(block) else block
-        mb, nb = operator.index(mb), operator.index(nb)
+        mb, nb = (0, 0) if isinstance(mb, bool) or isinstance(nb, bool) else (operator.index(mb), operator.index(nb))
     except (TypeError, ValueError):
         mb = nb = 0
     if mb < 1 or nb < 1:

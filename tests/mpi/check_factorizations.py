@@ -372,6 +372,16 @@ def bad_root_or_source_process_raise_value_error_everywhere(grid):
                              lambda: hm.DistributedMatrix.from_global(a.astype(object), grid=grid))
 
 
+def outcome(fn) -> tuple:
+    """``("ok", shape, rounded values)`` of what ``fn()`` returns (gathered if distributed), or what it raises."""
+    try:
+        result = fn()
+    except Exception as exc:  # noqa: BLE001 - the comparison is the point
+        return type(exc), str(exc)
+    result = gathered(result) if isinstance(result, hm.DistributedMatrix) else result
+    return "ok", result.shape, tuple(np.round(result, 8).ravel())
+
+
 def raised(fn) -> tuple[type, str]:
     """The type and text of what ``fn()`` raises."""
     try:
@@ -391,9 +401,24 @@ def odd_inputs_behave_as_in_scipy(grid):
         lambda: sla.lu_solve(sla.lu_factor(a_rect), np.ones(6)))
     assert raised(lambda: hm.cho_solve((lu_rect[0], True), np.ones(6))) == raised(
         lambda: sla.cho_solve((a_rect, True), np.ones(6)))
+    for b in (np.ones(4), np.ones((4, 0)), np.ones((6, 0))):  # SciPy's order of checks; an empty b skips getrs's
+        assert raised(lambda: hm.cho_solve((lu_rect[0], True), b)) == raised(
+            lambda: sla.cho_solve((a_rect, True), b))
+    scipy_lu = sla.lu_factor(a_rect)
+    for b in (np.ones((6, 0)), np.ones((4, 0))):
+        ours = outcome(lambda: hm.lu_solve(lu_rect, b, trans=3))
+        theirs = outcome(lambda: sla.lu_solve(scipy_lu, b, trans=3))
+        assert ours == theirs, (ours, theirs)
+    for options in ({"trans": 3}, {"overwrite_b": 1.5}):
+        assert raised(lambda: hm.lu_solve(lu_rect, np.ones(6), **options)) == raised(
+            lambda: sla.lu_solve(sla.lu_factor(a_rect), np.ones(6), **options))
     c_lower, lu_piv, (ref_c, ref_lu) = factors_of_order_8(grid)
     assert raised(lambda: hm.lu_solve(lu_piv, np.ones(8), trans=3)) == raised(
         lambda: sla.lu_solve(ref_lu, np.ones(8), trans=3))
+    upper = hm.cholesky(scatter(spd(8, dtype=np.float64, seed=13), grid, 4))
+    for flag in (0.5, 2):  # read as SciPy's potrs reads them: 0.5 is upper, 2 is refused
+        assert outcome(lambda: hm.cho_solve((upper, flag), np.ones(8))) == outcome(
+            lambda: sla.cho_solve((sla.cholesky(spd(8, dtype=np.float64, seed=13)), flag), np.ones(8)))
     a = spd(8, dtype=np.float64, seed=18).astype(">f8")
     for block in (4, 16):
         factor = gathered(hm.cholesky(scatter(a, grid, block), lower=True))
@@ -424,7 +449,13 @@ def grids_agree_on_their_shape_and_are_reused_or_freed(grid):
     scattered = hm.DistributedMatrix.from_global(np.eye(4) if COMM.rank == 0 else None, block=2)
     assert hm.DistributedMatrix.zeros(4, 4, block=2).grid is hm.ProcessGrid.default() is scattered.grid
     for _ in range(3):
-        hm.ProcessGrid.create(COMM).free()
+        made = hm.ProcessGrid.create(COMM)
+        made.free()
+        assert made.row_comm == MPI.COMM_NULL and made.col_comm == MPI.COMM_NULL
+    assert_raises_everywhere(ValueError, "the default grid (grid=None) lives as long as the process; free only grids "
+                             "you created", hm.ProcessGrid.default().free)
+    assert_raises_everywhere(ValueError, "block sizes must be positive integers (one, or a pair), got True",
+                             lambda: hm.DistributedMatrix.zeros(4, 4, block=True, grid=grid))
 
 
 @check
