@@ -144,19 +144,18 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     return lu, piv - 1
 
 
-def _solve_input(name: str, op: str, factor, b, check_finite: bool, checked: tuple, piv=None):
-    """(plan, xp, factor, b as (..., n, k), whether b was a vector), or ``None`` with SciPy's own solve of host copies
-    where the shapes make no solve (it raises SciPy's error). Checks in SciPy's order: the batch (SciPy's batch loop
-    broadcasts first), the values of the operands named in ``checked`` (``"factor"``, ``"b"``), the shapes. A NumPy
-    operand is copied to the factor's GPU."""
+def _solve_input(name: str, op: str, factor, b, check_finite: bool, check_factor: bool, piv=None):
+    """(plan, xp, factor, b as (..., n, k), whether b was a vector), or ``None`` where the shapes make no solve (the
+    caller then lets SciPy's own solve raise its error). Checks in SciPy's order: the batch (SciPy's batch loop
+    broadcasts first), the values of ``b`` (and with ``check_factor`` the factor's), the shapes. A NumPy operand is
+    copied to the factor's GPU."""
     xp = _module(factor if is_cupy(factor) else b)
-    operands = {"factor": xp.asarray(factor), "b": xp.asarray(b)}
-    factor, b = operands["factor"], operands["b"]
+    factor, b = xp.asarray(factor), xp.asarray(b)
     shapes = solve_batch(tuple(factor.shape), tuple(b.shape), piv)
     if shapes is not None:
         _check_batch(name, shapes[0])
     if check_finite:
-        _check_finite(xp, *(operands[operand] for operand in checked))
+        _check_finite(xp, b, *((factor,) if check_factor else ()))
     if shapes is None:
         return None
     batch, vector = shapes
@@ -183,7 +182,7 @@ def _solution(xp, x, vector: bool):
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     """:func:`scipy.linalg.cho_solve` with CuPy factors or right-hand sides, on the GPU."""
     c, lower = c_and_lower
-    solve = _solve_input("_cho_solve", "potrs", c, b, check_finite, ("b", "factor"))
+    solve = _solve_input("_cho_solve", "potrs", c, b, check_finite, check_factor=True)
     if solve is None:
         return _scipy_solve("cho_solve", _module(c if is_cupy(c) else b), (_host(c), _host(lower)), _host(b),
                             overwrite_b=overwrite_b, check_finite=False)
@@ -199,7 +198,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     """:func:`scipy.linalg.lu_solve` with CuPy factors or right-hand sides, on the GPU."""
     lu, piv = lu_and_piv
-    solve = _solve_input("_lu_solve", "getrs", lu, b, check_finite, ("b",), piv)
+    solve = _solve_input("_lu_solve", "getrs", lu, b, check_finite, check_factor=False, piv=piv)
     if solve is None:
         return _scipy_solve("lu_solve", _module(lu if is_cupy(lu) else b), (_host(lu), _host(piv)), _host(b),
                             trans=trans, overwrite_b=overwrite_b, check_finite=False)

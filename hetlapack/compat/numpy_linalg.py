@@ -14,6 +14,7 @@ import numpy as np
 from numpy.linalg import LinAlgError
 
 from ..dispatch import Plan, choose
+from ..dtypes import native
 from . import _run
 from ._arrays import numpy_linalg_dtype, request, upload_operand
 from ._originals import numpy_functions as _numpy
@@ -43,7 +44,7 @@ def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, np.dtype] |
 def _result_dtype(a: np.ndarray, computed: np.dtype) -> np.dtype:
     """The dtype of NumPy's results for ``a``: single precision stays single (rounded from the double result), in
     native byte order as NumPy gives it whatever the input's."""
-    return a.dtype.newbyteorder("=") if a.dtype.char in "fF" else computed
+    return native(a.dtype) if a.dtype.char in "fF" else computed
 
 
 #: Bytes of a stack converted to double precision at a time (:func:`_factored`).

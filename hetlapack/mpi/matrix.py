@@ -9,12 +9,12 @@ hands it to ScaLAPACK or other MPI libraries without copies.
 from __future__ import annotations
 
 import numbers
-import operator
-from typing import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import DTypeLike
 
+from ..dtypes import native
 from ._comm import agree_arguments, agreed, allgather_objects
 from .grid import ProcessGrid
 
@@ -46,22 +46,17 @@ def owned_indices(n: int, nb: int, iproc: int, isrcproc: int, nprocs: int) -> np
     return indices[indices < n]
 
 
+def _integer(value) -> bool:
+    """Whether ``value`` is an integer (Python's or NumPy's; not a bool, not 2.5): sizes and ranks must be."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
 def _as_block(block: int | tuple[int, int]) -> tuple[int, int]:
     """``(mb, nb)`` from one block order or a pair of them: positive integers (2.5 is refused, not truncated)."""
-    try:
-        mb, nb = (block, block) if np.isscalar(block) else block
-        mb, nb = (0, 0) if isinstance(mb, bool) or isinstance(nb, bool) else (operator.index(mb), operator.index(nb))
-    except (TypeError, ValueError):
-        mb = nb = 0
-    if mb < 1 or nb < 1:
+    pair = (block, block) if np.isscalar(block) else tuple(block) if isinstance(block, Sequence) else ()
+    if len(pair) != 2 or not all(_integer(size) and size >= 1 for size in pair):
         raise ValueError(f"block sizes must be positive integers (one, or a pair), got {block!r}")
-    return mb, nb
-
-
-def _native(dtype: DTypeLike) -> np.dtype:
-    """``dtype`` in this machine's byte order: MPI sends native numbers (and LAPACK computes on them), so a
-    big-endian ``>f8`` matrix is held as ``f8``, as SciPy's results are."""
-    return np.dtype(dtype).newbyteorder("=")
+    return int(pair[0]), int(pair[1])
 
 
 def _checked_src(src: tuple[int, int], grid: ProcessGrid) -> tuple[int, int]:
@@ -75,7 +70,7 @@ def _checked_src(src: tuple[int, int], grid: ProcessGrid) -> tuple[int, int]:
 def _agree_on_root(comm, root: int, **arguments) -> None:
     """Collective: every rank names the same ``root`` (and ``arguments``), and ``root`` is a rank of ``comm``."""
     agree_arguments(comm, root=root, **arguments)
-    if isinstance(root, bool) or not isinstance(root, numbers.Integral) or not 0 <= root < comm.size:
+    if not _integer(root) or not 0 <= root < comm.size:
         raise ValueError(f"root must be a rank of the grid's {comm.size} ranks (0 to {comm.size - 1}), got {root}")
 
 
@@ -95,7 +90,7 @@ class DistributedMatrix:
         if local.shape != (self.rows.size, self.cols.size):
             needed = (self.rows.size, self.cols.size)
             raise ValueError(f"local array has shape {local.shape}, the layout needs {needed}")
-        self.local = local if local.dtype.isnative else local.astype(_native(local.dtype), order="F")
+        self.local = local if local.dtype.isnative else local.astype(native(local.dtype), order="F")
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -108,7 +103,7 @@ class DistributedMatrix:
         mb, nb = _as_block(block)
         mloc = numroc(m, mb, grid.myrow, src[0], grid.nprow)
         nloc = numroc(n, nb, grid.mycol, src[1], grid.npcol)
-        return cls(grid, (m, n), (mb, nb), np.zeros((mloc, nloc), dtype=_native(dtype), order="F"), src)
+        return cls(grid, (m, n), (mb, nb), np.zeros((mloc, nloc), dtype=native(dtype), order="F"), src)
 
     @classmethod
     def from_function(cls, m: int, n: int, fn: Callable[[slice, slice], np.ndarray], *,
@@ -141,7 +136,7 @@ class DistributedMatrix:
             kinds = [t.dtype for t in tiles.values()]
             mine = np.result_type(*kinds) if kinds else None
             agreed_types = [t for t in allgather_objects(grid.comm, mine) if t is not None]
-            out.local = out.local.astype(_native(np.result_type(*agreed_types) if agreed_types else np.float64),
+            out.local = out.local.astype(native(np.result_type(*agreed_types) if agreed_types else np.float64),
                                          order="F")
             for (li, lj), tile in tiles.items():
                 out.local[li:li + tile.shape[0], lj:lj + tile.shape[1]] = tile
@@ -169,7 +164,7 @@ class DistributedMatrix:
                 if a.dtype.kind not in "biufc":  # MPI sends numbers: object and string arrays cannot travel
                     raise ValueError(f"a DistributedMatrix holds numbers (bool, integer, floating or complex), got "
                                      f"dtype {a.dtype}; convert with a.astype(float) first")
-                meta = (a.shape, _native(a.dtype))
+                meta = (a.shape, native(a.dtype))
         shape, dtype = comm.bcast(meta, root=root)
         out = cls.zeros(*shape, block=block, grid=grid, dtype=dtype, src=src)
         if comm.rank == root:

@@ -50,7 +50,8 @@ def _in_control() -> Iterator[None]:
 
 
 def _limit(threads: int):
-    """Cap every loaded BLAS at ``threads`` now; the returned limiter can restore what it replaced (:func:`_restore`)."""
+    """Cap every loaded BLAS at ``threads`` now; the returned limiter can restore what it replaced
+    (:func:`_restore`)."""
     with _in_control():
         return _controller().limit(limits=threads, user_api="blas")
 
