@@ -7,12 +7,14 @@ import importlib
 import logging
 import sys
 
+from .commands import FirstRankParser
+
 #: Subcommand modules; each exposes ``register(subparsers)`` and sets ``func`` on its parser.
 COMMANDS = ("info", "demo", "bench", "trace", "calibrate", "simulate")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hetlapack", description="Accelerated, SciPy-compatible LAPACK.")
+    parser = FirstRankParser(prog="hetlapack", description="Accelerated, SciPy-compatible LAPACK.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what dispatch and the runtime do")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:

@@ -77,16 +77,39 @@ def test_demo_entry_point_runs_all_three_routines():
 
 @pytest.mark.mpi
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize(("args", "status", "message"), [
-    (["--grid", "3x3"], 2, "grid shape (3, 3) does not match the communicator's 2 ranks"),
-    (["--json", "no-such-folder/results.json"], 1, "No such file or directory"),
+@pytest.mark.parametrize(("command", "args", "status", "message"), [
+    ("hetlapack.mpi", ["--grid", "3x3"], 2, "grid shape (3, 3) does not match the communicator's 2 ranks"),
+    ("hetlapack.mpi", ["--json", "no-such-folder/results.json"], 1, "No such file or directory"),
+    ("hetlapack.mpi", ["--n", "0"], 2, "argument --n: must be a positive integer, got '0'"),
+    ("hetlapack.cli", ["--small", "4"], 2, "--small: not available under mpiexec"),
 ])
-def test_demo_entry_point_reports_bad_arguments_in_one_line(args, status, message):
-    result = _launch(2, ["-m", "hetlapack.mpi", "demo", "--n", "16", *args], timeout=90)
+def test_demo_entry_point_reports_bad_arguments_in_one_line(command, args, status, message):
+    result = _launch(2, ["-m", command, "demo", "--n", "16", *args], timeout=90)
     assert result.returncode == status, result.stdout[-4000:]
     assert "Traceback" not in result.stdout, result.stdout[-4000:]
     lines = [line for line in result.stdout.splitlines() if "error:" in line]
     assert len(lines) == 1 and message in lines[0], result.stdout[-4000:]
+    assert result.stdout.count("usage:") <= 1, result.stdout[-4000:]
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_demo_help_prints_once_under_mpiexec():
+    result = _launch(2, ["-m", "hetlapack.mpi", "demo", "--help"], timeout=90)
+    assert result.returncode == 0 and result.stdout.count("usage:") == 1, result.stdout[-4000:]
+
+
+@pytest.mark.parametrize(("environment", "first"), [
+    ({}, True), ({"PMI_RANK": "0"}, True), ({"PMI_RANK": "1"}, False), ({"OMPI_COMM_WORLD_RANK": "2"}, False),
+])
+def test_launched_first_reads_the_launchers_rank(monkeypatch, environment, first):
+    from hetlapack.mpi.grid import LAUNCHER_RANK_VARIABLES, launched_first
+
+    for name in LAUNCHER_RANK_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert launched_first() is first
 
 
 def test_hetlapack_demo_under_mpiexec_forwards_n_and_repeat(monkeypatch):

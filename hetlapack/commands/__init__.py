@@ -5,6 +5,23 @@ from __future__ import annotations
 import argparse
 
 from ..devices import available_names, resolve
+from ..mpi.grid import launched_first
+
+
+class FirstRankParser(argparse.ArgumentParser):
+    """An argument parser whose help, usage and errors print on rank 0 only, once per ``mpiexec`` and not once per
+    rank; every rank still exits with the same status."""
+
+    def print_usage(self, file=None) -> None:
+        if launched_first():
+            super().print_usage(file)
+
+    def print_help(self, file=None) -> None:
+        if launched_first():
+            super().print_help(file)
+
+    def exit(self, status: int = 0, message: str | None = None):
+        super().exit(status, message if launched_first() else None)
 
 
 def positive_int(text: str) -> int:

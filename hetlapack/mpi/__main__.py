@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from ..commands import positive_int
+from ..commands import FirstRankParser, positive_int
 from ._comm import agreed, mpi, reset_traffic, traffic
 from .grid import ProcessGrid
 from .linalg import cho_solve, cholesky, lu_factor, lu_solve, qr
@@ -116,7 +116,7 @@ def _routines(text: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m hetlapack.mpi", description=__doc__.splitlines()[0])
+    parser = FirstRankParser(prog="python -m hetlapack.mpi", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="distributed Cholesky, LU and QR with time, residual and traffic")
     demo.add_argument("--n", type=positive_int, default=4000)
@@ -130,9 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         grid = _demo_grid(args)
     except (ValueError, OSError) as error:
-        first = mpi().COMM_WORLD.rank == 0
-        message = f"{parser.prog} demo: error: {error}\n" if first else None
-        parser.exit(2 if isinstance(error, ValueError) else 1, message)
+        parser.exit(2 if isinstance(error, ValueError) else 1, f"{parser.prog} demo: error: {error}\n")
     demo_command(args, grid)
 
 

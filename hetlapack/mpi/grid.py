@@ -11,6 +11,8 @@ from typing import Any
 
 #: Environment variables through which MPI launchers (MPICH's Hydra, Open MPI) announce the number of ranks.
 LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
+#: ... and this process's rank among them.
+LAUNCHER_RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
 
 
 def launched_ranks() -> int:
@@ -24,6 +26,13 @@ def launched_ranks() -> int:
         except ValueError:
             raise ValueError(f"{name}={value!r}: the MPI launcher's number of ranks must be an integer") from None
     return max(sizes)
+
+
+def launched_first() -> bool:
+    """Whether this process is rank 0 of its ``mpiexec`` (or was not launched by one), read from the launcher's
+    environment without starting MPI; a launcher that announces no rank counts every process as first."""
+    ranks = [os.environ.get(name, "").strip() for name in LAUNCHER_RANK_VARIABLES]
+    return all(rank in ("", "0") for rank in ranks)
 
 
 def cap_blas_threads(comm: Any) -> int:
