@@ -231,6 +231,17 @@ def test_empty_systems_give_scipys_solutions(dtype, n, b_shape):
         assert _layout(x) == _layout(y)
 
 
+@pytest.mark.parametrize("bad", [2, -1, 2.0])
+def test_pivots_that_name_no_row_are_refused(bad):
+    """A pivot outside its factor's rows raises, naming the matrix (SciPy's getrs would write outside ``b``), unless
+    that system's ``b`` is empty."""
+    factors = batched.lu_factor([np.random.default_rng(0).random((3, 3)), np.eye(2)])
+    factors[1] = (factors[1][0], np.array([0, bad]))
+    with pytest.raises(ValueError, match=f"^matrix 1: pivot {bad!r} names no row of lu of shape \\(2, 2\\)$"):
+        batched.lu_solve(factors, [np.ones(3), np.ones(2)])
+    assert batched.lu_solve(factors, [np.ones(3), np.ones((2, 0))])[1].shape == (2, 0)
+
+
 def _memory_order(array: np.ndarray) -> str:
     """'F' for a Fortran-ordered array that is not also C-ordered, else 'C' or '-' (neither)."""
     if array.flags.f_contiguous and not array.flags.c_contiguous:

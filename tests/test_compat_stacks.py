@@ -1,6 +1,7 @@
 """Stacks (..., m, n): SciPy's batch results, return types, errors and warnings on the batched and host paths."""
 
 import functools
+import re
 import warnings
 
 import numpy as np
@@ -303,6 +304,33 @@ def test_lu_solve_checks_b_for_non_finite_numbers_as_scipy_does(path, bad, opera
         else:
             assert not np.isfinite(la.lu_solve((lu, piv), b)[17]).all()
         assert not np.isfinite(la.lu_solve((lu, piv), b, check_finite=False)[17]).all()
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("n", [6, 80])
+@pytest.mark.parametrize(("bad", "pivot_dtype"), [(6, np.int32), (-1, np.int32), (2**40, np.int64), (-1, np.int8),
+                                                  (6.0, np.float64), (np.nan, np.float64)], ids=repr)
+def test_pivots_that_name_no_row_raise_after_scipys_checks(path, n, bad, pivot_dtype):
+    """SciPy's getrs swaps with whatever row a pivot names, writing outside ``b`` (SciPy's own call then corrupts the
+    process's memory); hetlapack refuses such a pivot once SciPy's checks of ``b`` and the shapes have passed, on
+    single matrices and stacks. An empty ``b`` reads no pivot, and nothing is modified."""
+    lu, piv = sl.lu_factor(testing.general(n, seed=10, batch=(5,)))
+    wrong = piv.astype(pivot_dtype)
+    wrong[3, n // 2] = bad if bad != 6 else n
+    shown = repr(wrong[3, n // 2].item())
+    b = testing.general(n, seed=11, batch=(5,))[..., :2]
+    kept = b.copy()
+    with hetlapack.using(**FORCINGS[path]):
+        for factor, pivots, rhs in ((lu, wrong, b), (lu[3], wrong[3], b[3]), (lu[3], wrong[3], b[3, :, 0])):
+            with pytest.raises(ValueError, match=f"^lu_solve: pivot {re.escape(shown)} names no row of the LU factor "
+                                                 f"of order {n} "):
+                la.lu_solve((factor, pivots), rhs, trans=1, overwrite_b=True)
+            with pytest.raises(ValueError, match="^array must not contain infs or NaNs$"):
+                la.lu_solve((factor, pivots), rhs * np.nan)
+            with pytest.raises(ValueError, match="^Shapes of lu"):
+                la.lu_solve((factor, pivots), rhs[..., :-1, :] if rhs.ndim > 1 else rhs[:-1])
+        assert la.lu_solve((lu, wrong), b[..., :0]).shape == (5, n, 0)
+    np.testing.assert_array_equal(b, kept)
 
 
 @pytest.mark.parametrize("path", [*PATHS, "hybrid"])

@@ -261,6 +261,22 @@ def test_solve_arguments_are_read_and_refused_as_scipy_reads_them(xp):
         _same_outcome(ours, theirs)
 
 
+def test_pivots_that_name_no_row_are_refused_after_scipys_checks(xp):
+    """A pivot outside the factor's rows (where SciPy's getrs writes outside ``b``) raises ``ValueError``, on the
+    batched kernels and on the gpu path; SciPy's errors for ``b`` come first, and an empty ``b`` reads no pivot."""
+    a = general(4, 4, dtype=np.float64, seed=16, batch=(3,))
+    lu, piv = sl.lu_factor(a)
+    for bad in (4, -1):
+        wrong = piv.copy()
+        wrong[1, 2] = bad
+        for factor, pivots, b in ((lu, wrong, np.ones((3, 4, 2))), (lu[1], wrong[1], np.ones(4))):
+            with pytest.raises(ValueError, match=f"^lu_solve: pivot {bad} names no row of the LU factor of order 4"):
+                hl.lu_solve((xp.asarray(factor), xp.asarray(pivots)), xp.asarray(b))
+            with pytest.raises(ValueError, match="^array must not contain infs or NaNs$"):
+                hl.lu_solve((xp.asarray(factor), xp.asarray(pivots)), xp.asarray(b * np.nan))
+        assert hl.lu_solve((xp.asarray(lu), xp.asarray(wrong)), xp.asarray(np.ones((3, 4, 0)))).shape == (3, 4, 0)
+
+
 def test_factor_arguments_and_empty_stacks_as_scipy(xp):
     """``cho_factor`` gives ``lower`` back as given (once per matrix of a stack), an empty LU keeps its dtype, and a bad
     ``overwrite_a`` on an array with a NaN meets SciPy's finiteness check first."""

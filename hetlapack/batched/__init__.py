@@ -31,7 +31,7 @@ import scipy.linalg as sla
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
-from ..compat._arrays import check_scipy_qr_mode, fortran_matrices, scipy_qr_sizes
+from ..compat._arrays import check_scipy_qr_mode, fortran_matrices, pivot_outside, scipy_qr_sizes
 from ..dispatch import current, model
 from ..dtypes import lapack_dtype
 from . import kernels
@@ -383,10 +383,16 @@ def lu_solve(factors: Sequence[tuple], bs: Sequence, trans: int = 0, *, check_fi
     [-4.0, 4.5]
     """
     lus = _square_factors([lu for lu, _ in factors])
-    pivots = [np.asarray(piv, dtype=kernels.INDEX_DTYPE) for _, piv in factors]
-    for index, (lu, piv) in enumerate(zip(lus, pivots)):
+    pivots = []
+    for index, (lu, (_, given)) in enumerate(zip(lus, factors)):
+        piv = np.asarray(given, dtype=kernels.INDEX_DTYPE)
         if piv.shape != (lu.shape[0],):
             raise ValueError(f"matrix {index}: pivots of shape {piv.shape} do not match lu of shape {lu.shape}")
+        reads_pivots = index >= len(bs) or np.size(bs[index])  # an empty b reads none (a missing one raises later)
+        outside = pivot_outside(given, lu.shape[0]) if reads_pivots else None
+        if outside is not None:  # LAPACK's getrs would swap with a row outside b
+            raise ValueError(f"matrix {index}: pivot {outside!r} names no row of lu of shape {lu.shape}")
+        pivots.append(piv)
     return _solve_grouped(lus, pivots, bs, False, check_finite,
                           lambda lu, piv, b: kernels.getrs(lu, piv, b, trans=trans, fortran=True,
                                                              lapack=_lapack_loop("getrs", lu)),

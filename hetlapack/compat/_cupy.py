@@ -17,8 +17,8 @@ import numpy as np
 from numpy.linalg import LinAlgError
 
 from ..dispatch import Plan, choose
-from ._arrays import (check_flags, fortran_matrices, getrs_trans, is_cupy, potrf_lower, potrs_lower, request,
-                      scipy_lapack_dtype, solve_batch, stacked_flags)
+from ._arrays import (check_flags, fortran_matrices, getrs_trans, is_cupy, pivot_outside, potrf_lower, potrs_lower,
+                      refuse_pivot, request, scipy_lapack_dtype, solve_batch, stacked_flags)
 from ._originals import scipy_functions as _scipy
 from .scipy_linalg import _NOT_PD, _first_failure, _warn_singular
 
@@ -204,7 +204,11 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
                             trans=trans, overwrite_b=overwrite_b, check_finite=False)
     plan, xp, lu1, b2, vector = solve
     trans = getrs_trans(np.dtype(lu1.dtype), trans, overwrite_b) if b2.size else 0
-    pivots = xp.asarray(piv).astype(np.int32, copy=False)
+    pivots = xp.asarray(piv)
+    outside = pivot_outside(pivots, lu1.shape[-1], xp) if b2.size else None
+    if outside is not None:
+        refuse_pivot(outside, lu1.shape[-1])
+    pivots = pivots.astype(np.int32, copy=False)
     if plan.path == "batched":
         return _solution(xp, _batched().getrs(lu1, pivots, b2, trans=trans), vector)
     x = _on_device(xp, b2)

@@ -16,8 +16,9 @@ from scipy.linalg import LinAlgWarning
 from ..dispatch import Plan, choose, compiled_kernels_unusable
 from ..dtypes import lapack_dtype
 from . import _run
-from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, potrf_lower, potrs_lower, request, scipy_qr_sizes,
-                      solve_batch, stacked_flags, unshared_overwrite_b, upload_operand, validated, working_copy)
+from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, pivot_outside, potrf_lower, potrs_lower, refuse_pivot,
+                      request, scipy_qr_sizes, solve_batch, stacked_flags, unshared_overwrite_b, upload_operand,
+                      validated, working_copy)
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
@@ -360,6 +361,10 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     lu, piv = lu_and_piv
     if is_cupy(lu) or is_cupy(b):
         return _on_gpu().lu_solve(lu_and_piv, b, trans, overwrite_b, check_finite)
+    n = np.shape(lu)[-1] if np.ndim(lu) else 0
+    outside = pivot_outside(piv, n)
+    if outside is not None:
+        return _refuse_pivots(lu, piv, b, n, outside, trans, overwrite_b, check_finite)
     # SciPy checks b only: the batched kernel does so as it reads it, SciPy's own call checks itself
     plan, operands = _batched_solve("getrs", lu, b, False, supported=trans in (0, 1, 2), piv=piv)
     if operands is None:
@@ -370,6 +375,19 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     x = _run.getrs(plan, lu2, piv2, b2, trans=trans, check_finite=check_finite)
     check_flags(overwrite_b)  # where SciPy's getrs call reads it: after b's finiteness check
     return np.ascontiguousarray(x[..., 0]) if vector else x
+
+
+def _refuse_pivots(lu, piv, b, n: int, outside, trans, overwrite_b, check_finite):
+    """Refuse pivots that name no row of the factor, once SciPy's own checks (of ``b``, the shapes and the flags)
+    have had their turn on pivots that do, where its getrs would have written outside ``b``. An empty ``b`` reads no
+    pivot: SciPy's result then."""
+    piv = np.asarray(piv)
+    rows = np.where((piv > -1) & (piv < n), piv, 0)
+    x = _scipy["lu_solve"]((lu, rows), b, trans=trans, overwrite_b=unshared_overwrite_b(overwrite_b, lu, b, piv),
+                           check_finite=check_finite)
+    if np.size(x):
+        refuse_pivot(outside, n)
+    return x
 
 
 def _p_l_u(packed: np.ndarray, piv: np.ndarray, permute_l: bool, p_indices: bool) -> tuple:

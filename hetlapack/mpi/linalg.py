@@ -13,7 +13,8 @@ import numpy as np
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
-from ..compat._arrays import check_scipy_qr_mode, getrs_square_error, getrs_trans, potrs_lower, scipy_qr_sizes
+from ..compat._arrays import (check_scipy_qr_mode, getrs_square_error, getrs_trans, pivot_outside, potrs_lower,
+                              refuse_pivot, scipy_qr_sizes)
 from ..dtypes import lapack_dtype
 from . import solve as _solve
 from ._comm import agree_arguments, agreed
@@ -227,6 +228,16 @@ def cho_solve(c_and_lower: tuple[DistributedMatrix, bool], b, overwrite_b: bool 
     return _result(b, x)
 
 
+def _check_pivots(pivots, n: int) -> None:
+    """Refuse pivots that are not one per row of an order-``n`` factor or that name no row of it (SciPy's own call
+    would write outside ``b``)."""
+    if np.shape(pivots) != (n,):
+        raise ValueError(f"lu_solve: pivots of shape {np.shape(pivots)} do not match the LU factor of order {n}")
+    outside = pivot_outside(pivots, n)
+    if outside is not None:
+        refuse_pivot(outside, n)
+
+
 def lu_solve(lu_and_piv: tuple[DistributedMatrix, np.ndarray], b, trans: int = 0, overwrite_b: bool = False,
              check_finite: bool = True) -> DistributedMatrix | np.ndarray:
     """Solve ``op(A) x = b`` from :func:`lu_factor`'s result (``scipy.linalg.lu_solve``; ``trans`` 0, 1 or 2).
@@ -236,10 +247,12 @@ def lu_solve(lu_and_piv: tuple[DistributedMatrix, np.ndarray], b, trans: int = 0
     lu, pivots = lu_and_piv
     x = _rhs(b, lu, lambda shape: f"Shapes of lu {lu.shape} and b {shape} are incompatible", check_finite,
              trans=trans, overwrite_b=overwrite_b)
-    if x.size:  # SciPy's getrs reads the flags, then refuses a factor that is not square; an empty b skips it
-        trans = getrs_trans(x.dtype, trans, overwrite_b)
-        if lu.shape[0] != lu.shape[1]:
-            getrs_square_error(x.dtype)
+    if not x.size:  # SciPy returns an empty solution before its getrs call reads the flags, factor or pivots
+        return _result(b, x)
+    trans = getrs_trans(x.dtype, trans, overwrite_b)
+    if lu.shape[0] != lu.shape[1]:
+        getrs_square_error(x.dtype)
+    _check_pivots(pivots, lu.shape[0])
     if trans == 0:
         _solve.permute_rows(x, pivots)
         _solve.trsm(lu, x, lower=True, unit_diagonal=True)

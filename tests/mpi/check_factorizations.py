@@ -334,6 +334,24 @@ def solves_check_finite_and_take_overwrite_b_as_scipy(grid):
 
 
 @check
+def pivots_that_name_no_row_raise_everywhere(grid):
+    """Pivots outside the factor's rows, or not one per row, raise on every rank (SciPy's getrs would write
+    outside b); SciPy's own errors for b come first, and an empty b reads no pivot."""
+    _, (lu, piv), _ = factors_of_order_8(grid)
+    for bad in (8, -1):
+        text = (f"lu_solve: pivot {bad} names no row of the LU factor of order 8 (piv holds 0-based row interchanges, "
+                "as lu_factor returns them)")
+        wrong = piv.copy()
+        wrong[3] = bad
+        assert_raises_everywhere(ValueError, text, lambda: hm.lu_solve((lu, wrong), np.ones(8)))
+        assert_raises_everywhere(ValueError, "array must not contain infs or NaNs",
+                                 lambda: hm.lu_solve((lu, wrong), np.full(8, np.nan)))
+        assert hm.lu_solve((lu, wrong), np.ones((8, 0))).shape == (8, 0)
+    assert_raises_everywhere(ValueError, "lu_solve: pivots of shape (7,) do not match the LU factor of order 8",
+                             lambda: hm.lu_solve((lu, piv[:7]), np.ones(8)))
+
+
+@check
 def arguments_that_differ_across_ranks_raise_everywhere(grid):
     """Per-rank ``lower``, ``mode``, ``trans``, ``block`` or layout raise one ValueError on every rank, never hang."""
     if COMM.size == 1:
