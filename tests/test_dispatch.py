@@ -126,9 +126,14 @@ def test_a_decision_is_priced_once_per_request_and_options(monkeypatch):
         assert choose(req) is not choose(req)  # device objects: not remembered, never kept alive
 
 
-def test_solves_follow_only_their_own_paths():
-    with hetlapack.using(path="hybrid"):
-        assert hetlapack.explain("cho_solve", np.eye(5)).path == "host"
+def test_solves_follow_only_their_own_paths_and_say_so():
+    for forced in ("hybrid", "gpu"):
+        with hetlapack.using(path=forced):
+            plan = hetlapack.explain("cho_solve", np.eye(5))
+        assert plan.path == "host" and not plan.forced
+        assert plan.reason.endswith(f"the forced path {forced!r} does not apply to solves (they have host and batched "
+                                    "only)"), plan.reason
+    assert "forced path" not in hetlapack.explain("cho_solve", np.eye(5)).reason
 
 
 def test_edge_cases_stay_on_host_with_reason():

@@ -339,6 +339,8 @@ def _choose(req: Request, options: Options) -> Plan:
             candidates["hybrid"] *= model.TILE_MARGIN
         path = min(candidates, key=candidates.get)
         reason = _reason(path, req, predicted, kernels, unavailable)
+        if options.path is not None:
+            reason += f"; the forced path {options.path!r} does not apply to solves (they have host and batched only)"
 
     tile = layout = host_cols = None
     if path == "hybrid":
