@@ -24,17 +24,18 @@ def test_star_import_gives_scipy_linalgs_names_and_hetlapacks_own():
     assert names["solve"] is scipy.linalg.solve and names["cholesky"] is ours.cholesky and "using" in names
 
 
-def test_scipys_submodules_are_attributes_not_second_copies():
-    """``hetlapack.linalg`` is a module, not a package: SciPy's submodules are reached as its attributes, and an
-    import of one by the drop-in's name fails instead of loading a duplicate (with duplicate warning classes)."""
-    import importlib
-
-    import pytest
-    import scipy.linalg
-
-    import hetlapack.linalg as la
-
-    assert la.lapack is scipy.linalg.lapack and la.LinAlgWarning is scipy.linalg.LinAlgWarning
-    with pytest.raises(ModuleNotFoundError, match="not a package"):
-        importlib.import_module("hetlapack.linalg.lapack")
-    assert "hetlapack.linalg.lapack" not in sys.modules
+def test_scipys_submodules_import_by_the_drop_ins_name_as_scipys_own():
+    """Every import form that works on ``scipy.linalg``'s submodules works on ``hetlapack.linalg``'s and gives SciPy's
+    own module (no second copy, with duplicate warning classes), ``interpolative`` (which SciPy imports only when
+    asked) included; ``hetlapack.linalg`` stays a module, not a package."""
+    code = ("import sys, scipy.linalg, hetlapack.linalg as la\n"
+            "from hetlapack.linalg.lapack import dpotrf\n"
+            "import hetlapack.linalg.blas\n"
+            "from hetlapack.linalg import interpolative\n"
+            "assert dpotrf is scipy.linalg.lapack.dpotrf and hetlapack.linalg.blas is scipy.linalg.blas\n"
+            "assert interpolative is sys.modules['scipy.linalg.interpolative'] is la.interpolative\n"
+            "import hetlapack.linalg.interpolative\n"
+            "assert la.lapack is scipy.linalg.lapack and la.LinAlgWarning is scipy.linalg.LinAlgWarning\n"
+            "assert not hasattr(la, '__path__') and '__path__' not in dir(la)\n"
+            "assert not hasattr(la, 'no_such_name')\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
