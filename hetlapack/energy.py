@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
 
@@ -151,7 +151,7 @@ class EnergyMeter:
         self._started: list[tuple[_Counter, tuple[float, float]]] = []
         self._counter_watts: dict[str, float] = {}
         self._start_time = 0.0
-        self._nvml = None
+        self._nvml: Any = None
 
     @property
     def readable(self) -> bool:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from numpy.typing import ArrayLike
+
 from .compat._arrays import request
 from .compat.scipy_linalg import lu_features, qr_route
 from .dispatch import OPS, Plan, choose
 
 
-def explain(op: str, a, *, mode: str = "full", pivoting: bool = False, lwork: int | None = None) -> Plan:
+def explain(op: str, a: ArrayLike, *, mode: str = "full", pivoting: bool = False, lwork: int | None = None) -> Plan:
     """The plan hetlapack would follow for ``op`` (a SciPy or LAPACK name) on ``a``, with its reason and the
     predicted seconds of every candidate path.
 

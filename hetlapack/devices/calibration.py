@@ -133,7 +133,7 @@ def load_capability(device: Device) -> None:
     _apply(device, load().get(device.name, {}))
 
 
-def _best_seconds(run: Callable[[], None], repeats: int, setup: Callable[[], None] | None = None,
+def _best_seconds(run: Callable[[], object], repeats: int, setup: Callable[[], object] | None = None,
                   enough_s: float = float("inf")) -> float:
     """The best of ``repeats`` timed calls of ``run``, each after an untimed ``setup`` (a fresh copy of the input a
     call factors in place); once a call has taken over ``enough_s``, the timing stops (long enough to trust)."""
@@ -205,7 +205,11 @@ PANEL_HEIGHT = 4
 COLD_BYTES = 64 << 20
 
 
-def _kernel_cases(device: Device, t: int, rng: np.random.Generator) -> dict[str, tuple[Callable, float]]:
+#: A timed case: a call that refreshes its input (or None), the call itself, and its flops.
+KernelCase = tuple[Callable[[], object] | None, Callable[[], object], float]
+
+
+def _kernel_cases(device: Device, t: int, rng: np.random.Generator) -> dict[str, KernelCase]:
     """Per tile kernel: ``(refresh its input or None, the call, its flops)`` at tile order ``t`` (blocks
     ``PANEL_HEIGHT * t`` tall), flops (bytes for laswp) counted as the tile algorithms count them."""
     h = PANEL_HEIGHT * t

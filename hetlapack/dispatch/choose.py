@@ -71,10 +71,12 @@ class Request:
 
     @property
     def batch(self) -> int:
+        """How many matrices: the product of the batch axes (1 for a single matrix)."""
         return math.prod(self.shape[:-2])
 
     @property
     def core(self) -> tuple[int, int]:
+        """Rows and columns of each matrix."""
         return self.shape[-2], self.shape[-1]
 
 

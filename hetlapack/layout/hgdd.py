@@ -43,6 +43,7 @@ class WeightedColumns:
 
     @property
     def ndevices(self) -> int:
+        """How many devices the columns are dealt to."""
         return len(self.weights)
 
     @staticmethod

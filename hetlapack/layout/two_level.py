@@ -65,6 +65,7 @@ class TwoLevelColumns:
 
     @property
     def ndevices(self) -> int:
+        """How many devices own tiles: the GPUs and the host."""
         return self.gpus + 1
 
     def owner(self, tile_row: int, column: int) -> int:
@@ -130,6 +131,7 @@ class TileColumnOwner:
 
     @property
     def ndevices(self) -> int:
+        """How many devices own tiles, as the top-level layout says."""
         return self.layout.ndevices
 
     def owner(self, tile_row: int, tile_col: int) -> int:

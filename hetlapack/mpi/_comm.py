@@ -31,12 +31,14 @@ class Traffic:
     by_kind: dict = field(default_factory=dict)
 
     def add(self, kind: str, sent: int, received: int) -> None:
+        """Count one message of ``kind`` with the bytes this rank sent and received."""
         self.sent += sent
         self.received += received
         self.messages += 1
         self.by_kind[kind] = self.by_kind.get(kind, 0) + received
 
     def as_dict(self) -> dict:
+        """The counters as a plain dictionary: bytes sent and received, messages, and bytes received by kind."""
         return {"sent": self.sent, "received": self.received, "messages": self.messages, "by_kind": dict(self.by_kind)}
 
 

@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
@@ -125,7 +126,8 @@ def lu_factor(a: DistributedMatrix, overwrite_a: bool = False,
     return lu, pivots
 
 
-def qr(a: DistributedMatrix, overwrite_a: bool = False, mode: str = "full", check_finite: bool = True):
+def qr(a: DistributedMatrix, overwrite_a: bool = False, mode: str = "full",
+       check_finite: bool = True) -> tuple[DistributedMatrix, ...]:
     """Distributed Householder QR (``scipy.linalg.qr`` without pivoting).
 
     Parameters
@@ -209,8 +211,8 @@ def _result(b, x: np.ndarray):
     return x.reshape(np.shape(b))
 
 
-def cho_solve(c_and_lower: tuple[DistributedMatrix, bool], b, overwrite_b: bool = False,
-              check_finite: bool = True) -> DistributedMatrix | np.ndarray:
+def cho_solve(c_and_lower: tuple[DistributedMatrix, bool], b: DistributedMatrix | ArrayLike,
+              overwrite_b: bool = False, check_finite: bool = True) -> DistributedMatrix | np.ndarray:
     """Solve ``A x = b`` from :func:`cholesky`'s factor (``scipy.linalg.cho_solve``).
 
     ``b`` is a ``DistributedMatrix`` (result distributed the same way) or a 1-D or 2-D array that every rank holds
@@ -238,8 +240,8 @@ def _check_pivots(pivots, n: int) -> None:
         refuse_pivot(outside, n)
 
 
-def lu_solve(lu_and_piv: tuple[DistributedMatrix, np.ndarray], b, trans: int = 0, overwrite_b: bool = False,
-             check_finite: bool = True) -> DistributedMatrix | np.ndarray:
+def lu_solve(lu_and_piv: tuple[DistributedMatrix, np.ndarray], b: DistributedMatrix | ArrayLike, trans: int = 0,
+             overwrite_b: bool = False, check_finite: bool = True) -> DistributedMatrix | np.ndarray:
     """Solve ``op(A) x = b`` from :func:`lu_factor`'s result (``scipy.linalg.lu_solve``; ``trans`` 0, 1 or 2).
 
     ``b`` as in :func:`cho_solve`; ``check_finite`` checks ``b`` only, as SciPy's.

@@ -54,6 +54,7 @@ class TiledMatrix:
 
     @property
     def itemsize(self) -> int:
+        """Bytes per element."""
         return self.dtype.itemsize
 
     def row_range(self, i0: int, i1: int | None = None) -> tuple[int, int]:
@@ -113,6 +114,7 @@ class Block:
 
     @property
     def is_tile(self) -> bool:
+        """Whether the block is one tile."""
         return self.i1 - self.i0 == 1 and self.j1 - self.j0 == 1
 
     @property
@@ -137,6 +139,7 @@ class Block:
 
     @property
     def nbytes(self) -> int:
+        """Bytes the block's elements take (what a copy of it moves)."""
         rows, cols = self.shape
         return rows * cols * self.matrix.itemsize
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from ..devices import resolve
 from ..devices.base import KERNEL_CLASS, Device
 from ..devices.cpu import HOST_MEMORY, CpuDevice
-from ..layout import TwoLevelColumns, WeightedColumns
+from ..layout import Layout, TwoLevelColumns, WeightedColumns
 from ..layout.two_level import TWO_LEVEL_SMALL_TILE
 from .data import Block
 from .task import Task
@@ -27,6 +27,7 @@ class Placement(abc.ABC):
     """Chooses the device index of each task when it becomes ready; told when tasks finish so it can track load."""
 
     def bind(self, devices: Sequence[Device]) -> None:
+        """Take the run's devices, in the runtime's order, before the first task is placed."""
         self.devices = list(devices)
 
     @abc.abstractmethod
@@ -49,7 +50,7 @@ class OwnerComputes(Placement):
     tile runs every task that writes it).
     """
 
-    def __init__(self, layout="hgdd", panels_on_cpu: bool = True) -> None:
+    def __init__(self, layout: str | Layout = "hgdd", panels_on_cpu: bool = True) -> None:
         if isinstance(layout, str) and layout not in ("hgdd", "cyclic"):
             raise ValueError(f"layout must be 'hgdd', 'cyclic' or a layout object, got {layout!r}")
         self.layout_spec = layout

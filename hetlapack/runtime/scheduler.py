@@ -18,11 +18,12 @@ factorization.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -75,14 +76,14 @@ class Runtime:
         self._running = 0
         self._stopping = False
         self._error: BaseException | None = None
-        self._blas_limit = None
+        self._blas_limit: contextlib.AbstractContextManager | None = None
 
     @staticmethod
     def _resolve(devices):
         return resolve(devices)
 
     # --- lifecycle --------------------------------------------------------------------------------------------
-    def __enter__(self) -> Runtime:
+    def __enter__(self) -> Self:
         self.start()
         return self
 
@@ -186,7 +187,8 @@ class Runtime:
             queue.clear()
 
     # --- insertion --------------------------------------------------------------------------------------------
-    def matrix(self, array: np.ndarray, tile_rows: int, tile_cols: int | None = None, name: str = "A") -> TiledMatrix:
+    def matrix(self, array: np.ndarray, tile_rows: int | Sequence[int], tile_cols: int | Sequence[int] | None = None,
+               name: str = "A") -> TiledMatrix:
         """Cut a Fortran-ordered host array into tiles (the handles name its tiles, no data is copied)."""
         return TiledMatrix(array, tile_rows, tile_cols, name)
 

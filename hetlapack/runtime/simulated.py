@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 from ..devices.cpu import HOST_MEMORY
 from ..devices.modeled import ModeledDevice
@@ -276,7 +277,7 @@ class SimulatedRuntime(Runtime):
             raise ValueError(f"modeled devices need distinct names, got {names}")
         return devices
 
-    def distribute(self, matrix: TiledMatrix, owner) -> None:
+    def distribute(self, matrix: TiledMatrix, owner: Callable[[int, int], int]) -> None:
         """Start every tile of ``matrix`` in the memory of ``devices[owner(i, j)]`` instead of the host's (the
         matrix of a distributed run lives with its owners). Call before inserting tasks."""
         for j in range(matrix.nt):
@@ -286,7 +287,7 @@ class SimulatedRuntime(Runtime):
     def start(self) -> None:
         """Nothing starts: the graph runs on the virtual clock when the block ends."""
 
-    def insert(self, kernel, *args, priority: int = 0, **kwargs) -> Task:
+    def insert(self, kernel: str | Callable[..., Any], *args: Any, priority: int = 0, **kwargs: Any) -> Task:
         """:meth:`Runtime.insert`; with ``priorities=False`` every task gets priority 0 (to measure lookahead)."""
         return super().insert(kernel, *args, priority=priority if self.priorities else 0, **kwargs)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -71,13 +71,6 @@ class Trace:
             return 0.0
         return max(e.end for e in self.events) - min(e.start for e in self.events)
 
-    def busy_seconds(self) -> dict[str, float]:
-        """Seconds of kernel time per device."""
-        busy: dict[str, float] = {}
-        for event in self.events:
-            busy[event.device] = busy.get(event.device, 0.0) + event.end - event.start
-        return busy
-
     def concurrency(self) -> dict[int, float]:
         """Seconds of the makespan during which ``k`` tasks ran at once, for each ``k`` (0 included)."""
         edges = sorted([(e.start, 1) for e in self.events] + [(e.end, -1) for e in self.events])
@@ -117,10 +110,6 @@ class Trace:
         path = Path(path)
         path.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}))
         return path
-
-    def to_dicts(self) -> list[dict]:
-        """The events as plain dictionaries."""
-        return [asdict(e) for e in self.events]
 
     def plot(self, path: str | Path, title: str | None = None) -> Path:
         """Draw a Gantt chart (one row per device worker and per copy thread, one colour per kernel, copies grey)
