@@ -276,6 +276,33 @@ def test_getrs_broadcasts_one_factorization_over_many_right_hand_sides():
     np.testing.assert_allclose(a @ x, b, atol=1e-13)
 
 
+@pytest.mark.parametrize("lapack", [False, True])
+@pytest.mark.parametrize("n", [4, 40])
+def test_solves_and_plu_refuse_operands_they_would_read_outside_of(n, lapack):
+    """Pivots that name no row or are not one per row, and right-hand sides whose rows are not the factors' order,
+    raise instead of reaching the compiled loops (which check no bounds: a crash or garbage)."""
+    a = random_matrix((16, n, n), np.float64, seed=13) + n * np.eye(n)
+    lu, piv, _ = kernels.getrf(a)
+    b = random_matrix((16, n, 1), np.float64, seed=14)
+    for bad in (n, -1, 10**6):
+        wrong = piv.copy()
+        wrong[5, 1] = bad
+        with pytest.raises(ValueError, match=f"^lu_solve: pivot {bad} names no row of the LU factor of order {n} "):
+            kernels.getrs(lu, wrong, b, trans=0, lapack=lapack)
+        with pytest.raises(ValueError, match=f"^lu_solve: pivot {bad} names no row of the LU factor of order {n} "):
+            kernels.plu(lu, wrong, permute_l=False)
+    with pytest.raises(ValueError, match=rf"^the pivots must be of shape \(\.\.\., {n}\)"):
+        kernels.getrs(lu, piv[:, :2], b, trans=0, lapack=lapack)
+    with pytest.raises(ValueError, match=r"^the pivots must be of shape \(16, "):
+        kernels.plu(lu, piv[:, :2], permute_l=True)
+    for solve in (lambda rhs: kernels.getrs(lu, piv, rhs, trans=1, lapack=lapack),
+                  lambda rhs: kernels.potrs(np.linalg.cholesky(a), rhs, lower=True, lapack=lapack)):
+        with pytest.raises(ValueError, match=rf"^b must be of shape \(\.\.\., {n}, k\)"):
+            solve(b[:, :-1])
+    with pytest.raises(ValueError, match=r"^the factors must be square matrices"):
+        kernels.potrs(a[:, :, :-1], b, lower=True)
+
+
 def _fortran_matrices(x: np.ndarray) -> bool:
     return all(np.asarray(m).flags.f_contiguous for m in x.reshape(-1, *x.shape[-2:]))
 

@@ -309,15 +309,17 @@ def test_lu_solve_checks_b_for_non_finite_numbers_as_scipy_does(path, bad, opera
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("n", [6, 80])
 @pytest.mark.parametrize(("bad", "pivot_dtype"), [(6, np.int32), (-1, np.int32), (2**40, np.int64), (-1, np.int8),
-                                                  (6.0, np.float64), (np.nan, np.float64)], ids=repr)
+                                                  (6.0, np.float64), (np.nan, np.float64), (6, object), (-1, object),
+                                                  (6, complex), (6, str), (6, "m8[s]")], ids=repr)
 def test_pivots_that_name_no_row_raise_after_scipys_checks(path, n, bad, pivot_dtype):
     """SciPy's getrs swaps with whatever row a pivot names, writing outside ``b`` (SciPy's own call then corrupts the
     process's memory); hetlapack refuses such a pivot once SciPy's checks of ``b`` and the shapes have passed, on
     single matrices and stacks. An empty ``b`` reads no pivot, and nothing is modified."""
     lu, piv = sl.lu_factor(testing.general(n, seed=10, batch=(5,)))
     wrong = piv.astype(pivot_dtype)
-    wrong[3, n // 2] = bad if bad != 6 else n
-    shown = repr(wrong[3, n // 2].item())
+    expected = n if bad == 6 else bad
+    wrong[3, n // 2] = expected
+    shown = repr(float(expected) if np.dtype(pivot_dtype).kind in "fc" else expected)
     b = testing.general(n, seed=11, batch=(5,))[..., :2]
     kept = b.copy()
     with hetlapack.using(**FORCINGS[path]):

@@ -31,9 +31,10 @@ import scipy.linalg as sla
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
-from ..compat._arrays import check_scipy_qr_mode, fortran_matrices, pivot_outside, scipy_qr_sizes
+from ..compat._arrays import check_scipy_qr_mode, fortran_matrices, scipy_qr_sizes
 from ..dispatch import current, model
 from ..dtypes import lapack_dtype
+from ..pivots import pivot_outside
 from . import kernels
 
 __all__ = ["cho_solve", "cholesky", "kernels", "lu_factor", "lu_solve", "qr"]

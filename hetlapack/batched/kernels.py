@@ -22,6 +22,7 @@ import numpy as np
 from numba import types
 
 from ..devices import _lapack_pointers
+from ..pivots import pivot_outside, refuse_pivot
 from ..runtime.blas_threads import one_thread_per_call
 from . import _cholesky, _lapack_each, _lu, _qr, _solve
 from ._interleave import as_stack, lanes_for
@@ -261,6 +262,12 @@ def plu(lu: np.ndarray, piv: np.ndarray, *, permute_l: bool) -> tuple[np.ndarray
     _check_dtype(lu)
     m, n = lu.shape[-2:]
     k, batch = min(m, n), lu.shape[:-2]
+    if np.shape(piv) != (*batch, k):
+        raise ValueError(f"the pivots must be of shape {(*batch, k)} for LU factors of shape {lu.shape}, got "
+                         f"{np.shape(piv)}")
+    outside = pivot_outside(piv, m)
+    if outside is not None:
+        refuse_pivot(outside, m)
     stack = as_stack(lu)
     rows = np.empty((stack.shape[0], m), dtype=INDEX_DTYPE)
     lower = np.empty((stack.shape[0], m, k), dtype=lu.dtype)
@@ -368,6 +375,22 @@ def _solve_each(dtype: np.dtype, check_finite: bool, arrays: tuple) -> None:
     _call_checked(compiled("solve_each", dtype), check_finite, threads, arrays)
 
 
+def _check_solve(factor: np.ndarray, b: np.ndarray, piv: np.ndarray | None = None) -> None:
+    """Refuse operands the compiled solves would read or write outside of: factors that are not square, ``b`` whose
+    rows are not their order, pivots that are not one per row or name no row (``ValueError``)."""
+    if factor.ndim < 2 or factor.shape[-1] != factor.shape[-2]:
+        raise ValueError(f"the factors must be square matrices (..., n, n), got shape {factor.shape}")
+    n = factor.shape[-1]
+    if b.ndim < 2 or b.shape[-2] != n:
+        raise ValueError(f"b must be of shape (..., {n}, k) for factors of order {n}, got {b.shape}")
+    if piv is not None:
+        if piv.ndim < 1 or piv.shape[-1] != n:
+            raise ValueError(f"the pivots must be of shape (..., {n}) for factors of order {n}, got {piv.shape}")
+        outside = pivot_outside(piv, n)
+        if outside is not None:
+            refuse_pivot(outside, n)
+
+
 def _broadcast_solve(factor: np.ndarray, b: np.ndarray, *extra: np.ndarray):
     """Broadcast the batch dimensions of a factor stack, a right-hand-side stack and per-matrix extras."""
     dtype = np.result_type(factor.dtype, b.dtype)
@@ -404,6 +427,7 @@ def _solve_pieces(count: int, *operands: tuple[np.ndarray, int]) -> Iterator[tup
 def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False, lapack: bool = False) -> np.ndarray:
     """Solve ``A X = B`` per matrix from the Cholesky factor ``c`` of ``A``; ``b`` is ``(..., n, k)``. ``lapack``
     runs SciPy's ``potrs`` on each system (its results to the bit)."""
+    _check_solve(c, b)
     batch, dtype, c, b, _ = _broadcast_solve(c, b)
     _check_dtype(c)
     n, nrhs = b.shape[-2:]
@@ -429,6 +453,7 @@ def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int, fortran
     infinities or NaNs in ``b`` (SciPy's ``lu_solve`` checks ``b`` only); ``lapack`` as for :func:`potrs`."""
     if trans not in (0, 1, 2):
         raise ValueError("trans must be 0, 1 or 2")
+    _check_solve(lu, b, np.asarray(piv))
     batch, dtype, lu, b, (piv,) = _broadcast_solve(lu, b, np.asarray(piv))
     _check_dtype(lu)
     n, nrhs = b.shape[-2:]

@@ -167,28 +167,6 @@ def getrs_square_error(dtype: np.dtype) -> None:
     raise ValueError("the LU factor is not square")
 
 
-def pivot_outside(piv, n: int, xp=np):
-    """The first of the 0-based pivots ``piv`` (any shape) that names no row of an order-``n`` factor, else None.
-    LAPACK's getrs swaps rows without checking them, so for such a pivot SciPy's own solve writes outside ``b`` and
-    corrupts the process's memory: every solve checks first (:func:`refuse_pivot`). f2py truncates a pivot that is a
-    float, so ``(-1, n)`` are rows; pivots that are not numbers are left to f2py's conversion."""
-    piv = xp.asarray(piv)
-    if piv.size == 0 or n == 0 or piv.dtype.kind not in "biuf":
-        return None
-    if piv.dtype.kind in "iu":  # read as unsigned, a negative pivot is a huge one: one pass
-        if piv.view(piv.dtype.str.replace("i", "u")).max() < n:
-            return None
-    elif piv.min() > -1 and piv.max() < n:
-        return None
-    return piv[~((piv > -1) & (piv < n))].ravel()[0].item()
-
-
-def refuse_pivot(value, n: int) -> None:
-    """Raise the error for a pivot that :func:`pivot_outside` found."""
-    raise ValueError(f"lu_solve: pivot {value!r} names no row of the LU factor of order {n} (piv holds 0-based row "
-                     "interchanges, as lu_factor returns them)")
-
-
 def stacked_flags(lower, batch: tuple[int, ...]) -> np.ndarray:
     """``cho_factor``'s flags for a stack, as SciPy's batch loop returns them: ``lower`` as given, once per matrix."""
     return np.array(np.broadcast_to(lower, (*batch, *np.shape(lower))))

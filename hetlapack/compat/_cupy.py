@@ -17,8 +17,9 @@ import numpy as np
 from numpy.linalg import LinAlgError
 
 from ..dispatch import Plan, choose
-from ._arrays import (check_flags, fortran_matrices, getrs_trans, is_cupy, pivot_outside, potrf_lower, potrs_lower,
-                      refuse_pivot, request, scipy_lapack_dtype, solve_batch, stacked_flags)
+from ..pivots import pivot_outside, refuse_pivot
+from ._arrays import (check_flags, fortran_matrices, getrs_trans, is_cupy, potrf_lower, potrs_lower, request,
+                      scipy_lapack_dtype, solve_batch, stacked_flags)
 from ._originals import scipy_functions as _scipy
 from .scipy_linalg import _NOT_PD, _first_failure, _warn_singular
 

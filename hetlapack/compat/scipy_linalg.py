@@ -15,10 +15,10 @@ from scipy.linalg import LinAlgWarning
 
 from ..dispatch import Plan, choose, compiled_kernels_unusable
 from ..dtypes import lapack_dtype
+from ..pivots import pivot_outside, refuse_pivot, rows_named
 from . import _run
-from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, pivot_outside, potrf_lower, potrs_lower, refuse_pivot,
-                      request, scipy_qr_sizes, solve_batch, stacked_flags, unshared_overwrite_b, upload_operand,
-                      validated, working_copy)
+from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, potrf_lower, potrs_lower, request, scipy_qr_sizes,
+                      solve_batch, stacked_flags, unshared_overwrite_b, upload_operand, validated, working_copy)
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
@@ -381,10 +381,8 @@ def _refuse_pivots(lu, piv, b, n: int, outside, trans, overwrite_b, check_finite
     """Refuse pivots that name no row of the factor, once SciPy's own checks (of ``b``, the shapes and the flags)
     have had their turn on pivots that do, where its getrs would have written outside ``b``. An empty ``b`` reads no
     pivot: SciPy's result then."""
-    piv = np.asarray(piv)
-    rows = np.where((piv > -1) & (piv < n), piv, 0)
-    x = _scipy["lu_solve"]((lu, rows), b, trans=trans, overwrite_b=unshared_overwrite_b(overwrite_b, lu, b, piv),
-                           check_finite=check_finite)
+    overwrite_b = unshared_overwrite_b(overwrite_b, lu, b, piv)
+    x = _scipy["lu_solve"]((lu, rows_named(piv, n)), b, trans=trans, overwrite_b=overwrite_b, check_finite=check_finite)
     if np.size(x):
         refuse_pivot(outside, n)
     return x

@@ -14,9 +14,9 @@ from numpy.typing import ArrayLike
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
-from ..compat._arrays import (check_scipy_qr_mode, getrs_square_error, getrs_trans, pivot_outside, potrs_lower,
-                              refuse_pivot, scipy_qr_sizes)
+from ..compat._arrays import check_scipy_qr_mode, getrs_square_error, getrs_trans, potrs_lower, scipy_qr_sizes
 from ..dtypes import lapack_dtype
+from ..pivots import pivot_outside, refuse_pivot
 from . import solve as _solve
 from ._comm import agree_arguments, agreed
 from .geqrf import form_q, geqrf

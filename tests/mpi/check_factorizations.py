@@ -344,6 +344,7 @@ def pivots_that_name_no_row_raise_everywhere(grid):
         wrong = piv.copy()
         wrong[3] = bad
         assert_raises_everywhere(ValueError, text, lambda: hm.lu_solve((lu, wrong), np.ones(8)))
+        assert_raises_everywhere(ValueError, text, lambda: hm.lu_solve((lu, wrong.astype(object)), np.ones(8)))
         assert_raises_everywhere(ValueError, "array must not contain infs or NaNs",
                                  lambda: hm.lu_solve((lu, wrong), np.full(8, np.nan)))
         assert hm.lu_solve((lu, wrong), np.ones((8, 0))).shape == (8, 0)

@@ -1,0 +1,53 @@
+"""Pivot indices as LAPACK's getrs reads them: every solve refuses one that names no row of its factor."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _as_numbers(piv, xp=np):
+    """The pivots as the numbers f2py (and the kernels) convert them to: complex ones without their imaginary part,
+    objects, strings and timedeltas as integers; None where no conversion takes them (the solve's own conversion
+    then raises its error)."""
+    piv = xp.asarray(piv)
+    if piv.dtype.kind == "c":
+        return piv.real
+    if piv.dtype.kind in "biuf":
+        return piv
+    try:
+        return piv.astype(np.int64)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _names_a_row(numbers, n: int):
+    """Per pivot, whether it names a row of an order-``n`` factor (f2py truncates a float, so ``(-1, n)`` do)."""
+    return (numbers > -1) & (numbers < n)
+
+
+def pivot_outside(piv, n: int, xp=np):
+    """The first of the 0-based pivots ``piv`` (any shape) that names no row of an order-``n`` factor, else None.
+    LAPACK's getrs swaps rows without checking them, so for such a pivot SciPy's own solve writes outside ``b`` and
+    corrupts the process's memory: every solve checks first (:func:`refuse_pivot`)."""
+    numbers = _as_numbers(piv, xp)
+    if numbers is None or numbers.size == 0 or n == 0:
+        return None
+    if numbers.dtype.kind in "iu":  # read as unsigned, a negative pivot is a huge one: one pass
+        if numbers.view(numbers.dtype.str.replace("i", "u")).max() < n:
+            return None
+    elif numbers.min() > -1 and numbers.max() < n:
+        return None
+    return numbers[~_names_a_row(numbers, n)].ravel()[0].item()
+
+
+def rows_named(piv, n: int) -> np.ndarray:
+    """The pivots with each one that names no row of an order-``n`` factor replaced by row 0 (same shape): what a
+    solve may be given to raise the errors it raises before it reads a pivot."""
+    numbers = _as_numbers(piv)
+    return np.where(_names_a_row(numbers, n), numbers, 0)
+
+
+def refuse_pivot(value, n: int) -> None:
+    """Raise the error for a pivot that :func:`pivot_outside` found."""
+    raise ValueError(f"lu_solve: pivot {value!r} names no row of the LU factor of order {n} (piv holds 0-based row "
+                     "interchanges, as lu_factor returns them)")
