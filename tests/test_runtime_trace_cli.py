@@ -44,6 +44,21 @@ def test_trace_of_the_hybrid_path_shows_its_copy_threads(tmp_path, capsys):
     assert "emulated:1" in out and "tasks running at once" in out
 
 
+def test_trace_warms_up_untraced_first(tmp_path, monkeypatch, capsys):
+    """``--warmup k`` runs k untraced factorizations of copies of the matrix before the traced one (default 1)."""
+    calls = []
+    make, factor = trace.OPERATIONS["lu"]
+    monkeypatch.setitem(trace.OPERATIONS, "lu", (make, lambda a, *rest: calls.append(rest[-1]) or factor(a, *rest)))
+    for argv, expected in (([], 1), (["--warmup", "3"], 3), (["--warmup", "0"], 0)):
+        calls.clear()
+        args = parse(["trace", "lu", "--n", "64", "--tile", "32", "--output", str(tmp_path), *argv])
+        assert args.func(args) == 0
+        assert calls[:-1] == [None] * expected and calls[-1] is not None
+    with pytest.raises(SystemExit):
+        parse(["trace", "lu", "--warmup", "-1"])
+    assert "--warmup: must be a non-negative integer, got '-1'" in capsys.readouterr().err
+
+
 def test_trace_rejects_an_unknown_device(capsys):
     with pytest.raises(SystemExit) as exit_info:
         parse(["trace", "lu", "--devices", "cpu,tpu:0"])

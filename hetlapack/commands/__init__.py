@@ -24,15 +24,24 @@ class FirstRankParser(argparse.ArgumentParser):
         super().exit(status, message if launched_first() else None)
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a positive integer, or a usage error naming the value (exit status 2, no traceback)."""
+def _integer_at_least(text: str, least: int, what: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+        value = least - 1
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a positive integer, or a usage error naming the value (exit status 2, no traceback)."""
+    return _integer_at_least(text, 1, "a positive integer")
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer from 0, or a usage error naming the value."""
+    return _integer_at_least(text, 0, "a non-negative integer")
 
 
 def refuse_changed(args: argparse.Namespace, defaults: dict, why: str) -> None:

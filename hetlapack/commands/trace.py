@@ -1,5 +1,5 @@
 """``hetlapack trace cholesky|lu|qr --n N --tile T --devices D --output DIR``: run a tile factorization and write its
-trace.
+trace (after ``--warmup`` untraced runs, one by default).
 
 Writes ``DIR/trace-<op>-<n>.json`` (chrome://tracing, Perfetto) and ``DIR/trace-<op>-<n>.png`` (a Gantt chart), and
 prints where the time went (:meth:`~hetlapack.runtime.Trace.summary`). ``--devices cpu,emulated:0,emulated:1``
@@ -19,7 +19,7 @@ from ..algorithms.getrf import getrf
 from ..algorithms.potrf import potrf
 from ..runtime import Trace
 from ..testing import general, spd
-from . import device_list, positive_int
+from . import device_list, non_negative_int, positive_int
 
 #: Operation name on the command line -> (matrix generator, tile factorization run on it).
 OPERATIONS = {
@@ -42,16 +42,21 @@ def register(subparsers) -> None:
     parser.add_argument("--devices", type=device_list, default="cpu",
                         help="comma-separated devices, e.g. cpu,emulated:0,emulated:1 (default cpu)")
     parser.add_argument("--output", type=Path, default=Path("."), help="directory for the files (default .)")
+    parser.add_argument("--warmup", type=non_negative_int, default=1,
+                        help="untraced runs first, so that the trace shows the steady state rather than a process's "
+                             "first run (threads, buffers, page faults); 0 traces the first run (default 1)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Factor a random matrix with tracing on; write and report the two files and where the time went."""
     make, factor = OPERATIONS[args.op]
-    a = np.asfortranarray(make(args.n, dtype=np.dtype(args.dtype)))
+    matrix = np.asfortranarray(make(args.n, dtype=np.dtype(args.dtype)))
+    for _ in range(args.warmup):
+        factor(np.array(matrix, order="F"), args.tile, args.devices, None)
     trace = Trace()
     start = time.perf_counter()
-    factor(a, args.tile, args.devices, trace)
+    factor(matrix, args.tile, args.devices, trace)
     seconds = time.perf_counter() - start
     args.output.mkdir(parents=True, exist_ok=True)
     names = [device.name for device in args.devices]
