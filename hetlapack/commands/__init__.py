@@ -25,6 +25,7 @@ class FirstRankParser(argparse.ArgumentParser):
 
 
 def _integer_at_least(text: str, least: int, what: str) -> int:
+    """``text`` as an integer of at least ``least``, or a usage error saying it must be ``what``."""
     try:
         value = int(text)
     except ValueError:

@@ -48,7 +48,8 @@ def register(subparsers) -> None:
     parser.add_argument("--path", choices=PATHS, default=SINGLE_NODE_DEFAULTS["path"],
                         help="hybrid: panels on the CPU; gpu: all on the accelerators (the CPU idles)")
     parser.add_argument("--paths", action="store_true", help="compare the hybrid and gpu paths (time and energy)")
-    parser.add_argument("--tile", type=positive_int, default=None, help="tile order (default: dispatch's choice; 4096 with --nodes)")
+    parser.add_argument("--tile", type=positive_int, default=None,
+                        help="tile order (default: dispatch's choice; 4096 with --nodes)")
     parser.add_argument("--dtype", default=SINGLE_NODE_DEFAULTS["dtype"],
                         choices=["float32", "float64", "complex64", "complex128"])
     parser.add_argument("--nodes", type=positive_int, default=None,
