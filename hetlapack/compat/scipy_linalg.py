@@ -7,6 +7,7 @@ shape the result as SciPy returns it. CuPy arguments go to :mod:`._cupy` and sta
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -228,10 +229,16 @@ def _batched_solve_operands(c, b, check_finite: bool, piv=None):
 
 
 def _batched_solve(op: str, factor, b, check_finite: bool, supported: bool = True, piv=None):
-    """(plan, operands) when the solve runs on the batched kernels, else (None, None): SciPy's own call."""
+    """(plan, operands) when the solve runs on the batched kernels, else (None, None): SciPy's own call. The plan is
+    made for the batch the operands broadcast to: one factor over a stack of right-hand sides is a stack of solves
+    (SciPy's batch loop makes one LAPACK call per right-hand side)."""
     if not supported or np.ndim(b) == 0:
         return None, None
-    plan = choose(request(op, factor)[0])
+    req, factor = request(op, factor)
+    shapes = solve_batch(factor.shape, np.shape(b), piv)
+    if shapes is not None:
+        req = dataclasses.replace(req, shape=shapes[0] + factor.shape[-2:])
+    plan = choose(req)
     if plan.path != "batched":
         return None, None
     return plan, _batched_solve_operands(factor, b, check_finite, piv)
