@@ -8,6 +8,8 @@ equal SciPy's, except where a column cancels to exactly zero in one rounding and
 (``docs/drop-in.md``). ``orgqr`` applies the panels backwards to the identity, as LAPACK's orgqr does, but reads the
 reflectors from the (unchanged) factorization rather than from Q's own storage: every ``T_k`` can then be formed at
 once, and each tile column of Q is an independent chain of LARFB updates, with no panel task between steps.
+``orgqr_in_place`` builds Q in the factorization's own storage instead, as LAPACK does (no second matrix), where Q is
+as wide as the factorization: SciPy's economic mode, and a square matrix's full one.
 """
 
 from __future__ import annotations
@@ -104,3 +106,41 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, tile: int | Sequence[i
                 rt.insert("larfb", panel, T(0, k), column, conj=False, reads=[panel, T(0, k)], writes=[column],
                           priority=k, flops=4 * scale * rows * Q.cols(j) * width)
     return q
+
+
+def orgqr_in_place(qr: np.ndarray, tau: np.ndarray, *, tile: int | Sequence[int],
+                   devices: Sequence[Device] | None = None, placement: str | Placement = "owner",
+                   trace: Trace | None = None) -> np.ndarray:
+    """Overwrite geqrf's output (``m x n``, ``m >= n = len(tau)``, Fortran-ordered) with the first ``n`` columns of
+    ``Q``, as LAPACK's orgqr does, and return it: no second matrix (``R`` must be copied out first).
+
+    Backwards over the panels: ``H_k`` updates the tile columns right of panel ``k`` (already partial columns of
+    ``Q``), then panel ``k`` is overwritten with ``H_k``'s own columns (orgqr of the panel), once those updates have
+    read its reflectors. Above its panel, each tile column starts as the identity's zeros.
+    """
+    check_fortran_matrix(qr, "orgqr")
+    nb = check_tile(tile)
+    m, n = qr.shape
+    if len(tau) != n or n > m:
+        raise ValueError(f"orgqr_in_place: need len(tau) = n <= m, got shape {qr.shape} and len(tau)={len(tau)}")
+    taus = np.asfortranarray(np.asarray(tau, dtype=qr.dtype).reshape(-1, 1))
+    factors = np.zeros((widest_tile(nb), n), dtype=qr.dtype, order="F")
+    with Runtime(devices, placement, trace) as rt:
+        Q = rt.matrix(qr, nb)
+        for j in range(1, Q.nt):  # R's tiles above the diagonal tiles: the identity's zeros
+            qr[:Q.row_bounds[j], Q.col_bounds[j]:Q.col_bounds[j + 1]] = 0
+        tau_tiles, T = householder_tiles(Q, taus, factors)
+        mt, nt = Q.mt, Q.nt
+        scale = flop_scale(qr.dtype)
+        for k in reversed(range(tau_tiles.mt)):
+            panel = Q.block(k, mt, k, k + 1)
+            rows, width = panel.shape
+            rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)],
+                      writes=[T(0, k)], priority=k + 1, flops=scale * rows * width**2)
+            for j in range(k + 1, nt):
+                column = Q.block(k, mt, j, j + 1)
+                rt.insert("larfb", panel, T(0, k), column, conj=False, reads=[panel, T(0, k)], writes=[column],
+                          priority=k, flops=4 * scale * rows * Q.cols(j) * width)
+            rt.insert("orgqr", panel, tau_tiles(k, 0), reads=[tau_tiles(k, 0)], writes=[panel], priority=k + 1,
+                      flops=scale * (4 * rows * width**2 - 2 * width**3))
+    return qr

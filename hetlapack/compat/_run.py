@@ -122,6 +122,8 @@ def qr(plan: Plan, a: np.ndarray, ncols: int, rows: int, fortran: bool = False,
         return _batched().qr(a, ncols, rows, fortran=fortran, check_finite=check_finite, lapack=_lapack_loop(plan))
     packed, tau = geqrf(plan, a, check_finite)
     r = np.triu(packed[..., :rows, :])
+    if plan.path == "hybrid" and ncols == packed.shape[-1] == len(tau):  # Q fits where the factorization lies
+        return _algorithm("geqrf").orgqr_in_place(packed, tau, **_tiled_kwargs(plan)), r
     return (orgqr(plan, packed, tau, ncols) if ncols else None), r
 
 
