@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.abc
 import importlib.util
 import sys
 from types import ModuleType
@@ -30,37 +31,39 @@ _OWN = ["cho_factor", "cho_solve", "cholesky", "explain", "lu", "lu_factor", "lu
 __all__ = sorted({*_scipy_linalg.__all__, *_OWN})
 
 
-def _alias_submodule(name: str, module: ModuleType) -> ModuleType:
-    """Register SciPy's submodule ``name`` under this module's name too, so that ``import hetlapack.linalg.lapack``
-    and ``from hetlapack.linalg.blas import dgemm`` find SciPy's own module (no second copy, no package needed)."""
-    return sys.modules.setdefault(f"{__name__}.{name}", module)
+#: No folder of modules of its own (so nothing is ever loaded twice): its submodules are SciPy's, found by
+#: :class:`_SciPySubmodules`.
+__path__: list[str] = []
 
 
-def _alias_loaded_submodules() -> None:
-    """Alias the public submodules ``import scipy.linalg`` has loaded (all but those it imports only when asked)."""
-    for name, module in list(sys.modules.items()):
-        parent, _, child = name.rpartition(".")
-        if parent == "scipy.linalg" and not child.startswith("_"):
-            _alias_submodule(child, module)
+class _SciPySubmodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import hetlapack.linalg.lapack``, ``from hetlapack.linalg.blas import dgemm``, ``from hetlapack.linalg import
+    interpolative``: every submodule of ``scipy.linalg`` by the drop-in's name, as SciPy's own module object."""
+
+    def find_spec(self, fullname: str, path, target=None):
+        parent, _, name = fullname.rpartition(".")
+        if parent != __name__ or importlib.util.find_spec(f"scipy.linalg.{name}") is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec) -> ModuleType:
+        return importlib.import_module(f"scipy.linalg.{spec.name.rpartition('.')[2]}")
+
+    def exec_module(self, module: ModuleType) -> None:
+        """SciPy's module is already executed."""
 
 
-_alias_loaded_submodules()
+if not any(isinstance(finder, _SciPySubmodules) for finder in sys.meta_path):
+    sys.meta_path.append(_SciPySubmodules())
 
 
 def __getattr__(name: str):
-    """Every name hetlapack does not define falls through to ``scipy.linalg``, except its ``__path__`` (this module
-    is no package); a submodule SciPy imports only when asked (``interpolative``) is imported then, as ``from
-    scipy.linalg import interpolative`` does."""
-    if name == "__path__":
-        raise AttributeError(f"module 'hetlapack.linalg' has no attribute {name!r}")
+    """Every name hetlapack does not define falls through to ``scipy.linalg``."""
     try:
         return getattr(_scipy_linalg, name)
     except AttributeError:
-        pass
-    if not name.startswith("_") and importlib.util.find_spec(f"scipy.linalg.{name}") is not None:
-        return _alias_submodule(name, importlib.import_module(f"scipy.linalg.{name}"))
-    raise AttributeError(f"module 'hetlapack.linalg' has no attribute {name!r}")
+        raise AttributeError(f"module 'hetlapack.linalg' has no attribute {name!r}") from None
 
 
 def __dir__() -> list[str]:
-    return sorted((set(dir(_scipy_linalg)) - {"__path__"}) | set(_OWN))
+    return sorted(set(dir(_scipy_linalg)) | set(_OWN))

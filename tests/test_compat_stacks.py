@@ -269,6 +269,17 @@ def test_one_factor_over_a_stack_of_right_hand_sides_runs_batched(monkeypatch, d
         assert_same(x, y, dtype)
 
 
+@pytest.mark.parametrize("factor_batch", [(), (5,)])
+def test_lu_solve_reads_a_trans_that_is_no_plain_integer_as_scipy_does(factor_batch):
+    """``trans`` as a 1-element array (or a float) is f2py's to read: SciPy's own call takes it, on a stack too."""
+    lu_piv = sl.lu_factor(testing.general(4, seed=18, batch=factor_batch))
+    b = testing.general(4, 3, seed=19, batch=(5,))
+    for trans in (np.array([1]), 2.0):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            assert_same(la.lu_solve(lu_piv, b, trans=trans), sl.lu_solve(lu_piv, b, trans=trans))
+
+
 @pytest.mark.parametrize("path", PATHS)
 def test_solve_batch_mismatches_raise_scipys_error(path):
     """SciPy broadcasts the batch dimensions of (lu, piv, b) and names a mismatch by argument position, before it

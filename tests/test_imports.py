@@ -27,7 +27,7 @@ def test_star_import_gives_scipy_linalgs_names_and_hetlapacks_own():
 def test_scipys_submodules_import_by_the_drop_ins_name_as_scipys_own():
     """Every import form that works on ``scipy.linalg``'s submodules works on ``hetlapack.linalg``'s and gives SciPy's
     own module (no second copy, with duplicate warning classes), ``interpolative`` (which SciPy imports only when
-    asked) included; ``hetlapack.linalg`` stays a module, not a package."""
+    asked) included, whichever is imported first; nothing is loaded twice."""
     code = ("import sys, scipy.linalg, hetlapack.linalg as la\n"
             "from hetlapack.linalg.lapack import dpotrf\n"
             "import hetlapack.linalg.blas\n"
@@ -36,6 +36,12 @@ def test_scipys_submodules_import_by_the_drop_ins_name_as_scipys_own():
             "assert interpolative is sys.modules['scipy.linalg.interpolative'] is la.interpolative\n"
             "import hetlapack.linalg.interpolative\n"
             "assert la.lapack is scipy.linalg.lapack and la.LinAlgWarning is scipy.linalg.LinAlgWarning\n"
-            "assert not hasattr(la, '__path__') and '__path__' not in dir(la)\n"
-            "assert not hasattr(la, 'no_such_name')\n")
+            "assert la.__path__ == [] and not hasattr(la, 'no_such_name')\n"
+            "assert not [m for m in sys.modules if m.startswith('hetlapack.linalg.') and sys.modules[m].__name__ "
+            "!= 'scipy.linalg.' + m.rpartition('.')[2]]\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    first = "import hetlapack.linalg.interpolative as i, scipy.linalg.interpolative as j; assert i is j"
+    subprocess.run([sys.executable, "-c", first], check=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", "import hetlapack.linalg.no_such_module"], capture_output=True,
+                            text=True, timeout=120)
+    assert "ModuleNotFoundError: No module named 'hetlapack.linalg.no_such_module'" in result.stderr, result.stderr

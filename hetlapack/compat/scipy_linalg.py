@@ -373,7 +373,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     if outside is not None:
         return _refuse_pivots(lu, piv, b, n, outside, trans, overwrite_b, check_finite)
     # SciPy checks b only: the batched kernel does so as it reads it, SciPy's own call checks itself
-    plan, operands = _batched_solve("getrs", lu, b, False, supported=trans in (0, 1, 2), piv=piv)
+    plain_trans = isinstance(trans, (int, np.integer)) and trans in (0, 1, 2)  # others: as f2py reads them, SciPy's
+    plan, operands = _batched_solve("getrs", lu, b, False, supported=plain_trans, piv=piv)
     if operands is None:
         return _scipy["lu_solve"](lu_and_piv, b, trans=trans, overwrite_b=unshared_overwrite_b(overwrite_b, lu, b, piv),
                                   check_finite=check_finite)
