@@ -47,6 +47,13 @@ def rows_named(piv, n: int) -> np.ndarray:
     return np.where(_names_a_row(numbers, n), numbers, 0)
 
 
+def check_pivots(piv, n: int, xp=np) -> None:
+    """Raise :func:`refuse_pivot`'s error if a pivot names no row of an order-``n`` factor."""
+    outside = pivot_outside(piv, n, xp)
+    if outside is not None:
+        refuse_pivot(outside, n)
+
+
 def refuse_pivot(value, n: int) -> None:
     """Raise the error for a pivot that :func:`pivot_outside` found."""
     raise ValueError(f"lu_solve: pivot {value!r} names no row of the LU factor of order {n} (piv holds 0-based row "

@@ -22,7 +22,7 @@ import numpy as np
 from numba import types
 
 from ..devices import _lapack_pointers
-from ..pivots import pivot_outside, refuse_pivot
+from ..pivots import check_pivots
 from ..runtime.blas_threads import one_thread_per_call
 from . import _cholesky, _lapack_each, _lu, _qr, _solve
 from ._interleave import as_stack, lanes_for
@@ -265,9 +265,7 @@ def plu(lu: np.ndarray, piv: np.ndarray, *, permute_l: bool) -> tuple[np.ndarray
     if np.shape(piv) != (*batch, k):
         raise ValueError(f"the pivots must be of shape {(*batch, k)} for LU factors of shape {lu.shape}, got "
                          f"{np.shape(piv)}")
-    outside = pivot_outside(piv, m)
-    if outside is not None:
-        refuse_pivot(outside, m)
+    check_pivots(piv, m)
     stack = as_stack(lu)
     rows = np.empty((stack.shape[0], m), dtype=INDEX_DTYPE)
     lower = np.empty((stack.shape[0], m, k), dtype=lu.dtype)
@@ -386,9 +384,7 @@ def _check_solve(factor: np.ndarray, b: np.ndarray, piv: np.ndarray | None = Non
     if piv is not None:
         if piv.ndim < 1 or piv.shape[-1] != n:
             raise ValueError(f"the pivots must be of shape (..., {n}) for factors of order {n}, got {piv.shape}")
-        outside = pivot_outside(piv, n)
-        if outside is not None:
-            refuse_pivot(outside, n)
+        check_pivots(piv, n)
 
 
 def _broadcast_solve(factor: np.ndarray, b: np.ndarray, *extra: np.ndarray):

@@ -141,11 +141,16 @@ def _plain_integer(value) -> bool:
     return isinstance(value, (int, np.integer))
 
 
+def plain_trans(trans) -> bool:
+    """Whether ``trans`` is a plain 0, 1 or 2, which f2py reads as itself (anything else is f2py's to read)."""
+    return _plain_integer(trans) and 0 <= trans <= 2
+
+
 def getrs_trans(dtype: np.dtype, trans, overwrite_b) -> int:
     """``trans`` as SciPy's getrs call understands it (0, 1 or 2; 1 for any transpose of a real matrix): f2py converts
     it (``None`` is its default, 0) and raises its own errors (``trans=3``, ``"T"``, ``overwrite_b=1.5``), so the
     GPU's solves, which make no f2py call, let it read the flags on a 2 x 2 solve, as :func:`potrs_lower` does."""
-    if _plain_integer(trans) and 0 <= trans <= 2 and (not overwrite_b or _plain_integer(overwrite_b)):
+    if plain_trans(trans) and (not overwrite_b or _plain_integer(overwrite_b)):
         return int(trans)  # what f2py reads these as, without the probe's solves (tens of microseconds a call)
     dtype = np.dtype(dtype)
     packed = (_LU_PROBE_COMPLEX if dtype.kind == "c" else _LU_PROBE_REAL).astype(dtype)

@@ -18,8 +18,9 @@ from ..dispatch import Plan, choose, compiled_kernels_unusable
 from ..dtypes import lapack_dtype
 from ..pivots import pivot_outside, refuse_pivot, rows_named
 from . import _run
-from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, potrf_lower, potrs_lower, request, scipy_qr_sizes,
-                      solve_batch, stacked_flags, unshared_overwrite_b, upload_operand, validated, working_copy)
+from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, potrf_lower, potrs_lower, request,
+                      scipy_qr_sizes, solve_batch, stacked_flags, unshared_overwrite_b, upload_operand, validated,
+                      working_copy)
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
@@ -373,8 +374,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     if outside is not None:
         return _refuse_pivots(lu, piv, b, n, outside, trans, overwrite_b, check_finite)
     # SciPy checks b only: the batched kernel does so as it reads it, SciPy's own call checks itself
-    plain_trans = isinstance(trans, (int, np.integer)) and trans in (0, 1, 2)  # others: as f2py reads them, SciPy's
-    plan, operands = _batched_solve("getrs", lu, b, False, supported=plain_trans, piv=piv)
+    plan, operands = _batched_solve("getrs", lu, b, False, supported=plain_trans(trans), piv=piv)
     if operands is None:
         return _scipy["lu_solve"](lu_and_piv, b, trans=trans, overwrite_b=unshared_overwrite_b(overwrite_b, lu, b, piv),
                                   check_finite=check_finite)

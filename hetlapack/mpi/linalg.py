@@ -16,7 +16,7 @@ from scipy.linalg import LinAlgWarning
 
 from ..compat._arrays import check_scipy_qr_mode, getrs_square_error, getrs_trans, potrs_lower, scipy_qr_sizes
 from ..dtypes import lapack_dtype
-from ..pivots import pivot_outside, refuse_pivot
+from ..pivots import check_pivots
 from . import solve as _solve
 from ._comm import agree_arguments, agreed
 from .geqrf import form_q, geqrf
@@ -235,9 +235,7 @@ def _check_pivots(pivots, n: int) -> None:
     would write outside ``b``)."""
     if np.shape(pivots) != (n,):
         raise ValueError(f"lu_solve: pivots of shape {np.shape(pivots)} do not match the LU factor of order {n}")
-    outside = pivot_outside(pivots, n)
-    if outside is not None:
-        refuse_pivot(outside, n)
+    check_pivots(pivots, n)
 
 
 def lu_solve(lu_and_piv: tuple[DistributedMatrix, np.ndarray], b: DistributedMatrix | ArrayLike, trans: int = 0,
