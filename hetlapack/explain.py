@@ -6,15 +6,16 @@ from numpy.typing import ArrayLike
 
 from .compat._arrays import request
 from .compat.scipy_linalg import lu_features, qr_route
+from .compat.scipy_rules import QR_LWORK_DEFAULT
 from .dispatch import OPS, Plan, choose
 
 
-def explain(op: str, a: ArrayLike, *, mode: str = "full", pivoting: bool = False, lwork: int | None = None) -> Plan:
+def explain(op: str, a: ArrayLike, *, mode: str = "full", pivoting: bool = False, lwork=QR_LWORK_DEFAULT) -> Plan:
     """The plan hetlapack would follow for ``op`` (a SciPy or LAPACK name) on ``a``, with its reason and the
     predicted seconds of every candidate path.
 
     ``mode``, ``pivoting`` and ``lwork`` are ``qr``'s own keywords that change the route (they are ignored for
-    the other operations).
+    the other operations); ``lwork``'s default is the installed SciPy's.
 
     Examples
     --------

@@ -436,7 +436,10 @@ def _assert_same_behaviour(case: Case, path: str | None, installed: bool) -> Non
     if isinstance(our_error, ValueError) and "cannot be honoured" in str(our_error):
         reject()
     assert (type(our_error), str(our_error)) == (type(their_error), str(their_error))
-    assert our_warnings == their_warnings
+    if their_error is None or not case.name.startswith("batched"):
+        # a list that fails: hetlapack.batched reads every matrix before it factors any (which bad matrix it names
+        # is its choice), and warns for every matrix's dtype, where a loop of SciPy's calls stops at the failure
+        assert our_warnings == their_warnings
     if their_error is None:
         _assert_results_equal(ours, theirs, case)
     if not case.may_overwrite:

@@ -130,7 +130,8 @@ def test_the_callers_matrix_is_uploaded_as_it_lies_and_never_written(layout):
     np.testing.assert_array_equal(piv, piv_ref)
     np.testing.assert_allclose(lu, lu_ref, atol=tol)
     np.testing.assert_allclose(r, sl.qr(kept_gen, mode="r")[0], atol=tol)
-    assert c.flags.f_contiguous and lu.flags.f_contiguous
+    assert c.flags.f_contiguous == sl.cholesky(kept_spd).flags.f_contiguous
+    assert lu.flags.f_contiguous == lu_ref.flags.f_contiguous
 
 
 def test_the_other_triangle_is_zeroed_on_the_device(monkeypatch):
@@ -143,7 +144,7 @@ def test_the_other_triangle_is_zeroed_on_the_device(monkeypatch):
         for lower in (False, True):
             np.testing.assert_allclose(hl.cholesky(a, lower=lower), sl.cholesky(a, lower=lower), atol=1e-12)
         c, _ = hl.cho_factor(a)
-    np.testing.assert_array_equal(np.tril(c, -1), np.tril(a, -1))
+    np.testing.assert_array_equal(np.tril(c, -1), np.tril(sl.cho_factor(a)[0], -1))  # SciPy 1.18 zeroes it too
 
 
 def test_overwrite_a_puts_the_factors_in_the_callers_fortran_matrix_as_scipy_does():
@@ -185,9 +186,12 @@ def test_infinities_and_nans_are_found_on_the_device_with_scipys_error(monkeypat
 def test_scipy_errors_come_out_of_the_device():
     a = spd(40)
     a[25, 25] = -1.0
+    with pytest.raises(np.linalg.LinAlgError) as theirs:
+        sl.cholesky(a)
     with hetlapack.using(path="gpu", devices=[EmulatedDevice(0)]):
-        with pytest.raises(np.linalg.LinAlgError, match="26-th leading minor of the array is not positive definite"):
+        with pytest.raises(np.linalg.LinAlgError) as ours:
             hl.cholesky(a)
+        assert str(ours.value) == str(theirs.value) and "26" in str(ours.value)
         singular = general(30)
         singular[:, 7] = 0.0
         with pytest.warns(sl.LinAlgWarning, match="Diagonal number 8 is exactly zero"):

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..devices.base import Device
+from ..errors import NotPositiveDefinite
 from ..runtime import Placement, Runtime, TiledMatrix, Trace
 from ._common import check_fortran_matrix, check_tile, flop_scale
 
@@ -24,15 +25,15 @@ def _potrf_tile(device: Device, a_kk, lower: bool, offset: int) -> None:
     """Factor a diagonal tile; a failure names the global 1-based leading minor, as SciPy does."""
     info = device.potrf(a_kk, lower)
     if info > 0:
-        raise np.linalg.LinAlgError(f"{offset + info}-th leading minor of the array is not positive definite")
+        raise NotPositiveDefinite(offset + info)
 
 
 def potrf(a: np.ndarray, *, lower: bool, tile: int | Sequence[int], devices: Sequence[Device] | None = None,
           placement: str | Placement = "owner", trace: Trace | None = None) -> None:
     """Cholesky factorization in place on the ``lower`` (or upper) triangle of a Fortran-ordered matrix.
 
-    Only that triangle is read and written. Raises ``numpy.linalg.LinAlgError`` naming the first leading minor
-    that is not positive definite.
+    Only that triangle is read and written. Raises :class:`~hetlapack.errors.NotPositiveDefinite` naming the first
+    leading minor that is not positive definite.
     """
     check_fortran_matrix(a, "potrf", square=True)
     nb = check_tile(tile)

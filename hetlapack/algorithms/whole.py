@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..devices.base import Device
+from ..errors import NotPositiveDefinite
 from ._common import check_matrix
 
 
@@ -50,7 +51,7 @@ def potrf(a: np.ndarray, *, lower: bool, device: Device, clean: bool = False,
     info = device.potrf(data, lower)
     if info > 0:
         device.free(data)
-        raise np.linalg.LinAlgError(f"{info}-th leading minor of the array is not positive definite")
+        raise NotPositiveDefinite(info)
     if clean:
         device.zero_other_triangle(data, lower)
     return _download(device, data, _result(a))

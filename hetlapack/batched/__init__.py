@@ -32,6 +32,7 @@ from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
 from ..compat._arrays import check_scipy_qr_mode, fortran_matrices, scipy_qr_sizes
+from ..compat.scipy_rules import cholesky_as_scipy, fortran_result, not_positive_definite, warn_dtypes_as_scipy
 from ..dispatch import current, model
 from ..dtypes import lapack_dtype
 from ..pivots import pivot_outside
@@ -50,15 +51,27 @@ def _as_matrix(index: int, a) -> np.ndarray:
     return array if array.dtype == dtype or not array.size else array.astype(dtype)
 
 
-def _prepare(matrices: Sequence) -> list[np.ndarray]:
-    return [_as_matrix(index, a) for index, a in enumerate(matrices)]
+def _prepare(matrices: Sequence, scipy_name: str | None = None) -> list[np.ndarray]:
+    """The matrices as :func:`_as_matrix` converts them, after the DeprecationWarnings SciPy's ``scipy_name`` gives
+    for their dtypes (SciPy 1.18's), each naming its matrix."""
+    arrays = [a if type(a) is np.ndarray else np.asarray(a) for a in matrices]
+    if scipy_name is not None:
+        for index, a in enumerate(arrays):
+            if a.size:  # an empty matrix is SciPy's own call's (:func:`_empty_results`), with its warnings
+                warn_dtypes_as_scipy(scipy_name, a.dtype, stacklevel=3, prefix=f"matrix {index}: ")
+    return [_as_matrix(index, a) for index, a in enumerate(arrays)]
 
 
 def _empty_results(arrays: list[np.ndarray], results: list, scipy_call: Callable) -> None:
-    """Fill the results of the empty matrices with SciPy's own (shapes and dtypes that no kernel computes)."""
+    """Fill the results of the empty matrices with SciPy's own (shapes and dtypes that no kernel computes), and
+    give its warnings for them, each naming its matrix."""
     for index, a in enumerate(arrays):
         if not a.size:
-            results[index] = scipy_call(a)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                results[index] = scipy_call(a)
+            for warning in caught:
+                warnings.warn(f"matrix {index}: {warning.message}", warning.category, stacklevel=3)
 
 
 def _grouped_stacks(checked: Sequence[bool], *arrays_per_matrix: list[np.ndarray]) -> list[tuple[list[int], list]]:
@@ -136,7 +149,7 @@ def cholesky(matrices: Sequence, lower: bool = False, *, check_finite: bool = Tr
     >>> info.tolist()
     [0, 1]
     """
-    arrays = _prepare(matrices)
+    arrays = _prepare(matrices, "cholesky")
     for index, a in enumerate(arrays):
         if a.shape[0] != a.shape[1]:
             raise ValueError(f"matrix {index}: Input array is expected to be square but has the shape: {a.shape}.")
@@ -144,8 +157,11 @@ def cholesky(matrices: Sequence, lower: bool = False, *, check_finite: bool = Tr
     info = np.zeros(len(arrays), dtype=kernels.INDEX_DTYPE)
     _empty_results(arrays, factors, lambda a: sla.cholesky(a, lower=lower))
     for indices, (stack,) in _grouped_stacks((check_finite,), arrays):
-        c, group_info = kernels.potrf(stack, lower=lower, clean=True, fortran=True,
-                                      lapack=_lapack_loop("potrf", stack))
+        def potrf(operand: np.ndarray, lower_triangle: bool, stack=stack) -> tuple[np.ndarray, np.ndarray]:
+            return kernels.potrf(operand, lower=lower_triangle, clean=True, fortran=True,
+                                 lapack=_lapack_loop("potrf", stack))
+
+        c, group_info = cholesky_as_scipy(potrf, stack, lower, stacked=True)
         info[indices] = group_info
         for index, factor in zip(indices, c):
             factors[index] = factor
@@ -153,7 +169,7 @@ def cholesky(matrices: Sequence, lower: bool = False, *, check_finite: bool = Tr
         return factors, info
     failed = _first_failure(info)
     if failed is not None:
-        raise LinAlgError(f"matrix {failed}: {info[failed]}-th leading minor of the array is not positive definite")
+        raise LinAlgError(f"matrix {failed}: {not_positive_definite(int(info[failed]))}")
     return factors
 
 
@@ -195,7 +211,7 @@ def lu_factor(matrices: Sequence, *, check_finite: bool = True,
     >>> info.tolist()
     [0, 1]
     """
-    arrays = _prepare(matrices)
+    arrays = _prepare(matrices, "lu_factor")
     factors: list[tuple[np.ndarray, np.ndarray]] = [None] * len(arrays)  # type: ignore[list-item]
     info = np.zeros(len(arrays), dtype=kernels.INDEX_DTYPE)
     _empty_results(arrays, factors, sla.lu_factor)
@@ -217,14 +233,16 @@ def _qr_results(stack: np.ndarray, mode: str, pivoting: bool) -> list[tuple]:
     ncols, rows = scipy_qr_sizes(mode, *stack.shape[-2:])
     if pivoting and mode == "raw":  # the LAPACK loop keeps no reflectors: SciPy's own call per matrix
         return [sla.qr(a, mode=mode, pivoting=True, check_finite=False) for a in stack]
+    fortran = fortran_result("qr", False, mode=mode, pivoting=pivoting)  # Q's layout (or raw's) in SciPy's result
     if pivoting:
-        q, r, p = kernels.geqp3(stack, ncols, rows, fortran=True)
+        q, r, p = kernels.geqp3(stack, ncols, rows, fortran=fortran)
         return list(zip(r, p)) if mode == "r" else list(zip(q, r, p))
     if mode == "raw":
         qr_stack, tau = kernels.geqrf(stack)
         r = np.triu(qr_stack[:, :rows, :])
-        return [((qr_i, tau_i), r_i) for qr_i, tau_i, r_i in zip(fortran_matrices(qr_stack), tau, r)]
-    q, r = kernels.qr(stack, ncols, rows, fortran=True, lapack=_lapack_loop("geqrf", stack))
+        qr_stack = fortran_matrices(qr_stack) if fortran else np.ascontiguousarray(qr_stack)
+        return [((qr_i, tau_i), r_i) for qr_i, tau_i, r_i in zip(qr_stack, tau, r)]
+    q, r = kernels.qr(stack, ncols, rows, fortran=fortran, lapack=_lapack_loop("geqrf", stack))
     if mode == "r":
         return [(r_i,) for r_i in r]
     return list(zip(q, r))
@@ -268,7 +286,7 @@ def qr(matrices: Sequence, mode: str = "full", pivoting: bool = False, *, check_
     True
     """
     check_scipy_qr_mode(mode)
-    arrays = _prepare(matrices)
+    arrays = _prepare(matrices, "qr")
     results: list[tuple] = [None] * len(arrays)  # type: ignore[list-item]
     _empty_results(arrays, results, lambda a: sla.qr(a, mode=mode, pivoting=pivoting))
     for indices, (stack,) in _grouped_stacks((check_finite,), arrays):

@@ -32,6 +32,22 @@ def device_name(a) -> str:
     return f"cuda:{a.device.id}" if is_cupy(a) else "cpu"
 
 
+def c_ordered_in_place(x: np.ndarray, block: int = 256) -> np.ndarray:
+    """A square Fortran-ordered matrix that owns its memory, as a C-ordered array in that same memory: its values are
+    transposed in place a block at a time (one block of scratch, where a copy would hold a second matrix), and the
+    transposed view returned. ``x`` is no longer to be read."""
+    n = x.shape[0]
+    for i in range(0, n, block):
+        rows = slice(i, i + block)
+        x[rows, rows] = x[rows, rows].T.copy()
+        for j in range(i + block, n, block):
+            cols = slice(j, j + block)
+            upper = x[rows, cols].copy()
+            x[rows, cols] = x[cols, rows].T
+            x[cols, rows] = upper.T
+    return x.T
+
+
 def fortran_matrices(x, xp=np):
     """A stack whose every matrix is Fortran-ordered, as SciPy's batch loop stacks LAPACK's outputs (``xp``: the
     array module, NumPy or CuPy)."""
@@ -94,7 +110,7 @@ def scipy_qr_sizes(mode: str, m: int, n: int) -> tuple[int, int]:
 def check_flags(*flags, values: np.ndarray | None = None) -> None:
     """SciPy hands f2py ``overwrite_a or copied`` (``overwrite_b`` alike), so f2py sees a flag's own value only when
     it is true, and rejects a non-integer one with this TypeError; the accelerated paths reject the same values the
-    same way (``lower``, which f2py reads otherwise, goes through :func:`potrf_lower` and :func:`potrs_lower`).
+    same way (``lower``, which f2py reads otherwise, goes through :func:`potrs_lower`).
     SciPy checks its array for infinities and NaNs before f2py sees a flag: given those ``values`` (when
     ``check_finite``), a bad flag on a bad array raises SciPy's ValueError instead."""
     for flag in flags:
@@ -107,25 +123,14 @@ def check_flags(*flags, values: np.ndarray | None = None) -> None:
                 raise
 
 
-#: A 2 x 2 Hermitian positive definite matrix, its lower Cholesky factor, and a right-hand side: which triangle
-#: f2py's potrf wrote, or which one its potrs read, shows the ``lower`` it understood.
-_PROBE, _PROBE_FACTOR, _PROBE_RHS = np.array([[1.0, 2.0], [2.0, 5.0]]), np.array([[1.0, 0.0], [2.0, 1.0]]), np.ones(2)
-
-
-def potrf_lower(dtype: np.dtype, lower, overwrite_a) -> bool:
-    """``lower`` as SciPy's potrf call understands it. SciPy hands its flags to f2py, which converts them its own way
-    (``lower=0.5`` and ``None`` mean upper, ``"1"`` lower) and raises its own errors (``lower=2``, ``overwrite_a=1.5``).
-    The accelerated paths make no f2py call, so they let f2py read the flags on a 2 x 2 matrix: the same errors,
-    texts and meaning (a false ``overwrite_a`` reaches f2py as SciPy's ``overwrite_a or copied`` does, as a false
-    integer). Call it where SciPy's potrf call would be: after the finiteness check."""
-    c, _ = get_lapack_funcs("potrf", dtype=dtype)(_PROBE.astype(dtype), lower=lower, overwrite_a=overwrite_a or 0,
-                                                  clean=1)
-    return bool(c[1, 0] != 0)
+#: A lower Cholesky factor and a right-hand side: which triangle f2py's potrs read shows the ``lower`` it understood.
+_PROBE_FACTOR, _PROBE_RHS = np.array([[1.0, 0.0], [2.0, 1.0]]), np.ones(2)
 
 
 def potrs_lower(dtype: np.dtype, lower, overwrite_b) -> bool:
-    """:func:`potrf_lower` for SciPy's potrs call (``cho_solve``): the flag its factor's triangle is read by. Read
-    as lower, the probe factor solves to ``[3, -1]``; read as upper, its upper triangle is the identity."""
+    """``lower`` as SciPy's potrs call (``cho_solve``) understands it: f2py converts the flag its own way and raises
+    its own errors, so the paths that make no f2py call let it read the flag on a 2 x 2 solve. Read as lower, the
+    probe factor solves to ``[3, -1]``; read as upper, its upper triangle is the identity."""
     x, _ = get_lapack_funcs("potrs", dtype=dtype)(_PROBE_FACTOR.astype(dtype), _PROBE_RHS.astype(dtype), lower=lower,
                                                   overwrite_b=overwrite_b or 0)
     return bool(x[1] != 1)
@@ -170,11 +175,6 @@ def getrs_square_error(dtype: np.dtype) -> None:
     dtype = np.dtype(dtype)
     get_lapack_funcs("getrs", dtype=dtype)(np.zeros((2, 1), dtype), np.zeros(1, np.int32), np.zeros(2, dtype))
     raise ValueError("the LU factor is not square")
-
-
-def stacked_flags(lower, batch: tuple[int, ...]) -> np.ndarray:
-    """``cho_factor``'s flags for a stack, as SciPy's batch loop returns them: ``lower`` as given, once per matrix."""
-    return np.array(np.broadcast_to(lower, (*batch, *np.shape(lower))))
 
 
 def solve_batch(factor_shape: tuple[int, ...], b_shape: tuple[int, ...],

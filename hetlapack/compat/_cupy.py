@@ -14,14 +14,15 @@ import functools
 import importlib
 
 import numpy as np
-from numpy.linalg import LinAlgError
 
 from ..dispatch import Plan, choose
 from ..pivots import check_pivots
-from ._arrays import (check_flags, fortran_matrices, getrs_trans, is_cupy, potrf_lower, potrs_lower, request,
-                      scipy_lapack_dtype, solve_batch, stacked_flags)
+from ._arrays import (check_flags, fortran_matrices, getrs_trans, is_cupy, potrs_lower, request, scipy_lapack_dtype,
+                      solve_batch)
 from ._originals import scipy_functions as _scipy
-from .scipy_linalg import _NOT_PD, _first_failure, _warn_singular
+from .scipy_linalg import _warn_singular, raise_first_failure
+from .scipy_rules import (cho_factor_cleans, cho_factor_flags, cholesky_lower, fortran_result, not_positive_definite,
+                          not_square, scipy_container)
 
 #: Warnings point at the caller of ``hetlapack.linalg``'s function, two frames up.
 _STACKLEVEL = 3
@@ -83,7 +84,7 @@ def _factor_input(name: str, op: str, a, check_finite: bool) -> tuple[object, ob
     if check_finite:
         _check_finite(xp, a1)
     if op == "potrf" and a1.shape[-1] != a1.shape[-2]:
-        raise ValueError(f"Input array is expected to be square but has the shape: {tuple(a1.shape[-2:])}.")
+        not_square(name, tuple(a1.shape))
     return xp, a1
 
 
@@ -92,24 +93,30 @@ def _planned(op: str, a1) -> tuple[Plan, object]:
     return choose(request(op, a1)[0]), a1.astype(_lapack_dtype(a1.dtype), copy=False)
 
 
-def _cholesky(name: str, a, lower, overwrite_a, check_finite, clean: bool):
-    """(plan, factor) of SciPy's function ``name`` on a CuPy matrix or stack, ``lower`` read as f2py reads it."""
+def _in_scipy_layout(xp, x, name: str):
+    """``x`` in the layout of SciPy's ``name`` results: Fortran-ordered matrices, or C-ordered (SciPy 1.18's)."""
+    return fortran_matrices(x, xp) if fortran_result(name, x.ndim > 2) else xp.ascontiguousarray(x)
+
+
+def _cholesky(name: str, a, lower, overwrite_a, check_finite, clean: bool | None):
+    """(plan, factor) of SciPy's function ``name`` on a CuPy matrix or stack, ``lower`` read as SciPy reads it;
+    ``clean`` as for the NumPy shim's (``None``: where SciPy's ``cho_factor`` zeroes the other triangle)."""
     xp, a1 = _factor_input(name, "potrf", a, check_finite)
+    dtype = _lapack_dtype(a1.dtype)
+    clean = cho_factor_cleans(a1, dtype, overwrite_a) if clean is None else clean
     plan, a1 = _planned("potrf", a1)
-    lower = potrf_lower(np.dtype(a1.dtype), lower, overwrite_a)
+    lower = cholesky_lower(lower, overwrite_a, np.dtype(a1.dtype))
     if plan.path == "batched":
         c, info = _batched().potrf(a1, lower=lower, clean=clean)
-        failure = _first_failure(info.get())
-        if failure is not None:
-            raise LinAlgError(_NOT_PD.format(failure[1]))
-        return plan, fortran_matrices(c, xp)
+        raise_first_failure(info.get())
+        return plan, _in_scipy_layout(xp, c, name)
     c, device = _on_device(xp, a1), _device(plan.devices[0])
     info = device.potrf(c, lower)
     if info > 0:
-        raise LinAlgError(_NOT_PD.format(info))
+        raise not_positive_definite(info)
     if clean:
         device.zero_other_triangle(c, lower)
-    return plan, c
+    return plan, _in_scipy_layout(xp, c, name)
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
@@ -120,10 +127,8 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     """:func:`scipy.linalg.cho_factor` of a CuPy matrix or stack: ``lower`` as given, once per matrix of a stack (a
     NumPy array, as SciPy's); :func:`cho_solve` reads it as f2py does."""
-    plan, c = _cholesky("cho_factor", a, lower, overwrite_a, check_finite, clean=False)
-    if plan.path == "batched":
-        return [c, stacked_flags(lower, c.shape[:-2])]
-    return c, lower
+    _, c = _cholesky("cho_factor", a, lower, overwrite_a, check_finite, clean=None)
+    return scipy_container("cho_factor", c.ndim > 2)((c, cho_factor_flags(lower, a, tuple(c.shape[:-2]))))
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True):

@@ -11,19 +11,20 @@ import dataclasses
 import warnings
 
 import numpy as np
-from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
 from ..dispatch import Plan, choose, compiled_kernels_unusable
 from ..dtypes import lapack_dtype
+from ..errors import NotPositiveDefinite
 from ..pivots import pivot_outside, refuse_pivot, rows_named
 from . import _run
-from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, potrf_lower, potrs_lower, request,
-                      scipy_qr_sizes, solve_batch, stacked_flags, unshared_overwrite_b, upload_operand, validated,
-                      working_copy)
+from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, potrs_lower, request, scipy_qr_sizes,
+                      solve_batch, unshared_overwrite_b, upload_operand, validated, working_copy)
 from ._originals import scipy_functions as _scipy
+from .scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy, cholesky_lower,
+                          fortran_in_place, fortran_result, not_positive_definite, refuse_flags, scipy_container,
+                          scipy_returns, warn_dtypes_as_scipy)
 
-_NOT_PD = "{}-th leading minor of the array is not positive definite"
 _SINGULAR = "Diagonal number {} is exactly zero. Singular matrix."
 
 
@@ -46,7 +47,7 @@ def qr_route(a, mode: str, pivoting: bool, lwork) -> tuple[str, tuple[str, ...]]
     comes before anything else, as in SciPy, whatever path is forced."""
     check_scipy_qr_mode(mode)
     op = "geqp3" if pivoting else "geqrf"
-    host_only = (("lwork", lwork is not None), ("mode='raw' on a stack", mode == "raw" and np.ndim(a) > 2))
+    host_only = (("lwork", lwork is not QR_LWORK_DEFAULT), ("mode='raw' on a stack", mode == "raw" and np.ndim(a) > 2))
     return op, tuple(name for name, used in host_only if used)
 
 
@@ -55,13 +56,14 @@ def lu_features(a) -> tuple[str, ...]:
     return ("lu (P, L, U)",) if is_cupy(a) else ()
 
 
-def _first_failure(info: np.ndarray) -> tuple[tuple[int, ...], int] | None:
-    """The first matrix (in C order, as SciPy's batch loop meets them) whose info is positive."""
-    failed = np.argwhere(np.asarray(info) > 0)
-    if failed.size == 0:
-        return None
-    index = tuple(failed[0])
-    return index, int(np.asarray(info)[index])
+def raise_first_failure(info: np.ndarray) -> None:
+    """SciPy's LinAlgError for the first matrix (in C order, as SciPy's batch loop meets them) whose Cholesky
+    ``info`` is positive, if any."""
+    info = np.asarray(info)
+    failed = np.argwhere(info > 0)
+    if failed.size:
+        index = tuple(int(i) for i in failed[0])
+        raise not_positive_definite(int(info[index]), index, info.shape)
 
 
 def _warn_singular(info, stacklevel: int) -> None:
@@ -97,22 +99,33 @@ def _kernel_checked(plan: Plan, arr, check_finite: bool) -> np.ndarray:
     return validated(arr, check_finite and not _checked_where_read(plan))
 
 
-def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool):
-    """Common worker of ``cholesky`` and ``cho_factor`` on the accelerated paths: returns (c, info-checked)."""
+def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool | None):
+    """Common worker of ``cholesky`` and ``cho_factor`` on the accelerated paths: returns (c in SciPy's layout, plan,
+    the array read), or ``(None, plan, _)`` for the host path, SciPy's own call. ``clean`` zeroes the other
+    triangle; ``None`` does where the installed SciPy's ``cho_factor`` does."""
     plan, arr, dtype = _plan("potrf", a)
     if plan.path == "host":
         return None, plan, arr
     a1 = _kernel_checked(plan, arr, check_finite)
     try:
-        factor_lower = potrf_lower(dtype, lower, overwrite_a)
+        factor_lower = cholesky_lower(lower, overwrite_a, dtype)
     except Exception:
-        validated(arr, check_finite)  # SciPy checks finiteness before f2py reads the flags
+        validated(arr, check_finite)  # SciPy checks finiteness before it reads the flags
         raise
-    c, info = _run.potrf(plan, _operand(plan, a1, a, dtype, bool(overwrite_a)), factor_lower, clean, fortran=True,
-                         check_finite=check_finite and _checked_where_read(plan))
-    failure = _first_failure(info)
-    if failure is not None:
-        raise LinAlgError(_NOT_PD.format(failure[1]))
+    if clean is None:
+        clean = cho_factor_cleans(arr, dtype, overwrite_a)
+    warn_dtypes_as_scipy("cholesky", arr.dtype, stacklevel=3)
+
+    def potrf(operand: np.ndarray, lower_triangle: bool) -> tuple[np.ndarray, np.ndarray]:
+        return _run.potrf(plan, _operand(plan, operand, a, dtype, bool(overwrite_a)), lower_triangle, clean,
+                          fortran=True, check_finite=check_finite and _checked_where_read(plan))
+
+    in_place = fortran_in_place(arr, dtype, overwrite_a)
+    try:
+        c, info = cholesky_as_scipy(potrf, a1, factor_lower, arr.ndim > 2, in_place)
+    except NotPositiveDefinite as error:
+        raise not_positive_definite(error.minor) from None
+    raise_first_failure(info)
     return c, plan, arr
 
 
@@ -158,9 +171,9 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     """
     if is_cupy(a):
         return _on_gpu().cholesky(a, lower, overwrite_a, check_finite)
-    c, plan, arr = _cholesky(a, lower, overwrite_a, check_finite, clean=True)
+    c, _, _ = _cholesky(a, lower, overwrite_a, check_finite, clean=True)
     if c is None:
-        return _scipy["cholesky"](arr, lower=lower, overwrite_a=overwrite_a, check_finite=check_finite)
+        return _scipy["cholesky"](a, lower=lower, overwrite_a=overwrite_a, check_finite=check_finite)
     return c
 
 
@@ -203,12 +216,10 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     """
     if is_cupy(a):
         return _on_gpu().cho_factor(a, lower, overwrite_a, check_finite)
-    c, plan, arr = _cholesky(a, lower, overwrite_a, check_finite, clean=False)
+    c, _, arr = _cholesky(a, lower, overwrite_a, check_finite, clean=None)
     if c is None:
-        return _scipy["cho_factor"](arr, lower=lower, overwrite_a=overwrite_a, check_finite=check_finite)
-    if plan.path == "batched":
-        return [c, stacked_flags(lower, c.shape[:-2])]
-    return c, lower
+        return _scipy["cho_factor"](a, lower=lower, overwrite_a=overwrite_a, check_finite=check_finite)
+    return scipy_container("cho_factor", arr.ndim > 2)((c, cho_factor_flags(lower, a, arr.shape[:-2])))
 
 
 def _batched_solve_operands(c, b, check_finite: bool, piv=None):
@@ -282,6 +293,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
         return _scipy["cho_solve"](c_and_lower, b, overwrite_b=unshared_overwrite_b(overwrite_b, c, b),
                                    check_finite=check_finite)
     c2, b2, vector, _ = operands
+    warn_dtypes_as_scipy("cho_solve", np.asarray(c).dtype, np.asarray(b).dtype, stacklevel=2)
     x = _run.potrs(plan, c2, b2, potrs_lower(c2.dtype, lower, overwrite_b))
     return np.ascontiguousarray(x[..., 0]) if vector else x
 
@@ -326,13 +338,15 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
         return _on_gpu().lu_factor(a, overwrite_a, check_finite)
     plan, arr, dtype = _plan("getrf", a)
     if plan.path == "host":
-        return _scipy["lu_factor"](arr, overwrite_a=overwrite_a, check_finite=check_finite)
-    check_flags(overwrite_a, values=arr if check_finite else None)
+        return _scipy["lu_factor"](a, overwrite_a=overwrite_a, check_finite=check_finite)
+    warn_dtypes_as_scipy("lu_factor", arr.dtype, stacklevel=2)
+    refuse_flags("lu_factor", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)
     a1 = _kernel_checked(plan, arr, check_finite)
-    lu, piv, info = _run.getrf(plan, _operand(plan, a1, a, dtype, overwrite_a), fortran=True,
-                               check_finite=check_finite)
+    stacked = arr.ndim > 2
+    lu, piv, info = _run.getrf(plan, _operand(plan, a1, a, dtype, overwrite_a),
+                               fortran=fortran_result("lu_factor", stacked), check_finite=check_finite)
     _warn_singular(info, stacklevel=2)
-    return [lu, np.ascontiguousarray(piv, dtype=np.int32)] if plan.path == "batched" else (lu, piv)
+    return scipy_returns("lu_factor", (lu, piv.astype(np.int32, copy=False)), stacked, in_place=arr)
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
@@ -379,6 +393,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
         return _scipy["lu_solve"](lu_and_piv, b, trans=trans, overwrite_b=unshared_overwrite_b(overwrite_b, lu, b, piv),
                                   check_finite=check_finite)
     lu2, b2, vector, n = operands
+    warn_dtypes_as_scipy("lu_solve", np.asarray(lu).dtype, np.asarray(b).dtype, stacklevel=2)
     piv2 = np.broadcast_to(np.asarray(piv), lu2.shape[:-2] + (n,))
     x = _run.getrs(plan, lu2, piv2, b2, trans=trans, check_finite=check_finite)
     check_flags(overwrite_b)  # where SciPy's getrs call reads it: after b's finiteness check
@@ -444,16 +459,18 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     """
     plan, arr, dtype = _plan("getrf", a, lu_features(a))
     if plan.path == "host" or np.shape(arr)[-2:] == (1, 1) or compiled_kernels_unusable():
-        return _scipy["lu"](arr, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
+        return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)
     a1 = _kernel_checked(plan, arr, check_finite)
-    # SciPy's lu writes only into a C-ordered input, in a layout of its own; these paths factor Fortran-ordered
-    # matrices, so they never write into the caller's (the flag permits, it does not require)
+    warn_dtypes_as_scipy("lu", arr.dtype, stacklevel=2)
+    # SciPy's lu may write into its input (a C-ordered one before 1.18, a Fortran-ordered one since), in a layout of
+    # its own; these paths never write into the caller's (the flag permits, it does not require)
     packed, piv, _ = _run.getrf(plan, _operand(plan, a1, a, dtype, overwrite_a=False), check_finite=check_finite)
-    return _p_l_u(packed, piv, permute_l, p_indices)
+    options = {"permute_l": permute_l, "p_indices": p_indices}
+    return scipy_returns("lu", _p_l_u(packed, piv, permute_l, p_indices), arr.ndim > 2, **options)
 
 
-def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False, check_finite=True):
     """
     Compute QR decomposition of a matrix (SciPy-compatible).
 
@@ -497,21 +514,23 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     op, features = qr_route(a, mode, pivoting, lwork)
     plan, arr, dtype = _plan(op, a, features)
     if plan.path == "host":
-        return _scipy["qr"](arr, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
+        return _scipy["qr"](a, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
                             check_finite=check_finite)
-    check_flags(overwrite_a, values=arr if check_finite else None)
+    refuse_flags("qr", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)
     a1 = _kernel_checked(plan, arr, check_finite)
+    warn_dtypes_as_scipy("qr", arr.dtype, stacklevel=2)
     work = _operand(plan, a1, a, dtype, overwrite_a)
     ncols, rows = scipy_qr_sizes(mode, *work.shape[-2:])
+    stacked, options = arr.ndim > 2, {"mode": mode, "pivoting": pivoting}
     if mode == "raw":  # one matrix without pivoting: geqrf's output and tau, R from its first rows, as SciPy's
         packed, tau = _run.geqrf(plan, work, check_finite)
-        return (packed, tau), np.triu(packed[:rows, :])
-    if pivoting:  # a stack (one matrix stays on the host path): SciPy's batch loop returns a list
-        q, r, p = _run.qr_pivoted(plan, work, ncols, rows, fortran=True, check_finite=check_finite)
-        return [r, p] if mode == "r" else [q, r, p]
-    q, r = _run.qr(plan, work, ncols, rows, fortran=True, check_finite=check_finite)
-    if mode == "r":
-        return np.ascontiguousarray(r) if plan.path == "batched" else (r,)
-    if plan.path == "batched":
-        return [q, np.ascontiguousarray(r)]
-    return q, r
+        qr_raw, tau, r = scipy_returns("qr", (packed, tau, np.triu(packed[:rows, :])), stacked, in_place=arr,
+                                       **options)
+        return (qr_raw, tau), r
+    fortran = fortran_result("qr", stacked, **options)
+    if pivoting:  # a stack (one matrix stays on the host path)
+        q, r, p = _run.qr_pivoted(plan, work, ncols, rows, fortran=fortran, check_finite=check_finite)
+    else:
+        (q, r), p = _run.qr(plan, work, ncols, rows, fortran=fortran, check_finite=check_finite), None
+    outputs = (r,) if mode == "r" else (q, r)
+    return scipy_returns("qr", (*outputs, *(() if p is None else (p,))), stacked, in_place=arr, **options)

@@ -1,0 +1,210 @@
+"""SciPy's contract as the installed release defines it (1.16 up to the current one).
+
+Each rule asks the installed SciPy itself where a 2 x 2 probe can tell: how it reads a flag and which flags it
+refuses (its own function is called on the probe with the caller's flags), and the layout and container of its
+results. Only what no probe gives cheaply keys on the version: the texts of errors that name a matrix of a stack,
+and the dtype deprecation of SciPy 1.18. The accelerated paths never call SciPy on the user's matrix, so these rules
+are what keeps their results, errors and warnings the installed SciPy's.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import scipy
+from numpy.lib import NumpyVersion
+from numpy.linalg import LinAlgError
+
+from ._arrays import c_ordered_in_place, fortran_matrices
+from ._originals import scipy_functions as _scipy
+
+#: SciPy 1.18 runs the batch loops of ``cholesky``, ``lu`` and ``qr`` in compiled code: its errors name the
+#: failing slice, its results are C-ordered, and it deprecates dtypes LAPACK does not compute in.
+COMPILED_BATCH_LOOPS = NumpyVersion(scipy.__version__) >= "1.18.0"
+
+#: ``scipy.linalg.qr``'s default ``lwork`` (``None`` before SciPy 1.18, a sentinel after): any other value, ``None``
+#: included where it is not the default, is SciPy's to handle (1.18 warns that it is deprecated).
+QR_LWORK_DEFAULT = inspect.signature(_scipy["qr"]).parameters["lwork"].default
+
+#: A 2 x 2 symmetric positive definite matrix (``L = [[1, 0], [2, 1]]``): small enough that a call costs
+#: microseconds, with a lower and an upper triangle that tell which one a factor came from.
+_PROBE = np.array([[1.0, 2.0], [2.0, 5.0]])
+
+
+def _probe(stacked: bool) -> np.ndarray:
+    """A fresh probe of Fortran-ordered matrices (a stack of two with ``stacked``): SciPy may write into it."""
+    return fortran_matrices(np.stack([_PROBE, _PROBE]) if stacked else _PROBE)
+
+
+def _plain(flag) -> bool:
+    """Whether every SciPy release reads ``flag`` as itself: ``False``, ``True``, ``0``, ``1`` (no probe needed)."""
+    return type(flag) in (bool, int) and flag in (0, 1)
+
+
+def call_with_flags(name: str, dtype: np.dtype, **flags):
+    """SciPy's own ``name`` on the probe in ``dtype`` (the LAPACK dtype it computes in: f2py's errors name the
+    routine) with the caller's flags: its result, or its error for a flag it refuses."""
+    return _scipy[name](_probe(stacked=False).astype(dtype), **flags)
+
+
+def refuse_flags(name: str, dtype: np.dtype, values: np.ndarray | None = None, **flags) -> None:
+    """Raise what SciPy's ``name`` raises for these flags, if anything. SciPy checks its array for infinities and
+    NaNs before it reads a flag: given those ``values`` (when ``check_finite``), a bad flag on a bad array raises
+    SciPy's ValueError instead."""
+    if all(_plain(flag) or flag is None for flag in flags.values()):
+        return
+    try:
+        call_with_flags(name, dtype, **flags)
+    except Exception:
+        if values is not None:
+            np.asarray_chkfinite(values)
+        raise
+
+
+def cholesky_lower(lower, overwrite_a, dtype: np.dtype) -> bool:
+    """``lower`` as SciPy's Cholesky in ``dtype`` reads it (f2py's conversion before 1.18: ``0.5`` and ``None`` mean
+    upper; truthiness since), raising SciPy's error for the flags it refuses."""
+    if _plain(lower) and (_plain(overwrite_a) or overwrite_a is None):
+        return bool(lower)
+    c = call_with_flags("cholesky", dtype, lower=lower, overwrite_a=overwrite_a)
+    return bool(c[1, 0] != 0)
+
+
+@functools.cache
+def _result(name: str, stacked: bool, options: tuple) -> object:
+    return _scipy[name](_probe(stacked), **dict(options))
+
+
+def _arrays(result) -> list[np.ndarray]:
+    """The arrays of a result, nested tuples (``qr``'s raw mode) flattened, in order."""
+    if isinstance(result, np.ndarray):
+        return [result]
+    return [x for item in result for x in _arrays(item)]
+
+
+def _in_layout(x: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """``x`` (a result of the shim's own, not the caller's array) laid out as SciPy's ``like``: Fortran-ordered
+    matrices or a C-ordered array (``x`` itself where it already is). A square Fortran-ordered matrix that owns its
+    memory is made C-ordered in that memory, so that the conversion holds no second matrix."""
+    if not like.flags.c_contiguous:
+        return fortran_matrices(x)
+    square = x.ndim == 2 and x.shape[0] == x.shape[1]
+    if square and x.flags.f_contiguous and not x.flags.c_contiguous and x.flags.owndata and x.flags.writeable:
+        return c_ordered_in_place(x)
+    return np.ascontiguousarray(x)
+
+
+def scipy_returns(name: str, outputs: tuple[np.ndarray, ...], stacked: bool, in_place: np.ndarray | None = None,
+                  **options):
+    """``outputs`` (SciPy's arrays for this call of ``name``, in order) returned as SciPy returns them: each in the
+    layout and all in the container (tuple, list or a bare array) SciPy's own ``name`` gives for a matrix or a stack
+    with these ``options``. A result written into the caller's ``in_place`` array keeps that array's layout, as
+    SciPy's does."""
+    reference = _result(name, stacked, tuple(sorted(options.items())))
+    laid = tuple(x if in_place is not None and np.may_share_memory(x, in_place) else _in_layout(x, like)
+                 for x, like in zip(outputs, _arrays(reference), strict=True))
+    return laid[0] if isinstance(reference, np.ndarray) else type(reference)(laid)
+
+
+def scipy_container(name: str, stacked: bool, **options) -> type:
+    """The sequence type (tuple or list) SciPy's ``name`` returns for a matrix or a stack."""
+    return type(_result(name, stacked, tuple(sorted(options.items()))))
+
+
+def fortran_result(name: str, stacked: bool, **options) -> bool:
+    """Whether the first result of SciPy's ``name`` holds Fortran-ordered matrices."""
+    return not _arrays(_result(name, stacked, tuple(sorted(options.items()))))[0].flags.c_contiguous
+
+
+def cholesky_as_scipy(potrf: Callable, a, lower: bool, stacked: bool, in_place: bool = False):
+    """``potrf(operand, lower) -> (factors, info)``, a Cholesky factorization that writes Fortran-ordered factors, run
+    on ``a`` as the installed SciPy runs its own. Where SciPy returns C-ordered factors (1.18 on), it factors
+    ``A^T`` with the other triangle: the lower factor of ``A^T = conj(A)`` is ``conj(L)``, whose transpose is
+    ``L^H = U``, so the factors come out C-ordered with no transposing copy, and LAPACK's bits are SciPy's. Where
+    SciPy factors a Fortran-ordered matrix in place (``in_place``: :func:`fortran_in_place`), its factor is
+    Fortran-ordered, and so is this one."""
+    if fortran_result("cholesky", stacked) or in_place:
+        return potrf(a, lower)
+    c, info = potrf(np.swapaxes(a, -1, -2), not lower)
+    return np.swapaxes(c, -1, -2), info
+
+
+def cho_factor_flags(lower, a, batch: tuple[int, ...]):
+    """The ``lower`` that SciPy's ``cho_factor`` returns beside the factor of ``a`` (the caller's argument):
+    ``np.tile`` of it over ``a``'s batch since SciPy 1.18 (read from ``a.shape``, as SciPy does), before it
+    ``lower`` itself for a matrix and an array of it per matrix for a stack."""
+    if isinstance(_result("cho_factor", False, ())[1], np.ndarray):
+        return np.tile(lower, reps=a.shape[:-2])
+    if not batch:
+        return lower
+    return np.array(np.broadcast_to(lower, (*batch, *np.shape(lower))))
+
+
+def cholesky_in_place(a: np.ndarray, dtype: np.dtype, overwrite_a) -> bool:
+    """Whether SciPy's Cholesky of ``a`` (the array it reads, computed in ``dtype``) factors a 2-D matrix in place,
+    in the caller's contiguous array (``overwrite_a``) or in a converted copy of its own, so that its factor keeps
+    that array's layout (SciPy 1.18 on; before, f2py's factors are Fortran-ordered whatever the input)."""
+    if not COMPILED_BATCH_LOOPS or a.ndim != 2:
+        return False
+    copied = a.dtype.char != dtype.char or not (getattr(a.flags, "aligned", True) and a.dtype.isnative)
+    return copied or (bool(overwrite_a) and (a.flags.f_contiguous or a.flags.c_contiguous))
+
+
+def cho_factor_cleans(a: np.ndarray, dtype: np.dtype, overwrite_a) -> bool:
+    """Whether SciPy's ``cho_factor`` zeroes the triangle its factor leaves unused: never before 1.18; since, unless
+    it factors in place (:func:`cholesky_in_place`)."""
+    return COMPILED_BATCH_LOOPS and not cholesky_in_place(a, dtype, overwrite_a)
+
+
+def fortran_in_place(a: np.ndarray, dtype: np.dtype, overwrite_a) -> bool:
+    """Whether SciPy's Cholesky factors ``a`` in place in Fortran order (a Fortran-ordered matrix, or one its
+    converted copy lays out so: NumPy's ``astype`` keeps the order of the strides), its factor then Fortran-ordered
+    where SciPy's are otherwise C-ordered."""
+    return cholesky_in_place(a, dtype, overwrite_a) and abs(a.strides[0]) < abs(a.strides[1])
+
+
+def not_positive_definite(minor: int, index: tuple[int, ...] = (), batch: tuple[int, ...] = ()) -> LinAlgError:
+    """SciPy's error for a Cholesky factorization whose ``minor``-th leading minor (1-based) is not positive
+    definite, in matrix ``index`` of a stack of shape ``batch`` (the first failure in C order)."""
+    if COMPILED_BATCH_LOOPS:
+        flat = int(np.ravel_multi_index(index, batch)) if batch else 0
+        return LinAlgError(f"Internal potrf return info = [{minor}] for slices [{flat}].")
+    return LinAlgError(f"{minor}-th leading minor of the array is not positive definite")
+
+
+def not_square(name: str, shape: tuple[int, ...]) -> None:
+    """Raise SciPy's own error for a matrix (or stack) of this shape that ``name`` needs square, from a stand-in of
+    that shape that holds no memory."""
+    _scipy[name](np.broadcast_to(np.float64(1.0), shape), check_finite=False)
+    raise ValueError(f"expected square matrices, got the shape {shape}")
+
+
+#: SciPy's functions on probe operands of the caller's dtypes (a matrix; a factor and a right-hand side for solves).
+_DTYPE_PROBES: dict[str, Callable] = {
+    "cho_solve": lambda c, b: _scipy["cho_solve"]((c, False), b[:, 0]),
+    "lu_solve": lambda lu, b: _scipy["lu_solve"]((lu, np.arange(2)), b[:, 0]),
+}
+
+
+@functools.cache
+def _dtype_warnings(name: str, dtypes: tuple[np.dtype, ...]) -> tuple[str, ...]:
+    operands = [_PROBE.astype(dtype) for dtype in dtypes]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            _DTYPE_PROBES.get(name, _scipy[name])(*operands)
+        except Exception:  # noqa: BLE001, S110 - only the warnings given before any error are asked for
+            pass
+    return tuple(str(w.message) for w in caught if issubclass(w.category, DeprecationWarning))
+
+
+def warn_dtypes_as_scipy(name: str, *dtypes: np.dtype, stacklevel: int, prefix: str = "") -> None:
+    """The DeprecationWarnings SciPy's ``name`` gives for operands of these dtypes (SciPy 1.18's for the dtypes LAPACK
+    does not compute in: float16, long double, bool ...), asked of SciPy on probe operands, each after ``prefix``,
+    pointing ``stacklevel`` frames above the caller."""
+    for text in _dtype_warnings(name, tuple(np.dtype(dtype) for dtype in dtypes)):
+        warnings.warn(prefix + text, DeprecationWarning, stacklevel=stacklevel + 1)
