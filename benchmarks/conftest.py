@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from hetlapack.dispatch import model
+from hetlapack.dispatch.hardware import detect
 
 QUICK = os.environ.get("HETLAPACK_BENCH_QUICK") == "1"
 if QUICK:
@@ -31,6 +32,13 @@ def _flops(group: str, n: int) -> float | None:
         return None
     factor = 2.0 if "economic" in group else 1.0
     return factor * model.flops(op, n, n)
+
+
+def pytest_report_header(config) -> list[str]:
+    """Every benchmark table's head: the CPU, BLAS and its kernels (test_dgemm.py gives the same run's DGEMM), and
+    the variables that pin OpenBLAS to older kernels, which a benchmark command unsets."""
+    pinned = {name: os.environ[name] for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if name in os.environ}
+    return [*str(detect()).splitlines()[:2], f"OpenBLAS pinned by: {pinned or 'nothing (its own kernels)'}"]
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ class Hardware:
     mpi: str | None
 
     def __str__(self) -> str:
-        blas = "; ".join(f"{b.get('internal_api')} {b.get('version')} ({b.get('num_threads')} threads)"
-                         for b in self.blas)
+        blas = "; ".join(f"{b.get('internal_api')} {b.get('version')} ({b.get('architecture') or '?'} kernels, "
+                         f"{b.get('num_threads')} threads)" for b in self.blas)
         gpus = ", ".join(self.gpus) if self.gpus else f"none ({self.gpu_reason})"
         return "\n".join(
             [

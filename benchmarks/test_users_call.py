@@ -1,0 +1,52 @@
+"""The call users make, beside SciPy's: a C-ordered NumPy array with SciPy's default flags (the first row of every
+group), then a Fortran-ordered copy with ``overwrite_a=True, check_finite=False`` (the second); float64.
+
+Run on a quiet machine, OpenBLAS on its own kernels (the header names the CPU and kernel; test_dgemm.py in the same
+run gives the DGEMM rate):
+``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE pytest benchmarks/test_users_call.py benchmarks/test_dgemm.py
+--benchmark-only --benchmark-group-by=group``. Sizes: ``HETLAPACK_BENCH_SIZES`` (default 1000,2000,4000).
+"""
+
+import os
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import hetlapack
+import hetlapack.linalg as hla
+from hetlapack.testing import general, spd
+
+SIZES = [int(n) for n in os.environ.get("HETLAPACK_BENCH_SIZES", "1000,2000,4000").split(",")]
+#: name: (matrix kind, the call on a module (scipy.linalg or hetlapack.linalg), explain's operation)
+CALLS = {
+    "cholesky": ("spd", lambda m, a, **kw: m.cholesky(a, lower=True, **kw), "cholesky"),
+    "cho_factor": ("spd", lambda m, a, **kw: m.cho_factor(a, **kw), "cho_factor"),
+    "lu_factor": ("general", lambda m, a, **kw: m.lu_factor(a, **kw), "lu_factor"),
+    "qr economic": ("general", lambda m, a, **kw: m.qr(a, mode="economic", **kw), "qr"),
+    "qr r": ("general", lambda m, a, **kw: m.qr(a, mode="r", **kw), "qr"),
+}
+#: the two rows of each group: SciPy's defaults on a C-ordered array, then the call that lets LAPACK copy nothing
+LAYOUTS = {"C default": ("C", {}), "F overwrite no-check": ("F", {"overwrite_a": True, "check_finite": False})}
+
+
+@pytest.fixture(scope="module", params=SIZES, ids=lambda n: f"n={n}")
+def matrices(request):
+    n = request.param
+    return {"spd": spd(n), "general": general(n, n, seed=n)}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("library", ["scipy", "hetlapack"])
+@pytest.mark.parametrize("name", list(CALLS))
+def test_users_call(benchmark, matrices, name, library, layout):
+    kind, call, op = CALLS[name]
+    order, flags = LAYOUTS[layout]
+    a = matrices[kind]
+    n = a.shape[0]
+    module = sl if library == "scipy" else hla
+    benchmark.group = f"{name} n={n} {layout}"
+    if library == "hetlapack":
+        benchmark.extra_info["path"] = hetlapack.explain(op, a).path
+    benchmark.pedantic(lambda x: call(module, x, **flags), setup=lambda: ((np.array(a, order=order),), {}),
+                       rounds=max(3, 6000 // n), warmup_rounds=1)
