@@ -22,6 +22,7 @@ import numpy as np
 from numba import types
 
 from ..devices import _lapack_pointers
+from ..imports import importing
 from ..pivots import check_pivots
 from ..runtime.blas_threads import one_thread_per_call
 from . import _cholesky, _lapack_each, _lu, _qr, _solve
@@ -100,7 +101,8 @@ def compiled(op: str, dtype: np.dtype) -> Callable:
     """
     dispatcher, kinds = _ARGUMENTS[op]
     signature = types.none(*(_numba_type(kind, dtype) for kind in kinds))
-    return numba.jit(signature, cache=True, **dispatcher.targetoptions)(dispatcher.py_func)
+    with importing():  # numba imports its lowering registries on its first compilation
+        return numba.jit(signature, cache=True, **dispatcher.targetoptions)(dispatcher.py_func)
 
 
 def _check_dtype(a: np.ndarray) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.linalg import LinAlgError
 
 from ..dispatch import Plan, choose
+from ..imports import load
 from ..pivots import check_pivots
 from ._arrays import (check_flags, fortran_matrices, getrs_trans, is_cupy, potrf_lower, potrs_lower, request,
                       scipy_lapack_dtype, solve_batch, stacked_flags)
@@ -28,7 +29,7 @@ _STACKLEVEL = 3
 
 
 def _batched():
-    return importlib.import_module("hetlapack.batched.cuda_batched")
+    return load("hetlapack.batched.cuda_batched")
 
 
 def _module(a):

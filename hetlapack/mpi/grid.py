@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 from dataclasses import dataclass
 from typing import Any
+
+from ..forking import ForkSafeLock
 
 
 #: Environment variables through which MPI launchers (MPICH's Hydra, Open MPI) announce the number of ranks.
@@ -56,7 +57,7 @@ def _near_square(size: int) -> tuple[int, int]:
 
 #: The default grid (:meth:`ProcessGrid.default`), made by its first caller under the lock.
 _default: "ProcessGrid | None" = None
-_default_lock = threading.Lock()
+_default_lock = ForkSafeLock()
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
-import threading
 from collections.abc import Iterator
 
 from ..devices.cpu import usable_cores
+from ..forking import ForkSafeLock, reset_after_fork
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 #: Caps asked for by the runtimes running now, and the limiter holding the limits from before the first of them.
 _caps: list[int] = []
 _earlier = None
@@ -61,18 +60,15 @@ def _restore(limiter) -> None:
         limiter.restore_original_limits()
 
 
+@reset_after_fork
 def _forget_runtimes_in_child() -> None:
     """After fork: the child runs none of the parent's runtimes, so it drops their caps and gets the limits from
     before them back."""
-    global _earlier, _lock
-    _lock = threading.Lock()
+    global _earlier
     if _caps:
         _caps.clear()
         _restore(_earlier)
         _earlier = None
-
-
-os.register_at_fork(after_in_child=_forget_runtimes_in_child)
 
 
 def threads_per_worker(workers: int, cores: int | None = None) -> int:
