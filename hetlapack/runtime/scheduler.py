@@ -76,7 +76,7 @@ class Runtime:
         self._running = 0
         self._stopping = False
         self._error: BaseException | None = None
-        self._blas_limit: contextlib.AbstractContextManager | None = None
+        self._blas_limit: contextlib.ExitStack | None = None
 
     @staticmethod
     def _resolve(devices):
@@ -84,7 +84,14 @@ class Runtime:
 
     # --- lifecycle --------------------------------------------------------------------------------------------
     def __enter__(self) -> Self:
-        self.start()
+        """Start the workers; an interrupt or error while they start stops those started and lifts the BLAS cap
+        (``__exit__`` does not run when ``__enter__`` raises)."""
+        try:
+            self.start()
+        except BaseException as error:
+            self._cancel(error)
+            self.wait(reraise=False)
+            raise
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -95,8 +102,8 @@ class Runtime:
     def start(self) -> None:
         """Start the worker threads (several for a device with ``workers > 1``) and cap BLAS threads."""
         host_workers = sum(d.workers for d in self.devices if d.host_compute)
-        self._blas_limit = blas_threads(host_workers)
-        self._blas_limit.__enter__()
+        self._blas_limit = contextlib.ExitStack()
+        self._blas_limit.enter_context(blas_threads(host_workers))
         for index, device in enumerate(self.devices):
             for worker in range(device.workers):
                 thread = threading.Thread(target=self._work, args=(index, worker), daemon=True,
@@ -129,7 +136,7 @@ class Runtime:
         finally:
             self._coherence.close()
             if self._blas_limit is not None:
-                self._blas_limit.__exit__(None, None, None)
+                self._blas_limit.close()
                 self._blas_limit = None
         if interrupted is not None:
             raise interrupted
