@@ -18,9 +18,9 @@ from ..dispatch import Plan, choose, compiled_kernels_unusable
 from ..dtypes import lapack_dtype
 from ..pivots import pivot_outside, refuse_pivot, rows_named
 from . import _run
-from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, potrf_lower, potrs_lower, request,
-                      scipy_qr_sizes, solve_batch, stacked_flags, unshared_overwrite_b, upload_operand, validated,
-                      working_copy)
+from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, potrf_lower, potrs_lower,
+                      read_overwrite_flag, request, scipy_qr_sizes, solve_batch, stacked_flags, unshared_overwrite_b,
+                      upload_operand, validated, working_copy)
 from ._originals import scipy_functions as _scipy
 
 _NOT_PD = "{}-th leading minor of the array is not positive definite"
@@ -447,6 +447,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
         return _scipy["lu"](arr, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)
     a1 = _kernel_checked(plan, arr, check_finite)
+    read_overwrite_flag(overwrite_a, a1, a, dtype)
     # SciPy's lu writes only into a C-ordered input, in a layout of its own; these paths factor Fortran-ordered
     # matrices, so they never write into the caller's (the flag permits, it does not require)
     packed, piv, _ = _run.getrf(plan, _operand(plan, a1, a, dtype, overwrite_a=False), check_finite=check_finite)
