@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..forking import ForkSafeLock
@@ -14,6 +17,16 @@ from ..forking import ForkSafeLock
 LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 #: ... and this process's rank among them.
 LAUNCHER_RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
+
+
+def find_mpiexec() -> str | None:
+    """The ``mpiexec`` that belongs to this Python: beside ``sys.executable`` (a virtual environment's ``bin``, where
+    the ``mpi`` extra installs MPICH's, found even when the environment is not activated), else the first on
+    ``PATH``; ``None`` where there is none."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("mpiexec")
 
 
 def launched_ranks() -> int:
