@@ -106,15 +106,16 @@ class Runtime:
         self._blas_limit.enter_context(blas_threads(host_workers))
         for index, device in enumerate(self.devices):
             for worker in range(device.workers):
-                thread = threading.Thread(target=self._work, args=(index, worker), daemon=True,
-                                          name=f"hetlapack-{device.name}-{worker}")
-                thread.start()
-                self._threads.append(thread)
+                self._start_thread(self._work, (index, worker), f"hetlapack-{device.name}-{worker}")
             if not self._coherence.trivial:
-                thread = threading.Thread(target=self._fetch, args=(index,), daemon=True,
-                                          name=f"hetlapack-{device.name}-copy")
-                thread.start()
-                self._threads.append(thread)
+                self._start_thread(self._fetch, (index,), f"hetlapack-{device.name}-copy")
+
+    def _start_thread(self, target: Callable, args: tuple, name: str) -> None:
+        """Start a worker, listed before it starts so that an interrupt inside ``Thread.start`` leaves none
+        unjoined."""
+        thread = threading.Thread(target=target, args=args, daemon=True, name=name)
+        self._threads.append(thread)
+        thread.start()
 
     def wait(self, reraise: bool = True) -> None:
         """Wait for every inserted task (or, after a failure, for the running ones), then stop the workers. An
@@ -156,7 +157,8 @@ class Runtime:
             for signal in (*self._ready_signal, *self._fetch_signal):
                 signal.notify_all()
         for thread in self._threads:
-            thread.join()
+            with contextlib.suppress(RuntimeError):  # an interrupt came before it started: nothing to join
+                thread.join()
         self._threads.clear()
 
     @property
