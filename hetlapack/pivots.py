@@ -7,17 +7,15 @@ import numpy as np
 
 def _as_numbers(piv, xp=np):
     """The pivots as the numbers f2py (and the kernels) convert them to: complex ones without their imaginary part,
-    objects, strings and timedeltas as integers; None where no conversion takes them (the solve's own conversion
-    then raises its error)."""
+    objects, strings and timedeltas as integers. Where no conversion takes them (``None``, words) this raises the
+    conversion's error, f2py's: SciPy's own call raises it too, but corrupts a dtype's reference count as it does,
+    and the process dies after about a hundred such calls."""
     piv = xp.asarray(piv)
     if piv.dtype.kind == "c":
         return piv.real
     if piv.dtype.kind in "biuf":
         return piv
-    try:
-        return piv.astype(np.int64)
-    except (TypeError, ValueError, OverflowError):
-        return None
+    return piv.astype(np.int64)
 
 
 def _names_a_row(numbers, n: int):
@@ -30,7 +28,7 @@ def pivot_outside(piv, n: int, xp=np):
     LAPACK's getrs swaps rows without checking them, so for such a pivot SciPy's own solve writes outside ``b`` and
     corrupts the process's memory: every solve checks first (:func:`refuse_pivot`)."""
     numbers = _as_numbers(piv, xp)
-    if numbers is None or numbers.size == 0 or n == 0:
+    if numbers.size == 0 or n == 0:
         return None
     if numbers.dtype.kind in "iu":  # read as unsigned, a negative pivot is a huge one: one pass
         if numbers.view(numbers.dtype.str.replace("i", "u")).max() < n:

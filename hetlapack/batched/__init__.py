@@ -31,7 +31,7 @@ import scipy.linalg as sla
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
-from ..compat._arrays import check_scipy_qr_mode, fortran_matrices, scipy_qr_sizes
+from ..compat._arrays import check_scipy_qr_mode, fortran_matrices, getrs_square_error, scipy_qr_sizes
 from ..compat.scipy_rules import cholesky_as_scipy, fortran_result, not_positive_definite, warn_dtypes_as_scipy
 from ..dispatch import current, model
 from ..dtypes import lapack_dtype
@@ -332,12 +332,26 @@ def _solve_grouped(factors: list[np.ndarray], extras: list[np.ndarray] | None, b
     return solutions
 
 
-def _square_factors(factors: Sequence) -> list[np.ndarray]:
+def _square_factors(factors: Sequence, scipy_error: Callable[[np.ndarray], Exception]) -> list[np.ndarray]:
+    """The factors as matrices; for the first that is not square, ``scipy_error`` (SciPy's for it) naming it."""
     arrays = _prepare(factors)
     for index, a in enumerate(arrays):
         if a.shape[0] != a.shape[1]:
-            raise ValueError(f"matrix {index}: The factored matrix c is not square.")
+            error = scipy_error(a)
+            raise type(error)(f"matrix {index}: {error}")
     return arrays
+
+
+def _cho_not_square(c: np.ndarray) -> Exception:
+    return ValueError("The factored matrix c is not square.")
+
+
+def _lu_not_square(lu: np.ndarray) -> Exception:
+    """f2py's error for SciPy's getrs call on a factor that is not square (its own type and text)."""
+    try:
+        getrs_square_error(lu.dtype)
+    except Exception as error:  # noqa: BLE001 - f2py's error type is private to SciPy
+        return error
 
 
 def cho_solve(factors: Sequence, bs: Sequence, lower: bool = False, *, check_finite: bool = True) -> list[np.ndarray]:
@@ -368,7 +382,7 @@ def cho_solve(factors: Sequence, bs: Sequence, lower: bool = False, *, check_fin
     >>> [x.round(6).tolist() for x in xs]
     [[0.125, 0.25], [2.0]]
     """
-    arrays = _square_factors(factors)
+    arrays = _square_factors(factors, _cho_not_square)
     return _solve_grouped(arrays, None, bs, check_finite, check_finite,
                           lambda c, b: kernels.potrs(c, b, lower=lower, fortran=True, lapack=_lapack_loop("potrs", c)),
                           lambda index: sla.cho_solve((arrays[index], lower), bs[index]))
@@ -401,7 +415,7 @@ def lu_solve(factors: Sequence[tuple], bs: Sequence, trans: int = 0, *, check_fi
     >>> batched.lu_solve(factors, [np.array([5.0, 6.0])])[0].round(6).tolist()
     [-4.0, 4.5]
     """
-    lus = _square_factors([lu for lu, _ in factors])
+    lus = _square_factors([lu for lu, _ in factors], _lu_not_square)
     pivots = []
     for index, (lu, (_, given)) in enumerate(zip(lus, factors)):
         piv = np.asarray(given, dtype=kernels.INDEX_DTYPE)

@@ -22,9 +22,11 @@ import numpy as np
 from numba import types
 
 from ..devices import _lapack_pointers
+from ..imports import importing
 from ..pivots import check_pivots
 from ..runtime.blas_threads import one_thread_per_call
 from . import _cholesky, _lapack_each, _lu, _qr, _solve
+from ._boundary import check_arguments
 from ._interleave import as_stack, lanes_for
 
 #: The dtypes the kernels compute in (LAPACK's s, d, c, z).
@@ -100,7 +102,15 @@ def compiled(op: str, dtype: np.dtype) -> Callable:
     """
     dispatcher, kinds = _ARGUMENTS[op]
     signature = types.none(*(_numba_type(kind, dtype) for kind in kinds))
-    return numba.jit(signature, cache=True, **dispatcher.targetoptions)(dispatcher.py_func)
+    with importing():  # numba imports its lowering registries on its first compilation
+        return numba.jit(signature, cache=True, **dispatcher.targetoptions)(dispatcher.py_func)
+
+
+def run(op: str, dtype: np.dtype, *arguments) -> None:
+    """Run kernel ``op`` compiled for ``dtype`` on ``arguments`` once they are checked to be what it was written for
+    (:func:`~._boundary.check_arguments`): the one way into the compiled code."""
+    check_arguments(op, _ARGUMENTS[op][1], dtype, arguments)
+    compiled(op, dtype)(*arguments)
 
 
 def _check_dtype(a: np.ndarray) -> None:
@@ -174,21 +184,21 @@ def _lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int) -> int:
 
 def _launch(op: str, dtype: np.dtype, batch: int, m: int, n: int, *arrays) -> None:
     lanes = _lanes(op, dtype, batch, m, n)
-    compiled(op, dtype)(*arrays, lanes, _threads(batch, lanes))
+    run(op, dtype, *arrays, lanes, _threads(batch, lanes))
 
 
 def _launch_checked(op: str, check_finite: bool, dtype: np.dtype, batch: int, m: int, n: int, *arrays) -> None:
     """:func:`_launch` for a kernel that can check its input for infinities and NaNs as it gathers it."""
     lanes = _lanes(op, dtype, batch, m, n)
-    _call_checked(compiled(op, dtype), check_finite, _threads(batch, lanes), arrays, lanes)
+    _call_checked(op, dtype, check_finite, _threads(batch, lanes), arrays, lanes)
 
 
-def _call_checked(kernel: Callable, check_finite: bool, threads: int, arrays: tuple, *rest) -> None:
-    """Call ``kernel(*arrays, nonfinite, *rest, threads)`` with one ``nonfinite`` flag per thread (none when not
+def _call_checked(op: str, dtype: np.dtype, check_finite: bool, threads: int, arrays: tuple, *rest) -> None:
+    """Run kernel ``op`` on ``(*arrays, nonfinite, *rest, threads)`` with one ``nonfinite`` flag per thread (none when not
     asked), which a thread sets on meeting an infinity or NaN as it reads its input: SciPy's ``check_finite``
     without a pass of its own over memory. Raises SciPy's ValueError after the kernel."""
     nonfinite = np.zeros(threads if check_finite else 0, dtype=np.uint8)
-    kernel(*arrays, nonfinite, *rest, threads)
+    run(op, dtype, *arrays, nonfinite, *rest, threads)
     if nonfinite.any():
         raise ValueError("array must not contain infs or NaNs")
 
@@ -199,7 +209,7 @@ def _lapack_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite:
     thread took 8 ms for 16 matrices instead of 1.5 (its threads and the kernel's spin for the same two cores)."""
     threads = _lapack_threads(batch, order)
     with one_thread_per_call():
-        _call_checked(compiled(op, dtype), check_finite, threads, arrays, *_lapack_routines(op, dtype))
+        _call_checked(op, dtype, check_finite, threads, arrays, *_lapack_routines(op, dtype))
 
 
 def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.ndarray:
@@ -272,8 +282,8 @@ def plu(lu: np.ndarray, piv: np.ndarray, *, permute_l: bool) -> tuple[np.ndarray
     upper = np.empty((stack.shape[0], k, n), dtype=lu.dtype)
     if stack.shape[0]:
         pivots = np.asarray(piv, dtype=INDEX_DTYPE).reshape(-1, k)
-        compiled("plu", lu.dtype)(stack, pivots, bool(permute_l), rows, lower, upper,
-                                  _threads(stack.shape[0], MIN_BATCH_PER_THREAD))
+        run("plu", lu.dtype, stack, pivots, bool(permute_l), rows, lower, upper,
+            _threads(stack.shape[0], MIN_BATCH_PER_THREAD))
     return rows.reshape((*batch, m)), lower.reshape((*batch, m, k)), upper.reshape((*batch, k, n))
 
 
@@ -370,7 +380,7 @@ _NO_PIVOTS = np.zeros((0, 0), dtype=INDEX_DTYPE)
 def _solve_each(dtype: np.dtype, check_finite: bool, arrays: tuple) -> None:
     """Run ``_solve.solve_each`` on ``arrays`` (factor, pivots, right-hand sides, system code, output)."""
     threads = _threads(arrays[-1].shape[0], MIN_BATCH_PER_THREAD)
-    _call_checked(compiled("solve_each", dtype), check_finite, threads, arrays)
+    _call_checked("solve_each", dtype, check_finite, threads, arrays)
 
 
 def _check_solve(factor: np.ndarray, b: np.ndarray, piv: np.ndarray | None = None) -> None:

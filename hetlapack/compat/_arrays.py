@@ -215,6 +215,13 @@ def validated(a, check_finite: bool) -> np.ndarray:
     return np.asarray_chkfinite(a) if check_finite else np.asarray(a)
 
 
+def read_overwrite_flag(flag, a1: np.ndarray, original, dtype: np.dtype) -> None:
+    """Read ``overwrite_a`` where SciPy's ``lu`` reads it: its truth value, unless converting ``original`` to ``a1``
+    of ``dtype`` copied it; so a flag that has none (an array of several booleans) raises SciPy's ValueError."""
+    if a1.dtype == dtype and not _datacopied(a1, original):
+        bool(flag)  # SciPy's ``if not overwrite_a``: raises where the flag has no truth value
+
+
 def _datacopied(arr: np.ndarray, original) -> bool:
     """Whether ``arr`` is a private copy made while converting ``original`` (SciPy's ``_datacopied`` rule)."""
     if arr is original:

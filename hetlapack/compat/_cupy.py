@@ -16,6 +16,7 @@ import importlib
 import numpy as np
 
 from ..dispatch import Plan, choose
+from ..imports import load
 from ..pivots import check_pivots
 from ._arrays import (check_flags, fortran_matrices, getrs_trans, is_cupy, potrs_lower, request, scipy_lapack_dtype,
                       solve_batch)
@@ -29,7 +30,7 @@ _STACKLEVEL = 3
 
 
 def _batched():
-    return importlib.import_module("hetlapack.batched.cuda_batched")
+    return load("hetlapack.batched.cuda_batched")
 
 
 def _module(a):

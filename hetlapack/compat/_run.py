@@ -6,20 +6,19 @@ into SciPy's or NumPy's return values is the shims' job. The host path never com
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
 from ..devices.base import zero_other_triangle
 from ..dispatch import Plan
+from ..imports import load
 
 
 def _algorithm(op: str):
-    return importlib.import_module(f"hetlapack.algorithms.{op}")
+    return load(f"hetlapack.algorithms.{op}")
 
 
 def _batched():
-    return importlib.import_module("hetlapack.batched.kernels")
+    return load("hetlapack.batched.kernels")
 
 
 def _tiled_kwargs(plan: Plan) -> dict:
@@ -41,7 +40,7 @@ def _lapack_loop(plan: Plan) -> bool:
 
 
 def _whole():
-    return importlib.import_module("hetlapack.algorithms.whole")
+    return load("hetlapack.algorithms.whole")
 
 
 def _device(plan: Plan):

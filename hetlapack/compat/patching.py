@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import threading
 from collections.abc import Iterator
 
+from ..forking import ForkSafeLock
 from . import numpy_linalg, scipy_linalg
 from ._originals import NUMPY_NAMES, SCIPY_NAMES, numpy_functions, scipy_functions
 
@@ -20,7 +20,7 @@ _ROOTS = ("scipy", "numpy")
 
 # (module name, global name) -> the original object that was there; install and uninstall change it under the lock
 _replaced: dict[tuple[str, str], object] = {}
-_lock = threading.RLock()
+_lock = ForkSafeLock(reentrant=True)
 
 
 def _replacements() -> dict[int, tuple[object, object]]:

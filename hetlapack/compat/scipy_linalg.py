@@ -18,8 +18,9 @@ from ..dtypes import lapack_dtype
 from ..errors import NotPositiveDefinite
 from ..pivots import pivot_outside, refuse_pivot, rows_named
 from . import _run
-from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, potrs_lower, request, scipy_qr_sizes,
-                      solve_batch, unshared_overwrite_b, upload_operand, validated, working_copy)
+from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, potrs_lower, read_overwrite_flag,
+                      request, scipy_qr_sizes, solve_batch, unshared_overwrite_b, upload_operand, validated,
+                      working_copy)
 from ._originals import scipy_functions as _scipy
 from .scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy, cholesky_lower,
                           fortran_in_place, fortran_result, not_positive_definite, refuse_flags, scipy_container,
@@ -463,6 +464,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
                             p_indices=p_indices)
     a1 = _kernel_checked(plan, arr, check_finite)
     warn_dtypes_as_scipy("lu", arr.dtype, stacklevel=2)
+    read_overwrite_flag(overwrite_a, a1, a, dtype)
     # SciPy's lu may write into its input (a C-ordered one before 1.18, a Fortran-ordered one since), in a layout of
     # its own; these paths never write into the caller's (the flag permits, it does not require)
     packed, piv, _ = _run.getrf(plan, _operand(plan, a1, a, dtype, overwrite_a=False), check_finite=check_finite)

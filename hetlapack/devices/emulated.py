@@ -9,11 +9,11 @@ and the library calls.
 from __future__ import annotations
 
 import math
-import threading
 from collections import defaultdict
 
 import numpy as np
 
+from ..forking import ForkSafeLock, reset_after_fork
 from .cpu import CpuDevice
 
 #: Bytes of freed buffers kept per emulated device index for reuse, as a GPU memory pool keeps freed blocks:
@@ -21,7 +21,14 @@ from .cpu import CpuDevice
 POOL_BYTES = 512 << 20
 _pools: dict[int, dict[int, list[np.ndarray]]] = defaultdict(lambda: defaultdict(list))
 _pooled_bytes: dict[int, int] = defaultdict(int)
-_pool_lock = threading.Lock()
+_pool_lock = ForkSafeLock()
+
+
+@reset_after_fork
+def _empty_pools() -> None:
+    """A forked child starts with empty pools: a thread of the parent may have been changing them at the fork."""
+    _pools.clear()
+    _pooled_bytes.clear()
 
 
 class EmulatedDevice(CpuDevice):

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 import logging
 import math
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..imports import loaded, present
 from ..layout.two_level import TWO_LEVEL_OPS, two_level_unavailable
 from . import model
 from .hardware import detect
@@ -83,10 +82,7 @@ class Request:
 @functools.cache
 def _module_present(name: str) -> bool:
     """Whether module ``name`` can be imported (asked once per process: the search touches the file system)."""
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
-        return False
+    return present(name)
 
 
 def _edge_case(req: Request) -> str | None:
@@ -133,7 +129,7 @@ def _batched_unavailable(req: Request) -> str | None:
 def compiled_kernels_unusable() -> str | None:
     """Why the compiled kernels (the batched path's, and the pass that gives ``lu``'s P, L, U) cannot run in this
     process (``hetlapack.batched.kernels.unusable_after_fork``), or None; never imports them."""
-    kernels = sys.modules.get("hetlapack.batched.kernels")  # not loaded: they have not run, nothing to check
+    kernels = loaded("hetlapack.batched.kernels")  # not loaded: they have not run, nothing to check
     return kernels.unusable_after_fork() if kernels is not None else None
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
 import time
 
 import numpy as np
 
 from ..devices.cpu import usable_cores
 from ..devices.modeled import ModeledDevice, interpolate
+from ..forking import ForkSafeLock
 from ..layout.two_level import TWO_LEVEL_SMALL_TILE, host_slice
 
 #: Fraction of the host's DGEMM rate that one LAPACK call reaches, by matrix order (scipy 1.17 + OpenBLAS 0.3.31
@@ -146,7 +146,7 @@ def tile_size(op: str, n: int) -> int:
     return chosen
 
 
-_measuring = threading.Lock()
+_measuring = ForkSafeLock()
 
 
 def host_gemm_gflops(dtype_char: str = "d") -> float:
@@ -217,6 +217,13 @@ def predict_host(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:
     return batch * (per_call + HOST_CALL_OVERHEAD_S)
 
 
+#: Most tiles along a matrix's longer side that pricing simulates. The simulation's tasks grow as the cube of the
+#: tiles (Cholesky at n = 64000 priced for over 100 s and 1.2 GB); a larger matrix is priced as the same matrix with
+#: this many tiles, its time scaled by the flop ratio (the tile algorithms run at their asymptotic rate there), so
+#: pricing costs the same at any n.
+PRICED_TILES = 16
+
+
 def predict_tiled(op: str, m: int, n: int, dtype: np.dtype, tile: int | None = None,
                   devices: tuple | None = None, path: str = "hybrid", layout: str = "hgdd") -> float:
     """Seconds for the tile path on ``devices`` (names or Device objects; default the host CPU) over ``layout``
@@ -225,7 +232,13 @@ def predict_tiled(op: str, m: int, n: int, dtype: np.dtype, tile: int | None = N
     capacities), plus the runtime's measured per-task and per-call overheads. ``hetlapack.simulator.simulate``
     gives the same number."""
     tile = tile or tile_size(op, min(m, n))
-    return _predict_tiled(op, m, n, np.dtype(dtype).char, tile, tuple(devices or ("cpu",)), path, layout)
+    dtype = np.dtype(dtype)
+    shrink = max(m, n) / (PRICED_TILES * tile)
+    if shrink <= 1:
+        return _predict_tiled(op, m, n, dtype.char, tile, tuple(devices or ("cpu",)), path, layout)
+    small_m, small_n = max(1, round(m / shrink)), max(1, round(n / shrink))
+    seconds = _predict_tiled(op, small_m, small_n, dtype.char, tile, tuple(devices or ("cpu",)), path, layout)
+    return seconds * flops(op, m, n) / flops(op, small_m, small_n)
 
 
 def predict_gpu(op: str, m: int, n: int, dtype: np.dtype, device, tile: int | None = None) -> float:

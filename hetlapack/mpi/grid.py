@@ -4,15 +4,29 @@ from __future__ import annotations
 
 import math
 import os
-import threading
+import shutil
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from ..forking import ForkSafeLock
 
 
 #: Environment variables through which MPI launchers (MPICH's Hydra, Open MPI) announce the number of ranks.
 LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 #: ... and this process's rank among them.
 LAUNCHER_RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
+
+
+def find_mpiexec() -> str | None:
+    """The ``mpiexec`` that belongs to this Python: beside ``sys.executable`` (a virtual environment's ``bin``, where
+    the ``mpi`` extra installs MPICH's, found even when the environment is not activated), else the first on
+    ``PATH``; ``None`` where there is none."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("mpiexec")
 
 
 def launched_ranks() -> int:
@@ -56,7 +70,7 @@ def _near_square(size: int) -> tuple[int, int]:
 
 #: The default grid (:meth:`ProcessGrid.default`), made by its first caller under the lock.
 _default: "ProcessGrid | None" = None
-_default_lock = threading.Lock()
+_default_lock = ForkSafeLock()
 
 
 @dataclass(frozen=True)

@@ -252,7 +252,8 @@ def lu_solve(lu_and_piv: tuple[DistributedMatrix, np.ndarray], b: DistributedMat
     trans = getrs_trans(x.dtype, trans, overwrite_b)
     if lu.shape[0] != lu.shape[1]:
         getrs_square_error(x.dtype)
-    _check_pivots(pivots, lu.shape[0])
+    with agreed(lu.grid.comm):  # pivots are each rank's own: one rank's bad ones must stop every rank
+        _check_pivots(pivots, lu.shape[0])
     if trans == 0:
         _solve.permute_rows(x, pivots)
         _solve.trsm(lu, x, lower=True, unit_diagonal=True)

@@ -60,8 +60,9 @@ def _as_block(block: int | tuple[int, int]) -> tuple[int, int]:
 
 
 def _checked_src(src: tuple[int, int], grid: ProcessGrid) -> tuple[int, int]:
-    """``src`` as integers, refused unless it names a process of ``grid`` (ScaLAPACK's RSRC < P, CSRC < Q)."""
-    rsrc, csrc = int(src[0]), int(src[1])
+    """``src`` as integers, refused unless it names a process of ``grid`` (ScaLAPACK's RSRC < P, CSRC < Q); a
+    coordinate that is not a whole number names none."""
+    rsrc, csrc = (int(x) if float(x).is_integer() else -1 for x in src)
     if not (0 <= rsrc < grid.nprow and 0 <= csrc < grid.npcol):
         raise ValueError(f"source process {tuple(src)} is outside the {grid.nprow}x{grid.npcol} process grid")
     return rsrc, csrc
@@ -101,6 +102,7 @@ class DistributedMatrix:
             raise ValueError(f"matrix dimensions must be non-negative integers, got {(m, n)}")
         grid = ProcessGrid.default() if grid is None else grid
         mb, nb = _as_block(block)
+        src = _checked_src(src, grid)
         mloc = numroc(m, mb, grid.myrow, src[0], grid.nprow)
         nloc = numroc(n, nb, grid.mycol, src[1], grid.npcol)
         return cls(grid, (m, n), (mb, nb), np.zeros((mloc, nloc), dtype=native(dtype), order="F"), src)
@@ -171,8 +173,8 @@ class DistributedMatrix:
             mb, nb = out.block
             for rank in range(comm.size):
                 prow, pcol = grid.coords(rank)
-                rows = owned_indices(shape[0], mb, prow, src[0], grid.nprow)
-                cols = owned_indices(shape[1], nb, pcol, src[1], grid.npcol)
+                rows = owned_indices(shape[0], mb, prow, out.src[0], grid.nprow)
+                cols = owned_indices(shape[1], nb, pcol, out.src[1], grid.npcol)
                 piece = np.ascontiguousarray(a[np.ix_(rows, cols)].T, dtype=dtype)
                 if rank == root:
                     out.local[...] = piece.T

@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
-import threading
 from collections.abc import Iterator
 
 from ..devices.cpu import usable_cores
+from ..forking import ForkSafeLock, reset_after_fork
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 #: Caps asked for by the runtimes running now, and the limiter holding the limits from before the first of them.
-_caps: list[int] = []
+_caps: dict[object, int] = {}
 _earlier = None
 
 
@@ -61,18 +60,15 @@ def _restore(limiter) -> None:
         limiter.restore_original_limits()
 
 
+@reset_after_fork
 def _forget_runtimes_in_child() -> None:
     """After fork: the child runs none of the parent's runtimes, so it drops their caps and gets the limits from
     before them back."""
-    global _earlier, _lock
-    _lock = threading.Lock()
-    if _caps:
-        _caps.clear()
+    global _earlier
+    _caps.clear()
+    if _earlier is not None:
         _restore(_earlier)
         _earlier = None
-
-
-os.register_at_fork(after_in_child=_forget_runtimes_in_child)
 
 
 def threads_per_worker(workers: int, cores: int | None = None) -> int:
@@ -84,25 +80,26 @@ def threads_per_worker(workers: int, cores: int | None = None) -> int:
 @contextlib.contextmanager
 def blas_threads(workers: int) -> Iterator[int]:
     """A context that caps every loaded BLAS at :func:`threads_per_worker` threads (or lower, while another
-    runtime asks for less), restoring the earlier limits when the last such context exits."""
+    runtime asks for less), restoring the earlier limits when the last such context exits. The cap is asked for
+    and given back in one ``try/finally``, so an interrupt while it is set leaves no cap behind."""
     global _earlier
-    cap = threads_per_worker(workers)
-    with _lock:
-        if _caps:
-            _limit(min(*_caps, cap))
-        else:
-            _earlier = _limit(cap)
-        _caps.append(cap)
+    cap, token = threads_per_worker(workers), object()
     try:
+        with _lock:
+            _caps[token] = cap
+            if len(_caps) > 1:
+                _limit(min(_caps.values()))
+            else:
+                _earlier = _limit(cap)
         yield cap
     finally:
         with _lock:
-            _caps.remove(cap)
-            if _caps:
-                _limit(min(_caps))
-            else:
-                _restore(_earlier)
-                _earlier = None
+            if _caps.pop(token, None) is not None:
+                if _caps:
+                    _limit(min(_caps.values()))
+                elif _earlier is not None:
+                    _restore(_earlier)
+                    _earlier = None
 
 
 def one_thread_per_call() -> contextlib.AbstractContextManager[int]:
@@ -123,7 +120,7 @@ def all_cores() -> Iterator[int]:
             yield cores
         finally:
             if _caps:
-                _limit(min(_caps))
+                _limit(min(_caps.values()))
             else:
                 _restore(limiter)
 

@@ -76,7 +76,7 @@ class Runtime:
         self._running = 0
         self._stopping = False
         self._error: BaseException | None = None
-        self._blas_limit: contextlib.AbstractContextManager | None = None
+        self._blas_limit: contextlib.ExitStack | None = None
 
     @staticmethod
     def _resolve(devices):
@@ -84,7 +84,14 @@ class Runtime:
 
     # --- lifecycle --------------------------------------------------------------------------------------------
     def __enter__(self) -> Self:
-        self.start()
+        """Start the workers; an interrupt or error while they start stops those started and lifts the BLAS cap
+        (``__exit__`` does not run when ``__enter__`` raises)."""
+        try:
+            self.start()
+        except BaseException as error:
+            self._cancel(error)
+            self.wait(reraise=False)
+            raise
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -95,19 +102,20 @@ class Runtime:
     def start(self) -> None:
         """Start the worker threads (several for a device with ``workers > 1``) and cap BLAS threads."""
         host_workers = sum(d.workers for d in self.devices if d.host_compute)
-        self._blas_limit = blas_threads(host_workers)
-        self._blas_limit.__enter__()
+        self._blas_limit = contextlib.ExitStack()
+        self._blas_limit.enter_context(blas_threads(host_workers))
         for index, device in enumerate(self.devices):
             for worker in range(device.workers):
-                thread = threading.Thread(target=self._work, args=(index, worker), daemon=True,
-                                          name=f"hetlapack-{device.name}-{worker}")
-                thread.start()
-                self._threads.append(thread)
+                self._start_thread(self._work, (index, worker), f"hetlapack-{device.name}-{worker}")
             if not self._coherence.trivial:
-                thread = threading.Thread(target=self._fetch, args=(index,), daemon=True,
-                                          name=f"hetlapack-{device.name}-copy")
-                thread.start()
-                self._threads.append(thread)
+                self._start_thread(self._fetch, (index,), f"hetlapack-{device.name}-copy")
+
+    def _start_thread(self, target: Callable, args: tuple, name: str) -> None:
+        """Start a worker, listed before it starts so that an interrupt inside ``Thread.start`` leaves none
+        unjoined."""
+        thread = threading.Thread(target=target, args=args, daemon=True, name=name)
+        self._threads.append(thread)
+        thread.start()
 
     def wait(self, reraise: bool = True) -> None:
         """Wait for every inserted task (or, after a failure, for the running ones), then stop the workers. An
@@ -129,7 +137,7 @@ class Runtime:
         finally:
             self._coherence.close()
             if self._blas_limit is not None:
-                self._blas_limit.__exit__(None, None, None)
+                self._blas_limit.close()
                 self._blas_limit = None
         if interrupted is not None:
             raise interrupted
@@ -149,7 +157,8 @@ class Runtime:
             for signal in (*self._ready_signal, *self._fetch_signal):
                 signal.notify_all()
         for thread in self._threads:
-            thread.join()
+            with contextlib.suppress(RuntimeError):  # an interrupt came before it started: nothing to join
+                thread.join()
         self._threads.clear()
 
     @property

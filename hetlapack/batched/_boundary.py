@@ -1,0 +1,91 @@
+"""The compiled kernels' Python boundary: every argument checked against what the kernel was written for.
+
+numba converts an array of the wrong dtype or layout to an error of its own, but not one of the wrong shape: a
+kernel handed a non-square stack to factor, or an output smaller than its input, reads and writes outside the
+arrays and corrupts the process's heap. :func:`check_arguments` refuses such calls with a ``ValueError`` before any
+kernel runs; every call of a compiled kernel goes through it (``kernels.run``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+#: Per kernel, the shape of each argument that is an array, by dimension letters (``None`` for the others): one
+#: letter is one length across the kernel's arrays, ``k`` is ``min(m, n)`` wherever both are named, a ``?`` allows
+#: an empty array (a Cholesky solve's pivots), and ``t`` is a flag per thread (any length).
+SHAPES: dict[str, tuple[str | None, ...]] = {
+    "potrf": ("bnn", None, None, "bnn", "b", None, None),
+    "potrs": ("bnn", None, "bnr", "bnr", None, None),
+    "getrf": ("bmn", "bmn", "bk", "b", "t", None, None),
+    "getrs": ("bnn", "bn", "bnr", None, "bnr", "t", None, None),
+    "solve_each": ("bnn", "bn?", "bnr", None, "bnr", "t", None),
+    "plu": ("bmn", "bk", None, "bm", "bmk", "bkn", None),
+    "geqrf": ("bmn", "bmn", "bk", None, None),
+    "orgqr": ("bmj", "bj", "bmc", None, None),
+    "qr": ("bmn", "bmc", "bwn", "t", None, None),
+    "potrf_each": ("bnn", None, None, "bnn", "b", "t", None, None),
+    "getrf_each": ("bmn", "bmn", "bk", "b", "t", None, None),
+    "potrs_each": ("bnn", None, "bnr", "bnr", "t", None, None),
+    "getrs_each": ("bnn", "bn", "bnr", None, "bnr", "t", None, None),
+    "qr_each": ("bmn", "bmc", "bwn", "t", None, None, None),
+    "geqp3_each": ("bmn", "bmc", "bwn", "bn", "t", None, None, None),
+}
+
+#: Relations between lengths that one letter each cannot say, by kernel: (what must hold, test of the lengths).
+_RELATIONS: dict[str, tuple[tuple[str, Callable[[dict[str, int]], bool]], ...]] = {
+    "orgqr": (("j <= c <= m", lambda d: d["j"] <= d["c"] <= d["m"]),),
+    **{op: (("min(m, n) <= w <= m", lambda d: min(d["m"], d["n"]) <= d["w"] <= d["m"]),
+            ("c = 0 or min(m, n) <= c <= m", lambda d: d["c"] == 0 or min(d["m"], d["n"]) <= d["c"] <= d["m"]))
+       for op in ("qr", "qr_each", "geqp3_each")},
+}
+
+#: The dtype an array kind holds (``None``: the kernel's own) and whether the kernel writes it.
+_ARRAY_KINDS: dict[str, tuple[np.dtype | None, bool]] = {
+    "in3": (None, False), "out3": (None, True), "tau_out": (None, True), "tau_in": (None, False),
+    "piv_out": (np.dtype(np.int32), True), "piv_in": (np.dtype(np.int32), False), "info": (np.dtype(np.int32), True),
+    "flags": (np.dtype(np.uint8), True),
+}
+
+
+def check_arguments(op: str, kinds: tuple[str, ...], dtype: np.dtype, arguments: tuple) -> None:
+    """Raise ``ValueError`` unless ``arguments`` are what kernel ``op`` (arguments of ``kinds``, computing in
+    ``dtype``) reads and writes: each array of its kind's dtype, writable where written, and of the shape
+    :data:`SHAPES` gives it."""
+    if len(arguments) != len(kinds):
+        raise ValueError(f"kernel {op} takes {len(kinds)} arguments, got {len(arguments)}")
+    lengths: dict[str, int] = {}
+    for position, (kind, spec, value) in enumerate(zip(kinds, SHAPES[op], arguments)):
+        if kind not in _ARRAY_KINDS:
+            continue
+        _check_array(op, position, value, _ARRAY_KINDS[kind][0] or dtype, _ARRAY_KINDS[kind][1])
+        if spec is not None and not (spec.endswith("?") and value.size == 0):
+            _bind(op, position, value.shape, spec.rstrip("?"), lengths)
+    if "k" in lengths and {"m", "n"} <= lengths.keys() and lengths["k"] != min(lengths["m"], lengths["n"]):
+        raise ValueError(f"kernel {op}: {lengths['k']} pivots or reflectors for matrices of shape "
+                         f"({lengths['m']}, {lengths['n']})")
+    for text, holds in _RELATIONS.get(op, ()):
+        if not holds(lengths):
+            raise ValueError(f"kernel {op}: needs {text}, got {lengths}")
+
+
+def _check_array(op: str, position: int, value, dtype: np.dtype, written: bool) -> None:
+    if not isinstance(value, np.ndarray) or value.dtype != dtype:
+        raise ValueError(f"kernel {op}: argument {position} must be a {dtype} array, got "
+                         f"{getattr(value, 'dtype', type(value).__name__)}")
+    if written and not value.flags.writeable:
+        raise ValueError(f"kernel {op}: argument {position} is written but read-only")
+
+
+def _bind(op: str, position: int, shape: tuple[int, ...], spec: str, lengths: dict[str, int]) -> None:
+    """Check ``shape`` against ``spec``'s letters, binding each letter met first to its length."""
+    if len(shape) != len(spec):
+        raise ValueError(f"kernel {op}: argument {position} must have {len(spec)} dimensions, got shape {shape}")
+    for letter, length in zip(spec, shape):
+        if letter == "t":
+            continue
+        if lengths.setdefault(letter, length) != length:
+            what = "is not a stack of square matrices" if spec.count(letter) > 1 else "does not match the others"
+            raise ValueError(f"kernel {op}: argument {position} of shape {shape} {what} ({letter} = {lengths[letter]} "
+                             f"in dimensions {spec!r})")

@@ -1,0 +1,246 @@
+"""Fault injection: bad input, interrupts, fork, concurrent first use and one failing MPI rank end in an error or a
+result, never in a crash, a hang or a leaked worker (issue 37). Anything that could crash or hang runs in a
+subprocess with a timeout, so that it fails the test instead of killing pytest."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+
+import hetlapack as hla
+from hetlapack import batched
+from hetlapack.mpi.grid import find_mpiexec
+
+ROOT = Path(__file__).parents[1]
+ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "2"}
+
+
+def run_python(code: str, timeout: float = 120, env: dict | None = None) -> str:
+    """Run ``code`` in a fresh Python; fail on a crash, a non-zero exit or the timeout; return its output."""
+    try:
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                              timeout=timeout, cwd=ROOT, env={**os.environ, **ONE_THREAD, **(env or {})})
+    except subprocess.TimeoutExpired as expired:
+        pytest.fail(f"hung for {timeout} s\n{expired.stdout}\n{expired.stderr}")
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+# --- 1: the compiled kernels' boundary -------------------------------------------------------------------------
+@pytest.mark.parametrize(("shape", "lapack"), [((100, 20, 8), False), ((3, 4, 50), True)])
+def test_kernel_refuses_non_square_stack_without_corrupting_memory(shape, lapack):
+    out = run_python(f"""
+        import numpy as np
+        from hetlapack.batched import kernels
+        try:
+            kernels.potrf(np.ones({shape}), lower=True, clean=True, lapack={lapack})
+        except ValueError as error:
+            print("ValueError", error)
+    """)
+    assert "ValueError" in out and "square" in out
+
+
+def test_kernel_boundary_refuses_an_output_smaller_than_its_input():
+    from hetlapack.batched import kernels
+
+    a = np.ones((4, 6, 6))
+    with pytest.raises(ValueError, match="does not match"):
+        kernels.run("getrf", a.dtype, a, np.empty((4, 5, 6)), np.empty((4, 6), np.int32), np.zeros(4, np.int32),
+                    np.zeros(0, np.uint8), 8, 1)
+    with pytest.raises(ValueError, match="float64"):
+        kernels.run("geqrf", a.dtype, a.astype(np.float32), np.empty_like(a), np.empty((4, 6)), 8, 1)
+
+
+# --- 2: fork while another thread prices or runs a call --------------------------------------------------------
+def test_child_forked_while_a_thread_measures_does_not_hang():
+    out = run_python("""
+        import os, threading, time, numpy as np, hetlapack as hla
+        worker = threading.Thread(target=hla.cholesky, args=(np.eye(500),))
+        worker.start()
+        time.sleep(0.02)
+        pid = os.fork()
+        if pid == 0:
+            hla.cholesky(np.eye(400))
+            os._exit(0)
+        worker.join()
+        _, status = os.waitpid(pid, 0)
+        print("child exit", os.waitstatus_to_exitcode(status))
+    """, timeout=60)
+    assert "child exit 0" in out
+
+
+def test_fork_after_use_gives_a_working_child():
+    out = run_python("""
+        import os, multiprocessing, numpy as np, hetlapack as hla
+        a = np.eye(300) * 2
+        with hla.using(path="hybrid"):
+            hla.cholesky(a)
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            print("results", [float(c[0, 0]) for c in pool.map(hla.cholesky, [a, a])])
+    """, timeout=90)
+    assert "results [1.41" in out
+
+
+# --- 3, 11: one MPI rank fails -----------------------------------------------------------------------------------
+@pytest.mark.mpi
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("ranks", [3, 4])
+def test_mpi_failure_on_one_rank_raises_on_every_rank(ranks):
+    mpiexec = find_mpiexec()
+    if mpiexec is None:
+        pytest.skip("no mpiexec beside this Python or on PATH (pip install '.[mpi]')")
+    command = [mpiexec, "-n", str(ranks), sys.executable, "-m", "mpi4py", str(ROOT / "tests/mpi/check_faults.py")]
+    env = {**os.environ, **ONE_THREAD, "MPIR_CVAR_ENABLE_HEAVY_YIELD": "1", "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                               start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=150)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 9)
+        output, _ = process.communicate()
+        pytest.fail(f"mpiexec -n {ranks} hung: a rank was left waiting\n{output[-3000:]}")
+    assert process.returncode == 0, output[-3000:]
+    for check in ("pivot-outside", "pivots-short", "src-not-whole"):
+        assert output.count(f"RAISED {check} ") == ranks, output
+    assert "outside the" in output and output.count("DONE") == ranks
+
+
+# --- 4: pricing is bounded ---------------------------------------------------------------------------------------
+def test_pricing_cost_does_not_grow_with_n():
+    with hla.using(devices=["cpu", "emulated:0"]):
+        hla.explain("cholesky", np.broadcast_to(1.0, (16000, 16000)))
+        start = time.perf_counter()
+        hla.explain("cholesky", np.broadcast_to(1.0, (64000, 64000)))
+        hla.explain("qr", np.broadcast_to(1.0, (200000, 200000)))
+    assert time.perf_counter() - start < 10
+
+
+def test_forced_hybrid_call_too_big_for_memory_raises_memory_error():
+    run_python("""
+        import numpy as np, hetlapack as hla, pytest
+        with hla.using(path="hybrid"), pytest.raises(MemoryError):
+            hla.cholesky(np.broadcast_to(1.0, (200000, 200000)))
+    """, timeout=60)
+
+
+# --- 5, 6: interrupts --------------------------------------------------------------------------------------------
+INTERRUPTS = """
+    import random, signal, sys, threading, numpy as np, scipy.linalg as sla, hetlapack as hla
+    from threadpoolctl import threadpool_info
+    def blas():
+        return [library["num_threads"] for library in threadpool_info() if library["user_api"] == "blas"]
+    signal.signal(signal.SIGALRM, signal.default_int_handler)
+    rng = random.Random(37)
+    def interrupted(call, times, longest):
+        hits = 0
+        for _ in range(times):
+            signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-4, longest))
+            try:
+                call()
+            except KeyboardInterrupt:
+                hits += 1
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        return hits
+"""
+
+
+def test_interrupts_during_hybrid_calls_leave_no_worker_and_no_blas_cap():
+    out = run_python(INTERRUPTS + """
+    a = np.random.default_rng(0).random((500, 500)); a = a @ a.T + 500 * np.eye(500)
+    threads, before = threading.active_count(), blas()
+    for devices in (["cpu", "emulated:0"], ["cpu"]):
+        with hla.using(path="hybrid", devices=devices):
+            hits = interrupted(lambda: hla.cholesky(a), 80, 0.02)
+            hits += interrupted(lambda: hla.lu_factor(a), 40, 0.02)
+            assert hits > 30, hits
+            np.testing.assert_allclose(hla.cholesky(a), sla.cholesky(a), rtol=1e-8, atol=1e-8)
+    print("left", threading.active_count() - threads, [t.name for t in threading.enumerate()], blas() == before)
+    """, timeout=120)
+    assert "left 0 ['MainThread'] True" in out
+
+
+@pytest.mark.parametrize("delay", [0.03, 0.3, 0.6])
+def test_interrupted_first_batched_call_leaves_the_batched_path_working(delay):
+    out = run_python(INTERRUPTS + f"""
+    stack = np.random.default_rng(0).random((100, 6, 6))
+    interrupted(lambda: hla.lu_factor(stack), 1, {delay})
+    lu, piv = hla.lu_factor(stack)
+    print("works", interrupted(lambda: hla.lu_factor(stack), 100, 0.002) >= 0, piv.shape)
+    """, timeout=120)
+    assert "works True (100, 6)" in out
+
+
+# --- 7: concurrent first use ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("call", ["hla.lu_factor(stack)", "hla.explain('getrf', stack)",
+                                  "hla.compat.numpy_linalg.qr(stack)"])
+def test_eight_threads_first_use_in_a_fresh_process(call):
+    out = run_python(f"""
+        import threading, numpy as np, hetlapack as hla, hetlapack.compat.numpy_linalg
+        errors = []
+        def first_use():
+            stack = np.random.rand(100, 6, 6)
+            try:
+                {call}
+            except Exception as error:
+                errors.append(repr(error))
+        threads = [threading.Thread(target=first_use) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        print("errors", errors)
+    """, timeout=120)
+    assert "errors []" in out
+
+
+# --- 8, 9, 10: SciPy's errors ------------------------------------------------------------------------------------
+def test_lu_solve_with_none_pivots_raises_scipys_error_without_crashing():
+    out = run_python("""
+        import numpy as np, hetlapack.linalg as la
+        lu, _ = la.lu_factor(np.random.rand(4, 4))
+        for _ in range(300):
+            try:
+                la.lu_solve((lu, None), np.ones(4))
+            except TypeError as error:
+                message = str(error)
+        print(message)
+    """, timeout=60)
+    assert "not 'NoneType'" in out
+
+
+@pytest.mark.parametrize("path", ["batched", "hybrid"])
+def test_lu_refuses_an_array_overwrite_flag_as_scipy(path):
+    a = np.random.default_rng(0).random((3, 6, 6) if path == "batched" else (6, 6))
+    flag = np.array([True, False])
+    with pytest.raises(ValueError) as scipys:
+        sla.lu(a[0] if a.ndim == 3 else a, overwrite_a=flag)
+    with hla.using(path=path), pytest.raises(ValueError, match="truth value") as ours:
+        hla.linalg.lu(a, overwrite_a=flag)
+    assert str(ours.value) == str(scipys.value)
+
+
+def test_batched_lu_solve_names_a_non_square_factor_with_scipys_text():
+    lu, piv, b = np.random.rand(5, 3), np.zeros(3, np.int32), np.ones(5)
+    with pytest.raises(Exception) as scipys:
+        sla.lu_solve((lu, piv), b)
+    with pytest.raises(type(scipys.value)) as ours:
+        batched.lu_solve([(lu, piv)], [b])
+    assert str(ours.value) == f"matrix 0: {scipys.value}"
+
+
+# --- 13: mpiexec beside the interpreter -----------------------------------------------------------------------------
+def test_mpiexec_found_beside_python_when_not_on_path(monkeypatch):
+    beside = Path(sys.executable).parent / "mpiexec"
+    if not beside.exists():
+        pytest.skip("no mpiexec installed beside this Python")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert find_mpiexec() == str(beside)
