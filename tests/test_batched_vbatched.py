@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -47,7 +48,9 @@ def test_cholesky_names_first_failing_matrix_or_returns_info():
     mats[17][2, 2] = -5.0
     mats[9] = -mats[9]
     originals = [a.copy() for a in mats]
-    with pytest.raises(LinAlgError, match=r"^matrix 9: 1-th leading minor of the array is not positive definite$"):
+    with pytest.raises(LinAlgError) as theirs:
+        sla.cholesky(mats[9])
+    with pytest.raises(LinAlgError, match=f"^matrix 9: {re.escape(str(theirs.value))}$"):  # SciPy's text, named
         batched.cholesky(mats)
     factors, info = batched.cholesky(mats, return_info=True)
     assert info.dtype == np.int32 and info.shape == (len(mats),)
