@@ -1,7 +1,7 @@
 """What a forked child must not inherit from its parent: locks that another thread of the parent held at the
 fork (the child has no such thread, so nothing would ever release them), the imports that thread had under way,
 and the state of pools and caches it was filling. Every module-level lock of the package is a
-:class:`ForkSafeLock`, and every pool or cached measurement registers its reset with :func:`reset_after_fork`: one
+:func:`fork_safe_lock`, and every pool or cached measurement registers its reset with :func:`reset_after_fork`: one
 ``os.register_at_fork`` hook runs them all.
 """
 
@@ -11,35 +11,18 @@ import importlib._bootstrap
 import os
 import sys
 import threading
-import weakref
 from collections.abc import Callable
 
-_locks: weakref.WeakSet[ForkSafeLock] = weakref.WeakSet()
+_locks: list = []
 _resets: list[Callable[[], None]] = []
 
 
-class ForkSafeLock:
-    """A ``threading.Lock`` (or ``RLock`` with ``reentrant=True``) that a forked child gets back unlocked."""
-
-    def __init__(self, reentrant: bool = False) -> None:
-        self._factory = threading.RLock if reentrant else threading.Lock
-        self._lock = self._factory()
-        _locks.add(self)
-
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        return self._lock.acquire(blocking, timeout)
-
-    def release(self) -> None:
-        self._lock.release()
-
-    def __enter__(self) -> bool:
-        return self._lock.acquire()
-
-    def __exit__(self, *exc_info) -> None:
-        self._lock.release()
-
-    def _renew(self) -> None:
-        self._lock = self._factory()
+def fork_safe_lock(reentrant: bool = False) -> threading.Lock:
+    """A module-level ``threading.Lock`` (``RLock`` with ``reentrant``) that a forked child gets back unlocked. It
+    stays the C lock itself, whose ``with`` an interrupt cannot split between acquiring and entering."""
+    lock = threading.RLock() if reentrant else threading.Lock()
+    _locks.append(lock)
+    return lock
 
 
 def reset_after_fork(reset: Callable[[], None]) -> Callable[[], None]:
@@ -66,8 +49,8 @@ def _abandon_imports_of_lost_threads() -> None:
 
 def _in_child() -> None:
     _abandon_imports_of_lost_threads()
-    for lock in list(_locks):
-        lock._renew()
+    for lock in _locks:
+        lock._at_fork_reinit()  # what threading does for its own locks after fork
     for reset in _resets:
         reset()
 

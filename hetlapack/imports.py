@@ -19,9 +19,9 @@ import threading
 from collections.abc import Iterator
 from types import ModuleType
 
-from .forking import ForkSafeLock
+from .forking import fork_safe_lock
 
-_import_lock = ForkSafeLock(reentrant=True)
+_import_lock = fork_safe_lock(reentrant=True)
 
 
 def load(name: str) -> ModuleType:

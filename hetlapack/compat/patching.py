@@ -11,7 +11,7 @@ import contextlib
 import sys
 from collections.abc import Iterator
 
-from ..forking import ForkSafeLock
+from ..forking import fork_safe_lock
 from . import numpy_linalg, scipy_linalg
 from ._originals import NUMPY_NAMES, SCIPY_NAMES, numpy_functions, scipy_functions
 
@@ -20,7 +20,7 @@ _ROOTS = ("scipy", "numpy")
 
 # (module name, global name) -> the original object that was there; install and uninstall change it under the lock
 _replaced: dict[tuple[str, str], object] = {}
-_lock = ForkSafeLock(reentrant=True)
+_lock = fork_safe_lock(reentrant=True)
 
 
 def _replacements() -> dict[int, tuple[object, object]]:

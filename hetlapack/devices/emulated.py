@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..forking import ForkSafeLock, reset_after_fork
+from ..forking import fork_safe_lock, reset_after_fork
 from .cpu import CpuDevice
 
 #: Bytes of freed buffers kept per emulated device index for reuse, as a GPU memory pool keeps freed blocks:
@@ -21,7 +21,7 @@ from .cpu import CpuDevice
 POOL_BYTES = 512 << 20
 _pools: dict[int, dict[int, list[np.ndarray]]] = defaultdict(lambda: defaultdict(list))
 _pooled_bytes: dict[int, int] = defaultdict(int)
-_pool_lock = ForkSafeLock()
+_pool_lock = fork_safe_lock()
 
 
 @reset_after_fork

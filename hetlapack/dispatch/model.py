@@ -17,7 +17,7 @@ import numpy as np
 
 from ..devices.cpu import usable_cores
 from ..devices.modeled import ModeledDevice, interpolate
-from ..forking import ForkSafeLock
+from ..forking import fork_safe_lock
 from ..layout.two_level import TWO_LEVEL_SMALL_TILE, host_slice
 
 #: Fraction of the host's DGEMM rate that one LAPACK call reaches, by matrix order (scipy 1.17 + OpenBLAS 0.3.31
@@ -146,7 +146,7 @@ def tile_size(op: str, n: int) -> int:
     return chosen
 
 
-_measuring = ForkSafeLock()
+_measuring = fork_safe_lock()
 
 
 def host_gemm_gflops(dtype_char: str = "d") -> float:

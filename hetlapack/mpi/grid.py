@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..forking import ForkSafeLock
+from ..forking import fork_safe_lock
 
 
 #: Environment variables through which MPI launchers (MPICH's Hydra, Open MPI) announce the number of ranks.
@@ -70,7 +70,7 @@ def _near_square(size: int) -> tuple[int, int]:
 
 #: The default grid (:meth:`ProcessGrid.default`), made by its first caller under the lock.
 _default: "ProcessGrid | None" = None
-_default_lock = ForkSafeLock()
+_default_lock = fork_safe_lock()
 
 
 @dataclass(frozen=True)

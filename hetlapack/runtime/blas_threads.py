@@ -19,9 +19,9 @@ import functools
 from collections.abc import Iterator
 
 from ..devices.cpu import usable_cores
-from ..forking import ForkSafeLock, reset_after_fork
+from ..forking import fork_safe_lock, reset_after_fork
 
-_lock = ForkSafeLock()
+_lock = fork_safe_lock()
 #: Caps asked for by the runtimes running now, and the limiter holding the limits from before the first of them.
 _caps: dict[object, int] = {}
 _earlier = None
