@@ -10,6 +10,7 @@ from scipy.linalg.lapack import get_lapack_funcs
 
 from ..dispatch import Request
 from ..dtypes import lapack_dtype
+from ._originals import scipy_functions
 
 
 def is_cupy(a) -> bool:
@@ -96,8 +97,9 @@ SCIPY_QR_MODES = ("full", "qr", "r", "economic", "raw")
 
 def check_scipy_qr_mode(mode) -> None:
     """SciPy's ``ValueError`` for a mode ``scipy.linalg.qr`` does not take (it checks the mode before the array)."""
-    if mode not in SCIPY_QR_MODES:
-        raise ValueError("Mode argument should be one of ['full', 'r', 'economic', 'raw']")
+    if mode not in SCIPY_QR_MODES:  # the installed SciPy's own error (1.18 lists 'qr' too)
+        scipy_functions["qr"](np.eye(2), mode=mode)
+        raise ValueError(f"Mode argument should be one of {list(SCIPY_QR_MODES)}")
 
 
 def scipy_qr_sizes(mode: str, m: int, n: int) -> tuple[int, int]:
