@@ -142,13 +142,14 @@ INTERRUPTS = """
     def interrupted(call, times, longest):
         hits = 0
         for _ in range(times):
-            signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-4, longest))
-            try:
-                call()
+            try:  # an interrupt that lands after the call, before the timer is cleared, is caught here too
+                signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-4, longest))
+                try:
+                    call()
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
             except KeyboardInterrupt:
                 hits += 1
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
         return hits
 """
 
