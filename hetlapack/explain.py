@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from numpy.typing import ArrayLike
 
-from .compat._arrays import request
-from .compat.scipy_linalg import lu_features, qr_route
+from .compat.scipy_linalg import lu_features, plan_call, qr_route
 from .compat.scipy_rules import QR_LWORK_DEFAULT
-from .dispatch import OPS, Plan, choose
+from .dispatch import OPS, Plan
 
 
-def explain(op: str, a: ArrayLike, *, mode: str = "full", pivoting: bool = False, lwork=QR_LWORK_DEFAULT) -> Plan:
+def explain(op: str, a: ArrayLike, *, mode: str = "full", pivoting: bool = False, lwork=QR_LWORK_DEFAULT,
+            check_finite: bool = True) -> Plan:
     """The plan hetlapack would follow for ``op`` (a SciPy or LAPACK name) on ``a``, with its reason and the
     predicted seconds of every candidate path.
 
     ``mode``, ``pivoting`` and ``lwork`` are ``qr``'s own keywords that change the route (they are ignored for
-    the other operations); ``lwork``'s default is the installed SciPy's.
+    the other operations); ``lwork``'s default is the installed SciPy's. With ``check_finite=False`` the plan looks at
+    ``a``'s values too, as the call does: infinities or NaNs go to SciPy's own call.
 
     Examples
     --------
@@ -28,5 +29,4 @@ def explain(op: str, a: ArrayLike, *, mode: str = "full", pivoting: bool = False
     features = lu_features(a) if op == "lu" else ()
     if op == "qr":
         op, features = qr_route(a, mode, pivoting, lwork)
-    req, _ = request(OPS[op], a, features=features)
-    return choose(req)
+    return plan_call(OPS[op], a, check_finite, features)[0]

@@ -241,6 +241,46 @@ def test_batched_lu_solve_names_a_non_square_factor_with_scipys_text():
     assert str(ours.value) == f"matrix 0: {scipys.value}"
 
 
+# --- 12: infinities and NaNs with check_finite=False ---------------------------------------------------------------
+def _nonfinite_stack(rng, dtype, n: int) -> np.ndarray:
+    """Five matrices, one of them with a NaN or an infinity at a random place."""
+    a = rng.standard_normal((5, n, n)).astype(dtype)
+    a[rng.integers(5), rng.integers(n), rng.integers(n)] = rng.choice([np.nan, np.inf, -np.inf])
+    return a
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+def test_interleaved_lu_pivots_nonfinite_matrices_as_lapack(dtype):
+    rng = np.random.default_rng(12)
+    for n in (2, 3, 4, 5, 7, 12, 19):
+        for _ in range(6):
+            a = _nonfinite_stack(rng, dtype, n)
+            lu, piv = hla.linalg.lu_factor(a, check_finite=False)
+            theirs = [sla.lu_factor(x, check_finite=False) for x in a]
+            np.testing.assert_array_equal(piv, [p for _, p in theirs])
+            np.testing.assert_array_equal(np.isnan(lu), [np.isnan(f) for f, _ in theirs])
+    p, l, u = hla.linalg.lu(a, check_finite=False)
+    for mine, theirs in zip((p, l, u), zip(*(sla.lu(x, check_finite=False) for x in a))):
+        np.testing.assert_array_equal(np.isnan(mine), np.isnan(np.array(theirs)))
+
+
+@pytest.mark.parametrize("path", ["hybrid", "gpu"])
+def test_tiled_paths_leave_nonfinite_matrices_to_scipys_call(path):
+    a = np.random.default_rng(3).standard_normal((20, 20))
+    a[7, 4] = np.nan
+    spd = a @ a.T + 20 * np.eye(20)
+    spd[5, 5] = np.inf
+    with hla.using(path=path, devices=["cpu", "emulated:0"]):
+        assert "infinities or NaNs" in str(hla.explain("qr", a, check_finite=False))
+        r = hla.linalg.qr(a, mode="r", check_finite=False)[0]
+        lu, piv = hla.linalg.lu_factor(a, check_finite=False)
+        c = hla.linalg.cholesky(spd, check_finite=False)
+    np.testing.assert_array_equal(r, sla.qr(a, mode="r", check_finite=False)[0])
+    np.testing.assert_array_equal(piv, sla.lu_factor(a, check_finite=False)[1])
+    np.testing.assert_array_equal(lu, sla.lu_factor(a, check_finite=False)[0])
+    np.testing.assert_array_equal(c, sla.cholesky(spd, check_finite=False))
+
+
 # --- 13: mpiexec beside the interpreter -----------------------------------------------------------------------------
 def test_mpiexec_found_beside_python_when_not_on_path(monkeypatch):
     beside = Path(sys.executable).parent / "mpiexec"

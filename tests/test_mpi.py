@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hetlapack.mpi.grid import _near_square
+from hetlapack.mpi.grid import _near_square, find_mpiexec
 from hetlapack.mpi.matrix import numroc, owned_indices
 
 SCRIPT = Path(__file__).parent / "mpi" / "check_factorizations.py"
@@ -32,9 +31,9 @@ OVERSUBSCRIBED = {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"}
 
 def _mpiexec() -> str:
     pytest.importorskip("mpi4py")
-    path = shutil.which("mpiexec")
+    path = find_mpiexec()
     if path is None:
-        pytest.skip("mpiexec not on PATH (pip install '.[mpi]')")
+        pytest.skip("no mpiexec beside this Python or on PATH (pip install '.[mpi]')")
     return path
 
 

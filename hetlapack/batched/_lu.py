@@ -99,6 +99,26 @@ def _factor_chunk(buf, piv, info, best, recip, m, n, lanes):
                                        - buf[i, k + 1, lane] * buf[k + 1, j, lane])
 
 
+#: ``info`` of a matrix whose factors hold an infinity or NaN: its pivots are LAPACK's to choose (OpenBLAS's SIMD
+#: ``i?amax`` kernels each place a NaN by a rule of their own), so the caller factors it again with LAPACK.
+NONFINITE_INFO = -1
+
+
+@numba.njit(**JIT_OPTIONS)
+def _mark_nonfinite(buf, info, poison, count, m, n):
+    """Set ``info[lane]`` to ``NONFINITE_INFO`` for each of the first ``count`` lanes whose factors hold an infinity
+    or NaN (``x * 0`` is zero only for finite ``x``: one vector pass over the buffer while it is in cache)."""
+    for lane in range(count):
+        poison[lane] = 0
+    for i in range(m):
+        for j in range(n):
+            for lane in range(count):
+                poison[lane] += _magnitude(buf[i, j, lane]) * 0
+    for lane in range(count):
+        if poison[lane] != 0:
+            info[lane] = NONFINITE_INFO
+
+
 @numba.njit(**JIT_OPTIONS)
 def _getrf_chunks(a, out, piv, info, nonfinite, thread, start, stop, m, n, lanes):
     """Factorize chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share)."""
@@ -113,6 +133,7 @@ def _getrf_chunks(a, out, piv, info, nonfinite, thread, start, stop, m, n, lanes
         if nonfinite.size and not all_finite(buf, count, m, n):
             nonfinite[thread] = 1
         _factor_chunk(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
+        _mark_nonfinite(buf, chunk_info, best, count, m, n)
         scatter(buf, count, out, first, m, n)
         for lane in range(count):
             info[first + lane] = chunk_info[lane]
@@ -122,7 +143,8 @@ def _getrf_chunks(a, out, piv, info, nonfinite, thread, start, stop, m, n, lanes
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
 def getrf_stack(a, out, piv, info, nonfinite, lanes, threads):
-    """Factorize every matrix of the 3-D stack ``a`` into ``out``; ``piv`` (batch, min(m, n)), ``info`` (batch,).
+    """Factorize every matrix of the 3-D stack ``a`` into ``out``; ``piv`` (batch, min(m, n)), ``info`` (batch,),
+    ``NONFINITE_INFO`` for a matrix whose factors hold an infinity or NaN.
     Given a ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a``
     sets its own. Square orders up to ``SMALL_ORDER`` in buffers of ``SMALL_ORDER_LANES`` run versions compiled for
     their sizes (given as constants, numba compiles one version each)."""

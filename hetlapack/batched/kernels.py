@@ -262,7 +262,22 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False,
         _lapack_loop("getrf_each", a.dtype, stack.shape[0], max(m, n), check_finite, (stack, out, piv, info))
     elif out.size:
         _launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info)
+        _refactor_nonfinite(stack, out, piv, info, fortran)
     return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
+
+
+def _refactor_nonfinite(stack: np.ndarray, out: np.ndarray, piv: np.ndarray, info: np.ndarray, fortran: bool) -> None:
+    """Factor again with LAPACK the matrices the interleaved kernel marked (``_lu.NONFINITE_INFO``: infinities or
+    NaNs in their factors), so that their pivots and factors are SciPy's."""
+    marked = np.flatnonzero(info == _lu.NONFINITE_INFO)
+    if not marked.size:
+        return
+    m, n = stack.shape[1:]
+    again = _output(marked.size, m, n, stack.dtype, fortran)
+    again_piv, again_info = np.empty((marked.size, min(m, n)), dtype=INDEX_DTYPE), np.zeros(marked.size, INDEX_DTYPE)
+    arrays = (stack[marked], again, again_piv, again_info)
+    _lapack_loop("getrf_each", stack.dtype, marked.size, max(m, n), False, arrays)
+    out[marked], piv[marked], info[marked] = again, again_piv, again_info
 
 
 def plu(lu: np.ndarray, piv: np.ndarray, *, permute_l: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -36,9 +36,22 @@ def _on_gpu():
     return _cupy
 
 
-def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, object, np.dtype]:
+#: Paths whose algorithm orders its arithmetic unlike LAPACK's: where an infinity or NaN meets a pivot search or a
+#: reflector there, its factors hold them in other places than SciPy's.
+_TILED_PATHS = frozenset({"hybrid", "gpu"})
+
+
+def plan_call(op: str, a, check_finite: bool = True, features: tuple[str, ...] = ()) -> tuple[Plan, object, np.dtype]:
+    """Dispatch's plan for a call on ``a`` (with ``check_finite=False``, SciPy's own call for a NumPy matrix that
+    holds infinities or NaNs where the plan would tile it: only LAPACK's own kernels place them as SciPy does), the
+    array to pass on and the dtype LAPACK computes in."""
     req, arr = request(op, a, features=features)
-    return choose(req), arr, req.dtype
+    plan = choose(req)
+    if (plan.path in _TILED_PATHS and not check_finite and isinstance(arr, np.ndarray)
+            and not np.isfinite(arr).all()):
+        plan = dataclasses.replace(plan, path="host", reason="infinities or NaNs with check_finite=False: SciPy's "
+                                   "own LAPACK call places them in the factors as SciPy does")
+    return plan, arr, req.dtype
 
 
 def qr_route(a, mode: str, pivoting: bool, lwork) -> tuple[str, tuple[str, ...]]:
@@ -104,7 +117,7 @@ def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool
     """Common worker of ``cholesky`` and ``cho_factor`` on the accelerated paths: returns (c in SciPy's layout, plan,
     the array read), or ``(None, plan, _)`` for the host path, SciPy's own call. ``clean`` zeroes the other
     triangle; ``None`` does where the installed SciPy's ``cho_factor`` does."""
-    plan, arr, dtype = _plan("potrf", a)
+    plan, arr, dtype = plan_call("potrf", a, check_finite)
     if plan.path == "host":
         return None, plan, arr
     a1 = _kernel_checked(plan, arr, check_finite)
@@ -337,7 +350,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     """
     if is_cupy(a):
         return _on_gpu().lu_factor(a, overwrite_a, check_finite)
-    plan, arr, dtype = _plan("getrf", a)
+    plan, arr, dtype = plan_call("getrf", a, check_finite)
     if plan.path == "host":
         return _scipy["lu_factor"](a, overwrite_a=overwrite_a, check_finite=check_finite)
     warn_dtypes_as_scipy("lu_factor", arr.dtype, stacklevel=2)
@@ -458,7 +471,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     >>> np.allclose(p @ l @ u, a)
     True
     """
-    plan, arr, dtype = _plan("getrf", a, lu_features(a))
+    plan, arr, dtype = plan_call("getrf", a, check_finite, lu_features(a))
     if plan.path == "host" or np.shape(arr)[-2:] == (1, 1) or compiled_kernels_unusable():
         return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)
@@ -514,7 +527,7 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     True
     """
     op, features = qr_route(a, mode, pivoting, lwork)
-    plan, arr, dtype = _plan(op, a, features)
+    plan, arr, dtype = plan_call(op, a, check_finite, features)
     if plan.path == "host":
         return _scipy["qr"](a, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
                             check_finite=check_finite)

@@ -176,6 +176,15 @@ def not_positive_definite(minor: int, index: tuple[int, ...] = (), batch: tuple[
     return LinAlgError(f"{minor}-th leading minor of the array is not positive definite")
 
 
+@functools.cache
+def empty_result_dtypes(name: str, dtype: np.dtype, **options) -> tuple[np.dtype, ...]:
+    """The dtypes of SciPy's ``name`` results for an empty matrix of ``dtype`` (SciPy 1.17 keeps ``dtype``, 1.18
+    returns the LAPACK dtype from ``qr``), asked of SciPy on a 0 x 0 probe without its dtype warnings."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return tuple(x.dtype for x in _arrays(_scipy[name](np.zeros((0, 0), dtype=dtype), **options)))
+
+
 def not_square(name: str, shape: tuple[int, ...]) -> None:
     """Raise SciPy's own error for a matrix (or stack) of this shape that ``name`` needs square, from a stand-in of
     that shape that holds no memory."""

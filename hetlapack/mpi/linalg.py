@@ -15,6 +15,7 @@ from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
 from ..compat._arrays import check_scipy_qr_mode, getrs_square_error, getrs_trans, potrs_lower, scipy_qr_sizes
+from ..compat.scipy_rules import empty_result_dtypes, warn_dtypes_as_scipy
 from ..dtypes import lapack_dtype
 from ..pivots import check_pivots
 from . import solve as _solve
@@ -55,12 +56,15 @@ def _prepared(a: DistributedMatrix, overwrite_a: bool, check_finite: bool) -> Di
     return a.like(a.local.astype(lapack_dtype(a.dtype), order="F"))
 
 
-def _as_scipy_empty(a: DistributedMatrix, factors: tuple[DistributedMatrix, ...]) -> tuple[DistributedMatrix, ...]:
-    """The factors of an empty ``a`` in ``a``'s own dtype: SciPy's ``lu_factor`` and ``qr`` return ``empty_like``
-    results there (an empty int64 matrix gives int64 factors), whatever dtype LAPACK would compute in."""
+def _as_scipy_empty(name: str, a: DistributedMatrix, factors: tuple[DistributedMatrix, ...],
+                    **options) -> tuple[DistributedMatrix, ...]:
+    """The factors of an empty ``a`` in the dtypes the installed SciPy's ``name`` gives them (``empty_like`` results
+    in ``a``'s own dtype up to SciPy 1.17; 1.18's ``qr`` returns LAPACK's dtype), whatever dtype LAPACK computed in."""
     if a.shape[0] * a.shape[1] != 0:
         return factors
-    return tuple(factor.like(factor.local.astype(a.dtype, order="F"), factor.shape) for factor in factors)
+    dtypes = empty_result_dtypes(name, a.dtype, **options)
+    return tuple(factor.like(factor.local.astype(dtype, order="F"), factor.shape)
+                 for factor, dtype in zip(factors, dtypes))
 
 
 def cholesky(a: DistributedMatrix, lower: bool = False, overwrite_a: bool = False,
@@ -84,7 +88,8 @@ def cholesky(a: DistributedMatrix, lower: bool = False, overwrite_a: bool = Fals
     Raises
     ------
     LinAlgError
-        On every rank: ``"k-th leading minor of the array is not positive definite"`` (global ``k``).
+        On every rank, with the installed SciPy's text for the global leading minor ``k`` that is not positive
+        definite (``"k-th leading minor of the array is not positive definite"`` up to SciPy 1.17).
 
     Examples
     --------
@@ -92,6 +97,7 @@ def cholesky(a: DistributedMatrix, lower: bool = False, overwrite_a: bool = Fals
     >>> l = L.gather(root=0)                     # doctest: +SKIP
     """
     _agree_call(a, lower=lower, overwrite_a=overwrite_a, check_finite=check_finite)
+    warn_dtypes_as_scipy("cholesky", a.dtype, stacklevel=2)
     work = _prepared(a, overwrite_a, check_finite)
     potrf(work, lower=lower)
     return work
@@ -118,11 +124,12 @@ def lu_factor(a: DistributedMatrix, overwrite_a: bool = False,
     >>> lu, piv = lu_factor(A)                   # doctest: +SKIP
     """
     _agree_call(a, overwrite_a=overwrite_a, check_finite=check_finite)
+    warn_dtypes_as_scipy("lu_factor", a.dtype, stacklevel=2)
     work = _prepared(a, overwrite_a, check_finite)
     pivots, info = getrf(work)
     if info > 0:
         warnings.warn(f"Diagonal number {info} is exactly zero. Singular matrix.", LinAlgWarning, stacklevel=2)
-    (lu,) = _as_scipy_empty(a, (work,))
+    (lu,) = _as_scipy_empty("lu_factor", a, (work,))
     return lu, pivots
 
 
@@ -149,6 +156,7 @@ def qr(a: DistributedMatrix, overwrite_a: bool = False, mode: str = "full",
     check_scipy_qr_mode(mode)
     if mode == "raw":
         raise ValueError("the distributed QR has no 'raw' mode; use 'full', 'r' or 'economic'")
+    warn_dtypes_as_scipy("qr", a.dtype, stacklevel=2)
     work = _prepared(a, overwrite_a, check_finite)
     t_factors = geqrf(work)
     q_cols, r_rows = scipy_qr_sizes(mode, *work.shape)
@@ -157,8 +165,8 @@ def qr(a: DistributedMatrix, overwrite_a: bool = False, mode: str = "full",
     r_factor = DistributedMatrix(work.grid, (r_rows, n), work.block, r_local, work.src)
     r_local[r_factor.rows[:, None] > r_factor.cols[None, :]] = 0
     if mode == "r":
-        return _as_scipy_empty(a, (r_factor,))
-    return _as_scipy_empty(a, (form_q(work, t_factors, q_cols), r_factor))
+        return _as_scipy_empty("qr", a, (r_factor,), mode=mode)
+    return _as_scipy_empty("qr", a, (form_q(work, t_factors, q_cols), r_factor), mode=mode)
 
 
 def _described(b) -> str:
@@ -179,19 +187,21 @@ def _check_rhs_shape(shape: tuple, n: int, mismatch: Callable[[tuple], str]) -> 
         raise ValueError(f"b must be 1-D or 2-D for the distributed solve, got shape {shape}")
 
 
-def _rhs(b, factor: DistributedMatrix, mismatch: Callable[[tuple], str], check_finite: bool,
+def _rhs(name: str, b, factor: DistributedMatrix, mismatch: Callable[[tuple], str], check_finite: bool,
          check_factor: bool = False, **arguments) -> np.ndarray:
     """The right-hand side replicated on every rank, as a Fortran-ordered 2-D array of the common dtype.
 
     One agreement first: every rank passes the same kind, shape and dtype of ``b`` and the same ``arguments`` (so a
-    ``b`` that only the root holds raises the agreement's error). Then SciPy's checks, on every rank, in its order:
-    non-finite entries in ``b`` (with ``check_factor`` in the factor too) when ``check_finite``, a factor that is not
-    square (with ``check_factor``, as ``cho_solve``), and a ``b`` that does not fit.
+    ``b`` that only the root holds raises the agreement's error). Then SciPy's dtype warnings for ``name``, and its
+    checks, on every rank, in its order: non-finite entries in ``b`` (with ``check_factor`` in the factor too) when
+    ``check_finite``, a factor that is not square (with ``check_factor``, as ``cho_solve``), and a ``b`` that does
+    not fit.
     """
     comm, n = factor.grid.comm, factor.shape[0]
     distributed = isinstance(b, DistributedMatrix)
     full = b if distributed else np.asarray(b)
     agree_arguments(comm, factor=factor.layout, b=_described(full), check_finite=check_finite, **arguments)
+    warn_dtypes_as_scipy(name, factor.dtype, full.dtype, stacklevel=3)
     dtype = lapack_dtype(factor.dtype, full.dtype)
     if distributed:
         full = _solve.replicate(b, dtype)
@@ -221,7 +231,7 @@ def cho_solve(c_and_lower: tuple[DistributedMatrix, bool], b: DistributedMatrix 
     permits it).
     """
     c, lower = c_and_lower
-    x = _rhs(b, c, lambda shape: f"incompatible dimensions ({c.shape} and {shape})", check_finite,
+    x = _rhs("cho_solve", b, c, lambda shape: f"incompatible dimensions ({c.shape} and {shape})", check_finite,
              check_factor=True, lower=lower, overwrite_b=overwrite_b)
     lower = potrs_lower(x.dtype, lower, overwrite_b) if x.size else True  # as SciPy's potrs reads it
     first, second = ((True, 0), (True, 2)) if lower else ((False, 2), (False, 0))
@@ -245,7 +255,7 @@ def lu_solve(lu_and_piv: tuple[DistributedMatrix, np.ndarray], b: DistributedMat
     ``b`` as in :func:`cho_solve`; ``check_finite`` checks ``b`` only, as SciPy's.
     """
     lu, pivots = lu_and_piv
-    x = _rhs(b, lu, lambda shape: f"Shapes of lu {lu.shape} and b {shape} are incompatible", check_finite,
+    x = _rhs("lu_solve", b, lu, lambda shape: f"Shapes of lu {lu.shape} and b {shape} are incompatible", check_finite,
              trans=trans, overwrite_b=overwrite_b)
     if not x.size:  # SciPy returns an empty solution before its getrs call reads the flags, factor or pivots
         return _result(b, x)

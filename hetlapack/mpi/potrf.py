@@ -15,8 +15,7 @@ Each rank receives ``(n - k1) nb (1/P + 1/Q)`` words per step, the 2-D volume Sc
 from __future__ import annotations
 
 import numpy as np
-from numpy.linalg import LinAlgError
-
+from ..compat.scipy_rules import not_positive_definite
 from . import _local
 from ._comm import agreed, allgather_rows, bcast_array
 from .matrix import DistributedMatrix, owned_indices
@@ -25,7 +24,7 @@ from .matrix import DistributedMatrix, owned_indices
 def potrf(a: DistributedMatrix, lower: bool = True) -> None:
     """Factor the Hermitian positive definite ``a`` in place; the other triangle is set to zero.
 
-    Raises ``LinAlgError`` on every rank, naming the global leading minor that is not positive definite.
+    Raises SciPy's ``LinAlgError`` on every rank, naming the global leading minor that is not positive definite.
     """
     m, n = a.shape
     if m != n:
@@ -48,7 +47,7 @@ def _potrf_lower(a: DistributedMatrix) -> None:
             if in_pcol and grid.myrow == prow:
                 info = _local.potrf(a.local[r0:r1, c0:c1], lower=True)
                 if info > 0:
-                    raise LinAlgError(f"{k0 + info}-th leading minor of the array is not positive definite")
+                    raise not_positive_definite(k0 + info)
         if in_pcol:
             diag = a.local[r0:r1, c0:c1] if grid.myrow == prow else None
             diag = bcast_array(grid.col_comm, diag, prow, (k1 - k0, k1 - k0), a.dtype)
