@@ -1,11 +1,12 @@
 """Every example in examples/ runs, with a small size, and passes its own check."""
 
 import pathlib
-import shutil
 import subprocess
 import sys
 
 import pytest
+
+from hetlapack.mpi.grid import find_mpiexec
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 SMALL_ARGS = {
@@ -25,9 +26,9 @@ def test_example_runs(name, tmp_path):
 
 @pytest.mark.timeout(180)
 def test_mpi_example_runs_on_four_ranks():
-    mpiexec = shutil.which("mpiexec")
+    mpiexec = find_mpiexec()
     if mpiexec is None:
-        pytest.skip("mpiexec not on PATH (pip install '.[mpi]')")
+        pytest.skip("no mpiexec beside this Python or on PATH (pip install '.[mpi]')")
     proc = subprocess.run([mpiexec, "-n", "4", sys.executable, str(EXAMPLES / "mpi_cholesky.py"), "300"],
                           capture_output=True, text=True, timeout=150)
     assert proc.returncode == 0 and "2x2 grid" in proc.stdout, proc.stdout + proc.stderr

@@ -21,6 +21,7 @@ from . import _run
 from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, potrs_lower, read_overwrite_flag,
                       request, scipy_qr_sizes, solve_batch, unshared_overwrite_b, upload_operand, validated,
                       working_copy)
+from ._host import scipy_call
 from ._originals import scipy_functions as _scipy
 from .scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy, cholesky_lower,
                           fortran_in_place, fortran_result, not_positive_definite, refuse_flags, scipy_container,
@@ -187,7 +188,7 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
         return _on_gpu().cholesky(a, lower, overwrite_a, check_finite)
     c, _, _ = _cholesky(a, lower, overwrite_a, check_finite, clean=True)
     if c is None:
-        return _scipy["cholesky"](a, lower=lower, overwrite_a=overwrite_a, check_finite=check_finite)
+        return scipy_call("cholesky", a, overwrite_a, check_finite, lower=lower)
     return c
 
 
@@ -232,7 +233,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
         return _on_gpu().cho_factor(a, lower, overwrite_a, check_finite)
     c, _, arr = _cholesky(a, lower, overwrite_a, check_finite, clean=None)
     if c is None:
-        return _scipy["cho_factor"](a, lower=lower, overwrite_a=overwrite_a, check_finite=check_finite)
+        return scipy_call("cho_factor", a, overwrite_a, check_finite, lower=lower)
     return scipy_container("cho_factor", arr.ndim > 2)((c, cho_factor_flags(lower, a, arr.shape[:-2])))
 
 
@@ -352,7 +353,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
         return _on_gpu().lu_factor(a, overwrite_a, check_finite)
     plan, arr, dtype = plan_call("getrf", a, check_finite)
     if plan.path == "host":
-        return _scipy["lu_factor"](a, overwrite_a=overwrite_a, check_finite=check_finite)
+        return scipy_call("lu_factor", a, overwrite_a, check_finite)
     warn_dtypes_as_scipy("lu_factor", arr.dtype, stacklevel=2)
     refuse_flags("lu_factor", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)
     a1 = _kernel_checked(plan, arr, check_finite)
@@ -529,8 +530,10 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     op, features = qr_route(a, mode, pivoting, lwork)
     plan, arr, dtype = plan_call(op, a, check_finite, features)
     if plan.path == "host":
-        return _scipy["qr"](a, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
-                            check_finite=check_finite)
+        if lwork is not QR_LWORK_DEFAULT:
+            return _scipy["qr"](a, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
+                                check_finite=check_finite)
+        return scipy_call("qr", a, overwrite_a, check_finite, mode=mode, pivoting=pivoting)
     refuse_flags("qr", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)
     a1 = _kernel_checked(plan, arr, check_finite)
     warn_dtypes_as_scipy("qr", arr.dtype, stacklevel=2)

@@ -80,9 +80,12 @@ def _result(name: str, stacked: bool, options: tuple) -> object:
 
 
 def _arrays(result) -> list[np.ndarray]:
-    """The arrays of a result, nested tuples (``qr``'s raw mode) flattened, in order."""
+    """The arrays of a result, nested tuples (``qr``'s raw mode) flattened, in order (``cho_factor``'s ``lower`` flag
+    is none where it is a bool)."""
     if isinstance(result, np.ndarray):
         return [result]
+    if not isinstance(result, (tuple, list)):
+        return []
     return [x for item in result for x in _arrays(item)]
 
 
@@ -108,6 +111,20 @@ def scipy_returns(name: str, outputs: tuple[np.ndarray, ...], stacked: bool, in_
     laid = tuple(x if in_place is not None and np.may_share_memory(x, in_place) else _in_layout(x, like)
                  for x, like in zip(outputs, _arrays(reference), strict=True))
     return laid[0] if isinstance(reference, np.ndarray) else type(reference)(laid)
+
+
+@functools.cache
+def _fortran_copy_unseen(name: str, options: tuple) -> bool:
+    c_ordered = np.ascontiguousarray(_PROBE)
+    reference = _arrays(_scipy[name](c_ordered, **dict(options)))
+    copied = _arrays(_scipy[name](np.asfortranarray(_PROBE), overwrite_a=True, **dict(options)))
+    return [x.flags.c_contiguous for x in reference] == [x.flags.c_contiguous for x in copied]
+
+
+def fortran_copy_unseen(name: str, **options) -> bool:
+    """Whether SciPy's ``name`` returns the same layouts for a C-ordered matrix as for a Fortran-ordered copy of it
+    that it may overwrite: the copy f2py makes is then all that differs, and handing it one is invisible."""
+    return _fortran_copy_unseen(name, tuple(sorted(options.items())))
 
 
 def scipy_container(name: str, stacked: bool, **options) -> type:

@@ -1,0 +1,74 @@
+"""The host path: SciPy's own call, handed a Fortran-ordered copy where SciPy would make that copy the slow way.
+
+SciPy's LAPACK wrappers (f2py) copy a C-ordered matrix into Fortran order before LAPACK sees it, element by
+element: on a matrix larger than the cache every element of one of the two arrays is a cache miss, and the copy
+costs a third of a Cholesky of order 4000 (issue 36). A copy made a cache tile at a time gives LAPACK the same
+matrix, so SciPy's call on it, with ``overwrite_a=True``, returns SciPy's result to the bit, in the same layout.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+
+from ._originals import scipy_functions as _scipy
+from .scipy_rules import fortran_copy_unseen
+
+#: An L1 data cache of 32 KiB in lines of 64 bytes, assumed where the system does not say (Linux's sysfs does).
+_DEFAULT_L1 = (32768, 64)
+
+_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+@functools.cache
+def l1_data_cache() -> tuple[int, int]:
+    """This machine's L1 data cache: (bytes, bytes per line)."""
+    for index in sorted(_CACHES.glob("index*")):
+        try:
+            if (index / "level").read_text().strip() == "1" and (index / "type").read_text().strip() != "Instruction":
+                size = (index / "size").read_text().strip().upper()
+                scale = {"K": 1 << 10, "M": 1 << 20}.get(size[-1:], 1)
+                line = int((index / "coherency_line_size").read_text())
+                return int(size.rstrip("KM")) * scale, line
+        except (OSError, ValueError):
+            break
+    return _DEFAULT_L1
+
+
+def tile_order() -> int:
+    """Rows of the tiles of :func:`fortran_copy`: as many as the L1 cache holds lines. Its copy walks each tile's
+    target a column at a time and reads one line of each source row, which the tile's next columns read again."""
+    size, line = l1_data_cache()
+    return max(size // line, 1)
+
+
+def fortran_copy(a: np.ndarray) -> np.ndarray:
+    """A Fortran-ordered copy of the 2-D ``a``, made a tile at a time."""
+    out = np.empty(a.shape, dtype=a.dtype, order="F")
+    rows, cols = a.shape
+    tile = tile_order()
+    for i in range(0, rows, tile):
+        for j in range(0, cols, tile):
+            out[i:i + tile, j:j + tile] = a[i:i + tile, j:j + tile]
+    return out
+
+
+def _copies_slowly(a, overwrite_a) -> bool:
+    """Whether SciPy would copy ``a`` into Fortran order itself, element by element, where tiles are worth it (at
+    least two each way): a C-ordered, native, aligned LAPACK-dtype ndarray (not a subclass), with a plain
+    ``overwrite_a``."""
+    return (type(a) is np.ndarray and a.ndim == 2 and a.dtype.char in "fdFD" and a.dtype.isnative
+            and a.flags.aligned and a.flags.c_contiguous and not a.flags.f_contiguous
+            and type(overwrite_a) in (bool, int) and overwrite_a in (0, 1) and min(a.shape) > tile_order())
+
+
+def scipy_call(name: str, a, overwrite_a, check_finite, **options):
+    """SciPy's own ``name`` on ``a`` with these flags; on a Fortran-ordered copy made by :func:`fortran_copy` where
+    SciPy would copy ``a`` slowly and that copy is all it would change (``fortran_copy_unseen``): the same
+    result, layout, errors and warnings. Non-finite entries (``check_finite``) go to SciPy's call, for its error."""
+    if _copies_slowly(a, overwrite_a) and fortran_copy_unseen(name, **options) and (
+            not check_finite or np.isfinite(a).all()):
+        return _scipy[name](fortran_copy(a), overwrite_a=True, check_finite=False, **options)
+    return _scipy[name](a, overwrite_a=overwrite_a, check_finite=check_finite, **options)

@@ -1,0 +1,136 @@
+"""The host path hands SciPy a Fortran-ordered copy made a tile at a time where SciPy would make it element by
+element (``compat/_host.py``): SciPy's result to the bit, in its layout, with its errors and warnings."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import hetlapack
+import hetlapack.linalg as la
+from hetlapack import testing
+from hetlapack.compat import _host
+from hetlapack.compat.scipy_rules import fortran_copy_unseen
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+TILE = 8
+
+#: Calls of the host path: the function, its options (as ``compat._host.scipy_call`` passes them on) and the
+#: results to compare (``cho_factor``'s factor).
+CALLS = {
+    "cholesky": ("cholesky", {"lower": False}),
+    "cholesky lower": ("cholesky", {"lower": True}),
+    "cho_factor": ("cho_factor", {"lower": False}),
+    "cho_factor lower": ("cho_factor", {"lower": True}),
+    "lu_factor": ("lu_factor", {}),
+    "qr": ("qr", {"mode": "full", "pivoting": False}),
+    "qr economic": ("qr", {"mode": "economic", "pivoting": False}),
+    "qr r": ("qr", {"mode": "r", "pivoting": False}),
+    "qr pivoting": ("qr", {"mode": "full", "pivoting": True}),
+}
+
+
+@pytest.fixture
+def copies(monkeypatch):
+    """Tiles of ``TILE`` rows, so that small matrices take the tiled copy; the copies made, counted."""
+    made = []
+
+    def counted(a):
+        made.append(a.shape)
+        return fortran_copy(a)
+
+    fortran_copy = _host.fortran_copy
+    monkeypatch.setattr(_host, "tile_order", lambda: TILE)
+    monkeypatch.setattr(_host, "fortran_copy", counted)
+    return made
+
+
+def _arrays(result) -> list[np.ndarray]:
+    return [x for x in (result if isinstance(result, (tuple, list)) else (result,)) if isinstance(x, np.ndarray)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_results_are_scipys_to_the_bit_in_its_layout(call, dtype, copies):
+    name, options = CALLS[call]
+    a = testing.spd(3 * TILE + 5, dtype=dtype)
+    before = a.copy()
+    with hetlapack.using(path="host"):
+        ours = getattr(la, name)(a, **options)
+    theirs = getattr(sl, name)(a, **options)
+    np.testing.assert_array_equal(a, before)
+    for x, y in zip(_arrays(ours), _arrays(theirs), strict=True):
+        np.testing.assert_array_equal(x, y)
+        assert (x.dtype, x.flags.c_contiguous, x.flags.f_contiguous) == (y.dtype, y.flags.c_contiguous,
+                                                                         y.flags.f_contiguous)
+    assert bool(copies) == fortran_copy_unseen(name, **options), copies
+
+
+@pytest.mark.parametrize("shape", [(TILE + 1, TILE + 1), (3 * TILE + 5, 2 * TILE + 3), (2 * TILE + 3, 41)])
+def test_fortran_copy_equals_numpys(shape, monkeypatch):
+    monkeypatch.setattr(_host, "tile_order", lambda: TILE)
+    a = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+    copy = _host.fortran_copy(a)
+    assert copy.flags.f_contiguous and not np.shares_memory(copy, a)
+    np.testing.assert_array_equal(copy, a)
+
+
+def test_errors_and_warnings_are_scipys(copies):
+    n = 3 * TILE + 5
+    bad = testing.spd(n)
+    bad[4, 4] = -1.0
+    nan = testing.spd(n)
+    nan[7, 2] = np.nan
+    singular = testing.spd(n)
+    singular[:, 3] = 0.0
+    with hetlapack.using(path="host"):
+        for fn in (la.cholesky, la.cho_factor):
+            with pytest.raises(np.linalg.LinAlgError) as ours:
+                fn(bad)
+            with pytest.raises(np.linalg.LinAlgError) as theirs:
+                getattr(sl, fn.__name__)(bad)
+            assert str(ours.value) == str(theirs.value)
+        for name in ("cholesky", "cho_factor", "lu_factor", "qr"):
+            with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+                getattr(la, name)(nan)
+        with warnings.catch_warnings(record=True) as ours:
+            warnings.simplefilter("always")
+            lu, piv = la.lu_factor(singular)
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        ref_lu, ref_piv = sl.lu_factor(singular)
+    assert [str(w.message) for w in ours] == [str(w.message) for w in theirs] and len(theirs) == 1
+    np.testing.assert_array_equal(piv, ref_piv)
+    np.testing.assert_array_equal(lu, ref_lu)
+
+
+@pytest.mark.parametrize("a", [
+    testing.spd(3 * TILE + 5).astype(">f8"),                  # not native
+    np.asfortranarray(testing.spd(3 * TILE + 5)),            # already Fortran-ordered
+    testing.spd(6 * TILE + 10)[::2, ::2],                   # not contiguous
+    testing.spd(3 * TILE + 5).astype(np.float16),            # not a LAPACK dtype
+    testing.spd(TILE),                                       # one tile: NumPy's own copy is as fast
+], ids=["big-endian", "fortran", "strided", "float16", "one-tile"])
+def test_other_inputs_go_to_scipy_as_they_are(a, copies):
+    with hetlapack.using(path="host"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        la.lu_factor(a)
+    assert not copies
+
+
+def test_l1_cache_is_read_from_sysfs_or_assumed(tmp_path, monkeypatch):
+    for level, kind, size in (("1", "Instruction", "64K"), ("1", "Data", "48K"), ("2", "Unified", "2048K")):
+        index = tmp_path / f"index{level}{kind[0]}"
+        index.mkdir()
+        for field, value in (("level", level), ("type", kind), ("size", size), ("coherency_line_size", "64")):
+            (index / field).write_text(value + "\n")
+    monkeypatch.setattr(_host, "_CACHES", tmp_path)
+    _host.l1_data_cache.cache_clear()
+    try:
+        assert _host.l1_data_cache() == (48 * 1024, 64)
+        monkeypatch.setattr(_host, "_CACHES", tmp_path / "absent")
+        _host.l1_data_cache.cache_clear()
+        assert _host.l1_data_cache() == (32768, 64)
+    finally:
+        _host.l1_data_cache.cache_clear()
