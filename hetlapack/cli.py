@@ -10,7 +10,7 @@ import sys
 from .commands import FirstRankParser
 
 #: Subcommand modules; each exposes ``register(subparsers)`` and sets ``func`` on its parser.
-COMMANDS = ("info", "demo", "bench", "trace", "calibrate", "simulate")
+COMMANDS = ("info", "demo", "bench", "trace", "calibrate", "simulate", "compile")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,73 @@
+"""Compile the batched kernels into numba's disk cache ahead of their first use, on every core at once.
+
+A kernel compiles on its first call in each dtype: 2-45 s each, 10.5 minutes for all of them on the 2-core AMD
+EPYC, one after another, since numba compiles one function at a time in a process. ``hetlapack compile`` (and the
+test session, ``tests/conftest.py``) compiles the ones the cache lacks in one process per core, each kernel in one
+process (its cache index is then written by one process only); later calls load them from the cache.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import time
+
+import numba
+import numpy as np
+from numba import types
+
+from ..devices.cpu import usable_cores
+from . import kernels
+
+#: Kernels in the order they are handed out: the longest compilations first, so that no core is left with one at
+#: the end (seconds per dtype, measured cold on 2 cores: getrf 44, potrf 23, solve_each 15, the others 2-11).
+_LONGEST_FIRST = ("getrf", "potrf", "solve_each", "qr", "qr_each", "getrf_each", "geqrf", "getrs")
+
+
+def _cached(op: str, dtype: np.dtype) -> bool:
+    """Whether numba's disk cache holds ``op``'s kernel for ``dtype`` (for this source, Python and CPU); ``False``
+    where numba's cache cannot be read this way."""
+    dispatcher, kinds = kernels._ARGUMENTS[op]
+    signature = types.none(*(kernels._numba_type(kind, dtype) for kind in kinds))
+    options = {name: value for name, value in dispatcher.targetoptions.items() if name != "nopython"}
+    try:
+        index = numba.njit(cache=True, **options)(dispatcher.py_func)._cache._cache_file._load_index()
+    except Exception:  # noqa: BLE001 - numba's cache layout is not public: compile where it cannot be read
+        return False
+    return any(key[0] == signature for key in index)
+
+
+def missing() -> dict[str, list[str]]:
+    """The dtypes (by character) whose kernel the cache lacks, per kernel, longest compilations first."""
+    ops = sorted(kernels._ARGUMENTS, key=lambda op: (_LONGEST_FIRST + (op,)).index(op))
+    wanted = {op: [dtype.char for dtype in kernels.LAPACK_DTYPES if not _cached(op, dtype)] for op in ops}
+    return {op: chars for op, chars in wanted.items() if chars}
+
+
+def _compile(op: str, chars: list[str]) -> float:
+    """Compile ``op``'s kernel for each dtype character into the cache; the seconds it took."""
+    start = time.perf_counter()
+    for char in chars:
+        kernels.compiled(op, np.dtype(char))
+    return time.perf_counter() - start
+
+
+def precompile(workers: int | None = None, progress: bool = True) -> dict[str, float]:
+    """Compile every kernel the cache lacks, in ``workers`` processes (default: one per usable core); the seconds
+    each kernel took. Shows a progress bar with ``progress``."""
+    todo = missing()
+    if not todo:
+        return {}
+    from tqdm import tqdm  # noqa: PLC0415 - a CLI dependency, loaded only when there is work
+
+    context = multiprocessing.get_context("spawn")  # a forked child would inherit this process's threads and locks
+    seconds = {}
+    with concurrent.futures.ProcessPoolExecutor(workers or usable_cores(), mp_context=context) as pool, \
+            tqdm(total=sum(map(len, todo.values())), desc="compiling kernels", unit="kernel",
+                 disable=not progress) as bar:
+        running = {pool.submit(_compile, op, chars): op for op, chars in todo.items()}
+        for done in concurrent.futures.as_completed(running):
+            op = running[done]
+            seconds[op] = done.result()
+            bar.update(len(todo[op]))
+    return seconds

@@ -1,0 +1,33 @@
+"""``hetlapack compile`` (``hetlapack.batched.precompile``): the kernels numba's cache lacks, compiled ahead of use
+in processes of their own."""
+
+import numpy as np
+
+from hetlapack.batched import kernels, precompile
+from hetlapack.cli import main
+
+
+def test_a_compiled_kernel_is_seen_in_the_cache():
+    kernels.compiled("plu", np.dtype(np.float64))
+    assert precompile._cached("plu", np.dtype(np.float64))
+    assert "plu" not in precompile.missing() or "d" not in precompile.missing()["plu"]
+
+
+def test_missing_kernels_are_compiled_in_worker_processes(monkeypatch):
+    monkeypatch.setattr(precompile, "missing", lambda: {"plu": ["d", "f"]})
+    seconds = precompile.precompile(workers=1, progress=False)
+    assert list(seconds) == ["plu"] and seconds["plu"] > 0
+    assert precompile._cached("plu", np.dtype(np.float32))
+
+
+def test_nothing_to_compile_says_so(monkeypatch, capsys):
+    monkeypatch.setattr(precompile, "missing", dict)
+    assert main(["compile"]) == 0
+    assert "already in numba's cache" in capsys.readouterr().out
+
+
+def test_every_kernel_is_handed_out(monkeypatch):
+    monkeypatch.setattr(precompile, "_cached", lambda op, dtype: False)
+    todo = precompile.missing()
+    assert set(todo) == set(kernels._ARGUMENTS) and list(todo)[:2] == ["getrf", "potrf"]
+    assert all(chars == ["f", "d", "F", "D"] for chars in todo.values())
