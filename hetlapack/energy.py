@@ -116,19 +116,23 @@ def _try_read(counter: _Counter) -> float | None:
 
 
 def _reading(counter: _Counter) -> tuple[float, float] | None:
-    """(joules, when): a fine counter's value now; a coarse one's as it next changes (``None`` if it cannot be read,
-    or a coarse one does not change within ``TICK_WAIT_S``)."""
+    """(joules, when): a fine counter's value now; a coarse one's as it next changes, at the midpoint of the reads
+    before and after the change (``None`` if it cannot be read, or a coarse one does not change within
+    ``TICK_WAIT_S``)."""
     value = _try_read(counter)
     if value is None or not counter.coarse:
         return None if value is None else (value, time.perf_counter())
-    deadline = time.perf_counter() + TICK_WAIT_S
-    while time.perf_counter() < deadline:
+    unchanged_at = time.perf_counter()
+    deadline = unchanged_at + TICK_WAIT_S
+    while unchanged_at < deadline:
         time.sleep(1e-3)
         now = _try_read(counter)
+        read_at = time.perf_counter()
         if now is None:
             return None
-        if now != value:
-            return now, time.perf_counter()
+        if now != value:  # it changed between the last two reads: a late wake-up (10 ms seen under load) halved
+            return now, (unchanged_at + read_at) / 2
+        unchanged_at = read_at
     return None
 
 

@@ -1,10 +1,12 @@
 """SciPy's and NumPy's own tests for the replaced functions, run against the installed shim.
 
-Each suite runs twice in a subprocess from a directory outside the source tree: plain, and with the shim plugin
-(``-p hetlapack.testing.pytest_shim``, which patches before any test module is imported, counts the calls and fails
-the run if a global or parametrize value still points at an original). Both must pass with the same counts.
+Each suite runs twice, in two subprocesses side by side, from directories outside the source tree: plain, and with
+the shim plugin (``-p hetlapack.testing.pytest_shim``, which patches before any test module is imported, counts the
+calls and fails the run if a global or parametrize value still points at an original). Both must pass with the
+same counts.
 """
 
+import os
 import re
 import subprocess
 import sys
@@ -22,19 +24,34 @@ FLAGS = ["-q", "-p", "no:cacheprovider", "-W", "error", "-W", "ignore::pytest.Py
          "-o", "addopts=", "--pyargs"]
 
 
-def _run(tmp_path, *extra: str) -> tuple[dict[str, int], str]:
-    proc = subprocess.run([sys.executable, "-m", "pytest", *extra, *FLAGS, *SUITES], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=900)
-    summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-2000:]
+#: The two runs go side by side, one BLAS thread each, so that together they hold no more threads than 2 cores.
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def _start(tmp_path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pytest", *extra, *FLAGS, *SUITES], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **ONE_BLAS_THREAD})
+
+
+def _finish(proc: subprocess.Popen) -> tuple[dict[str, int], str]:
+    stdout, stderr = proc.communicate(timeout=900)
+    summary = stdout.strip().splitlines()[-1] if stdout.strip() else stderr[-2000:]
     counts = {kind: int(num) for num, kind in re.findall(r"(\d+) (passed|failed|skipped|xfailed|errors?)", summary)}
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-    return counts, proc.stdout
+    assert proc.returncode == 0, stdout[-6000:] + stderr[-2000:]
+    return counts, stdout
 
 
 @pytest.mark.slow
 def test_scipy_and_numpy_suites_pass_through_the_shim(tmp_path):
-    plain, _ = _run(tmp_path)
-    shimmed, output = _run(tmp_path, "-p", "hetlapack.testing.pytest_shim")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "shimmed").mkdir()
+    runs = _start(tmp_path / "plain"), _start(tmp_path / "shimmed", "-p", "hetlapack.testing.pytest_shim")
+    try:
+        (plain, _), (shimmed, output) = (_finish(proc) for proc in runs)
+    finally:
+        for proc in runs:
+            if proc.poll() is None:
+                proc.kill()
     assert shimmed == plain and plain.get("passed", 0) > 1000
     assert "every global and parameter points at hetlapack; the suite called the shim" in output
     calls = dict(re.findall(r"^((?:scipy|numpy)\.linalg\.\w+): (\d+) calls$", output, re.M))
