@@ -31,12 +31,14 @@ from ..devices import resolve
 from ..devices.base import KERNEL_CLASS, Device
 from ..devices.calibration import refine
 from ..devices.cpu import HOST_MEMORY
+from ..signals import signals_held
 from .blas_threads import blas_threads
 from .coherence import Coherence, MemoryStats
 from .data import Block, TiledMatrix
 from .placement import Placement, make_placement
 from .task import DependencyTracker, Task
 from .trace import Trace
+
 
 
 class Runtime:
@@ -103,7 +105,8 @@ class Runtime:
         """Start the worker threads (several for a device with ``workers > 1``) and cap BLAS threads."""
         host_workers = sum(d.workers for d in self.devices if d.host_compute)
         self._blas_limit = contextlib.ExitStack()
-        self._blas_limit.enter_context(blas_threads(host_workers))
+        with signals_held():  # an interrupt between setting the cap and recording its undoing would keep it
+            self._blas_limit.enter_context(blas_threads(host_workers))
         for index, device in enumerate(self.devices):
             for worker in range(device.workers):
                 self._start_thread(self._work, (index, worker), f"hetlapack-{device.name}-{worker}")
@@ -111,11 +114,13 @@ class Runtime:
                 self._start_thread(self._fetch, (index,), f"hetlapack-{device.name}-copy")
 
     def _start_thread(self, target: Callable, args: tuple, name: str) -> None:
-        """Start a worker, listed before it starts so that an interrupt inside ``Thread.start`` leaves none
-        unjoined."""
+        """Start a worker, listed before it starts so that an interrupt before ``Thread.start`` leaves none
+        unjoined, with the asynchronous signals held back during ``start`` (:func:`~hetlapack.signals.signals_held`:
+        an interrupt inside ``Thread.start`` can leave the thread registered with ``threading`` but never started)."""
         thread = threading.Thread(target=target, args=args, daemon=True, name=name)
         self._threads.append(thread)
-        thread.start()
+        with signals_held():
+            thread.start()
 
     def wait(self, reraise: bool = True) -> None:
         """Wait for every inserted task (or, after a failure, for the running ones), then stop the workers. An
@@ -137,7 +142,8 @@ class Runtime:
         finally:
             self._coherence.close()
             if self._blas_limit is not None:
-                self._blas_limit.close()
+                with signals_held():
+                    self._blas_limit.close()
                 self._blas_limit = None
         if interrupted is not None:
             raise interrupted
@@ -154,8 +160,8 @@ class Runtime:
             while not self._quiescent():
                 self._idle_signal.wait()
             self._stopping = True
-            for signal in (*self._ready_signal, *self._fetch_signal):
-                signal.notify_all()
+            for waiting in (*self._ready_signal, *self._fetch_signal):
+                waiting.notify_all()
         for thread in self._threads:
             with contextlib.suppress(RuntimeError):  # an interrupt came before it started: nothing to join
                 thread.join()
