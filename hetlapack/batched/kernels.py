@@ -92,6 +92,11 @@ def _numba_type(kind: str, dtype: np.dtype) -> types.Type:
     return table[kind]
 
 
+def signature(op: str, dtype: np.dtype) -> types.Type:
+    """The one signature kernel ``op`` is compiled under for ``dtype`` (:func:`compiled`)."""
+    return types.none(*(_numba_type(kind, dtype) for kind in _ARGUMENTS[op][1]))
+
+
 @functools.cache
 def compiled(op: str, dtype: np.dtype) -> Callable:
     """The kernel of ``op`` compiled (or loaded from the disk cache) for ``dtype``.
@@ -100,10 +105,9 @@ def compiled(op: str, dtype: np.dtype) -> Callable:
     signature whose inputs are read-only arrays of any layout, so C, Fortran, strided and read-only stacks all run
     one machine-code version (numba converts the others to it) instead of compiling one each.
     """
-    dispatcher, kinds = _ARGUMENTS[op]
-    signature = types.none(*(_numba_type(kind, dtype) for kind in kinds))
+    dispatcher = _ARGUMENTS[op][0]
     with importing():  # numba imports its lowering registries on its first compilation
-        return numba.jit(signature, cache=True, **dispatcher.targetoptions)(dispatcher.py_func)
+        return numba.jit(signature(op, dtype), cache=True, **dispatcher.targetoptions)(dispatcher.py_func)
 
 
 def run(op: str, dtype: np.dtype, *arguments) -> None:

@@ -14,7 +14,6 @@ import time
 
 import numba
 import numpy as np
-from numba import types
 
 from ..devices.cpu import usable_cores
 from . import kernels
@@ -27,14 +26,13 @@ _LONGEST_FIRST = ("getrf", "potrf", "solve_each", "qr", "qr_each", "getrf_each",
 def _cached(op: str, dtype: np.dtype) -> bool:
     """Whether numba's disk cache holds ``op``'s kernel for ``dtype`` (for this source, Python and CPU); ``False``
     where numba's cache cannot be read this way."""
-    dispatcher, kinds = kernels._ARGUMENTS[op]
-    signature = types.none(*(kernels._numba_type(kind, dtype) for kind in kinds))
+    dispatcher = kernels._ARGUMENTS[op][0]
     options = {name: value for name, value in dispatcher.targetoptions.items() if name != "nopython"}
     try:
         index = numba.njit(cache=True, **options)(dispatcher.py_func)._cache._cache_file._load_index()
     except Exception:  # noqa: BLE001 - numba's cache layout is not public: compile where it cannot be read
         return False
-    return any(key[0] == signature for key in index)
+    return any(key[0] == kernels.signature(op, dtype) for key in index)
 
 
 def missing() -> dict[str, list[str]]:
