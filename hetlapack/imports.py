@@ -5,7 +5,8 @@ Python's own import lock is per module: a thread that looks a module up in ``sys
 it finds it half initialized, and an import interrupted half-way leaves its modules behind half initialized for
 the process's life (``module 'numba' has no attribute 'core'`` ever after). :func:`load` imports under one lock
 for the whole package, holds back the main thread's signal handlers (Ctrl-C's KeyboardInterrupt) until the import
-is done, and takes back every module a failed import added, so the next call imports afresh.
+is done (an interrupted import cannot be taken back cleanly once its modules have registered themselves: numba's
+types), and takes back every module a failed import added, so the next call imports afresh.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
-import signal
 import sys
-import threading
 from collections.abc import Iterator
 from types import ModuleType
 
 from .forking import fork_safe_lock
+from .signals import signals_held
 
 _import_lock = fork_safe_lock(reentrant=True)
 
@@ -48,7 +48,7 @@ def present(name: str) -> bool:
 def importing() -> Iterator[None]:
     """Hold the package's import lock over code that imports (directly, or as numba does when it first compiles);
     if that code fails or is interrupted, take back every module it added to ``sys.modules``."""
-    with _import_lock, _signals_held_back():
+    with _import_lock, signals_held():
         before = set(sys.modules)
         try:
             yield
@@ -56,28 +56,6 @@ def importing() -> Iterator[None]:
             for added in set(sys.modules) - before:
                 sys.modules.pop(added, None)
             raise
-
-
-@contextlib.contextmanager
-def _signals_held_back() -> Iterator[None]:
-    """Run the main thread's Python signal handlers that fire inside only after it: an interrupted import cannot be
-    taken back cleanly once its modules have registered themselves (numba's types). Only the main thread runs
-    signal handlers, so elsewhere this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    arrived: list[int] = []
-    handlers = {number: signal.getsignal(number) for number in signal.valid_signals()
-                if callable(signal.getsignal(number))}
-    for number in handlers:
-        signal.signal(number, lambda number, frame: arrived.append(number))
-    try:
-        yield
-    finally:
-        for number, handler in handlers.items():
-            signal.signal(number, handler)
-        for number in dict.fromkeys(arrived):
-            handlers[number](number, None)
 
 
 def loaded(name: str) -> ModuleType | None:

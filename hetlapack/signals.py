@@ -1,30 +1,46 @@
-"""Asynchronous signals held back across a few critical steps, so that Ctrl-C cannot split them."""
+"""Python signal handlers deferred across a few critical steps, so that Ctrl-C cannot split them."""
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 from collections.abc import Iterator
-
-#: Signals a process gets from outside or from a timer, whose Python handlers (Ctrl-C's KeyboardInterrupt) run
-#: between any two bytecodes of the main thread.
-ASYNCHRONOUS_SIGNALS = frozenset(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGALRM",
-                                                                    "SIGVTALRM", "SIGPROF", "SIGUSR1", "SIGUSR2")
-                                 if hasattr(signal, name))
+from types import FrameType
 
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """Hold back asynchronous signals in this thread (where the system can); one that arrives meanwhile is handled
-    as soon as the block ends. Used where an interrupt between two steps would leave state behind: a BLAS thread
-    cap set but not yet recorded for undoing (1 in about 20 runs of 240 interrupted hybrid calls), a worker thread
-    registered with ``threading`` but never started (CPython takes it back for an ``Exception`` only). Threads
-    started inside inherit the mask, so such signals go to the main thread, where Python handles them anyway."""
-    if not hasattr(signal, "pthread_sigmask"):
+    """Run the Python signal handlers (Ctrl-C's KeyboardInterrupt, a timer's) whose signals arrive inside the block
+    only after it, each once, as they were set. Used where an interrupt between two steps would leave state
+    behind: a BLAS thread cap set but not recorded for undoing, or set for one library of two; a worker thread
+    registered with ``threading`` but never started; an import half done.
+
+    Python runs signal handlers in the main thread only, so elsewhere there is nothing to defer. Blocking the
+    signals (``pthread_sigmask``) does not do: the kernel then hands a process-wide signal to another thread
+    (OpenBLAS's, numba's) and Python still runs its handler in the main thread (1 in 3 runs of 240 interrupted
+    hybrid calls left a BLAS half capped)."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, ASYNCHRONOUS_SIGNALS)
+    handlers = {number: signal.getsignal(number) for number in signal.valid_signals()}
+    handlers = {number: handler for number, handler in handlers.items() if callable(handler)}
+    arrived: dict[int, FrameType | None] = {}
+    deferring = True
+
+    def defer(number: int, frame: FrameType | None) -> None:
+        if deferring:
+            arrived.setdefault(number, frame)
+        else:  # left in place by an interrupt while the handlers were put back: behaves as the handler it replaced
+            handlers[number](number, frame)
+
     try:
+        for number in handlers:
+            signal.signal(number, defer)
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        deferring = False
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+        for number, frame in arrived.items():
+            handlers[number](number, frame)

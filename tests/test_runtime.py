@@ -327,6 +327,17 @@ def test_sharing_cores_between_processes_never_raises_a_lower_limit():
         assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {1}
 
 
+def test_a_runtime_never_raises_a_lower_blas_limit_set_before_it(matrix):
+    from threadpoolctl import threadpool_limits
+
+    seen = []
+    with threadpool_limits(limits=1, user_api="blas"):
+        with Runtime([CpuDevice(workers=1)]) as rt:
+            rt.insert(lambda device: seen.extend(_blas_threads_now()), writes=[matrix(0, 0)])
+        assert set(_blas_threads_now()) == {1}
+    assert set(seen) == {1}
+
+
 def test_overlapping_runtimes_share_the_blas_cap_and_the_last_restores_the_limits(matrix):
     """Runtimes in threads of one process overlap: BLAS keeps the smallest running cap, and the limits from
     before the first come back when the last one stops, whichever order they stop in."""

@@ -20,11 +20,12 @@ from collections.abc import Iterator
 
 from ..devices.cpu import usable_cores
 from ..forking import fork_safe_lock, reset_after_fork
+from ..signals import signals_held
 
 _lock = fork_safe_lock()
-#: Caps asked for by the runtimes running now, and the limiter holding the limits from before the first of them.
+#: Caps asked for by the contexts running now, and each BLAS's limit from before the first of them.
 _caps: dict[object, int] = {}
-_earlier = None
+_earlier: list[int] = []
 
 
 @functools.cache
@@ -48,27 +49,32 @@ def _in_control() -> Iterator[None]:
             OpenBLASController.clear_controlling_thread()
 
 
-def _limit(threads: int):
-    """Cap every loaded BLAS at ``threads`` now; the returned limiter can restore what it replaced
-    (:func:`_restore`)."""
-    with _in_control():
-        return _controller().limit(limits=threads, user_api="blas")
+def _blas() -> list:
+    """threadpoolctl's controller of each loaded BLAS."""
+    return _controller().select(user_api="blas").lib_controllers
 
 
-def _restore(limiter) -> None:
+def _limits_now() -> list[int]:
+    """Each loaded BLAS's thread limit now, in :func:`_blas`'s order."""
+    return [library.num_threads for library in _blas()]
+
+
+def _limit(threads: int | list[int]) -> None:
+    """Set every loaded BLAS to ``threads``, or each to its own (a list from :func:`_limits_now`)."""
+    libraries = _blas()
+    limits = threads if isinstance(threads, list) else [threads] * len(libraries)
     with _in_control():
-        limiter.restore_original_limits()
+        for library, limit in zip(libraries, limits, strict=True):
+            library.set_num_threads(limit)
 
 
 @reset_after_fork
 def _forget_runtimes_in_child() -> None:
     """After fork: the child runs none of the parent's runtimes, so it drops their caps and gets the limits from
     before them back."""
-    global _earlier
-    _caps.clear()
-    if _earlier is not None:
-        _restore(_earlier)
-        _earlier = None
+    if _caps:
+        _caps.clear()
+        _limit(_earlier)
 
 
 def threads_per_worker(workers: int, cores: int | None = None) -> int:
@@ -79,27 +85,26 @@ def threads_per_worker(workers: int, cores: int | None = None) -> int:
 
 @contextlib.contextmanager
 def blas_threads(workers: int) -> Iterator[int]:
-    """A context that caps every loaded BLAS at :func:`threads_per_worker` threads (or lower, while another
-    runtime asks for less), restoring the earlier limits when the last such context exits. The cap is asked for
-    and given back in one ``try/finally``, so an interrupt while it is set leaves no cap behind."""
+    """A context that caps every loaded BLAS at :func:`threads_per_worker` threads (or lower: while another
+    runtime asks for less, or where a lower limit was set before, as ``OPENBLAS_NUM_THREADS=1``), restoring the
+    earlier limits when the last such context exits.
+
+    Each change of the limits is made with asynchronous signals held back, inside the ``try`` whose ``finally``
+    undoes it: a Ctrl-C that lands while a cap is set, half set (threadpoolctl sets one library after another),
+    or lifted, leaves no cap behind."""
     global _earlier
-    cap, token = threads_per_worker(workers), object()
+    token = object()
     try:
-        with _lock:
-            _caps[token] = cap
-            if len(_caps) > 1:
-                _limit(min(_caps.values()))
-            else:
-                _earlier = _limit(cap)
-        yield cap
+        with signals_held(), _lock:
+            if not _caps:
+                _earlier = _limits_now()
+            _caps[token] = min(threads_per_worker(workers), *_earlier)
+            _limit(min(_caps.values()))
+        yield _caps[token]
     finally:
-        with _lock:
+        with signals_held(), _lock:
             if _caps.pop(token, None) is not None:
-                if _caps:
-                    _limit(min(_caps.values()))
-                elif _earlier is not None:
-                    _restore(_earlier)
-                    _earlier = None
+                _limit(min(_caps.values()) if _caps else _earlier)
 
 
 def one_thread_per_call() -> contextlib.AbstractContextManager[int]:
@@ -112,24 +117,24 @@ def one_thread_per_call() -> contextlib.AbstractContextManager[int]:
 @contextlib.contextmanager
 def all_cores() -> Iterator[int]:
     """BLAS on every usable core for a short measurement, whatever runtimes run now (none starts or stops
-    meanwhile); their shared cap, or the earlier limits, come back after."""
+    meanwhile); their shared cap, or the earlier limits, come back after, an interrupt or not (as in
+    :func:`blas_threads`)."""
     cores = usable_cores()
     with _lock:
-        limiter = _limit(cores)
+        earlier = _limits_now()
         try:
+            with signals_held():
+                _limit(cores)
             yield cores
         finally:
-            if _caps:
-                _limit(min(_caps.values()))
-            else:
-                _restore(limiter)
+            with signals_held():
+                _limit(min(_caps.values()) if _caps else earlier)
 
 
 def share_cores(processes: int) -> int:
     """Cap this process's BLAS, for the rest of its life, at its share of the cores when ``processes`` processes
     share them (MPI ranks on one node); a lower limit already set (``OPENBLAS_NUM_THREADS=1``) stays. Returns the
     threads it keeps."""
-    current = [library["num_threads"] for library in _controller().select(user_api="blas").info()]
-    threads = min([threads_per_worker(processes), *current])
+    threads = min([threads_per_worker(processes), *_limits_now()])
     _limit(threads)
     return threads

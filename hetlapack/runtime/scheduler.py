@@ -62,7 +62,9 @@ class Runtime:
         self.trace = trace
         self._coherence = Coherence(self.devices)
         self._tracker = DependencyTracker()
-        self._lock = threading.Lock()
+        # Reentrant for one property: a Condition over an RLock takes the lock back after a wait without being
+        # interruptible (over a Lock, a Ctrl-C landing there left the lock released inside ``with``).
+        self._lock = threading.RLock()
         self._ready_signal = [threading.Condition(self._lock) for _ in self.devices]
         self._idle_signal = threading.Condition(self._lock)
         self._queues: list[list[Task]] = [[] for _ in self.devices]
@@ -115,7 +117,7 @@ class Runtime:
 
     def _start_thread(self, target: Callable, args: tuple, name: str) -> None:
         """Start a worker, listed before it starts so that an interrupt before ``Thread.start`` leaves none
-        unjoined, with the asynchronous signals held back during ``start`` (:func:`~hetlapack.signals.signals_held`:
+        unjoined, with signal handlers held back during ``start`` (:func:`~hetlapack.signals.signals_held`:
         an interrupt inside ``Thread.start`` can leave the thread registered with ``threading`` but never started)."""
         thread = threading.Thread(target=target, args=args, daemon=True, name=name)
         self._threads.append(thread)
@@ -140,11 +142,11 @@ class Runtime:
             if self.trace is not None:
                 self.trace.transfers.extend(self._coherence.log)
         finally:
-            self._coherence.close()
-            if self._blas_limit is not None:
-                with signals_held():
+            with signals_held():
+                if self._blas_limit is not None:
                     self._blas_limit.close()
-                self._blas_limit = None
+                    self._blas_limit = None
+            self._coherence.close()
         if interrupted is not None:
             raise interrupted
         if self._error is not None and reraise:
