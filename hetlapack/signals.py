@@ -8,22 +8,32 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
+#: Signals a process gets from outside or from a timer, whose Python handlers (Ctrl-C's KeyboardInterrupt) run
+#: between any two bytecodes of the main thread. (Asking every valid signal for its handler cost 0.2 ms a block.)
+ASYNCHRONOUS_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGALRM", "SIGVTALRM",
+                                                                "SIGPROF", "SIGUSR1", "SIGUSR2", "SIGBREAK")
+                             if hasattr(signal, name))
+
+#: Blocks of :func:`signals_held` the main thread is inside now (only the outermost defers).
+_depth = 0
+
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """Run the Python signal handlers (Ctrl-C's KeyboardInterrupt, a timer's) whose signals arrive inside the block
-    only after it, each once, as they were set. Used where an interrupt between two steps would leave state
-    behind: a BLAS thread cap set but not recorded for undoing, or set for one library of two; a worker thread
-    registered with ``threading`` but never started; an import half done.
+    """Run the Python handlers of :data:`ASYNCHRONOUS_SIGNALS` (Ctrl-C's KeyboardInterrupt, a timer's) whose
+    signals arrive inside the block only after it, each once, as they were set. Used where an interrupt between
+    two steps would leave state behind: a BLAS thread cap set but not recorded for undoing, or set for one library
+    of two; a worker thread registered with ``threading`` but never started; an import half done.
 
     Python runs signal handlers in the main thread only, so elsewhere there is nothing to defer. Blocking the
     signals (``pthread_sigmask``) does not do: the kernel then hands a process-wide signal to another thread
     (OpenBLAS's, numba's) and Python still runs its handler in the main thread (1 in 3 runs of 240 interrupted
     hybrid calls left a BLAS half capped)."""
-    if threading.current_thread() is not threading.main_thread():
+    global _depth
+    if _depth or threading.current_thread() is not threading.main_thread():
         yield
         return
-    handlers = {number: signal.getsignal(number) for number in signal.valid_signals()}
+    handlers = {number: signal.getsignal(number) for number in ASYNCHRONOUS_SIGNALS}
     handlers = {number: handler for number, handler in handlers.items() if callable(handler)}
     arrived: dict[int, FrameType | None] = {}
     deferring = True
@@ -35,11 +45,13 @@ def signals_held() -> Iterator[None]:
             handlers[number](number, frame)
 
     try:
+        _depth += 1
         for number in handlers:
             signal.signal(number, defer)
         yield
     finally:
         deferring = False
+        _depth -= 1
         for number, handler in handlers.items():
             signal.signal(number, handler)
         for number, frame in arrived.items():

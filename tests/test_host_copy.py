@@ -9,7 +9,7 @@ import scipy.linalg as sl
 
 import hetlapack
 import hetlapack.linalg as la
-from hetlapack import testing
+from hetlapack import machine, testing
 from hetlapack.compat import _host
 from hetlapack.compat.scipy_rules import fortran_copy_unseen
 
@@ -125,12 +125,12 @@ def test_l1_cache_is_read_from_sysfs_or_assumed(tmp_path, monkeypatch):
         index.mkdir()
         for field, value in (("level", level), ("type", kind), ("size", size), ("coherency_line_size", "64")):
             (index / field).write_text(value + "\n")
-    monkeypatch.setattr(_host, "_CACHES", tmp_path)
-    _host.l1_data_cache.cache_clear()
+    monkeypatch.setattr(machine, "_CACHES", tmp_path)
+    machine.l1_data_cache.cache_clear()
     try:
-        assert _host.l1_data_cache() == (48 * 1024, 64)
-        monkeypatch.setattr(_host, "_CACHES", tmp_path / "absent")
-        _host.l1_data_cache.cache_clear()
-        assert _host.l1_data_cache() == (32768, 64)
+        assert machine.l1_data_cache() == (48 * 1024, 64)
+        monkeypatch.setattr(machine, "_CACHES", tmp_path / "absent")
+        machine.l1_data_cache.cache_clear()
+        assert machine.l1_data_cache() == (32768, 64)
     finally:
-        _host.l1_data_cache.cache_clear()
+        machine.l1_data_cache.cache_clear()

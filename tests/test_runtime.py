@@ -11,7 +11,7 @@ import pytest
 
 from hetlapack.algorithms.potrf import potrf
 from hetlapack.devices import CpuDevice, EmulatedDevice
-from hetlapack.devices.cpu import usable_cores
+from hetlapack.machine import usable_cores
 from hetlapack.devices.modeled import ModeledDevice
 from hetlapack.runtime import (
     GreedyByCapability,

@@ -15,7 +15,7 @@ import time
 import numba
 import numpy as np
 
-from ..devices.cpu import usable_cores
+from ..machine import usable_cores
 from . import kernels
 
 #: Kernels in the order they are handed out: the longest compilations first, so that no core is left with one at

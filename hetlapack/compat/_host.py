@@ -8,34 +8,11 @@ matrix, so SciPy's call on it, with ``overwrite_a=True``, returns SciPy's result
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import numpy as np
 
+from ..machine import l1_data_cache
 from ._originals import scipy_functions as _scipy
 from .scipy_rules import fortran_copy_unseen
-
-#: An L1 data cache of 32 KiB in lines of 64 bytes, assumed where the system does not say (Linux's sysfs does).
-_DEFAULT_L1 = (32768, 64)
-
-_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
-
-
-@functools.cache
-def l1_data_cache() -> tuple[int, int]:
-    """This machine's L1 data cache: (bytes, bytes per line)."""
-    for index in sorted(_CACHES.glob("index*")):
-        try:
-            if (index / "level").read_text().strip() == "1" and (index / "type").read_text().strip() != "Instruction":
-                size = (index / "size").read_text().strip().upper()
-                scale = {"K": 1 << 10, "M": 1 << 20}.get(size[-1:], 1)
-                line = int((index / "coherency_line_size").read_text())
-                return int(size.rstrip("KM")) * scale, line
-        except (OSError, ValueError):
-            break
-    return _DEFAULT_L1
-
 
 def tile_order() -> int:
     """Rows of the tiles of :func:`fortran_copy`: as many as the L1 cache holds lines. Its copy walks each tile's

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .base import KERNEL_CLASS, Device
-from .cpu import HOST_MEMORY, CpuDevice, usable_cores
+from ..machine import usable_cores
+from .cpu import HOST_MEMORY, CpuDevice
 from .emulated import EmulatedDevice
 
 

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..machine import usable_cores
+
 if TYPE_CHECKING:
     from .base import Device
 
@@ -347,7 +349,6 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
     from tqdm import tqdm  # noqa: PLC0415 - a CLI dependency, not needed to load cached weights
 
     from ..runtime.blas_threads import all_cores, blas_threads  # noqa: PLC0415 - runtime imports devices
-    from .cpu import usable_cores  # noqa: PLC0415 - cpu imports this module
 
     results: dict[str, dict[str, float]] = {}
     with blas_threads(usable_cores()), tqdm(devices, desc="calibrating", unit="device",

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from ctypes import byref
 
 import numpy as np
 
+from ..machine import usable_cores
 from . import _lapack_pointers as lp
 from .base import Device
 from .calibration import load_capability
 
 HOST_MEMORY = "host"
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity), not the machine's total."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def _flag(condition: bool, yes: str, no: str):

@@ -17,7 +17,8 @@ import math
 from dataclasses import dataclass, field
 
 from .base import DEFAULT_CAPABILITY, KERNEL_CLASS, Device
-from .cpu import HOST_MEMORY, usable_cores
+from ..machine import usable_cores
+from .cpu import HOST_MEMORY
 
 _spaces = itertools.count()
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import importlib.util
-import os
 import platform
 from dataclasses import dataclass
+
+from ..machine import usable_cores
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def detect() -> Hardware:
     mpi = _version("mpi4py")
     return Hardware(
         cpu_model=_cpu_model(),
-        cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
+        cores=usable_cores(),
         blas=tuple(info for info in threadpool_info() if info.get("user_api") == "blas"),
         cupy=cupy_version,
         gpus=gpus,

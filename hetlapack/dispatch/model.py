@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from ..devices.cpu import usable_cores
+from ..machine import usable_cores
 from ..devices.modeled import ModeledDevice, interpolate
 from ..forking import fork_safe_lock
 from ..layout.two_level import TWO_LEVEL_SMALL_TILE, host_slice

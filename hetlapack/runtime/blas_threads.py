@@ -18,7 +18,7 @@ import contextlib
 import functools
 from collections.abc import Iterator
 
-from ..devices.cpu import usable_cores
+from ..machine import usable_cores
 from ..forking import fork_safe_lock, reset_after_fork
 from ..signals import signals_held
 

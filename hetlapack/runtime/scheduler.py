@@ -107,22 +107,23 @@ class Runtime:
         """Start the worker threads (several for a device with ``workers > 1``) and cap BLAS threads."""
         host_workers = sum(d.workers for d in self.devices if d.host_compute)
         self._blas_limit = contextlib.ExitStack()
-        with signals_held():  # an interrupt between setting the cap and recording its undoing would keep it
+        # Signal handlers held back meanwhile (hetlapack.signals): an interrupt between setting the cap and
+        # recording its undoing would keep it, and one inside Thread.start can leave a thread registered with
+        # ``threading`` but never started.
+        with signals_held():
             self._blas_limit.enter_context(blas_threads(host_workers))
-        for index, device in enumerate(self.devices):
-            for worker in range(device.workers):
-                self._start_thread(self._work, (index, worker), f"hetlapack-{device.name}-{worker}")
-            if not self._coherence.trivial:
-                self._start_thread(self._fetch, (index,), f"hetlapack-{device.name}-copy")
+            for index, device in enumerate(self.devices):
+                for worker in range(device.workers):
+                    self._start_thread(self._work, (index, worker), f"hetlapack-{device.name}-{worker}")
+                if not self._coherence.trivial:
+                    self._start_thread(self._fetch, (index,), f"hetlapack-{device.name}-copy")
 
     def _start_thread(self, target: Callable, args: tuple, name: str) -> None:
         """Start a worker, listed before it starts so that an interrupt before ``Thread.start`` leaves none
-        unjoined, with signal handlers held back during ``start`` (:func:`~hetlapack.signals.signals_held`:
-        an interrupt inside ``Thread.start`` can leave the thread registered with ``threading`` but never started)."""
+        unjoined."""
         thread = threading.Thread(target=target, args=args, daemon=True, name=name)
         self._threads.append(thread)
-        with signals_held():
-            thread.start()
+        thread.start()
 
     def wait(self, reraise: bool = True) -> None:
         """Wait for every inserted task (or, after a failure, for the running ones), then stop the workers. An
