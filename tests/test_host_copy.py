@@ -10,7 +10,7 @@ import scipy.linalg as sl
 import hetlapack
 import hetlapack.linalg as la
 from hetlapack import machine, testing
-from hetlapack.compat import _host
+from hetlapack.compat import _arrays as arrays, _host
 from hetlapack.compat.scipy_rules import fortran_copy_unseen
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -42,6 +42,7 @@ def copies(monkeypatch):
 
     fortran_copy = _host.fortran_copy
     monkeypatch.setattr(_host, "tile_order", lambda: TILE)
+    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
     monkeypatch.setattr(_host, "fortran_copy", counted)
     return made
 
@@ -68,12 +69,31 @@ def test_results_are_scipys_to_the_bit_in_its_layout(call, dtype, copies):
 
 
 @pytest.mark.parametrize("shape", [(TILE + 1, TILE + 1), (3 * TILE + 5, 2 * TILE + 3), (2 * TILE + 3, 41)])
-def test_fortran_copy_equals_numpys(shape, monkeypatch):
-    monkeypatch.setattr(_host, "tile_order", lambda: TILE)
+@pytest.mark.parametrize("dtype", [None, np.complex128])
+def test_fortran_copy_equals_numpys(shape, dtype, monkeypatch):
+    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
     a = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
-    copy = _host.fortran_copy(a)
+    copy = arrays.fortran_copy(a, dtype)
     assert copy.flags.f_contiguous and not np.shares_memory(copy, a)
+    assert copy.dtype == (a.dtype if dtype is None else dtype)
     np.testing.assert_array_equal(copy, a)
+
+
+@pytest.mark.parametrize("op", ["cholesky", "lu_factor", "qr"])
+def test_tiled_paths_copy_a_c_ordered_matrix_a_tile_at_a_time(op, monkeypatch):
+    """The hybrid path's working copy of a C-ordered matrix is made as the host path's is: the same factors as
+    from the Fortran-ordered matrix, and the input untouched."""
+    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
+    a = testing.spd(5 * TILE + 3, dtype=np.float32)
+    w = arrays.working_copy(a, a, np.dtype(np.float64), overwrite=False)
+    assert w.flags.f_contiguous and w.dtype == np.float64 and not np.shares_memory(w, a)
+    np.testing.assert_array_equal(w, a)
+    before = a.copy()
+    with hetlapack.using(path="hybrid", tile=TILE):
+        from_c, from_f = getattr(la, op)(a), getattr(la, op)(np.asfortranarray(a))
+    np.testing.assert_array_equal(a, before)
+    for x, y in zip(_arrays(from_c), _arrays(from_f), strict=True):
+        np.testing.assert_array_equal(x, y)
 
 
 def test_errors_and_warnings_are_scipys(copies):

@@ -10,27 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..machine import l1_data_cache
+from ._arrays import fortran_copy, tile_order
 from ._originals import scipy_functions as _scipy
 from .scipy_rules import fortran_copy_unseen
-
-def tile_order() -> int:
-    """Rows of the tiles of :func:`fortran_copy`: as many as the L1 cache holds lines. Its copy walks each tile's
-    target a column at a time and reads one line of each source row, which the tile's next columns read again."""
-    size, line = l1_data_cache()
-    return max(size // line, 1)
-
-
-def fortran_copy(a: np.ndarray) -> np.ndarray:
-    """A Fortran-ordered copy of the 2-D ``a``, made a tile at a time."""
-    out = np.empty(a.shape, dtype=a.dtype, order="F")
-    rows, cols = a.shape
-    tile = tile_order()
-    for i in range(0, rows, tile):
-        for j in range(0, cols, tile):
-            out[i:i + tile, j:j + tile] = a[i:i + tile, j:j + tile]
-    return out
-
 
 def _copies_slowly(a, overwrite_a) -> bool:
     """Whether SciPy would copy ``a`` into Fortran order itself, element by element, where tiles are worth it (at
