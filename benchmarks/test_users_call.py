@@ -7,6 +7,7 @@ run gives the DGEMM rate):
 --benchmark-only --benchmark-group-by=group``. Sizes: ``HETLAPACK_BENCH_SIZES`` (default 1000,2000,4000).
 """
 
+import contextlib
 import os
 
 import numpy as np
@@ -36,17 +37,29 @@ def matrices(request):
     return {"spd": spd(n), "general": general(n, n, seed=n)}
 
 
+#: the rows of each group: the module called, and the path forced on hetlapack (None: dispatch's choice)
+LIBRARIES = {"scipy": (sl, None), "hetlapack": (hla, None), "hetlapack hybrid": (hla, "hybrid")}
+
+
 @pytest.mark.parametrize("layout", list(LAYOUTS))
-@pytest.mark.parametrize("library", ["scipy", "hetlapack"])
+@pytest.mark.parametrize("library", list(LIBRARIES))
 @pytest.mark.parametrize("name", list(CALLS))
 def test_users_call(benchmark, matrices, name, library, layout):
+    """Also the model's error, where dispatch decides by it: SciPy's time against the host path's prediction, the
+    forced hybrid's against the hybrid's (``measured_over_predicted``)."""
     kind, call, op = CALLS[name]
     order, flags = LAYOUTS[layout]
+    module, forced = LIBRARIES[library]
     a = matrices[kind]
     n = a.shape[0]
-    module = sl if library == "scipy" else hla
     benchmark.group = f"{name} n={n} {layout}"
+    plan = hetlapack.explain(op, a)
     if library == "hetlapack":
-        benchmark.extra_info["path"] = hetlapack.explain(op, a).path
-    benchmark.pedantic(lambda x: call(module, x, **flags), setup=lambda: ((np.array(a, order=order),), {}),
-                       rounds=max(3, 6000 // n), warmup_rounds=1)
+        benchmark.extra_info["path"] = plan.path
+    with hetlapack.using(path=forced) if forced else contextlib.nullcontext():
+        benchmark.pedantic(lambda x: call(module, x, **flags), setup=lambda: ((np.array(a, order=order),), {}),
+                           rounds=max(3, 6000 // n), warmup_rounds=1)
+    predicted = plan.predicted_s.get(forced or "host") if library != "hetlapack" else None
+    if predicted:
+        measured = benchmark.stats.stats.min
+        benchmark.extra_info.update(predicted_s=predicted, measured_over_predicted=measured / predicted)
