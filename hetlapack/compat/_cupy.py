@@ -21,9 +21,8 @@ from ..pivots import check_pivots
 from ._arrays import (check_flags, fortran_matrices, getrs_trans, is_cupy, potrs_lower, request, scipy_lapack_dtype,
                       solve_batch)
 from ._originals import scipy_functions as _scipy
-from .scipy_linalg import _warn_singular, raise_first_failure
 from .scipy_rules import (cho_factor_cleans, cho_factor_flags, cholesky_lower, fortran_result, not_positive_definite,
-                          not_square, scipy_container)
+                          not_square, raise_first_failure, scipy_container, warn_singular)
 
 #: Warnings point at the caller of ``hetlapack.linalg``'s function, two frames up.
 _STACKLEVEL = 3
@@ -143,11 +142,11 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     plan, a1 = _planned("getrf", a1)
     if plan.path == "batched":
         lu, piv, info = _batched().getrf(a1)
-        _warn_singular(info.get(), _STACKLEVEL)
+        warn_singular(info.get(), _STACKLEVEL)
         return [fortran_matrices(lu, xp), xp.ascontiguousarray(piv)]
     lu = _on_device(xp, a1)
     piv = xp.empty(min(lu.shape), dtype=np.int32)
-    _warn_singular(_device(plan.devices[0]).getrf(lu, piv), _STACKLEVEL)
+    warn_singular(_device(plan.devices[0]).getrf(lu, piv), _STACKLEVEL)
     return lu, piv - 1
 
 

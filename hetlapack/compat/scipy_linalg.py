@@ -8,10 +8,8 @@ shape the result as SciPy returns it. CuPy arguments go to :mod:`._cupy` and sta
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import numpy as np
-from scipy.linalg import LinAlgWarning
 
 from ..dispatch import Plan, choose, compiled_kernels_unusable
 from ..dtypes import lapack_dtype
@@ -24,11 +22,8 @@ from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, po
 from ._host import scipy_call
 from ._originals import scipy_functions as _scipy
 from .scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy, cholesky_lower,
-                          fortran_in_place, fortran_result, not_positive_definite, refuse_flags, scipy_container,
-                          scipy_returns, warn_dtypes_as_scipy)
-
-_SINGULAR = "Diagonal number {} is exactly zero. Singular matrix."
-
+                          fortran_in_place, fortran_result, not_positive_definite, raise_first_failure,
+                          refuse_flags, scipy_container, scipy_returns, warn_dtypes_as_scipy, warn_singular)
 
 def _on_gpu():
     """The CuPy boundary (imported on the first CuPy argument)."""
@@ -69,24 +64,6 @@ def qr_route(a, mode: str, pivoting: bool, lwork) -> tuple[str, tuple[str, ...]]
 def lu_features(a) -> tuple[str, ...]:
     """``lu`` (P, L, U) of a CuPy array has no GPU route."""
     return ("lu (P, L, U)",) if is_cupy(a) else ()
-
-
-def raise_first_failure(info: np.ndarray) -> None:
-    """SciPy's LinAlgError for the first matrix (in C order, as SciPy's batch loop meets them) whose Cholesky
-    ``info`` is positive, if any."""
-    info = np.asarray(info)
-    failed = np.argwhere(info > 0)
-    if failed.size:
-        index = tuple(int(i) for i in failed[0])
-        raise not_positive_definite(int(info[index]), index, info.shape)
-
-
-def _warn_singular(info, stacklevel: int) -> None:
-    """SciPy's ``LinAlgWarning`` for each exactly singular matrix (positive ``info``, in C order), pointing
-    ``stacklevel`` frames above the caller."""
-    info = np.asarray(info)
-    for k in np.extract(info > 0, info):
-        warnings.warn(_SINGULAR.format(int(k)), LinAlgWarning, stacklevel=stacklevel + 1)
 
 
 def _operand(plan: Plan, a1: np.ndarray, original, dtype: np.dtype, overwrite_a: bool) -> np.ndarray:
@@ -360,7 +337,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     stacked = arr.ndim > 2
     lu, piv, info = _run.getrf(plan, _operand(plan, a1, a, dtype, overwrite_a),
                                fortran=fortran_result("lu_factor", stacked), check_finite=check_finite)
-    _warn_singular(info, stacklevel=2)
+    warn_singular(info, stacklevel=2)
     return scipy_returns("lu_factor", (lu, piv.astype(np.int32, copy=False)), stacked, in_place=arr)
 
 

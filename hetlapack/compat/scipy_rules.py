@@ -18,9 +18,13 @@ import numpy as np
 import scipy
 from numpy.lib import NumpyVersion
 from numpy.linalg import LinAlgError
+from scipy.linalg import LinAlgWarning
 
 from ._arrays import c_ordered_in_place, fortran_matrices
 from ._originals import scipy_functions as _scipy
+
+#: SciPy's warning text for an exactly singular LU factor (``k``: the 1-based diagonal number).
+_SINGULAR = "Diagonal number {} is exactly zero. Singular matrix."
 
 #: SciPy 1.18 runs the batch loops of ``cholesky``, ``lu`` and ``qr`` in compiled code: its errors name the
 #: failing slice, its results are C-ordered, and it deprecates dtypes LAPACK does not compute in.
@@ -191,6 +195,24 @@ def not_positive_definite(minor: int, index: tuple[int, ...] = (), batch: tuple[
         flat = int(np.ravel_multi_index(index, batch)) if batch else 0
         return LinAlgError(f"Internal potrf return info = [{minor}] for slices [{flat}].")
     return LinAlgError(f"{minor}-th leading minor of the array is not positive definite")
+
+
+def raise_first_failure(info: np.ndarray) -> None:
+    """SciPy's LinAlgError for the first matrix (in C order, as SciPy's batch loop meets them) whose Cholesky
+    ``info`` is positive, if any."""
+    info = np.asarray(info)
+    failed = np.argwhere(info > 0)
+    if failed.size:
+        index = tuple(int(i) for i in failed[0])
+        raise not_positive_definite(int(info[index]), index, info.shape)
+
+
+def warn_singular(info, stacklevel: int) -> None:
+    """SciPy's ``LinAlgWarning`` for each exactly singular matrix (positive ``info``, in C order), pointing
+    ``stacklevel`` frames above the caller."""
+    info = np.asarray(info)
+    for k in np.extract(info > 0, info):
+        warnings.warn(_SINGULAR.format(int(k)), LinAlgWarning, stacklevel=stacklevel + 1)
 
 
 @functools.cache
