@@ -41,7 +41,6 @@ def copies(monkeypatch):
         return fortran_copy(a)
 
     fortran_copy = _host.fortran_copy
-    monkeypatch.setattr(_host, "tile_order", lambda: TILE)
     monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
     monkeypatch.setattr(_host, "fortran_copy", counted)
     return made

@@ -261,13 +261,19 @@ def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
     return out
 
 
+def copies_by_tiles(a: np.ndarray) -> bool:
+    """Whether a Fortran-ordered copy of ``a`` is made faster by :func:`fortran_copy`: a C-ordered matrix of more
+    than one tile each way."""
+    return a.ndim == 2 and a.flags.c_contiguous and not a.flags.f_contiguous and min(a.shape) > tile_order()
+
+
 def working_copy(a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> np.ndarray:
     """A Fortran-ordered array of ``dtype`` the kernels may overwrite: ``a1`` itself only when SciPy's rules allow
     (:func:`_writable_in_place`); a copy otherwise, made a tile at a time from a C-ordered matrix of more than a
     tile each way (:func:`fortran_copy`)."""
     if _writable_in_place(a1, original, dtype, overwrite):
         return a1
-    if a1.ndim == 2 and a1.flags.c_contiguous and not a1.flags.f_contiguous and min(a1.shape) > tile_order():
+    if copies_by_tiles(a1):
         return fortran_copy(a1, dtype)
     return np.array(a1, dtype=dtype, order="F", copy=True)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrays import fortran_copy, tile_order
+from ._arrays import copies_by_tiles, fortran_copy
 from ._originals import scipy_functions as _scipy
 from .scipy_rules import fortran_copy_unseen
 
@@ -18,9 +18,8 @@ def _copies_slowly(a, overwrite_a) -> bool:
     """Whether SciPy would copy ``a`` into Fortran order itself, element by element, where tiles are worth it (at
     least two each way): a C-ordered, native, aligned LAPACK-dtype ndarray (not a subclass), with a plain
     ``overwrite_a``."""
-    return (type(a) is np.ndarray and a.ndim == 2 and a.dtype.char in "fdFD" and a.dtype.isnative
-            and a.flags.aligned and a.flags.c_contiguous and not a.flags.f_contiguous
-            and type(overwrite_a) in (bool, int) and overwrite_a in (0, 1) and min(a.shape) > tile_order())
+    return (type(a) is np.ndarray and a.dtype.char in "fdFD" and a.dtype.isnative and a.flags.aligned
+            and type(overwrite_a) in (bool, int) and overwrite_a in (0, 1) and copies_by_tiles(a))
 
 
 def scipy_call(name: str, a, overwrite_a, check_finite, **options):

@@ -117,8 +117,8 @@ def one_thread_per_call() -> contextlib.AbstractContextManager[int]:
 @contextlib.contextmanager
 def all_cores() -> Iterator[int]:
     """BLAS on every usable core for a short measurement, whatever runtimes run now (none starts or stops
-    meanwhile); their shared cap, or the earlier limits, come back after, an interrupt or not (as in
-    :func:`blas_threads`)."""
+    meanwhile); the limits found (a running runtime's cap, or the earlier limits) come back after, an interrupt or
+    not (as in :func:`blas_threads`)."""
     cores = usable_cores()
     with _lock:
         earlier = _limits_now()
@@ -128,7 +128,7 @@ def all_cores() -> Iterator[int]:
             yield cores
         finally:
             with signals_held():
-                _limit(min(_caps.values()) if _caps else earlier)
+                _limit(earlier)
 
 
 def share_cores(processes: int) -> int:

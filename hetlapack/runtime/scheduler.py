@@ -40,7 +40,6 @@ from .task import DependencyTracker, Task
 from .trace import Trace
 
 
-
 class Runtime:
     """A task-superscalar scheduler over ``devices`` (default: the host CPU).
 
