@@ -11,8 +11,8 @@ import re
 import numpy as np
 import pytest
 
-from hetlapack.dispatch import model
-from hetlapack.dispatch.hardware import detect
+from hetlapack.perf import model, rates
+from hetlapack.hardware import detect
 
 QUICK = os.environ.get("HETLAPACK_BENCH_QUICK") == "1"
 if QUICK:
@@ -31,7 +31,7 @@ def _flops(group: str, n: int) -> float | None:
     if op is None:
         return None
     factor = 2.0 if "economic" in group else 1.0
-    return factor * model.flops(op, n, n)
+    return factor * rates.flops(op, n, n)
 
 
 def pytest_report_header(config) -> list[str]:

@@ -34,7 +34,7 @@ import hetlapack
 import hetlapack.linalg as la
 from hetlapack import batched
 from hetlapack.compat import numpy_linalg
-from hetlapack.compat._originals import numpy_functions
+from hetlapack.contract.originals import numpy_functions
 from hetlapack.testing.matrices import random_matrix
 
 QUICK = os.environ.get("HETLAPACK_BENCH_QUICK") == "1"

@@ -19,7 +19,7 @@ from hetlapack.algorithms.geqrf import geqrf
 from hetlapack.algorithms.getrf import getrf
 from hetlapack.algorithms.potrf import potrf
 from hetlapack.devices import EmulatedDevice
-from hetlapack.dispatch import model
+from hetlapack.perf import model, simulator
 from hetlapack.runtime.placement import two_level, two_level_devices
 from hetlapack.testing import general, spd
 
@@ -74,7 +74,7 @@ def test_hybrid_two_level_tiles(benchmark, case):
     op, matrix = case
     names = ["cpu", EmulatedDevice(0), EmulatedDevice(1)]
     tile, n = tile_for(op, matrix.shape[0]), matrix.shape[0]
-    placement, bounds = two_level(n, tile, model.two_level_host_cols(model.modeled(tuple(names)), tile), 2)
+    placement, bounds = two_level(n, tile, simulator.two_level_host_cols(model.modeled(tuple(names)), tile), 2)
     devices = lambda: two_level_devices(["cpu", EmulatedDevice(0), EmulatedDevice(1)])  # noqa: E731
     run(benchmark, case, devices, "two-level: cpu slices + emulated:0 + emulated:1", placement, bounds)
 

@@ -6,7 +6,7 @@ Run: ``flock /tmp/hetlapack-bench.lock pytest benchmarks/test_simulator_speed.py
 
 import pytest
 
-from hetlapack.simulator import simulate, simulate_distributed
+from hetlapack.perf.simulator import simulate, simulate_distributed
 
 
 @pytest.mark.parametrize("tile", [512, 960])

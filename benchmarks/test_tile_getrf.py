@@ -13,7 +13,7 @@ import scipy.linalg as sl
 import hetlapack
 import hetlapack.linalg as hla
 from hetlapack.algorithms.getrf import getrf
-from hetlapack.dispatch.model import tile_size
+from hetlapack.perf.rates import tile_size
 from hetlapack.testing import general
 
 SIZES = [int(n) for n in os.environ.get("HETLAPACK_BENCH_SIZES", "1000,2000,4000,8000").split(",")]

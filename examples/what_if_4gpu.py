@@ -9,7 +9,7 @@ Run: python examples/what_if_4gpu.py [n]
 
 import sys
 
-from hetlapack.simulator import simulate
+from hetlapack.perf.simulator import simulate
 
 
 def main(n: int = 30000) -> dict[str, list[float]]:

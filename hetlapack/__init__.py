@@ -5,8 +5,10 @@
 ``using`` forces a choice, ``hetlapack.compat.install()`` patches SciPy and NumPy in place.
 """
 
-from .dispatch import Plan, detect, using
+from .dispatch import Plan
+from .hardware import detect
 from .explain import explain
+from .options import using
 from .linalg import cho_factor, cho_solve, cholesky, lu, lu_factor, lu_solve, qr  # the drop-in's own functions
 
 __version__ = "0.1.0"

@@ -7,7 +7,7 @@ import importlib
 import logging
 import sys
 
-from .commands import FirstRankParser
+from .mpi.arguments import FirstRankParser
 
 #: Subcommand modules; each exposes ``register(subparsers)`` and sets ``func`` on its parser.
 COMMANDS = ("info", "demo", "bench", "trace", "calibrate", "simulate", "compile")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from numpy.typing import ArrayLike
 
 from .compat.scipy_linalg import lu_features, plan_call, qr_route
-from .compat.scipy_rules import QR_LWORK_DEFAULT
+from .contract.scipy_rules import QR_LWORK_DEFAULT
 from .dispatch import OPS, Plan
 
 

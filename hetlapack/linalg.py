@@ -13,16 +13,8 @@ from types import ModuleType
 
 import scipy.linalg as _scipy_linalg
 
-from .compat.scipy_linalg import (
-    cho_factor,
-    cho_solve,
-    cholesky,
-    lu,
-    lu_factor,
-    lu_solve,
-    qr,
-)
-from .dispatch import using
+from .compat.scipy_linalg import cho_factor, cho_solve, cholesky, lu, lu_factor, lu_solve, qr
+from .options import using
 from .explain import explain
 
 _OWN = ["cho_factor", "cho_solve", "cholesky", "explain", "lu", "lu_factor", "lu_solve", "qr", "using"]

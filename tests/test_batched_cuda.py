@@ -23,7 +23,8 @@ from hetlapack.testing.residuals import lu_residual  # noqa: E402
 if not cuda.is_available() and os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
     pytest.skip("needs a CUDA GPU or NUMBA_ENABLE_CUDASIM=1", allow_module_level=True)
 
-from hetlapack.batched import cuda_kernels, cuda_panel  # noqa: E402
+from hetlapack.batched import cuda_kernels  # noqa: E402
+from hetlapack.devices import cuda_panel  # noqa: E402
 
 DTYPES = [np.dtype(d) for d in LAPACK_DTYPES]
 

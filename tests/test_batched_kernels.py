@@ -11,8 +11,8 @@ from scipy.linalg import lapack
 
 from hetlapack.batched import kernels
 from hetlapack.batched._interleave import SMALL_ORDER_LANES, lanes_for
-from hetlapack.compat.scipy_rules import cho_factor_cleans, cholesky_as_scipy
-from hetlapack.runtime.blas_threads import one_thread_per_call
+from hetlapack.contract.scipy_rules import cho_factor_cleans, cholesky_as_scipy
+from hetlapack.blas_threads import one_thread_per_call
 from hetlapack.testing import (
     cholesky_residual,
     ill_conditioned,

@@ -14,7 +14,7 @@ from scipy.linalg import LinAlgWarning
 import hetlapack
 from hetlapack import batched
 from hetlapack.batched import kernels
-from hetlapack.runtime.blas_threads import one_thread_per_call
+from hetlapack.blas_threads import one_thread_per_call
 from hetlapack.testing.matrices import LAPACK_DTYPES, random_matrix, spd
 
 

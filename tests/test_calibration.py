@@ -6,13 +6,8 @@ import pytest
 
 from hetlapack.devices import CpuDevice, EmulatedDevice
 from hetlapack.devices.base import DEFAULT_CAPABILITY
-from hetlapack.devices.calibration import (
-    ENV_CACHE_DIR,
-    cache_path,
-    calibrate,
-    load,
-    refine,
-)
+from hetlapack.devices.capability import ENV_CACHE_DIR, cache_path, load, refine
+from hetlapack.perf.calibration import calibrate
 
 
 @pytest.fixture(autouse=True)
@@ -92,20 +87,20 @@ def test_dispatch_prices_the_host_and_gpu_paths_from_whole_matrix_rates(cache_di
     import numpy as np
 
     import hetlapack
-    from hetlapack.dispatch import model
+    from hetlapack.perf import model, rates
 
     rows = {op: [[64, 2.0], [4096, 4.0]] for op in ("potrf", "getrf", "geqrf")}
     fast = {op: [[64, 1e6]] for op in rows}
     devices = {"cpu": {"whole": rows}, "emulated:5": {"bandwidth_gbs": 10.0, "latency_s": 1e-4, "whole": fast}}
     (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": devices}))
-    assert model.host_efficiency("potrf", 64) == pytest.approx(2.0 / model.host_gemm_gflops("d"))
-    assert model.host_efficiency("getrf", 512) == pytest.approx(3.0 / model.host_gemm_gflops("d"))
+    assert model.host_efficiency("potrf", 64) == pytest.approx(2.0 / rates.host_gemm_gflops("d"))
+    assert model.host_efficiency("getrf", 512) == pytest.approx(3.0 / rates.host_gemm_gflops("d"))
     assert model.predict_host("potrf", 4096, 4096, 1, np.dtype("d")) == pytest.approx(
-        model.flops("potrf", 4096, 4096) / 4e9 + model.HOST_CALL_OVERHEAD_S)
+        rates.flops("potrf", 4096, 4096) / 4e9 + model.HOST_CALL_OVERHEAD_S)
     accelerator = EmulatedDevice(5)
     link = 2 * (1e-4 + 3000 * 3000 * 16 / 10e9)
     assert model.predict_gpu("getrf", 3000, 3000, np.dtype("D"), accelerator) == pytest.approx(
-        link + model.flops("getrf", 3000, 3000, True) / 1e15)
+        link + rates.flops("getrf", 3000, 3000, True) / 1e15)
     with hetlapack.using(devices=["cpu", accelerator]):
         plan = hetlapack.explain("cholesky", np.eye(3000))
     assert plan.path == "gpu" and plan.predicted_s["gpu"] < plan.predicted_s["host"] / 100
@@ -147,7 +142,7 @@ def test_the_command_prints_a_table_and_caches(cache_dir, capsys):
 def fast_kernel_tables(monkeypatch):
     """Stand in for the per-kernel tables (always timed at tiles 128-512: seconds) in command tests; the devices
     timed, in order."""
-    from hetlapack.devices import calibration
+    from hetlapack.perf import calibration
 
     timed = []
 
@@ -212,9 +207,9 @@ def test_host_efficiency_ignores_tiny_orders_and_follows_the_reference_curve_bey
     """A calibration at small orders is not held flat over every larger matrix: orders below the reference table's
     (64) are not used, and past the largest order timed the efficiency follows the reference machine's curve,
     scaled to agree there, at most the GEMM rate."""
-    from hetlapack.dispatch import model
+    from hetlapack.perf import model, rates
 
-    gemm = model.host_gemm_gflops("d")
+    gemm = rates.host_gemm_gflops("d")
     whole = {"potrf": [[16, 0.01 * gemm], [32, 0.03 * gemm]], "getrf": [[64, 0.1 * gemm], [256, 0.2 * gemm]],
              "geqrf": [[64, 0.2 * gemm]]}
     (cache_dir / "calibration.json").write_text(json.dumps({"tile": 16, "devices": {"cpu": {"whole": whole}}}))

@@ -24,7 +24,7 @@ def test_info_says_an_uncalibrated_gpu_is_not_chosen(monkeypatch, capsys):
     gpu = OffHost(0)
     gpu.capability = dict(DEFAULT_CAPABILITY)
     monkeypatch.setattr(info, "available", lambda: [CpuDevice(), gpu])
-    monkeypatch.setattr(info.calibration, "load", dict)
+    monkeypatch.setattr(info.capability, "load", dict)
     assert main(["info"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert next(line for line in lines if line.startswith("Device emulated:0")).endswith(

@@ -13,7 +13,7 @@ from scipy.linalg import LinAlgWarning
 import hetlapack
 import hetlapack.linalg as la
 from hetlapack import testing
-from hetlapack.compat._originals import SCIPY_NAMES
+from hetlapack.contract.originals import SCIPY_NAMES
 from hetlapack.devices import EmulatedDevice
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]

@@ -9,7 +9,7 @@ import scipy.linalg as sl
 import hetlapack
 from hetlapack import testing
 from hetlapack.compat import numpy_linalg
-from hetlapack.compat._originals import numpy_functions
+from hetlapack.contract.originals import numpy_functions
 
 PATHS = ["host", "hybrid"]
 

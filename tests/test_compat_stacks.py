@@ -14,9 +14,9 @@ import hetlapack
 import hetlapack.linalg as la
 from hetlapack import testing
 from hetlapack.compat import numpy_linalg
-from hetlapack.compat._originals import numpy_functions, scipy_functions
+from hetlapack.contract.originals import numpy_functions, scipy_functions
 from hetlapack.dispatch import Request, choose
-from hetlapack.runtime.blas_threads import one_thread_per_call
+from hetlapack.blas_threads import one_thread_per_call
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 #: How a test forces dispatch: the host path, the batched path with the kernels dispatch picks for the dtype (the

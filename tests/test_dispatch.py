@@ -6,7 +6,8 @@ import pytest
 import hetlapack
 import hetlapack.linalg as la
 from hetlapack import testing
-from hetlapack.dispatch import PATHS, Request, choose, model
+from hetlapack.dispatch import PATHS, Request, choose
+from hetlapack.perf import model, rates
 
 
 def test_explain_is_printable_and_complete():
@@ -142,9 +143,9 @@ def test_edge_cases_stay_on_host_with_reason():
 
 
 def test_model_counts_and_interpolates():
-    assert model.flops("potrf", 300, 300) == pytest.approx(300**3 / 3)
-    assert model.flops("getrf", 300, 300, complex_=True) == pytest.approx(4 * (300**3 - 300**3 / 3))
-    assert model.tile_size("potrf", 100) <= model.tile_size("potrf", 8000)
+    assert rates.flops("potrf", 300, 300) == pytest.approx(300**3 / 3)
+    assert rates.flops("getrf", 300, 300, complex_=True) == pytest.approx(4 * (300**3 - 300**3 / 3))
+    assert rates.tile_size("potrf", 100) <= rates.tile_size("potrf", 8000)
     host = [model.predict_host("potrf", n, n, 1, np.dtype("d")) for n in (500, 1000, 2000)]
     assert host == sorted(host)
 
@@ -175,7 +176,7 @@ def test_hybrid_takes_the_layout_the_model_prices_cheaper(monkeypatch, two_level
 
 def test_the_two_level_price_is_the_simulators():
     from hetlapack.devices import EmulatedDevice
-    from hetlapack.simulator import simulate
+    from hetlapack.perf.simulator import simulate
 
     devices = ("cpu", EmulatedDevice(0))
     with hetlapack.using(devices=devices, path="hybrid"):
@@ -233,7 +234,7 @@ def test_two_level_prices_lu_and_rectangular_matrices_and_can_be_forced(monkeypa
 
 def test_the_two_level_price_of_a_rectangular_lu_is_the_simulators():
     from hetlapack.devices import EmulatedDevice
-    from hetlapack.simulator import simulate
+    from hetlapack.perf.simulator import simulate
 
     devices = ("cpu", EmulatedDevice(0))
     with hetlapack.using(devices=devices, path="hybrid"):
@@ -250,7 +251,7 @@ def test_emulated_accelerators_share_the_hosts_cores_so_two_level_is_not_the_che
     from hetlapack.devices import cpu as cpu_module
 
     monkeypatch.setattr(cpu_module, "usable_cores", lambda: 2)
-    monkeypatch.setattr(model, "host_gemm_gflops", lambda dtype_char="d": 60.0)  # the measured rate is noisy
+    monkeypatch.setattr(rates, "host_gemm_gflops", lambda dtype_char="d": 60.0)  # the measured rate is noisy
     with hetlapack.using(path="hybrid", devices=["cpu", EmulatedDevice(0), EmulatedDevice(1)]):
         plan = choose(Request("potrf", (4000, 4000), np.dtype("d")))
     assert plan.layout_s["two-level"] >= plan.layout_s["hgdd"] and plan.layout == "hgdd"
@@ -292,7 +293,7 @@ def test_threads_asking_at_once_share_one_measurement_of_the_host(monkeypatch):
     each measured it (six rates for one request in an audit)."""
     import threading
 
-    from hetlapack.runtime import blas_threads
+    from hetlapack import blas_threads
 
     measured = []
     real_all_cores = blas_threads.all_cores
@@ -302,19 +303,19 @@ def test_threads_asking_at_once_share_one_measurement_of_the_host(monkeypatch):
         return real_all_cores()
 
     monkeypatch.setattr(blas_threads, "all_cores", counting_all_cores)
-    model._measured_gemm_gflops.cache_clear()
-    start, rates = threading.Barrier(6), []
+    rates._measured_gemm_gflops.cache_clear()
+    start, seen = threading.Barrier(6), []
 
     def ask():
         start.wait()
-        rates.append(model.host_gemm_gflops("d"))
+        seen.append(rates.host_gemm_gflops("d"))
 
     threads = [threading.Thread(target=ask) for _ in range(6)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(measured) == 1 and len(set(rates)) == 1
+    assert len(measured) == 1 and len(set(seen)) == 1
 
 
 def test_pricing_leaves_no_thread_behind():

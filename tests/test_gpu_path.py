@@ -11,9 +11,10 @@ import scipy.linalg as sl
 
 import hetlapack
 import hetlapack.linalg as hl
-from hetlapack.compat import _run, numpy_linalg
+from hetlapack.compat import numpy_linalg
+from hetlapack.dispatch.paths import hybrid
 from hetlapack.devices import EmulatedDevice, available
-from hetlapack.dispatch import model
+from hetlapack.perf import model
 from hetlapack.testing import general, spd
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -138,7 +139,7 @@ def test_the_other_triangle_is_zeroed_on_the_device(monkeypatch):
     def no_host_pass(*args, **kwargs):
         raise AssertionError("the factor's other triangle was zeroed on the host")
 
-    monkeypatch.setattr(_run, "zero_other_triangle", no_host_pass)
+    monkeypatch.setattr(hybrid, "zero_other_triangle", no_host_pass)
     a = spd(45)
     with hetlapack.using(path="gpu", devices=[EmulatedDevice(0)]):
         for lower in (False, True):

@@ -10,8 +10,9 @@ import scipy.linalg as sl
 import hetlapack
 import hetlapack.linalg as la
 from hetlapack import machine, testing
-from hetlapack.compat import _arrays as arrays, _host
-from hetlapack.compat.scipy_rules import fortran_copy_unseen
+from hetlapack.compat import _host
+from hetlapack.contract import arrays
+from hetlapack.contract.scipy_rules import fortran_copy_unseen
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 TILE = 8

@@ -182,12 +182,12 @@ def _forced_two_level(name: str, a: np.ndarray, count: int, calls) -> list:
 def _two_level_kwargs(op: str, shape: tuple[int, int]) -> dict:
     """The tile algorithms' arguments for a two-level plan over the CPU and 2 emulated accelerators (tile 48, a
     host slice of 12 columns)."""
-    from hetlapack.compat._run import _tiled_kwargs
     from hetlapack.dispatch import Plan
+    from hetlapack.dispatch.paths import HYBRID
 
-    return _tiled_kwargs(Plan(op=op, path="hybrid", reason="", shape=shape, dtype="float64", tile=48,
-                              devices=("cpu", EmulatedDevice(0), EmulatedDevice(1)), layout="two-level",
-                              host_cols=12))
+    return HYBRID.tile_arguments(Plan(op=op, path="hybrid", reason="", shape=shape, dtype="float64", tile=48,
+                                      devices=("cpu", EmulatedDevice(0), EmulatedDevice(1)), layout="two-level",
+                                      host_cols=12))
 
 
 @pytest.mark.parametrize("count", [1, 2])

@@ -12,7 +12,7 @@ import scipy.linalg._solvers
 
 import hetlapack.compat as compat
 from hetlapack.compat import numpy_linalg, scipy_linalg
-from hetlapack.compat._originals import numpy_functions, scipy_functions
+from hetlapack.contract.originals import numpy_functions, scipy_functions
 
 
 def test_install_reaches_private_modules_and_restores():

@@ -12,16 +12,10 @@ import pytest
 from hetlapack.algorithms.potrf import potrf
 from hetlapack.devices import CpuDevice, EmulatedDevice
 from hetlapack.machine import usable_cores
-from hetlapack.devices.modeled import ModeledDevice
-from hetlapack.runtime import (
-    GreedyByCapability,
-    OwnerComputes,
-    Runtime,
-    SimulatedRuntime,
-    TiledMatrix,
-    Trace,
-)
-from hetlapack.runtime.blas_threads import share_cores, threads_per_worker
+from hetlapack.perf.modeled import ModeledDevice
+from hetlapack.perf.simulated import SimulatedRuntime
+from hetlapack.runtime import GreedyByCapability, OwnerComputes, Runtime, TiledMatrix, Trace
+from hetlapack.blas_threads import share_cores, threads_per_worker
 from hetlapack.testing import cholesky_residual, spd
 
 

@@ -11,13 +11,14 @@ from hetlapack.algorithms.getrf import getrf, insert_getrf, pivot_tiles
 from hetlapack.algorithms.potrf import potrf
 from hetlapack.cli import main
 from hetlapack.devices import EmulatedDevice
-from hetlapack.devices.modeled import ModeledDevice, Power
-from hetlapack.devices.profiles import parse, registry
-from hetlapack.dispatch.model import flops as flop_count
+from hetlapack.perf.modeled import ModeledDevice, Power
+from hetlapack.perf.profiles import parse, registry
+from hetlapack.perf.rates import flops as flop_count
 from hetlapack.layout.two_level import TWO_LEVEL_SMALL_TILE
 from hetlapack.layout import TwoLevelColumns
-from hetlapack.runtime import SimulatedRuntime, TiledMatrix, Trace
-from hetlapack.simulator import grid_shape, simulate, simulate_distributed
+from hetlapack.perf.simulated import SimulatedRuntime
+from hetlapack.runtime import TiledMatrix, Trace
+from hetlapack.perf.simulator import grid_shape, simulate, simulate_distributed
 from hetlapack.testing import general, spd
 
 
@@ -99,7 +100,7 @@ def test_host_computing_devices_share_the_hosts_cores_others_do_not(host_compute
 
 def test_cpu_and_emulated_accelerators_never_hold_more_cores_than_the_host_has(monkeypatch):
     from hetlapack.devices import cpu as cpu_module
-    from hetlapack.dispatch import model
+    from hetlapack.perf import model
 
     monkeypatch.setattr(cpu_module, "usable_cores", lambda: 2)
     for layout in ("hgdd", "two-level"):
@@ -349,7 +350,7 @@ def test_memory_capacities_come_from_profiles_and_real_devices():
 
 
 def test_non_positive_tiles_and_node_counts_are_refused():
-    from hetlapack.simulator import simulate, simulate_distributed
+    from hetlapack.perf.simulator import simulate, simulate_distributed
 
     with pytest.raises(ValueError, match="tile must be positive"):
         simulate("cholesky", 1000, "cpu", tile=-3)

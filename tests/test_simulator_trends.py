@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from hetlapack.simulator import simulate, simulate_distributed, tune_two_level
+from hetlapack.perf.simulator import simulate, simulate_distributed, tune_two_level
 
 PUBLISHED_6_K20C_CHOLESKY_GFLOPS = 5100.0  # seed 000 §7.2, n = 60,000
 PUBLISHED_100_NODE_CHOLESKY_GFLOPS = 75000.0  # seed 003 §5.4, Keeneland

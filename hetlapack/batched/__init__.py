@@ -31,9 +31,10 @@ import scipy.linalg as sla
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
-from ..compat._arrays import check_scipy_qr_mode, fortran_matrices, getrs_square_error, scipy_qr_sizes
-from ..compat.scipy_rules import cholesky_as_scipy, fortran_result, not_positive_definite, warn_dtypes_as_scipy
-from ..dispatch import current, model
+from ..contract.arrays import check_scipy_qr_mode, fortran_matrices, getrs_square_error, scipy_qr_sizes
+from ..contract.scipy_rules import cholesky_as_scipy, fortran_result, not_positive_definite, warn_dtypes_as_scipy
+from ..options import current
+from ..perf import model
 from ..dtypes import lapack_dtype
 from ..pivots import pivot_outside
 from . import kernels

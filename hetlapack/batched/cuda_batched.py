@@ -23,7 +23,7 @@ import numpy as np
 
 from ..devices.cuda import FILL_LOWER, FILL_UPPER, PREFIX, solver_routines
 from . import cuda_kernels
-from .cuda_kernels import array_module
+from ..devices.cuda_launch import array_module
 from .cuda_solve import getrs, potrs
 from .kernels import INDEX_DTYPE
 

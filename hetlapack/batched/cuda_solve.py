@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import cuda
 
-from .cuda_kernels import THREADS_PER_BLOCK, array_module, launch
+from ..devices.cuda_launch import THREADS_PER_BLOCK, array_module, launch
 from .kernels import INDEX_DTYPE
 
 #: ``op`` codes of the triangular solves: ``T``, ``T^T``, ``T^H`` (``lu_solve``'s ``trans``).

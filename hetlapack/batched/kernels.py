@@ -21,10 +21,10 @@ import numba
 import numpy as np
 from numba import types
 
-from ..devices import _lapack_pointers
+from ..devices import lapack_pointers
 from ..imports import importing
 from ..pivots import check_pivots
-from ..runtime.blas_threads import one_thread_per_call
+from ..blas_threads import one_thread_per_call
 from . import _cholesky, _lapack_each, _lu, _qr, _solve
 from ._boundary import check_arguments
 from ._interleave import as_stack, lanes_for
@@ -64,7 +64,7 @@ _ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
 
 def _lapack_routine(kind: str, dtype: np.dtype) -> Callable:
     """The ctypes function of a ``lapack:NAME`` argument kind in ``dtype``'s precision."""
-    return _lapack_pointers.routine(kind.removeprefix("lapack:"), dtype.char)
+    return lapack_pointers.routine(kind.removeprefix("lapack:"), dtype.char)
 
 
 def _lapack_routines(op: str, dtype: np.dtype) -> tuple[Callable, ...]:

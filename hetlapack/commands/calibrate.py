@@ -7,16 +7,10 @@ import contextlib
 from collections.abc import Iterator
 
 from ..devices import available
-from ..devices.calibration import (
-    DEFAULT_TILE,
-    ENV_CACHE_DIR,
-    KERNEL_TILES,
-    cache_path,
-    calibrate,
-    check_writable,
-    save_results,
-)
-from . import device_list, positive_int
+from ..perf.calibration import DEFAULT_TILE, KERNEL_TILES, calibrate
+from ..devices.capability import ENV_CACHE_DIR, cache_path, check_writable, save_results
+from . import device_list
+from ..mpi.arguments import positive_int
 
 
 def register(subparsers) -> None:

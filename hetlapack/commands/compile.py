@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import positive_int
+from ..mpi.arguments import positive_int
 
 
 def register(subparsers) -> None:

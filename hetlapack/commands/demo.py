@@ -20,12 +20,14 @@ from tqdm import tqdm
 
 from .. import testing
 from ..compat import scipy_linalg
-from ..compat._originals import scipy_functions
-from ..dispatch import model, using
+from ..contract.originals import scipy_functions
+from ..perf import rates
+from ..options import using
 from ..explain import explain
 from ..mpi.grid import launched_ranks
 from ..runtime import Trace
-from . import positive_int, refuse_changed
+from . import refuse_changed
+from ..mpi.arguments import positive_int
 
 #: Accelerator paths shown for single matrices, on emulated accelerators: (path, devices, row label).
 EMULATED_ROWS = (("hybrid", ("cpu", "emulated:0", "emulated:1"), "hybrid:cpu+2emu"),
@@ -116,7 +118,7 @@ def _trace_png(n: int, output: str) -> str:
     """Run the tiled Cholesky once at dispatch's tile with tracing on and draw its Gantt chart; returns the path."""
     from ..algorithms.potrf import potrf  # noqa: PLC0415 - only the trace calls the algorithm directly
 
-    tile = model.tile_size("potrf", n)
+    tile = rates.tile_size("potrf", n)
     a = np.asfortranarray(testing.spd(n, seed=1))
     trace = Trace()
     potrf(a, lower=True, tile=tile, trace=trace)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..devices import available, calibration
+from ..devices import available, capability
 from ..devices.base import KERNEL_CLASSES
-from ..dispatch import detect, model
+from ..hardware import detect
+from ..perf import model, rates
 
 
 def register(subparsers) -> None:
@@ -16,7 +17,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     print(detect())
-    calibrated = calibration.load()
+    calibrated = capability.load()
     for device in available():
         weights = ", ".join(f"{kind} {rate:.1f}" for kind, rate in device.capability.items() if kind in KERNEL_CLASSES)
         link = device.capability
@@ -26,5 +27,5 @@ def run(args: argparse.Namespace) -> int:
         if model.unmeasured_accelerators((device,)):
             source += ": until its link is measured, dispatch does not choose it"
         print(f"Device {device.name}: GFLOP/s per kernel class: {weights} ({source})")
-    print(f"Host DGEMM: {model.host_gemm_gflops('d'):.1f} GFLOP/s (measured now, 768x768)")
+    print(f"Host DGEMM: {rates.host_gemm_gflops('d'):.1f} GFLOP/s (measured now, 768x768)")
     return 0

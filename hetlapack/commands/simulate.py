@@ -10,17 +10,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..devices.profiles import registry
-from ..simulator import (
-    CAPABILITY,
-    LAYOUTS,
-    OPERATIONS,
-    PATHS,
-    Prediction,
-    simulate,
-    simulate_distributed,
-)
-from . import positive_int, refuse_changed
+from ..perf.profiles import registry
+from ..perf.simulator import CAPABILITY, LAYOUTS, OPERATIONS, PATHS, Prediction, simulate, simulate_distributed
+from . import refuse_changed
+from ..mpi.arguments import positive_int
 
 #: Options of a single-node simulation, with their defaults; ``--nodes`` (a distributed float64 Cholesky on the
 #: ``--node`` composition) refuses any other value rather than ignore it.

@@ -19,7 +19,8 @@ from ..algorithms.getrf import getrf
 from ..algorithms.potrf import potrf
 from ..runtime import Trace
 from ..testing import general, spd
-from . import device_list, non_negative_int, positive_int
+from . import device_list
+from ..mpi.arguments import non_negative_int, positive_int
 
 #: Operation name on the command line -> (matrix generator, tile factorization run on it).
 OPERATIONS = {

@@ -16,13 +16,16 @@ import importlib
 import numpy as np
 
 from ..dispatch import Plan, choose
+from ..dispatch.paths import BATCHED
 from ..imports import load
 from ..pivots import check_pivots
-from ._arrays import (check_flags, fortran_matrices, getrs_trans, is_cupy, potrs_lower, request, scipy_lapack_dtype,
-                      solve_batch)
-from ._originals import scipy_functions as _scipy
-from .scipy_rules import (cho_factor_cleans, cho_factor_flags, cholesky_lower, fortran_result, not_positive_definite,
-                          not_square, raise_first_failure, scipy_container, warn_singular)
+from ._request import request
+from ..contract.arrays import (check_flags, fortran_matrices, getrs_trans, is_cupy, potrs_lower, scipy_lapack_dtype,
+                               solve_batch)
+from ..contract.originals import scipy_functions as _scipy
+from ..contract.scipy_rules import (cho_factor_cleans, cho_factor_flags, cholesky_lower, fortran_result,
+                                    not_positive_definite, not_square, raise_first_failure, scipy_container,
+                                    warn_singular)
 
 #: Warnings point at the caller of ``hetlapack.linalg``'s function, two frames up.
 _STACKLEVEL = 3
@@ -106,7 +109,7 @@ def _cholesky(name: str, a, lower, overwrite_a, check_finite, clean: bool | None
     clean = cho_factor_cleans(a1, dtype, overwrite_a) if clean is None else clean
     plan, a1 = _planned("potrf", a1)
     lower = cholesky_lower(lower, overwrite_a, np.dtype(a1.dtype))
-    if plan.path == "batched":
+    if plan.runner is BATCHED:
         c, info = _batched().potrf(a1, lower=lower, clean=clean)
         raise_first_failure(info.get())
         return plan, _in_scipy_layout(xp, c, name)
@@ -140,7 +143,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
         return [fortran_matrices(xp.empty_like(a1), xp), piv] if a1.ndim > 2 else (xp.empty_like(a1, order="F"), piv)
     check_flags(overwrite_a)
     plan, a1 = _planned("getrf", a1)
-    if plan.path == "batched":
+    if plan.runner is BATCHED:
         lu, piv, info = _batched().getrf(a1)
         warn_singular(info.get(), _STACKLEVEL)
         return [fortran_matrices(lu, xp), xp.ascontiguousarray(piv)]
@@ -194,7 +197,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
                             overwrite_b=overwrite_b, check_finite=False)
     plan, xp, c1, b2, vector = solve
     lower = potrs_lower(np.dtype(c1.dtype), _host(lower), overwrite_b) if b2.size else True
-    if plan.path == "batched":
+    if plan.runner is BATCHED:
         return _solution(xp, _batched().potrs(c1, b2, lower=lower), vector)
     x = _on_device(xp, b2)
     _device(plan.devices[0]).potrs(c1, x, lower)
@@ -214,7 +217,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     if b2.size:  # where SciPy's getrs reads them
         check_pivots(pivots, lu1.shape[-1], xp)
     pivots = pivots.astype(np.int32, copy=False)
-    if plan.path == "batched":
+    if plan.runner is BATCHED:
         return _solution(xp, _batched().getrs(lu1, pivots, b2, trans=trans), vector)
     x = _on_device(xp, b2)
     _device(plan.devices[0]).getrs(lu1, pivots, x, trans)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrays import copies_by_tiles, fortran_copy
-from ._originals import scipy_functions as _scipy
-from .scipy_rules import fortran_copy_unseen
+from ..contract.arrays import copies_by_tiles, fortran_copy
+from ..contract.originals import scipy_functions as _scipy
+from ..contract.scipy_rules import fortran_copy_unseen
 
 def _copies_slowly(a, overwrite_a) -> bool:
     """Whether SciPy would copy ``a`` into Fortran order itself, element by element, where tiles are worth it (at

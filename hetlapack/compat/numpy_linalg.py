@@ -14,10 +14,11 @@ import numpy as np
 from numpy.linalg import LinAlgError
 
 from ..dispatch import Plan, choose
+from ..dispatch.paths import BATCHED
 from ..dtypes import native
-from . import _run
-from ._arrays import numpy_linalg_dtype, request, upload_operand
-from ._originals import numpy_functions as _numpy
+from ._request import request
+from ..contract.arrays import numpy_linalg_dtype
+from ..contract.originals import numpy_functions as _numpy
 
 _ACCELERATED_QR_MODES = ("reduced", "complete", "r")
 
@@ -36,7 +37,7 @@ def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, np.dtype] |
         return None
     req, _ = request(op, a, dtype_rule=numpy_linalg_dtype, features=features, library="numpy")
     plan = choose(req)
-    if plan.path == "host" or not np.isfinite(a).all():
+    if plan.runner.own_call or not np.isfinite(a).all():
         return None
     return plan, req.dtype
 
@@ -60,8 +61,9 @@ def _factored(plan: Plan, factor: Callable[[np.ndarray], tuple], a: np.ndarray, 
     double copy of the whole stack costs more in fresh memory than the factorization itself at orders 16-64 (order
     64, float32: 26 against 14 µs a matrix on this project's machine)."""
     result_dtype = _result_dtype(a, dtype)
-    if plan.path != "batched" or a.dtype == dtype:
-        return tuple(x.astype(result_dtype, copy=False) for x in factor(_work(plan, a, dtype)))
+    if plan.runner is not BATCHED or a.dtype == dtype:
+        work = plan.runner.operand(a, a, dtype, overwrite=False)
+        return tuple(x.astype(result_dtype, copy=False) for x in factor(work))
     flat = a.reshape(-1, *a.shape[-2:])
     step = max(1, CHUNK_BYTES // (a.shape[-2] * a.shape[-1] * dtype.itemsize))
     results: list[np.ndarray] = []
@@ -71,15 +73,6 @@ def _factored(plan: Plan, factor: Callable[[np.ndarray], tuple], a: np.ndarray, 
         for result, part in zip(results, parts):
             result[start:start + step] = part
     return tuple(result.reshape(*a.shape[:-2], *result.shape[1:]) for result in results)
-
-
-def _work(plan: Plan, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """What ``plan`` factors (NumPy never writes its input): as :func:`.scipy_linalg._operand` without overwriting."""
-    if plan.path == "batched":
-        return a.astype(dtype, copy=False)
-    if plan.path == "gpu":
-        return upload_operand(a, a, dtype, overwrite=False)
-    return np.array(a, dtype=dtype, order="F", copy=True)
 
 
 def _laid_out_as_numpy_r(r: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -151,10 +144,7 @@ def cholesky(a, /, *, upper=False):
     plan, dtype = chosen
 
     def factor(work: np.ndarray) -> tuple[np.ndarray]:
-        try:
-            c, info = _run.potrf(plan, work, lower=not upper, clean=True)
-        except LinAlgError:
-            info = 1
+        c, info = plan.runner.potrf(plan, work, lower=not upper, clean=True)
         if np.any(np.asarray(info) > 0):
             raise LinAlgError(_NOT_PD)
         return (c,)
@@ -210,7 +200,7 @@ def qr(a, mode="reduced"):
     k = min(m, n)
     rows = m if mode == "complete" else k
     if mode == "r":
-        (r,) = _factored(plan, lambda work: _run.qr(plan, work, 0, rows)[1:], a, dtype)
+        (r,) = _factored(plan, lambda work: plan.runner.qr(plan, work, 0, rows)[1:], a, dtype)
         return _laid_out_as_numpy_r(r, a)
-    q, r = _factored(plan, lambda work: _run.qr(plan, work, rows, rows), a, dtype)
+    q, r = _factored(plan, lambda work: plan.runner.qr(plan, work, rows, rows), a, dtype)
     return np.linalg._linalg.QRResult(_laid_out_as_gufunc_output(q, a), _laid_out_as_numpy_r(r, a))

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from ..forking import fork_safe_lock
 from . import numpy_linalg, scipy_linalg
-from ._originals import NUMPY_NAMES, SCIPY_NAMES, numpy_functions, scipy_functions
+from ..contract.originals import NUMPY_NAMES, SCIPY_NAMES, numpy_functions, scipy_functions
 
 _PREFIXES = ("scipy.", "numpy.")
 _ROOTS = ("scipy", "numpy")

@@ -11,19 +11,21 @@ import dataclasses
 
 import numpy as np
 
-from ..dispatch import Plan, choose, compiled_kernels_unusable
+from ..dispatch import Plan, choose
+from ..dispatch.paths import BATCHED, HOST
+from ..dispatch.paths.batched import compiled_kernels_unusable, plu
 from ..dtypes import lapack_dtype
-from ..errors import NotPositiveDefinite
 from ..pivots import pivot_outside, refuse_pivot, rows_named
-from . import _run
-from ._arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, potrs_lower, read_overwrite_flag,
-                      request, scipy_qr_sizes, solve_batch, unshared_overwrite_b, upload_operand, validated,
-                      working_copy)
+from ._request import request
+from ..contract.arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, potrs_lower,
+                               read_overwrite_flag, scipy_qr_sizes, solve_batch, unshared_overwrite_b,
+                               validated)
 from ._host import scipy_call
-from ._originals import scipy_functions as _scipy
-from .scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy, cholesky_lower,
-                          fortran_in_place, fortran_result, not_positive_definite, raise_first_failure,
-                          refuse_flags, scipy_container, scipy_returns, warn_dtypes_as_scipy, warn_singular)
+from ..contract.originals import scipy_functions as _scipy
+from ..contract.scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy,
+                                    cholesky_lower, fortran_in_place, fortran_result,
+                                    raise_first_failure, refuse_flags, scipy_container, scipy_returns,
+                                    warn_dtypes_as_scipy, warn_singular)
 
 def _on_gpu():
     """The CuPy boundary (imported on the first CuPy argument)."""
@@ -32,20 +34,15 @@ def _on_gpu():
     return _cupy
 
 
-#: Paths whose algorithm orders its arithmetic unlike LAPACK's: where an infinity or NaN meets a pivot search or a
-#: reflector there, its factors hold them in other places than SciPy's.
-_TILED_PATHS = frozenset({"hybrid", "gpu"})
-
-
 def plan_call(op: str, a, check_finite: bool = True, features: tuple[str, ...] = ()) -> tuple[Plan, object, np.dtype]:
     """Dispatch's plan for a call on ``a`` (with ``check_finite=False``, SciPy's own call for a NumPy matrix that
     holds infinities or NaNs where the plan would tile it: only LAPACK's own kernels place them as SciPy does), the
     array to pass on and the dtype LAPACK computes in."""
     req, arr = request(op, a, features=features)
     plan = choose(req)
-    if (plan.path in _TILED_PATHS and not check_finite and isinstance(arr, np.ndarray)
+    if (plan.runner.reorders_arithmetic and not check_finite and isinstance(arr, np.ndarray)
             and not np.isfinite(arr).all()):
-        plan = dataclasses.replace(plan, path="host", reason="infinities or NaNs with check_finite=False: SciPy's "
+        plan = dataclasses.replace(plan, path=HOST.name, reason="infinities or NaNs with check_finite=False: SciPy's "
                                    "own LAPACK call places them in the factors as SciPy does")
     return plan, arr, req.dtype
 
@@ -66,29 +63,9 @@ def lu_features(a) -> tuple[str, ...]:
     return ("lu (P, L, U)",) if is_cupy(a) else ()
 
 
-def _operand(plan: Plan, a1: np.ndarray, original, dtype: np.dtype, overwrite_a: bool) -> np.ndarray:
-    """What ``plan`` factors: the batched kernels read the stack and never write it, the gpu path uploads ``a1`` as
-    it lies, and the hybrid path factors a Fortran working copy (``a1`` itself where SciPy's rules allow)."""
-    if plan.path == "batched":
-        return a1.astype(dtype, copy=False)
-    if plan.path == "gpu":
-        return upload_operand(a1, original, dtype, overwrite_a)
-    return working_copy(a1, original, dtype, overwrite_a)
-
-
-#: Paths that check their input for infinities and NaNs where they read it (``_run``'s ``check_finite``): the gpu
-#: path's device after the upload, and the batched kernels as they read each matrix. The hybrid path's callers
-#: check first.
-_CHECKED_WHERE_READ = frozenset({"batched", "gpu"})
-
-
-def _checked_where_read(plan: Plan) -> bool:
-    return plan.path in _CHECKED_WHERE_READ
-
-
 def _kernel_checked(plan: Plan, arr, check_finite: bool) -> np.ndarray:
     """SciPy's entry conversion: ``asarray_chkfinite`` on the paths that do not check where they read the matrix."""
-    return validated(arr, check_finite and not _checked_where_read(plan))
+    return validated(arr, check_finite and not plan.runner.checks_where_read)
 
 
 def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool | None):
@@ -96,7 +73,7 @@ def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool
     the array read), or ``(None, plan, _)`` for the host path, SciPy's own call. ``clean`` zeroes the other
     triangle; ``None`` does where the installed SciPy's ``cho_factor`` does."""
     plan, arr, dtype = plan_call("potrf", a, check_finite)
-    if plan.path == "host":
+    if plan.runner.own_call:
         return None, plan, arr
     a1 = _kernel_checked(plan, arr, check_finite)
     try:
@@ -109,14 +86,11 @@ def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool
     warn_dtypes_as_scipy("cholesky", arr.dtype, stacklevel=3)
 
     def potrf(operand: np.ndarray, lower_triangle: bool) -> tuple[np.ndarray, np.ndarray]:
-        return _run.potrf(plan, _operand(plan, operand, a, dtype, bool(overwrite_a)), lower_triangle, clean,
-                          fortran=True, check_finite=check_finite and _checked_where_read(plan))
+        return plan.runner.potrf(plan, plan.runner.operand(operand, a, dtype, bool(overwrite_a)), lower_triangle,
+                                 clean, fortran=True, check_finite=check_finite and plan.runner.checks_where_read)
 
     in_place = fortran_in_place(arr, dtype, overwrite_a)
-    try:
-        c, info = cholesky_as_scipy(potrf, a1, factor_lower, arr.ndim > 2, in_place)
-    except NotPositiveDefinite as error:
-        raise not_positive_definite(error.minor) from None
+    c, info = cholesky_as_scipy(potrf, a1, factor_lower, arr.ndim > 2, in_place)
     raise_first_failure(info)
     return c, plan, arr
 
@@ -243,7 +217,7 @@ def _batched_solve(op: str, factor, b, check_finite: bool, supported: bool = Tru
     if shapes is not None:
         req = dataclasses.replace(req, shape=shapes[0] + factor.shape[-2:])
     plan = choose(req)
-    if plan.path != "batched":
+    if plan.runner is not BATCHED:
         return None, None
     return plan, _batched_solve_operands(factor, b, check_finite, piv)
 
@@ -286,7 +260,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
                                    check_finite=check_finite)
     c2, b2, vector, _ = operands
     warn_dtypes_as_scipy("cho_solve", np.asarray(c).dtype, np.asarray(b).dtype, stacklevel=2)
-    x = _run.potrs(plan, c2, b2, potrs_lower(c2.dtype, lower, overwrite_b))
+    x = plan.runner.potrs(plan, c2, b2, potrs_lower(c2.dtype, lower, overwrite_b))
     return np.ascontiguousarray(x[..., 0]) if vector else x
 
 
@@ -329,14 +303,14 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     if is_cupy(a):
         return _on_gpu().lu_factor(a, overwrite_a, check_finite)
     plan, arr, dtype = plan_call("getrf", a, check_finite)
-    if plan.path == "host":
+    if plan.runner.own_call:
         return scipy_call("lu_factor", a, overwrite_a, check_finite)
     warn_dtypes_as_scipy("lu_factor", arr.dtype, stacklevel=2)
     refuse_flags("lu_factor", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)
     a1 = _kernel_checked(plan, arr, check_finite)
     stacked = arr.ndim > 2
-    lu, piv, info = _run.getrf(plan, _operand(plan, a1, a, dtype, overwrite_a),
-                               fortran=fortran_result("lu_factor", stacked), check_finite=check_finite)
+    lu, piv, info = plan.runner.getrf(plan, plan.runner.operand(a1, a, dtype, overwrite_a),
+                                     fortran=fortran_result("lu_factor", stacked), check_finite=check_finite)
     warn_singular(info, stacklevel=2)
     return scipy_returns("lu_factor", (lu, piv.astype(np.int32, copy=False)), stacked, in_place=arr)
 
@@ -387,7 +361,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     lu2, b2, vector, n = operands
     warn_dtypes_as_scipy("lu_solve", np.asarray(lu).dtype, np.asarray(b).dtype, stacklevel=2)
     piv2 = np.broadcast_to(np.asarray(piv), lu2.shape[:-2] + (n,))
-    x = _run.getrs(plan, lu2, piv2, b2, trans=trans, check_finite=check_finite)
+    x = plan.runner.getrs(plan, lu2, piv2, b2, trans=trans, check_finite=check_finite)
     check_flags(overwrite_b)  # where SciPy's getrs call reads it: after b's finiteness check
     return np.ascontiguousarray(x[..., 0]) if vector else x
 
@@ -405,7 +379,7 @@ def _refuse_pivots(lu, piv, b, n: int, outside, trans, overwrite_b, check_finite
 
 def _p_l_u(packed: np.ndarray, piv: np.ndarray, permute_l: bool, p_indices: bool) -> tuple:
     """SciPy's ``lu`` results from a packed LU (or a stack of them) and LAPACK's 0-based pivots."""
-    p, lower, upper = _run.plu(packed, piv, permute_l)
+    p, lower, upper = plu(packed, piv, permute_l)
     if permute_l:
         return lower, upper
     if p_indices:
@@ -450,7 +424,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     True
     """
     plan, arr, dtype = plan_call("getrf", a, check_finite, lu_features(a))
-    if plan.path == "host" or np.shape(arr)[-2:] == (1, 1) or compiled_kernels_unusable():
+    if plan.runner.own_call or np.shape(arr)[-2:] == (1, 1) or compiled_kernels_unusable():
         return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)
     a1 = _kernel_checked(plan, arr, check_finite)
@@ -458,7 +432,8 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     read_overwrite_flag(overwrite_a, a1, a, dtype)
     # SciPy's lu may write into its input (a C-ordered one before 1.18, a Fortran-ordered one since), in a layout of
     # its own; these paths never write into the caller's (the flag permits, it does not require)
-    packed, piv, _ = _run.getrf(plan, _operand(plan, a1, a, dtype, overwrite_a=False), check_finite=check_finite)
+    packed, piv, _ = plan.runner.getrf(plan, plan.runner.operand(a1, a, dtype, overwrite=False),
+                                       check_finite=check_finite)
     options = {"permute_l": permute_l, "p_indices": p_indices}
     return scipy_returns("lu", _p_l_u(packed, piv, permute_l, p_indices), arr.ndim > 2, **options)
 
@@ -506,7 +481,7 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     """
     op, features = qr_route(a, mode, pivoting, lwork)
     plan, arr, dtype = plan_call(op, a, check_finite, features)
-    if plan.path == "host":
+    if plan.runner.own_call:
         if lwork is not QR_LWORK_DEFAULT:
             return _scipy["qr"](a, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
                                 check_finite=check_finite)
@@ -514,18 +489,18 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     refuse_flags("qr", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)
     a1 = _kernel_checked(plan, arr, check_finite)
     warn_dtypes_as_scipy("qr", arr.dtype, stacklevel=2)
-    work = _operand(plan, a1, a, dtype, overwrite_a)
+    work = plan.runner.operand(a1, a, dtype, overwrite_a)
     ncols, rows = scipy_qr_sizes(mode, *work.shape[-2:])
     stacked, options = arr.ndim > 2, {"mode": mode, "pivoting": pivoting}
     if mode == "raw":  # one matrix without pivoting: geqrf's output and tau, R from its first rows, as SciPy's
-        packed, tau = _run.geqrf(plan, work, check_finite)
+        packed, tau = plan.runner.geqrf(plan, work, check_finite)
         qr_raw, tau, r = scipy_returns("qr", (packed, tau, np.triu(packed[:rows, :])), stacked, in_place=arr,
                                        **options)
         return (qr_raw, tau), r
     fortran = fortran_result("qr", stacked, **options)
     if pivoting:  # a stack (one matrix stays on the host path)
-        q, r, p = _run.qr_pivoted(plan, work, ncols, rows, fortran=fortran, check_finite=check_finite)
+        q, r, p = plan.runner.qr_pivoted(plan, work, ncols, rows, fortran=fortran, check_finite=check_finite)
     else:
-        (q, r), p = _run.qr(plan, work, ncols, rows, fortran=fortran, check_finite=check_finite), None
+        (q, r), p = plan.runner.qr(plan, work, ncols, rows, fortran=fortran, check_finite=check_finite), None
     outputs = (r,) if mode == "r" else (q, r)
     return scipy_returns("qr", (*outputs, *(() if p is None else (p,))), stacked, in_place=arr, **options)

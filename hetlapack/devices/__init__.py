@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .base import KERNEL_CLASS, Device
+from ..hardware import detect
 from ..machine import usable_cores
+from .base import KERNEL_CLASS, Device
 from .cpu import HOST_MEMORY, CpuDevice
 from .emulated import EmulatedDevice
 
 
 def _gpu_count() -> int:
-    from ..dispatch.hardware import detect  # noqa: PLC0415 - dispatch imports devices
-
     return len(detect().gpus)
 
 

@@ -68,7 +68,7 @@ class Device(abc.ABC):
     transfer. ``workers`` is how many runtime worker threads feed the device (several for a multicore CPU).
     ``host_compute`` says whether its kernels run on the host's cores (so the runtime counts its workers when
     it caps BLAS threads). ``capability`` is the rate of one worker per kernel class in GFLOP/s, measured by
-    :mod:`hetlapack.devices.calibration` when a cached calibration exists. ``memory_bytes`` caps the bytes of
+    :mod:`hetlapack.devices.capability` when a cached calibration exists. ``memory_bytes`` caps the bytes of
     tiles the runtime keeps in the device's own memory at once (out-of-core streaming beyond it); ``None`` means
     what :meth:`free_memory_bytes` reports when a run starts.
     """

@@ -8,9 +8,9 @@ from ctypes import byref
 import numpy as np
 
 from ..machine import usable_cores
-from . import _lapack_pointers as lp
+from . import lapack_pointers as lp
 from .base import Device
-from .calibration import load_capability
+from .capability import load_capability
 
 HOST_MEMORY = "host"
 

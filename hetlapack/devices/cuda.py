@@ -8,7 +8,7 @@ ignore them). BLAS-3 goes through CuPy's matmul and ``solve_triangular`` (cuBLAS
 LARFB are written with GEMMs (seed 000 §6.7). A tile view is packed into one contiguous buffer on the device before
 it crosses the link and unpacked after, by CuPy's strided copy: a numba-cuda copy kernel did the same at ten times the
 cost per tile, its launch alone about 0.22 ms against CuPy's 0.02 ms (H100, tiles of 256 and 512). LASWP is a
-numba-cuda kernel (:mod:`hetlapack.batched.cuda_panel`) that runs with the pivots where getrf left them. Every
+numba-cuda kernel (:mod:`hetlapack.devices.cuda_panel`) that runs with the pivots where getrf left them. Every
 kernel synchronizes its stream before returning, so a task that finished has its results in device memory for
 whichever device reads them next.
 
@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from ._lapack_pointers import PREFIX, ROUTINE_NAME
+from .lapack_pointers import PREFIX, ROUTINE_NAME
 from .base import Device, zero_other_triangle
-from .calibration import load_capability
+from .capability import load_capability
 
 #: cuBLAS fill modes (``cublasFillMode_t``).
 FILL_LOWER, FILL_UPPER = 0, 1
@@ -51,7 +51,7 @@ def _import_cupy():
 
 
 def _panel_kernels():
-    from ..batched import cuda_panel  # noqa: PLC0415 - numba-cuda, imported with the device
+    from . import cuda_panel  # noqa: PLC0415 - numba-cuda, imported with the device
 
     return cuda_panel
 

@@ -1,9 +1,8 @@
-"""Path choice: hardware discovery, the cost model, ``choose`` and the user's overrides."""
+"""Path choice: ``choose`` a path (:mod:`.paths`) for a request by the cost model (:mod:`hetlapack.perf`) and the
+user's overrides (:mod:`hetlapack.options`), and the plan that says why."""
 
-from .choose import OPS, Request, choose, compiled_kernels_unusable
-from .hardware import Hardware, detect
-from .options import Options, current, using
-from .plan import LAYOUTS, PATHS, Plan
+from ..options import LAYOUTS, PATHS
+from .choose import OPS, Request, choose
+from .plan import Plan
 
-__all__ = ["LAYOUTS", "OPS", "PATHS", "Hardware", "Options", "Plan", "Request", "choose", "compiled_kernels_unusable",
-           "current", "detect", "using"]
+__all__ = ["LAYOUTS", "OPS", "PATHS", "Plan", "Request", "choose"]

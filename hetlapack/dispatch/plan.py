@@ -4,16 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PATHS = ("host", "batched", "gpu", "hybrid")
-
-#: Layouts of the hybrid path: HGDD (tile columns dealt to the accelerators by capability, panels on the CPU) and
-#: seed 003's two-level hybrid tiles (big tiles for the accelerators, a host slice for the CPU's cores).
-LAYOUTS = ("hgdd", "two-level")
-
-#: Kernels of the batched path, as a plan describes them.
-KERNELS = {"interleaved": "interleaved (hetlapack's own, SIMD across matrices; solves past order 8-24 one matrix at "
-                          "a time)",
-           "lapack": "LAPACK loop (SciPy's LAPACK on each matrix, from compiled code)"}
+from ..options import KERNELS, LAYOUTS
+from .paths import BY_NAME, Path
 
 
 @dataclass(frozen=True)
@@ -44,6 +36,11 @@ class Plan:
     layout_s: dict[str, float] = field(default_factory=dict)
     kernels: str | None = None
 
+    @property
+    def runner(self) -> Path:
+        """The path object that runs this plan."""
+        return BY_NAME[self.path]
+
     def __str__(self) -> str:
         lines = [
             f"hetlapack plan for {self.op} on {self.dtype} {self.shape}",
@@ -53,7 +50,7 @@ class Plan:
             *([f"  layout:  {self.layout}" + (f" (host slice: {self.host_cols} of every {self.tile} columns)"
                                               if self.host_cols is not None else "")] if self.layout else []),
             f"  tile:    {self.tile if self.tile is not None else '-'}"
-            + (f" (placement: {self.placement})" if self.path == "hybrid" else ""),
+            + (f" (placement: {self.placement})" if self.layout else ""),
             f"  reason:  {self.reason}",
         ]
         paths = {name: why for name, why in self.unavailable.items() if name not in LAYOUTS}

@@ -12,15 +12,7 @@ collective: all ranks of the matrix's grid call it with the same arguments.
 
 from ._comm import RemoteRankError, Traffic, reset_traffic, traffic
 from .grid import ProcessGrid
-from .linalg import (
-    LinAlgError,
-    LinAlgWarning,
-    cho_solve,
-    cholesky,
-    lu_factor,
-    lu_solve,
-    qr,
-)
+from .linalg import LinAlgError, LinAlgWarning, cho_solve, cholesky, lu_factor, lu_solve, qr
 from .matrix import DEFAULT_BLOCK, DistributedMatrix, numroc
 
 __all__ = [

@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-from ..commands import FirstRankParser, positive_int
 from ._comm import agreed, mpi, reset_traffic, traffic
+from .arguments import FirstRankParser, positive_int
 from .grid import ProcessGrid
 from .linalg import cho_solve, cholesky, lu_factor, lu_solve, qr
 from .matrix import DEFAULT_BLOCK, DistributedMatrix

@@ -1,7 +1,7 @@
 """Local tile kernels of the distributed factorizations: one BLAS/LAPACK call per tile, chosen by dtype.
 
 GEMM and TRSM, which touch the large trailing matrix, go through SciPy's BLAS function pointers
-(:mod:`hetlapack.devices._lapack_pointers`, the CPU device's kernels) and work in place on views of a rank's
+(:mod:`hetlapack.devices.lapack_pointers`, the CPU device's kernels) and work in place on views of a rank's
 local storage with its leading dimension: no copy of the trailing matrix per call. The panel kernels (``potrf``,
 ``getrf``, ``geqrt``) come from a lookup table (``scipy.linalg.get_lapack_funcs``), never from an if/elif ladder;
 when SciPy's wrapper had to copy a non-contiguous view, the result is written back so callers always see
@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.linalg import get_lapack_funcs
 
-from ..devices import _lapack_pointers as lp
+from ..devices import lapack_pointers as lp
 
 _LAPACK = ("potrf", "getrf", "geqrt")
 #: BLAS ``trans`` argument: 0 (N), 1 (T), 2 (C, which is T for real dtypes).

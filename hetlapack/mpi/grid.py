@@ -53,7 +53,7 @@ def cap_blas_threads(comm: Any) -> int:
     """Give each rank's BLAS its share of its node's cores (at least 1 thread), so ranks sharing a node never run
     more BLAS threads than its cores: 4 ranks of 2 threads on 2 cores made a Cholesky of order 1000 60x slower.
     Returns the threads per rank."""
-    from ..runtime.blas_threads import share_cores
+    from ..blas_threads import share_cores
     from ._comm import mpi
 
     node = comm.Split_type(mpi().COMM_TYPE_SHARED, key=comm.rank)

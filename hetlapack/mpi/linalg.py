@@ -14,8 +14,8 @@ from numpy.typing import ArrayLike
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
-from ..compat._arrays import check_scipy_qr_mode, getrs_square_error, getrs_trans, potrs_lower, scipy_qr_sizes
-from ..compat.scipy_rules import empty_result_dtypes, warn_dtypes_as_scipy
+from ..contract.arrays import check_scipy_qr_mode, getrs_square_error, getrs_trans, potrs_lower, scipy_qr_sizes
+from ..contract.scipy_rules import empty_result_dtypes, warn_dtypes_as_scipy
 from ..dtypes import lapack_dtype
 from ..pivots import check_pivots
 from . import solve as _solve

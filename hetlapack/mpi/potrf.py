@@ -15,7 +15,7 @@ Each rank receives ``(n - k1) nb (1/P + 1/Q)`` words per step, the 2-D volume Sc
 from __future__ import annotations
 
 import numpy as np
-from ..compat.scipy_rules import not_positive_definite
+from ..contract.scipy_rules import not_positive_definite
 from . import _local
 from ._comm import agreed, allgather_rows, bcast_array
 from .matrix import DistributedMatrix, owned_indices

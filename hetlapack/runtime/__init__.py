@@ -3,9 +3,8 @@
 from .data import Block, TiledMatrix
 from .placement import GreedyByCapability, OwnerComputes, Placement, make_placement
 from .scheduler import Runtime
-from .simulated import SimulatedRuntime
 from .task import Task
 from .trace import CopyEvent, Trace, TraceEvent
 
-__all__ = ["Block", "CopyEvent", "GreedyByCapability", "OwnerComputes", "Placement", "Runtime", "SimulatedRuntime",
-           "Task", "TiledMatrix", "Trace", "TraceEvent", "make_placement"]
+__all__ = ["Block", "CopyEvent", "GreedyByCapability", "OwnerComputes", "Placement", "Runtime", "Task", "TiledMatrix",
+           "Trace", "TraceEvent", "make_placement"]

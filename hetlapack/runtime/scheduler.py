@@ -29,10 +29,10 @@ import numpy as np
 
 from ..devices import resolve
 from ..devices.base import KERNEL_CLASS, Device
-from ..devices.calibration import refine
+from ..devices.capability import refine
 from ..devices.cpu import HOST_MEMORY
 from ..signals import signals_held
-from .blas_threads import blas_threads
+from ..blas_threads import blas_threads
 from .coherence import Coherence, MemoryStats
 from .data import Block, TiledMatrix
 from .placement import Placement, make_placement

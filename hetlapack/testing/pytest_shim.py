@@ -13,12 +13,7 @@ from collections import Counter
 import pytest
 
 from ..compat import install, leftover_originals, numpy_linalg, scipy_linalg, uninstall
-from ..compat._originals import (
-    NUMPY_NAMES,
-    SCIPY_NAMES,
-    numpy_functions,
-    scipy_functions,
-)
+from ..contract.originals import NUMPY_NAMES, SCIPY_NAMES, numpy_functions, scipy_functions
 
 calls: Counter = Counter()
 _problems: list[str] = []

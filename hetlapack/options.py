@@ -1,4 +1,5 @@
-"""User overrides of dispatch: ``hetlapack.using(...)`` and the ``HETLAPACK_PATH`` environment variable."""
+"""User overrides of dispatch: ``hetlapack.using(...)`` and the ``HETLAPACK_PATH`` environment variable, with the
+names a user may force (paths, layouts, batched kernels)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,19 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from .plan import KERNELS, LAYOUTS, PATHS
+from .devices import check
+
+#: Paths dispatch chooses among.
+PATHS = ("host", "batched", "gpu", "hybrid")
+
+#: Layouts of the hybrid path: HGDD (tile columns dealt to the accelerators by capability, panels on the CPU) and
+#: seed 003's two-level hybrid tiles (big tiles for the accelerators, a host slice for the CPU's cores).
+LAYOUTS = ("hgdd", "two-level")
+
+#: Kernels of the batched path, as a plan describes them.
+KERNELS = {"interleaved": "interleaved (hetlapack's own, SIMD across matrices; solves past order 8-24 one matrix at "
+                          "a time)",
+           "lapack": "LAPACK loop (SciPy's LAPACK on each matrix, from compiled code)"}
 
 ENV_PATH = "HETLAPACK_PATH"
 
@@ -48,8 +61,6 @@ def _checked_devices(devices) -> tuple:
     devices = tuple(devices)
     if not devices:
         raise ValueError("using: devices must name at least one device (None keeps the detected ones)")
-    from ..devices import check  # noqa: PLC0415 - devices import dispatch's hardware detection
-
     try:
         check(devices)
     except ValueError as error:

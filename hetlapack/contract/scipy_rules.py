@@ -20,8 +20,8 @@ from numpy.lib import NumpyVersion
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
-from ._arrays import c_ordered_in_place, fortran_matrices
-from ._originals import scipy_functions as _scipy
+from .arrays import c_ordered_in_place, fortran_matrices
+from .originals import scipy_functions as _scipy
 
 #: SciPy's warning text for an exactly singular LU factor (``k``: the 1-based diagonal number).
 _SINGULAR = "Diagonal number {} is exactly zero. Singular matrix."
@@ -199,11 +199,11 @@ def not_positive_definite(minor: int, index: tuple[int, ...] = (), batch: tuple[
 
 def raise_first_failure(info: np.ndarray) -> None:
     """SciPy's LinAlgError for the first matrix (in C order, as SciPy's batch loop meets them) whose Cholesky
-    ``info`` is positive, if any."""
+    ``info`` is positive, if any (``info`` of a single matrix: a 0-d array or a number)."""
     info = np.asarray(info)
-    failed = np.argwhere(info > 0)
+    failed = np.flatnonzero(info > 0)
     if failed.size:
-        index = tuple(int(i) for i in failed[0])
+        index = tuple(int(i) for i in np.unravel_index(failed[0], info.shape))
         raise not_positive_definite(int(info[index]), index, info.shape)
 
 

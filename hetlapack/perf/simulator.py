@@ -2,7 +2,7 @@
 
 ``simulate("cholesky", 30000, "sandybridge:16,k20c,phi,k20beta", layout="hgdd")`` inserts the same tasks the
 real tile path inserts, on a virtual matrix, into a :class:`~hetlapack.runtime.SimulatedRuntime` over modeled
-devices (:mod:`hetlapack.devices.profiles`), and returns a :class:`Prediction`: seconds, GFLOP/s, per-device
+devices (:mod:`hetlapack.perf.profiles`), and returns a :class:`Prediction`: seconds, GFLOP/s, per-device
 utilisation, load imbalance, joules and the trace. ``simulate_distributed`` does the same over nodes on a 2-D
 block-cyclic grid. Every number here is a model prediction, never a measurement.
 """
@@ -15,23 +15,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .algorithms.geqrf import householder_tiles, insert_geqrf
-from .algorithms.getrf import insert_getrf, pivot_tiles
-from .algorithms.potrf import insert_potrf
-from .devices.modeled import ModeledDevice
-from .devices.profiles import registry
-from .dispatch.model import RUNTIME_CALL_OVERHEAD_S, tile_size, two_level_host_cols
-from .dispatch.model import flops as flop_count
-from .layout.two_level import imbalance, tune_host_slice, two_level_unavailable
-from .runtime import OwnerComputes, SimulatedRuntime, TiledMatrix, Trace
-from .runtime.coherence import MemoryStats
-from .runtime.placement import two_level
+from ..algorithms.geqrf import householder_tiles, insert_geqrf
+from ..algorithms.getrf import insert_getrf, pivot_tiles
+from ..algorithms.potrf import insert_potrf
+from .modeled import ModeledDevice
+from .profiles import registry
+from .rates import RUNTIME_CALL_OVERHEAD_S, tile_size
+from .rates import flops as flop_count
+from ..layout.two_level import TWO_LEVEL_SMALL_TILE, host_slice, imbalance, tune_host_slice, two_level_unavailable
+from ..runtime import OwnerComputes, TiledMatrix, Trace
+from .simulated import SimulatedRuntime
+from ..runtime.coherence import MemoryStats
+from ..runtime.placement import two_level
 
 #: Public operation names -> LAPACK names.
 OPERATIONS = {"cholesky": "potrf", "lu": "getrf", "qr": "geqrf", "potrf": "potrf", "getrf": "getrf",
               "geqrf": "geqrf"}
 LAYOUTS = ("hgdd", "cyclic", "two-level")
-PATHS = ("hybrid", "gpu")
+#: Paths the simulator runs, and whether the CPUs take tasks there (on the gpu path they idle, powered).
+CPUS_COMPUTE = {"hybrid": True, "gpu": False}
+PATHS = tuple(CPUS_COMPUTE)
 
 #: The placement that puts each ready task greedily where it finishes first (seed 000 §6.3), by no layout.
 CAPABILITY = "capability"
@@ -107,6 +110,14 @@ def _two_level_setup(devices: Sequence[ModeledDevice], extent: int, tile: int, h
     return two_level(extent, tile, host_cols, len(devices) - 1)
 
 
+def two_level_host_cols(devices: list[ModeledDevice], tile: int) -> int:
+    """Seed 003's host slice of a ``tile``-wide top-level tile for one CPU (listed first) and its accelerators:
+    one core's GEMM rate on the small tiles against an accelerator's on the big ones."""
+    cpu, accelerators = devices[0], devices[1:]
+    return host_slice(tile, cpu.rate("gemm", TWO_LEVEL_SMALL_TILE) / cpu.threads, cpu.cores,
+                      accelerators[0].rate("gemm", tile), len(accelerators))
+
+
 def simulate(op: str, n: int, devices: str | Sequence[ModeledDevice] = "cpu", *, m: int | None = None,
              dtype: str | np.dtype = "float64", tile: int | None = None, layout: str = "hgdd",
              placement: str = "owner", path: str = "hybrid", priorities: bool = True, host_cols: int | None = None,
@@ -131,7 +142,7 @@ def simulate(op: str, n: int, devices: str | Sequence[ModeledDevice] = "cpu", *,
         raise ValueError(f"simulate: tile must be positive and sizes non-negative, got tile={tile}, n={n}, m={m}")
     compute = registry(*profiles).parse(devices) if isinstance(devices, str) else list(devices)
     idle: list[ModeledDevice] = []
-    if path == "gpu":
+    if not CPUS_COMPUTE[path]:
         idle = [d for d in compute if d.kind == "cpu"]
         compute = [d for d in compute if d.kind != "cpu"]
         if not compute:

@@ -18,9 +18,9 @@ import contextlib
 import functools
 from collections.abc import Iterator
 
-from ..machine import usable_cores
-from ..forking import fork_safe_lock, reset_after_fork
-from ..signals import signals_held
+from .machine import usable_cores
+from .forking import fork_safe_lock, reset_after_fork
+from .signals import signals_held
 
 _lock = fork_safe_lock()
 #: Caps asked for by the contexts running now, and each BLAS's limit from before the first of them.

@@ -8,7 +8,7 @@ import importlib.util
 import platform
 from dataclasses import dataclass
 
-from ..machine import usable_cores
+from .machine import usable_cores
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .base import KERNEL_CLASS, KERNEL_CLASSES
+from ..devices.base import KERNEL_CLASS, KERNEL_CLASSES
 from .modeled import ModeledDevice, Power
+from .rates import RUNTIME_TASK_OVERHEAD_S
 
 _BUILTIN = "profiles.toml"
 
@@ -243,8 +244,7 @@ def host_profile() -> dict[str, Any]:
     """This machine's CPU as a profile: the calibrated per-core rates (``hetlapack calibrate``), or the rates
     the dispatch model derives from one quick GEMM timing when no calibration is cached, and the runtime's
     measured per-task overhead: what dispatch prices the tile path with."""
-    from ..dispatch.model import RUNTIME_TASK_OVERHEAD_S  # noqa: PLC0415 - dispatch imports devices
-    from .cpu import CpuDevice  # noqa: PLC0415 - a real device, created only when asked for
+    from ..devices.cpu import CpuDevice  # noqa: PLC0415 - a real device, created only when asked for
 
     device = ModeledDevice.of(CpuDevice(), task_overhead_s=RUNTIME_TASK_OVERHEAD_S)
     return {"kind": "cpu", "cores": device.cores, "rates": dict(device.rates), "kernels": dict(device.kernels),

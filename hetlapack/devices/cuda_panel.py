@@ -17,7 +17,7 @@ import math
 
 from numba import cuda
 
-from .cuda_kernels import THREADS_PER_BLOCK, array_module, launch
+from .cuda_launch import THREADS_PER_BLOCK, array_module, launch
 
 
 @cuda.jit

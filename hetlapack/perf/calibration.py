@@ -1,138 +1,28 @@
-"""Capability weights measured on this machine (seed 000 §6.2–6.3), cached per machine as JSON.
+"""Capability weights measured on this machine (seed 000 §6.2–6.3), written to the devices' cache.
 
 ``calibrate(devices)`` times each device's tile kernels with one worker: the BLAS-3 class (GEMM at the working
 tile size), the panel class (GETRF on a tall panel) and the memory class (LASWP), in GFLOP/s (GB/s for LASWP),
 and for accelerators the host-to-device link: bandwidth from a large copy, latency from a one-element copy. It
 also times each device's routine on a whole matrix (:func:`whole_rates`: the host path's LAPACK call, the gpu
-path's library call), which dispatch prices those paths with.
-The results are written to ``calibration.json`` in the user cache directory (``HETLAPACK_CACHE_DIR`` overrides
-it) and every device loads its entry, by name, when it is created. Devices not in the cache keep the defaults.
+path's library call), which dispatch prices those paths with. The cache itself (where it lives, how a device reads
+its entry) is :mod:`hetlapack.devices.capability`.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import os
-import tempfile
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..blas_threads import all_cores, blas_threads
+from ..devices.base import Device
+from ..devices.capability import apply_measurements, check_writable, save_results
 from ..machine import usable_cores
-
-if TYPE_CHECKING:
-    from .base import Device
-
-#: Environment variable naming the cache directory (tests point it at a temporary directory).
-ENV_CACHE_DIR = "HETLAPACK_CACHE_DIR"
-CACHE_FILE = "calibration.json"
+from .rates import flops
 
 #: Tile order the kernels are timed at (the hybrid path's working tile size on this kind of machine).
 DEFAULT_TILE = 256
-
-
-@functools.cache
-def _user_cache_dir() -> str:
-    import platformdirs  # noqa: PLC0415 - only needed when the cache is used
-
-    return platformdirs.user_cache_dir("hetlapack")
-
-
-def cache_path() -> Path:
-    """Where this machine's calibration lives."""
-    return Path(os.environ.get(ENV_CACHE_DIR) or _user_cache_dir()) / CACHE_FILE
-
-
-@functools.lru_cache(maxsize=4)
-def _read(path: Path, modified_ns: int, size: int) -> str:
-    """The text of the calibration file as of that modification (every device created reads it: one stat then)."""
-    return path.read_text()
-
-
-def load() -> dict[str, dict]:
-    """The cached calibration, device name -> its measurements (:func:`_measurements`); empty when none was made or
-    it is unreadable. Damaged parts (``"devices"`` not an object, an entry not an object, values that are no
-    measurement) are left out, and so is an entry left with nothing, so that they cannot make every later call fail
-    and a new calibration overwrites them."""
-    path = cache_path()
-    try:
-        stat = path.stat()
-        data = json.loads(_read(path, stat.st_mtime_ns, stat.st_size))
-    except (OSError, ValueError, RecursionError):  # unreadable, not JSON, or nested past the parser's depth
-        return {}
-    devices = data.get("devices") if isinstance(data, dict) else None
-    if not isinstance(devices, dict):
-        return {}
-    entries = {name: _measurements(entry) for name, entry in devices.items()}
-    return {name: entry for name, entry in entries.items() if entry}
-
-
-#: The range a cached value must lie in to count as a measurement (GFLOP/s, GB/s, seconds, tile or matrix orders):
-#: timings are floored at a nanosecond and no device nears 1e9 GFLOP/s, while a value like 1e308 (a hand edit)
-#: overflows the device weights and the cost model into NaN.
-PLAUSIBLE_RANGE = (1e-9, 1e9)
-
-#: Keys of a device's entry that hold tables (``{name: [[x, rate], ...]}``) rather than scalars.
-TABLE_KEYS = ("kernels", "whole")
-
-
-def _measured(value) -> bool:
-    """Whether a cached value is a measurement: a number in ``PLAUSIBLE_RANGE`` (a hand-edited or damaged file's
-    other values are ignored, so they cannot make every later call fail)."""
-    low, high = PLAUSIBLE_RANGE
-    return isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
-
-
-def _measured_rows(table) -> list[list[float]]:
-    """The measured ``[x, rate]`` pairs of a cached table, sorted by ``x`` (empty unless it is a list of pairs)."""
-    if not isinstance(table, list) or not all(isinstance(pair, list) and len(pair) == 2 for pair in table):
-        return []
-    return sorted([x, rate] for x, rate in table if _measured(x) and _measured(rate))
-
-
-def _measured_tables(tables) -> dict[str, list[list[float]]]:
-    """``{name: [[x, rate], ...]}`` of a cached one, keeping only measured pairs and tables left with some."""
-    if not isinstance(tables, dict):
-        return {}
-    rows = {name: _measured_rows(table) for name, table in tables.items()}
-    return {name: table for name, table in rows.items() if table}
-
-
-def _measurements(entry) -> dict:
-    """What a device's entry (fresh or cached) measured: its scalars that are measurements, and its tables
-    (``TABLE_KEYS``) with their measured rows; empty when it is not an object."""
-    if not isinstance(entry, dict):
-        return {}
-    scalars = {key: value for key, value in entry.items() if key not in TABLE_KEYS and _measured(value)}
-    tables = {key: _measured_tables(entry[key]) for key in TABLE_KEYS if key in entry}
-    return scalars | {key: table for key, table in tables.items() if table}
-
-
-def _as_tuples(tables: dict[str, list[list[float]]]) -> dict[str, tuple[tuple[float, float], ...]]:
-    """``{name: ((x, rate), ...)}``: the immutable form devices hold their tables in."""
-    return {name: tuple((x, rate) for x, rate in rows) for name, rows in tables.items()}
-
-
-def _apply(device: Device, measured: dict) -> None:
-    """Give ``device`` a measurement (fresh, or read from the cache): its measured scalars go into ``capability``,
-    its tables, where any row was measured, into ``kernel_rates`` (``"kernels"``) and ``whole_rates``
-    (``"whole"``)."""
-    measurements = _measurements(measured)
-    device.capability.update({k: v for k, v in measurements.items() if k not in TABLE_KEYS})
-    if "kernels" in measurements:
-        device.kernel_rates = _as_tuples(measurements["kernels"])
-    if "whole" in measurements:
-        device.whole_rates = _as_tuples(measurements["whole"])
-
-
-def load_capability(device: Device) -> None:
-    """Overwrite ``device.capability`` (and ``device.kernel_rates``, ``device.whole_rates``) with its cached
-    measurements, if any."""
-    _apply(device, load().get(device.name, {}))
 
 
 def _best_seconds(run: Callable[[], object], repeats: int, setup: Callable[[], object] | None = None,
@@ -172,7 +62,7 @@ def _kernel_rates(device: Device, tile: int, repeats: int) -> dict[str, float]:
 
 
 #: Per-kernel tables measured by :func:`kernel_tables` on the reference machine (2-core AMD EPYC VM, OpenBLAS
-#: 0.3.31 Haswell kernels, one thread, quiet), where :func:`hetlapack.dispatch.model.host_gemm_gflops` per core
+#: 0.3.31 Haswell kernels, one thread, quiet), where :func:`hetlapack.perf.rates.host_gemm_gflops` per core
 #: is ``REFERENCE_GEMM_GFLOPS``. Without a cached calibration, a CPU's tables are these scaled by its own quickly
 #: measured GEMM rate per core. The ``geqrt`` row is geqrf's times the geqrt/geqrf ratio of a later run.
 REFERENCE_GEMM_GFLOPS = 33.7
@@ -300,8 +190,6 @@ def whole_rates(device: Device, orders: Sequence[int], repeats: int) -> dict[str
     matrix of each order already in its memory: on a CPU the host path's LAPACK call (every core), on an
     accelerator the gpu path's library call (its ``info`` read back). Each call factors a fresh copy, not timed;
     the best of ``repeats`` calls counts, or the first if it took over ``WHOLE_REPEAT_S``."""
-    from ..dispatch.model import flops  # noqa: PLC0415 - dispatch imports devices
-
     rng = np.random.default_rng(1)
     rates: dict[str, list[list[float]]] = {}
     for n in orders:
@@ -348,11 +236,9 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
         check_writable()
     from tqdm import tqdm  # noqa: PLC0415 - a CLI dependency, not needed to load cached weights
 
-    from ..runtime.blas_threads import all_cores, blas_threads  # noqa: PLC0415 - runtime imports devices
-
     results: dict[str, dict[str, float]] = {}
     with blas_threads(usable_cores()), tqdm(devices, desc="calibrating", unit="device",
-                                                        disable=not progress) as bar:
+                                            disable=not progress) as bar:
         for device in bar:
             bar.set_postfix_str(device.name)
             measured: dict = _kernel_rates(device, tile, repeats)
@@ -365,44 +251,8 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
             if orders:
                 with all_cores():
                     measured["whole"] = whole_rates(device, sorted(orders), repeats)
-            _apply(device, measured)
+            apply_measurements(device, measured)
             results[device.name] = measured
     if save:
         save_results(results, tile)
     return results
-
-
-def check_writable() -> Path:
-    """The cache file's path, once its folder exists and the file can be written: raises ``OSError`` otherwise, so
-    that a caller can refuse before a long measurement instead of losing it at the end."""
-    path = cache_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        path.open("r+b").close()
-    else:
-        tempfile.TemporaryFile(dir=path.parent).close()
-    return path
-
-
-def save_results(results: dict[str, dict[str, float]], tile: int) -> Path:
-    """Merge ``results`` into the cache file (other devices' entries are kept, damaged ones dropped: :func:`load`);
-    returns its path."""
-    path = cache_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    merged = load()
-    merged.update(results)
-    path.write_text(json.dumps({"tile": tile, "devices": merged}, indent=2, sort_keys=True))
-    return path
-
-
-def refine(capability: dict[str, float], kernel_class: str, flops: float, seconds: float,
-           smoothing: float = 0.2) -> None:
-    """Move ``capability[kernel_class]`` towards a rate observed in a run (seed 000 §6.2), exponentially smoothed.
-
-    Tiny tasks (under a millisecond or without a flop count) say more about overheads than about the device
-    and are ignored.
-    """
-    if flops <= 0 or seconds < 1e-3:
-        return
-    observed = flops / seconds / 1e9
-    capability[kernel_class] = (1 - smoothing) * capability[kernel_class] + smoothing * observed

@@ -5,7 +5,7 @@ flops over the device's rate for the task's kernel class (seed 000 §6.2: one ra
 far the task's tile is from the size the device needs to reach that rate, plus a fixed per-task overhead.
 Transfers cost ``latency + bytes / bandwidth`` over the device's link; an accelerator's ``memory_bytes`` bounds
 the tiles it holds (the simulated runtime evicts and writes back as the real one does). Power is idle plus a busy
-increment per kernel class. Profiles of named hardware live in :mod:`hetlapack.devices.profiles`;
+increment per kernel class. Profiles of named hardware live in :mod:`hetlapack.perf.profiles`;
 :meth:`ModeledDevice.of` models a real device from its calibrated capability, which is how dispatch prices the
 tile paths.
 """
@@ -16,9 +16,11 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
-from .base import DEFAULT_CAPABILITY, KERNEL_CLASS, Device
+from ..devices.base import DEFAULT_CAPABILITY, KERNEL_CLASS, Device
 from ..machine import usable_cores
-from .cpu import HOST_MEMORY
+from ..devices.cpu import HOST_MEMORY
+from .calibration import scaled_reference_kernels
+from . import rates
 
 _spaces = itertools.count()
 
@@ -55,7 +57,7 @@ class ModeledDevice:
     of the whole device for an accelerator in double precision, reached at tiles much larger than
     ``half_tile`` (the Hockney half-performance size: a tile of that order runs at half the rate);
     ``single_rates`` are the single-precision ones (default: twice ``rates``). ``kernels`` gives single kernels
-    a rate of their own, flat or as a table over tile orders (as :mod:`~hetlapack.devices.calibration`
+    a rate of their own, flat or as a table over tile orders (as :mod:`~hetlapack.perf.calibration`
     measures them), which replaces the class rate and ``half_tile``. A CPU's ``workers`` share its ``cores``
     evenly, as the real runtime's BLAS threads do. ``host_compute``: its kernels run on the host's cores (this
     machine's CPU and emulated accelerators; not a profile's devices), which for an accelerator are its ``cores``
@@ -154,10 +156,8 @@ class ModeledDevice:
         reference machine's, scaled by this machine's GEMM rate."""
         kernels = dict(device.kernel_rates)
         if not kernels and device.host_compute:
-            from ..dispatch.model import host_gemm_gflops  # noqa: PLC0415 - dispatch imports devices
-            from .calibration import scaled_reference_kernels  # noqa: PLC0415 - calibration is heavy to import
 
-            kernels = scaled_reference_kernels(host_gemm_gflops("d") / usable_cores())
+            kernels = scaled_reference_kernels(rates.host_gemm_gflops("d") / usable_cores())
         cpu = device.kind == "cpu"
         return cls(name=device.name, kind="cpu" if cpu else "accelerator",
                    rates={c: device.capability.get(c, DEFAULT_CAPABILITY[c]) for c in DEFAULT_CAPABILITY},

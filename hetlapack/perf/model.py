@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 
 import numpy as np
 
+from ..devices import resolve
 from ..machine import usable_cores
-from ..devices.modeled import ModeledDevice, interpolate
-from ..forking import fork_safe_lock
-from ..layout.two_level import TWO_LEVEL_SMALL_TILE, host_slice
+from .modeled import ModeledDevice, interpolate
+from . import rates
+from .rates import RUNTIME_TASK_OVERHEAD_S, flops, tile_size
+from .simulator import simulate
 
 #: Fraction of the host's DGEMM rate that one LAPACK call reaches, by matrix order (scipy 1.17 + OpenBLAS 0.3.31
 #: Haswell kernels, 2 threads, quiet machine; DGEMM 80 GFLOP/s at n = 4000; benchmarks/test_tile_*.py).
@@ -28,20 +29,8 @@ HOST_EFFICIENCY: dict[str, tuple[tuple[int, float], ...]] = {
     "geqrf": ((64, 0.04), (256, 0.15), (1000, 0.44), (2000, 0.42), (4000, 0.41), (8000, 0.48)),
 }
 
-#: Tile order per operation, by matrix order (measured best tiles, benchmarks/test_tile_sizes.py).
-TILE_SIZE: dict[str, tuple[tuple[int, int], ...]] = {
-    "potrf": ((0, 192), (1500, 256), (6000, 512)),
-    "getrf": ((0, 256), (6000, 384)),
-    "geqrf": ((0, 128), (1500, 192), (5000, 256)),
-}
-
 #: Seconds of Python overhead per LAPACK call made from a Python loop (SciPy's batch loop: about 5 µs a matrix).
 HOST_CALL_OVERHEAD_S = 5e-6
-
-#: Fixed seconds of one call to the tiled runtime (starting and joining workers: 3-4 ms measured) and per inserted task
-#: (benchmarks/test_runtime_overhead.py measures the latter).
-RUNTIME_CALL_OVERHEAD_S = 3e-3
-RUNTIME_TASK_OVERHEAD_S = 1.5e-5
 
 #: Host memory copy bandwidth, bytes/s (the roofline bound of the batched path; seed 004 §4.1).
 MEMORY_BANDWIDTH_BPS = 25.4e9
@@ -118,74 +107,6 @@ def batched_kernels(op: str, order: int, dtype: np.dtype, library: str, forced_p
     return None, f"matrices of order {order} > {loop_max}: {LIBRARY_NAMES[library]}'s call per matrix wins (measured)"
 
 
-_COMPLEX_FLOP_FACTOR = 4.0
-
-
-def flops(op: str, m: int, n: int, complex_: bool = False) -> float:
-    """Real floating-point operations of one factorization (LAWN 41 counts)."""
-    k = min(m, n)
-    if op in ("potrf",):
-        count = n**3 / 3
-    elif op == "getrf":
-        count = max(m, n) * k**2 - k**3 / 3
-    elif op in ("geqrf", "geqp3"):
-        count = 2 * max(m, n) * k**2 - 2 * k**3 / 3
-    elif op in ("potrs", "getrs"):
-        count = 2 * m * m * n
-    else:
-        raise ValueError(f"no flop count for {op!r}")
-    return count * (_COMPLEX_FLOP_FACTOR if complex_ else 1.0)
-
-
-def tile_size(op: str, n: int) -> int:
-    """The tile order for ``op`` on an order-``n`` matrix."""
-    chosen = TILE_SIZE.get(op, TILE_SIZE["potrf"])[0][1]
-    for threshold, tile in TILE_SIZE.get(op, TILE_SIZE["potrf"]):
-        if n >= threshold:
-            chosen = tile
-    return chosen
-
-
-_measuring = fork_safe_lock()
-
-
-def host_gemm_gflops(dtype_char: str = "d") -> float:
-    """The host's GEMM rate in GFLOP/s with every usable core, measured once per process on a 768 matrix (tens of
-    milliseconds): the best of several calls after a warm-up, with BLAS explicitly given all cores so that a first
-    call made while a runtime caps BLAS threads does not measure one core. Threads asking at once share one
-    measurement, so that one request is never priced at two rates."""
-    with _measuring:
-        return _measured_gemm_gflops(dtype_char)
-
-
-@functools.cache
-def _measured_gemm_gflops(dtype_char: str) -> float:
-    from ..runtime.blas_threads import all_cores  # noqa: PLC0415 - the runtime imports dispatch
-
-    dtype = np.dtype(dtype_char)
-    n = 768
-    a = np.ones((n, n), dtype=dtype)
-    b = np.ones((n, n), dtype=dtype)
-    out = np.empty((n, n), dtype=dtype)
-    best = math.inf
-    with all_cores():
-        for _ in range(2):
-            np.matmul(a, b, out=out)
-        for _ in range(5):
-            start = time.perf_counter()
-            np.matmul(a, b, out=out)
-            best = min(best, time.perf_counter() - start)
-    factor = _COMPLEX_FLOP_FACTOR if dtype.kind == "c" else 1.0
-    return factor * 2 * n**3 / best / 1e9
-
-
-def _resolved(devices: tuple) -> list:
-    """The Device objects of ``devices`` (names or Device objects)."""
-    from ..devices import resolve  # noqa: PLC0415 - devices import dispatch lazily too
-
-    return resolve(devices)
-
-
 def host_efficiency(op: str, order: int) -> float:
     """The fraction of the host's GEMM rate one LAPACK call of ``op`` reaches at this order: this machine's, where
     ``hetlapack calibrate`` timed its calls (their float64 rate over the GEMM rate), else the reference machine's
@@ -197,12 +118,12 @@ def host_efficiency(op: str, order: int) -> float:
     the reference curve, scaled to agree there (capped at the GEMM rate, or at the last timed efficiency if that is
     higher). Held flat instead, a calibration at small orders would price every larger call at a small one's rate."""
     reference = HOST_EFFICIENCY.get(op, HOST_EFFICIENCY["getrf"])
-    timed = _resolved(("cpu",))[0].whole_rates.get(op, ())
+    timed = resolve(("cpu",))[0].whole_rates.get(op, ())
     measured = tuple((n, rate) for n, rate in timed if n >= reference[0][0])
     if not measured:
         return interpolate(reference, order)
     largest = measured[-1][0]
-    efficiency = interpolate(measured, min(order, largest)) / host_gemm_gflops("d")
+    efficiency = interpolate(measured, min(order, largest)) / rates.host_gemm_gflops("d")
     if order <= largest:
         return efficiency
     scaled = efficiency * interpolate(reference, order) / interpolate(reference, largest)
@@ -212,7 +133,7 @@ def host_efficiency(op: str, order: int) -> float:
 def predict_host(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:
     """Seconds for ``batch`` LAPACK calls from Python (one call when the input is a single matrix)."""
     eff = host_efficiency(op, max(min(m, n), 1))
-    rate = host_gemm_gflops(dtype.char) * 1e9
+    rate = rates.host_gemm_gflops(dtype.char) * 1e9
     per_call = flops(op, m, n, dtype.kind == "c") / (rate * eff)
     return batch * (per_call + HOST_CALL_OVERHEAD_S)
 
@@ -229,7 +150,7 @@ def predict_tiled(op: str, m: int, n: int, dtype: np.dtype, tile: int | None = N
     """Seconds for the tile path on ``devices`` (names or Device objects; default the host CPU) over ``layout``
     (``"hgdd"`` or ``"two-level"``), or with ``path="gpu"`` for the whole factorization on one accelerator: the
     simulator runs the tile algorithm over models of those devices (their calibrated rates, links and memory
-    capacities), plus the runtime's measured per-task and per-call overheads. ``hetlapack.simulator.simulate``
+    capacities), plus the runtime's measured per-task and per-call overheads. ``hetlapack.perf.simulator.simulate``
     gives the same number."""
     tile = tile or tile_size(op, min(m, n))
     dtype = np.dtype(dtype)
@@ -247,7 +168,7 @@ def predict_gpu(op: str, m: int, n: int, dtype: np.dtype, device, tile: int | No
     this order (float64's, complex counted in real flops; flat beyond the orders timed). Without that measurement,
     the simulator's tile model of the device (:func:`predict_tiled`), which on an H100 priced QR at 4.5 s where it
     took 0.76 s."""
-    accelerator = _resolved((device,))[0]
+    accelerator = resolve((device,))[0]
     measured = accelerator.whole_rates.get(op)
     if not measured:
         return predict_tiled(op, m, n, dtype, tile, (device,), path="gpu")
@@ -261,28 +182,18 @@ def unmeasured_accelerators(devices: tuple) -> list[str]:
     and whose link ``hetlapack calibrate`` has not measured. Their model would be guesses: a free link and default
     kernel rates (on an H100 beside 16 cores, uncalibrated, dispatch sent QR at n = 4000 to the hybrid path, 3.5x
     slower than SciPy). Accelerators that compute on the host's cores (emulated ones) are priced from the host."""
-    return [d.name for d in _resolved(devices) if not d.host_compute and "bandwidth_gbs" not in d.capability]
+    return [d.name for d in resolve(devices) if not d.host_compute and "bandwidth_gbs" not in d.capability]
 
 
 def modeled(devices: tuple) -> list[ModeledDevice]:
     """Models of the devices a plan names (names or Device objects), with the runtime's per-task overhead."""
-    return [ModeledDevice.of(d, task_overhead_s=RUNTIME_TASK_OVERHEAD_S) for d in _resolved(devices)]
+    return [ModeledDevice.of(d, task_overhead_s=RUNTIME_TASK_OVERHEAD_S) for d in resolve(devices)]
 
 
 @functools.lru_cache(maxsize=1024)
 def _predict_tiled(op: str, m: int, n: int, dtype_char: str, tile: int, devices: tuple, path: str,
                    layout: str) -> float:
-    from ..simulator import simulate  # noqa: PLC0415 - the simulator imports the algorithms
-
     return simulate(op, n, modeled(devices), m=m, dtype=dtype_char, tile=tile, path=path, layout=layout).seconds
-
-
-def two_level_host_cols(devices: list[ModeledDevice], tile: int) -> int:
-    """Seed 003's host slice of a ``tile``-wide top-level tile for one CPU (listed first) and its accelerators:
-    one core's GEMM rate on the small tiles against an accelerator's on the big ones."""
-    cpu, accelerators = devices[0], devices[1:]
-    return host_slice(tile, cpu.rate("gemm", TWO_LEVEL_SMALL_TILE) / cpu.threads, cpu.cores,
-                      accelerators[0].rate("gemm", tile), len(accelerators))
 
 
 def predict_batched(op: str, m: int, n: int, batch: int, dtype: np.dtype, kernels: str) -> float:

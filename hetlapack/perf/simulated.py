@@ -5,7 +5,7 @@ Algorithms insert tasks exactly as they do for a real run (on virtual matrices: 
 ends, a discrete-event loop runs the graph: each idle worker takes the highest-priority ready task of its
 device (or, as in real runs, waits for a task that outranks it and whose tiles are still arriving), which starts
 once its tiles have arrived and lasts what the device's model says
-(:meth:`~hetlapack.devices.modeled.ModeledDevice.seconds`). Tiles move with the same coherence protocol as real
+(:meth:`~hetlapack.perf.modeled.ModeledDevice.seconds`). Tiles move with the same coherence protocol as real
 runs; each copy is priced on the device's link, one DMA engine per direction per link (seed 000 §6.2:
 communication = bytes / bandwidth + latency), and starts as soon as the task that needs it is ready (prefetch),
 as the engines allow. An accelerator with a memory capacity (``ModeledDevice.memory_bytes``) holds its tiles
@@ -27,13 +27,13 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from ..devices.cpu import HOST_MEMORY
-from ..devices.modeled import ModeledDevice
-from .coherence import Coherence, MemoryStats
-from .data import Block, TiledMatrix
-from .placement import Placement
-from .scheduler import Runtime
-from .task import Task
-from .trace import Trace
+from .modeled import ModeledDevice
+from ..runtime.coherence import Coherence, MemoryStats
+from ..runtime.data import Block, TiledMatrix
+from ..runtime.placement import Placement
+from ..runtime.scheduler import Runtime
+from ..runtime.task import Task
+from ..runtime.trace import Trace
 
 
 class ModeledMemory:
@@ -271,7 +271,7 @@ class SimulatedRuntime(Runtime):
     def _resolve(devices: Sequence[ModeledDevice]) -> list[ModeledDevice]:
         devices = list(devices)
         if not devices or not all(isinstance(d, ModeledDevice) for d in devices):
-            raise ValueError("a simulated runtime needs ModeledDevice objects (hetlapack.devices.profiles.parse)")
+            raise ValueError("a simulated runtime needs ModeledDevice objects (hetlapack.perf.profiles.parse)")
         names = [d.name for d in devices]
         if len(set(names)) != len(names):
             raise ValueError(f"modeled devices need distinct names, got {names}")

@@ -1,4 +1,5 @@
-"""Wrap at the boundary: look at a user's array once, convert it once, the SciPy way."""
+"""Operands at the boundary: look at a user's array once, convert it once, the SciPy way (its dtype rules, flags,
+qr modes and ``trans`` codes, and the working copy a factorization may overwrite)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,9 @@ import operator
 import numpy as np
 from scipy.linalg.lapack import get_lapack_funcs
 
-from ..dispatch import Request
 from ..dtypes import lapack_dtype
 from ..machine import l1_data_cache
-from ._originals import scipy_functions
+from .originals import scipy_functions
 
 
 def is_cupy(a) -> bool:
@@ -80,16 +80,6 @@ def numpy_linalg_dtype(dtype: np.dtype) -> np.dtype | None:
     if dtype.kind in "biu" or dtype.char in "fd":
         return np.dtype(np.float64)
     return np.dtype(np.complex128) if dtype.char in "FD" else None
-
-
-def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...] = (),
-            library: str = "scipy") -> tuple[Request, object]:
-    """The dispatch request for ``a`` in a call to ``library``'s function, and the array to pass on (converted as
-    :func:`peek` does)."""
-    arr = peek(a)
-    lapack = dtype_rule(arr.dtype)
-    dtype = lapack if lapack is not None else arr.dtype
-    return Request(op, tuple(arr.shape), dtype, array_module(arr), features, device_name(arr), library), arr
 
 
 #: ``scipy.linalg.qr``'s modes ('qr' is its old name for 'full').

@@ -1,0 +1,24 @@
+"""The host path: SciPy's (or NumPy's) own call, which the shims make themselves; here only what dispatch asks."""
+
+from __future__ import annotations
+
+from ...options import Options
+from ...perf import model
+from .base import Path, Request
+
+
+class HostPath(Path):
+    """One LAPACK call per matrix, as SciPy makes it."""
+
+    name = "host"
+    own_call = True
+
+    def unavailable(self, req: Request, options: Options, gpus: tuple[str, ...] | None) -> str | None:
+        return None if req.array_module == "numpy" else f"{req.array_module} arrays are not moved to the host"
+
+    def predict(self, req: Request) -> float:
+        """Seconds of SciPy's call: one LAPACK call per matrix, from Python."""
+        return model.predict_host(req.op, *req.core, max(req.batch, 1), req.dtype)
+
+
+HOST = HostPath()

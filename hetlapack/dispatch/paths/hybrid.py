@@ -1,0 +1,110 @@
+"""The hybrid path: a tile algorithm on the task runtime over the CPU and the accelerators (seed 000), in the HGDD
+layout or seed 003's two-level one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...devices.base import zero_other_triangle
+from ...errors import NotPositiveDefinite
+from ...imports import load
+from ...layout.two_level import TWO_LEVEL_OPS, two_level_unavailable
+from ...options import Options
+from ...perf import model
+from .base import TILED_OPS, Path, Request, kind, module_present, one_matrix_refusal
+
+if TYPE_CHECKING:
+    from ...algorithms import geqrf, getrf, potrf
+
+
+def _algorithm(op: str) -> potrf | getrf | geqrf:
+    """The tile algorithm of ``op``, imported when a plan first runs it (it loads the runtime)."""
+    return load(f"hetlapack.algorithms.{op}")
+
+
+class HybridPath(Path):
+    """Tiles on the runtime: panels on the CPU, updates where the layout deals them."""
+
+    name = "hybrid"
+    reorders_arithmetic = True
+
+    def unavailable(self, req: Request, options: Options, gpus: tuple[str, ...] | None) -> str | None:
+        if req.array_module != "numpy":
+            return f"{req.array_module} arrays stay on their device (use the gpu path)"
+        if req.op not in TILED_OPS:
+            return f"{req.op} has no tiled algorithm (one LAPACK call on the host does it)"
+        if (why := one_matrix_refusal(req)) is not None:
+            return why
+        if not module_present(f"hetlapack.algorithms.{req.op}"):
+            return "the tiled algorithm is not installed"
+        return None
+
+    def devices(self, options: Options, gpus: tuple[str, ...] | None) -> tuple:
+        """The user's devices, else the CPU and the detected GPUs."""
+        return options.devices if options.devices is not None else ("cpu", *(gpus or ()))
+
+    def layouts(self, req: Request, options: Options, unavailable: dict[str, str],
+                gpus: tuple[str, ...] | None) -> dict[str, float]:
+        """Predicted seconds per layout that can run ``req`` (only the forced one, if any). A layout that cannot run
+        is added to ``unavailable``, and so is this path when the forced layout cannot."""
+        devices = self.devices(options, gpus)
+        why = {"hgdd": None, "two-level": self._two_level_unavailable(req, options, devices)}
+        if why["two-level"] is not None:
+            unavailable["two-level"] = why["two-level"]
+        layouts = [options.layout] if options.layout is not None else list(why)
+        if options.layout is not None and why[options.layout] is not None:
+            unavailable[self.name] = f"the forced layout {options.layout!r} cannot run: {why[options.layout]}"
+        return {layout: model.predict_tiled(req.op, *req.core, req.dtype, options.tile, devices, layout=layout)
+                for layout in layouts if why[layout] is None}
+
+    @staticmethod
+    def _two_level_unavailable(req: Request, options: Options, devices: tuple) -> str | None:
+        if req.op not in TWO_LEVEL_OPS:
+            return f"the two-level layout is implemented for Cholesky, LU and QR, not {req.op}"
+        if options.placement == "capability":
+            return "placement='capability' places tasks greedily, not by a layout"
+        return two_level_unavailable([kind(d) for d in devices])
+
+    @staticmethod
+    def tile_arguments(plan) -> dict:
+        """The tile algorithms' tiles, devices and placement for ``plan``: on the two-level layout, the tile
+        boundaries it cuts along the matrix's longer side (each axis, Q's too, takes those below its length) and
+        its owner-computes placement over the CPU (one worker per core) and accelerators."""
+        if plan.layout != "two-level":
+            return {"tile": plan.tile, "devices": list(plan.devices), "placement": plan.placement}
+        from ...runtime.placement import two_level, two_level_devices  # noqa: PLC0415 - the runtime loads when a plan runs
+
+        placement, bounds = two_level(max(plan.shape[-2:]), plan.tile, plan.host_cols, len(plan.devices) - 1)
+        return {"tile": bounds, "devices": two_level_devices(plan.devices), "placement": placement}
+
+    def potrf(self, plan, a, lower, clean, fortran=False, check_finite=False):
+        try:
+            _algorithm("potrf").potrf(a, lower=lower, **self.tile_arguments(plan))
+        except NotPositiveDefinite as failure:
+            return a, np.asarray(failure.minor, dtype=np.int32)
+        if clean:
+            zero_other_triangle(a, lower)
+        return a, np.zeros((), dtype=np.int32)
+
+    def getrf(self, plan, a, fortran=False, check_finite=False):
+        piv, info = _algorithm("getrf").getrf(a, **self.tile_arguments(plan))
+        return a, piv, np.asarray(info)
+
+    def geqrf(self, plan, a, check_finite=False):
+        return a, _algorithm("geqrf").geqrf(a, **self.tile_arguments(plan))
+
+    def orgqr(self, plan, qr, tau, ncols):
+        return _algorithm("geqrf").orgqr(qr, tau, ncols=ncols, **self.tile_arguments(plan))
+
+    def qr(self, plan, a, ncols, rows, fortran=False, check_finite=False):
+        """Q formed where the factorization lies when it is square enough to hold it."""
+        packed, tau = self.geqrf(plan, a, check_finite)
+        r = np.triu(packed[..., :rows, :])
+        if ncols == packed.shape[-1] == len(tau):
+            return _algorithm("geqrf").orgqr_in_place(packed, tau, **self.tile_arguments(plan)), r
+        return (self.orgqr(plan, packed, tau, ncols) if ncols else None), r
+
+
+HYBRID = HybridPath()

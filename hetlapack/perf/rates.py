@@ -1,0 +1,83 @@
+"""Rates and counts the whole performance model shares: flop counts (LAWN 41), the tile order per operation, the
+runtime's measured overheads, and the host's GEMM rate measured once per process."""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+
+import numpy as np
+
+from .. import blas_threads
+from ..forking import fork_safe_lock
+
+#: Tile order per operation, by matrix order (measured best tiles, benchmarks/test_tile_sizes.py).
+TILE_SIZE: dict[str, tuple[tuple[int, int], ...]] = {
+    "potrf": ((0, 192), (1500, 256), (6000, 512)),
+    "getrf": ((0, 256), (6000, 384)),
+    "geqrf": ((0, 128), (1500, 192), (5000, 256)),
+}
+
+#: Fixed seconds of one call to the tiled runtime (starting and joining workers: 3-4 ms measured) and per inserted task
+#: (benchmarks/test_runtime_overhead.py measures the latter).
+RUNTIME_CALL_OVERHEAD_S = 3e-3
+RUNTIME_TASK_OVERHEAD_S = 1.5e-5
+
+_COMPLEX_FLOP_FACTOR = 4.0
+
+
+def flops(op: str, m: int, n: int, complex_: bool = False) -> float:
+    """Real floating-point operations of one factorization (LAWN 41 counts)."""
+    k = min(m, n)
+    if op in ("potrf",):
+        count = n**3 / 3
+    elif op == "getrf":
+        count = max(m, n) * k**2 - k**3 / 3
+    elif op in ("geqrf", "geqp3"):
+        count = 2 * max(m, n) * k**2 - 2 * k**3 / 3
+    elif op in ("potrs", "getrs"):
+        count = 2 * m * m * n
+    else:
+        raise ValueError(f"no flop count for {op!r}")
+    return count * (_COMPLEX_FLOP_FACTOR if complex_ else 1.0)
+
+
+def tile_size(op: str, n: int) -> int:
+    """The tile order for ``op`` on an order-``n`` matrix."""
+    chosen = TILE_SIZE.get(op, TILE_SIZE["potrf"])[0][1]
+    for threshold, tile in TILE_SIZE.get(op, TILE_SIZE["potrf"]):
+        if n >= threshold:
+            chosen = tile
+    return chosen
+
+
+_measuring = fork_safe_lock()
+
+
+def host_gemm_gflops(dtype_char: str = "d") -> float:
+    """The host's GEMM rate in GFLOP/s with every usable core, measured once per process on a 768 matrix (tens of
+    milliseconds): the best of several calls after a warm-up, with BLAS explicitly given all cores so that a first
+    call made while a runtime caps BLAS threads does not measure one core. Threads asking at once share one
+    measurement, so that one request is never priced at two rates."""
+    with _measuring:
+        return _measured_gemm_gflops(dtype_char)
+
+
+@functools.cache
+def _measured_gemm_gflops(dtype_char: str) -> float:
+    dtype = np.dtype(dtype_char)
+    n = 768
+    a = np.ones((n, n), dtype=dtype)
+    b = np.ones((n, n), dtype=dtype)
+    out = np.empty((n, n), dtype=dtype)
+    best = math.inf
+    with blas_threads.all_cores():
+        for _ in range(2):
+            np.matmul(a, b, out=out)
+        for _ in range(5):
+            start = time.perf_counter()
+            np.matmul(a, b, out=out)
+            best = min(best, time.perf_counter() - start)
+    factor = _COMPLEX_FLOP_FACTOR if dtype.kind == "c" else 1.0
+    return factor * 2 * n**3 / best / 1e9
