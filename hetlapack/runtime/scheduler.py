@@ -8,7 +8,7 @@ are elsewhere first has them copied in, highest priority first, while the device
 device's queue once they have arrived (seed 002 §2.3: panel transfers as high-priority work; seed 003 §4: a
 data-availability-driven runtime); meanwhile the device's workers start no task it outranks. On an accelerator with
 a memory capacity every task passes through the copy thread, which also pins the task's tiles there until it has run
-(out-of-core streaming, see :mod:`~hetlapack.runtime.coherence`); a task too big for that capacity runs where it
+(out-of-core streaming, see :mod:`~hetlapack.runtime.device_memory`); a task too big for that capacity runs where it
 fits (the host). Leaving the block waits for every task, brings data home and joins every worker thread. If a task
 raises, nothing else starts, running tasks finish, and the task's exception is raised in the caller. Once the
 algorithm has inserted its last task (``wait``), a tile whose last writer has run on an accelerator is final: that
