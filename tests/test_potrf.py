@@ -1,12 +1,14 @@
-"""Tile Cholesky: backward error, untouched other triangle, SciPy's errors, placements, memory spaces."""
+"""Tile Cholesky: backward error, untouched other triangle, upper as the lower's conjugate transpose, SciPy's errors,
+placements, memory spaces."""
 
 import threading
 
 import numpy as np
 import pytest
 
-from hetlapack.algorithms.potrf import potrf
+from hetlapack.algorithms.potrf import insert_potrf, potrf
 from hetlapack.devices import CpuDevice, EmulatedDevice
+from hetlapack.runtime import TiledMatrix
 from hetlapack.testing import cholesky_residual, ill_conditioned, spd
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -28,6 +30,37 @@ def test_backward_error_and_other_triangle_untouched(dtype, n, tile, lower):
     assert cholesky_residual(a, c, lower) < 50
     untouched = (np.triu, 1) if lower else (np.tril, -1)
     assert np.array_equal(untouched[0](c, untouched[1]), untouched[0](a, untouched[1]))
+
+
+def test_upper_factor_is_the_conjugate_transpose_of_the_lower_one():
+    """``A = L L^H = U^H U``: the two tile paths factor one Hermitian matrix to ``U = L^H``, ragged last tile too."""
+    a = np.asfortranarray(spd(101, dtype=np.complex128, seed=7))
+    lower, upper = factor(a, lower=True, tile=24), factor(a, lower=False, tile=24)
+    np.testing.assert_allclose(np.triu(upper), np.tril(lower).conj().T, rtol=0, atol=1e-14)
+
+
+class InsertRecorder:
+    """Stands in for a runtime: records each inserted task's name, priority, flops and written blocks."""
+
+    def __init__(self):
+        self.tasks = []
+
+    def insert(self, kernel, *args, reads, writes, priority, flops, name=None, **flags):
+        self.tasks.append((name or kernel, priority, flops, [(b.i0, b.i1, b.j0, b.j1) for b in writes]))
+
+
+@pytest.mark.parametrize("per_tile", [False, True])
+def test_upper_inserts_the_lower_tasks_on_the_transposed_tiles(per_tile):
+    """One algorithm body: the same tasks, priorities and flops (traces, simulator predictions), tiles transposed."""
+    recorded = {}
+    for lower in (True, False):
+        recorder = InsertRecorder()
+        insert_potrf(recorder, TiledMatrix(None, 16, shape=(70, 70), dtype=np.complex64), lower, per_tile)
+        recorded[lower] = recorder.tasks
+    transposed = [(name, priority, flops, [(j0, j1, i0, i1) for i0, i1, j0, j1 in writes])
+                  for name, priority, flops, writes in recorded[True]]
+    assert recorded[False] == transposed
+    assert {name for name, *_ in transposed} == {"potrf", "trsm", "herk", "gemm"}
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
