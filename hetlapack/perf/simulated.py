@@ -9,7 +9,7 @@ once its tiles have arrived and lasts what the device's model says
 runs; each copy is priced on the device's link, one DMA engine per direction per link (seed 000 §6.2:
 communication = bytes / bandwidth + latency), and starts as soon as the task that needs it is ready (prefetch),
 as the engines allow. An accelerator with a memory capacity (``ModeledDevice.memory_bytes``) holds its tiles
-within it as the real runtime does (:mod:`~hetlapack.runtime.coherence`): a tile that does not fit evicts the
+within it as the real runtime does (:mod:`~hetlapack.runtime.device_memory`): a tile that does not fit evicts the
 least recently used tile no ready or running task holds, a clean one first, and a tile whose only valid copy is
 there is first written home over the link; the copy in waits for that, and a task waits while the memory is full
 of tiles other tasks hold. Devices whose kernels run on the host's cores (``ModeledDevice.host_compute``: this
