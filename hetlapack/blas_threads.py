@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from collections.abc import Iterator
 
 from .machine import usable_cores
@@ -23,6 +24,11 @@ from .forking import fork_safe_lock, reset_after_fork
 from .signals import signals_held
 
 _lock = fork_safe_lock()
+
+# A fork waits while a thread changes BLAS's limits or measures with every core (:func:`all_cores`): OpenBLAS's own
+# fork handler shuts its thread pool down, and a pool computing a product for another thread at that moment never
+# finishes it (the fork, or its child, hung: tests/test_faults.py). The child gets the lock back unlocked.
+os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release)
 #: Caps asked for by the contexts running now, and each BLAS's limit from before the first of them.
 _caps: dict[object, int] = {}
 _earlier: list[int] = []

@@ -9,5 +9,5 @@ class NotPositiveDefinite(LinAlgError):
     """A Cholesky factorization met a leading minor that is not positive definite (``minor``, 1-based, global)."""
 
     def __init__(self, minor: int) -> None:
-        super().__init__(f"{minor}-th leading minor of the array is not positive definite")
+        super().__init__(f"leading minor {minor} is not positive definite")
         self.minor = minor

@@ -90,7 +90,7 @@ def test_not_positive_definite_is_raised_from_an_accelerator_task(kind):
 def test_potrf_on_accelerators_only_names_the_minor_from_the_failing_device():
     a = np.asfortranarray(spd(64, dtype=np.complex128))
     a[40, 40] = -5.0
-    with pytest.raises(np.linalg.LinAlgError, match="^41-th leading minor"):
+    with pytest.raises(np.linalg.LinAlgError, match="^leading minor 41 is"):
         potrf(a, lower=False, tile=8, devices=[EmulatedDevice(0), EmulatedDevice(1)])
     assert no_worker_threads_left()
 

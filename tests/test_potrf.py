@@ -90,7 +90,7 @@ def test_with_an_emulated_accelerator_holding_half_the_columns(lower):
 def test_not_positive_definite_names_the_global_minor(lower):
     a = np.asfortranarray(spd(100, dtype=np.float64))
     a[70, 70] = -1.0
-    with pytest.raises(np.linalg.LinAlgError, match="^71-th leading minor of the array is not positive definite$"):
+    with pytest.raises(np.linalg.LinAlgError, match="^leading minor 71 is not positive definite$"):
         potrf(a, lower=lower, tile=32)
     assert not any(t.name.startswith("hetlapack-") for t in threading.enumerate())
 
