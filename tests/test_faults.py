@@ -49,14 +49,14 @@ def test_kernel_refuses_non_square_stack_without_corrupting_memory(shape, lapack
 
 
 def test_kernel_boundary_refuses_an_output_smaller_than_its_input():
-    from hetlapack.batched import kernels
+    from hetlapack.batched import compiling
 
     a = np.ones((4, 6, 6))
     with pytest.raises(ValueError, match="does not match"):
-        kernels.run("getrf", a.dtype, a, np.empty((4, 5, 6)), np.empty((4, 6), np.int32), np.zeros(4, np.int32),
-                    np.zeros(0, np.uint8), 8, 1)
+        compiling.run("getrf", a.dtype, a, np.empty((4, 5, 6)), np.empty((4, 6), np.int32), np.zeros(4, np.int32),
+                      np.zeros(0, np.uint8), 8, 1)
     with pytest.raises(ValueError, match="float64"):
-        kernels.run("geqrf", a.dtype, a.astype(np.float32), np.empty_like(a), np.empty((4, 6)), 8, 1)
+        compiling.run("geqrf", a.dtype, a.astype(np.float32), np.empty_like(a), np.empty((4, 6)), 8, 1)
 
 
 # --- 2: fork while another thread prices or runs a call --------------------------------------------------------

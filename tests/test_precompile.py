@@ -3,12 +3,12 @@ in processes of their own."""
 
 import numpy as np
 
-from hetlapack.batched import kernels, precompile
+from hetlapack.batched import compiling, precompile
 from hetlapack.cli import main
 
 
 def test_a_compiled_kernel_is_seen_in_the_cache():
-    kernels.compiled("plu", np.dtype(np.float64))
+    compiling.compiled("plu", np.dtype(np.float64))
     assert precompile._cached("plu", np.dtype(np.float64))
     assert "plu" not in precompile.missing() or "d" not in precompile.missing()["plu"]
 
@@ -29,5 +29,5 @@ def test_nothing_to_compile_says_so(monkeypatch, capsys):
 def test_every_kernel_is_handed_out(monkeypatch):
     monkeypatch.setattr(precompile, "_cached", lambda op, dtype: False)
     todo = precompile.missing()
-    assert set(todo) == set(kernels._ARGUMENTS) and list(todo)[:2] == ["getrf", "potrf"]
+    assert set(todo) == set(compiling.KERNELS) and list(todo)[:2] == ["getrf", "potrf"]
     assert all(chars == ["f", "d", "F", "D"] for chars in todo.values())

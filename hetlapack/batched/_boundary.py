@@ -3,7 +3,7 @@
 numba converts an array of the wrong dtype or layout to an error of its own, but not one of the wrong shape: a
 kernel handed a non-square stack to factor, or an output smaller than its input, reads and writes outside the
 arrays and corrupts the process's heap. :func:`check_arguments` refuses such calls with a ``ValueError`` before any
-kernel runs; every call of a compiled kernel goes through it (``kernels.run``).
+kernel runs; every call of a compiled kernel goes through it (:func:`.compiling.run`).
 """
 
 from __future__ import annotations

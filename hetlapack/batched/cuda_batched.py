@@ -25,7 +25,7 @@ from ..devices.cuda import FILL_LOWER, FILL_UPPER, PREFIX, solver_routines
 from . import cuda_kernels
 from ..devices.cuda_launch import array_module
 from .cuda_solve import getrs, potrs
-from .kernels import INDEX_DTYPE
+from .compiling import INDEX_DTYPE
 
 __all__ = ["getrf", "getrs", "potrf", "potrs"]
 

@@ -36,7 +36,7 @@ from ..devices.base import zero_other_triangle
 from ..devices.cuda_launch import THREADS_PER_BLOCK, array_module, launch
 from ._interleave import smith_quotient
 from ._lu import divides_by_pivot
-from .kernels import INDEX_DTYPE
+from .compiling import INDEX_DTYPE
 
 #: Shared memory of one LU block: the 48 KiB of static shared memory every CUDA GPU grants a block.
 LU_SHARED_BYTES = 48 * 1024

@@ -17,7 +17,7 @@ import numpy as np
 from numba import cuda
 
 from ..devices.cuda_launch import THREADS_PER_BLOCK, array_module, launch
-from .kernels import INDEX_DTYPE
+from .compiling import INDEX_DTYPE
 
 #: ``op`` codes of the triangular solves: ``T``, ``T^T``, ``T^H`` (``lu_solve``'s ``trans``).
 NO_TRANSPOSE, TRANSPOSE, CONJUGATE_TRANSPOSE = 0, 1, 2

@@ -2,218 +2,33 @@
 
 Every kernel computes per matrix what LAPACK computes (same pivots, reflector signs, info codes), never modifies its
 inputs, and returns C-ordered outputs, or Fortran-ordered matrices where asked (``fortran=True``: the layout
-SciPy's batch loop gives, written directly instead of copied afterwards). The compiled loops live in
-``_cholesky``, ``_lu``, ``_qr`` and ``_solve`` (our own arithmetic, interleaved) and ``_lapack_each`` (SciPy's LAPACK
-on each matrix); this module shapes the stacks, allocates the outputs and picks the kernel compiled for the dtype.
-Each entry point runs the LAPACK loop where asked (``lapack=True``): SciPy's results to the bit.
-Each kernel is compiled once per dtype (inputs typed as read-only arrays of any layout, so C, Fortran, strided and
-read-only stacks share one machine-code version) and cached on disk.
+SciPy's batch loop gives, written directly instead of copied afterwards). This module shapes the stacks, allocates
+the outputs and picks the kernel for the operation, dtype and order; the kernels are compiled in :mod:`.compiling`
+(our own interleaved arithmetic, or SciPy's LAPACK on each matrix) and run on numba's threads by :mod:`.threads`.
+Each entry point runs the LAPACK loop where asked (``lapack=True``): SciPy's results to the bit. Beside them,
+dispatch asks :func:`~.threads.unusable_after_fork` here whether this process can run the kernels at all.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-import numba
 import numpy as np
-from numba import types
 
-from ..devices import lapack_pointers
-from ..imports import importing
 from ..pivots import check_pivots
-from ..blas_threads import one_thread_per_call
-from . import _cholesky, _lapack_each, _lu, _qr, _solve
-from ._boundary import check_arguments
-from ._interleave import as_stack, lanes_for
+from . import _lu, _solve
+from ._interleave import as_stack
+from .compiling import INDEX_DTYPE, LAPACK_DTYPES, run
+from .threads import (MIN_BATCH_PER_THREAD, call_checked, lapack_loop, launch, launch_checked, threads_for,
+                      unusable_after_fork)
 
-#: The dtypes the kernels compute in (LAPACK's s, d, c, z).
-LAPACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64), np.dtype(np.complex128))
-
-#: Integer type of pivots and info codes (LAPACK's ``INTEGER``).
-INDEX_DTYPE = np.dtype(np.int32)
-
-_INDEX = types.int32
-_COUNT = types.intp
-
-#: Argument kinds of each compiled kernel: ``in`` arrays are read-only of any layout, ``out3`` stacks hold C- or
-#: Fortran-ordered matrices, the other outputs are C-ordered; ``lapack:NAME`` is SciPy's LAPACK routine NAME in the
-#: kernel's precision (:func:`_lapack_routines`).
-_ARGUMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
-    "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "count", "count")),
-    "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
-    "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "flags", "count", "count")),
-    "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "flags", "count", "count")),
-    "solve_each": (_solve.solve_each, ("in3", "piv_in", "in3", "count", "out3", "flags", "count")),
-    "plu": (_lu.plu_stack, ("in3", "piv_in", "bool", "piv_out", "out3", "out3", "count")),
-    "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count", "count")),
-    "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count", "count")),
-    "qr": (_qr.qr_stack, ("in3", "out3", "out3", "flags", "count", "count")),
-    "potrf_each": (_lapack_each.potrf_each, ("in3", "bool", "bool", "out3", "info", "flags", "lapack:potrf", "count")),
-    "getrf_each": (_lapack_each.getrf_each, ("in3", "out3", "piv_out", "info", "flags", "lapack:getrf", "count")),
-    "potrs_each": (_lapack_each.potrs_each, ("in3", "bool", "in3", "out3", "flags", "lapack:potrs", "count")),
-    "getrs_each": (_lapack_each.getrs_each,
-                   ("in3", "piv_in", "in3", "count", "out3", "flags", "lapack:getrs", "count")),
-    "qr_each": (_lapack_each.qr_each, ("in3", "out3", "out3", "flags", "lapack:geqrf", "lapack:orgqr", "count")),
-    "geqp3_each": (_lapack_each.geqp3_each,
-                   ("in3", "out3", "out3", "piv_out", "flags", "lapack:geqp3", "lapack:orgqr", "count")),
-}
-
-
-def _lapack_routine(kind: str, dtype: np.dtype) -> Callable:
-    """The ctypes function of a ``lapack:NAME`` argument kind in ``dtype``'s precision."""
-    return lapack_pointers.routine(kind.removeprefix("lapack:"), dtype.char)
-
-
-def _lapack_routines(op: str, dtype: np.dtype) -> tuple[Callable, ...]:
-    """The LAPACK routines ``op``'s kernel takes (its ``lapack:NAME`` arguments, in order), in ``dtype``'s
-    precision."""
-    return tuple(_lapack_routine(kind, dtype) for kind in _ARGUMENTS[op][1] if kind.startswith("lapack:"))
-
-
-def _numba_type(kind: str, dtype: np.dtype) -> types.Type:
-    if kind.startswith("lapack:"):
-        return numba.typeof(_lapack_routine(kind, dtype))
-    scalar = numba.from_dtype(dtype)
-    table = {
-        "in3": types.Array(scalar, 3, "A", readonly=True),
-        "out3": types.Array(scalar, 3, "A"),
-        "tau_out": types.Array(scalar, 2, "C"),
-        "tau_in": types.Array(scalar, 2, "A", readonly=True),
-        "piv_out": types.Array(_INDEX, 2, "C"),
-        "piv_in": types.Array(_INDEX, 2, "A", readonly=True),
-        "info": types.Array(_INDEX, 1, "C"),
-        "flags": types.Array(types.uint8, 1, "C"),
-        "bool": types.boolean,
-        "count": _COUNT,
-    }
-    return table[kind]
-
-
-def signature(op: str, dtype: np.dtype) -> types.Type:
-    """The one signature kernel ``op`` is compiled under for ``dtype`` (:func:`compiled`)."""
-    return types.none(*(_numba_type(kind, dtype) for kind in _ARGUMENTS[op][1]))
-
-
-@functools.cache
-def compiled(op: str, dtype: np.dtype) -> Callable:
-    """The kernel of ``op`` compiled (or loaded from the disk cache) for ``dtype``.
-
-    The kernel's Python function is compiled again, with the options its module gave it, under one explicit
-    signature whose inputs are read-only arrays of any layout, so C, Fortran, strided and read-only stacks all run
-    one machine-code version (numba converts the others to it) instead of compiling one each.
-    """
-    dispatcher = _ARGUMENTS[op][0]
-    with importing():  # numba imports its lowering registries on its first compilation
-        return numba.jit(signature(op, dtype), cache=True, **dispatcher.targetoptions)(dispatcher.py_func)
-
-
-def run(op: str, dtype: np.dtype, *arguments) -> None:
-    """Run kernel ``op`` compiled for ``dtype`` on ``arguments`` once they are checked to be what it was written for
-    (:func:`~._boundary.check_arguments`): the one way into the compiled code."""
-    check_arguments(op, _ARGUMENTS[op][1], dtype, arguments)
-    compiled(op, dtype)(*arguments)
+__all__ = ["geqp3", "geqrf", "getrf", "getrs", "orgqr", "plu", "potrf", "potrs", "qr", "unusable_after_fork"]
 
 
 def _check_dtype(a: np.ndarray) -> None:
     if a.dtype not in LAPACK_DTYPES:
         raise TypeError(f"batched kernels take float32, float64, complex64 or complex128 arrays, not {a.dtype}")
-
-
-_forked_after_gnu_openmp = False
-
-
-def _gnu_openmp_started() -> bool:
-    """Whether numba's parallel kernels have run in this process on GNU OpenMP (its threading layer without TBB)."""
-    try:
-        layer = numba.threading_layer()
-    except ValueError:  # no parallel kernel has run
-        return False
-    from numba.np.ufunc import omppool  # noqa: PLC0415 - present whenever the omp layer runs
-
-    return layer == "omp" and getattr(omppool, "openmp_vendor", "GNU") == "GNU"
-
-
-def _note_fork() -> None:
-    global _forked_after_gnu_openmp
-    _forked_after_gnu_openmp = _forked_after_gnu_openmp or _gnu_openmp_started()
-
-
-os.register_at_fork(after_in_child=_note_fork)
-
-
-def unusable_after_fork() -> str | None:
-    """Why this process cannot run the compiled kernels: it was forked (``multiprocessing``'s default on Linux)
-    after they ran on GNU OpenMP, whose threads do not survive ``fork``; numba terminates a child that starts them.
-    ``None`` where they can run."""
-    if not _forked_after_gnu_openmp:
-        return None
-    return ("this process was forked after numba's kernels ran on GNU OpenMP, which numba refuses to restart in a "
-            "child (multiprocessing's 'spawn' and 'forkserver' start methods keep them)")
-
-
-def _threads(batch: int, lanes: int) -> int:
-    """Threads worth starting: numba's pool size, but no more than there are chunks of ``lanes`` matrices."""
-    return max(1, min(numba.get_num_threads(), math.ceil(batch / lanes)))
-
-
-#: Matrices per thread below which :func:`plu` and the solves do not start another (a pass over memory with two
-#: flops per element at most, not worth a thread).
-MIN_BATCH_PER_THREAD = 256
-
-#: Matrices of order 4 per thread below which a LAPACK loop does not start another: a LAPACK call takes 0.1-0.7 µs
-#: at orders 2-4, so 16 of them take about what starting a thread does. A call's work grows as the order cubed, so
-#: from order 8 two matrices are worth a thread each, and from order 16 one is (:func:`_lapack_threads`).
-MIN_BATCH_PER_LAPACK_THREAD = 16
-
-
-def _lapack_threads(batch: int, order: int) -> int:
-    """Threads worth starting for a LAPACK loop over ``batch`` matrices of ``order``."""
-    return _threads(batch, max(1, MIN_BATCH_PER_LAPACK_THREAD * 4**3 // max(order, 1) ** 3))
-
-
-#: Kernels whose buffers take ``WIDE_LANES`` matrices (the Householder ones, bound by loop overhead, not cache).
-_WIDE = frozenset({"geqrf", "orgqr", "qr"})
-
-#: Kernels with versions compiled for each square order up to ``SMALL_ORDER`` (in buffers of that many lanes).
-_SMALL_ORDER = frozenset({"getrf", "potrf"})
-
-
-def _lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int) -> int:
-    """Matrices per buffer for ``op``'s kernel (:func:`~._interleave.lanes_for` with the kernel's kind)."""
-    return lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE, small_order=op in _SMALL_ORDER)
-
-
-def _launch(op: str, dtype: np.dtype, batch: int, m: int, n: int, *arrays) -> None:
-    lanes = _lanes(op, dtype, batch, m, n)
-    run(op, dtype, *arrays, lanes, _threads(batch, lanes))
-
-
-def _launch_checked(op: str, check_finite: bool, dtype: np.dtype, batch: int, m: int, n: int, *arrays) -> None:
-    """:func:`_launch` for a kernel that can check its input for infinities and NaNs as it gathers it."""
-    lanes = _lanes(op, dtype, batch, m, n)
-    _call_checked(op, dtype, check_finite, _threads(batch, lanes), arrays, lanes)
-
-
-def _call_checked(op: str, dtype: np.dtype, check_finite: bool, threads: int, arrays: tuple, *rest) -> None:
-    """Run kernel ``op`` on ``(*arrays, nonfinite, *rest, threads)`` with one ``nonfinite`` flag per thread (none when not
-    asked), which a thread sets on meeting an infinity or NaN as it reads its input: SciPy's ``check_finite``
-    without a pass of its own over memory. Raises SciPy's ValueError after the kernel."""
-    nonfinite = np.zeros(threads if check_finite else 0, dtype=np.uint8)
-    run(op, dtype, *arrays, nonfinite, *rest, threads)
-    if nonfinite.any():
-        raise ValueError("array must not contain infs or NaNs")
-
-
-def _lapack_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite: bool, arrays: tuple) -> None:
-    """Run the LAPACK loop ``op`` (``_lapack_each``) on ``batch`` matrices of ``order``: threads share the matrices,
-    and each LAPACK call runs on one BLAS thread. Measured: a Cholesky of order 128 that threads inside the kernel's
-    thread took 8 ms for 16 matrices instead of 1.5 (its threads and the kernel's spin for the same two cores)."""
-    threads = _lapack_threads(batch, order)
-    with one_thread_per_call():
-        _call_checked(op, dtype, check_finite, threads, arrays, *_lapack_routines(op, dtype))
 
 
 def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.ndarray:
@@ -242,10 +57,10 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
     out = _output(*stack.shape, a.dtype, fortran)
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
     if out.size and lapack:
-        _lapack_loop("potrf_each", a.dtype, stack.shape[0], n, check_finite,
+        lapack_loop("potrf_each", a.dtype, stack.shape[0], n, check_finite,
                      (stack, bool(lower), bool(clean), out, info))
     elif out.size:
-        _launch("potrf", a.dtype, stack.shape[0], n, n, stack, bool(lower), bool(clean), out, info)
+        launch("potrf", a.dtype, stack.shape[0], n, n, stack, bool(lower), bool(clean), out, info)
     return out.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
@@ -263,9 +78,9 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False,
     piv = np.empty((stack.shape[0], min(m, n)), dtype=INDEX_DTYPE)
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
     if out.size and lapack:
-        _lapack_loop("getrf_each", a.dtype, stack.shape[0], max(m, n), check_finite, (stack, out, piv, info))
+        lapack_loop("getrf_each", a.dtype, stack.shape[0], max(m, n), check_finite, (stack, out, piv, info))
     elif out.size:
-        _launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info)
+        launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info)
         _refactor_nonfinite(stack, out, piv, info, fortran)
     return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
 
@@ -280,7 +95,7 @@ def _refactor_nonfinite(stack: np.ndarray, out: np.ndarray, piv: np.ndarray, inf
     again = _output(marked.size, m, n, stack.dtype, fortran)
     again_piv, again_info = np.empty((marked.size, min(m, n)), dtype=INDEX_DTYPE), np.zeros(marked.size, INDEX_DTYPE)
     arrays = (stack[marked], again, again_piv, again_info)
-    _lapack_loop("getrf_each", stack.dtype, marked.size, max(m, n), False, arrays)
+    lapack_loop("getrf_each", stack.dtype, marked.size, max(m, n), False, arrays)
     out[marked], piv[marked], info[marked] = again, again_piv, again_info
 
 
@@ -302,7 +117,7 @@ def plu(lu: np.ndarray, piv: np.ndarray, *, permute_l: bool) -> tuple[np.ndarray
     if stack.shape[0]:
         pivots = np.asarray(piv, dtype=INDEX_DTYPE).reshape(-1, k)
         run("plu", lu.dtype, stack, pivots, bool(permute_l), rows, lower, upper,
-            _threads(stack.shape[0], MIN_BATCH_PER_THREAD))
+            threads_for(stack.shape[0], MIN_BATCH_PER_THREAD))
     return rows.reshape((*batch, m)), lower.reshape((*batch, m, k)), upper.reshape((*batch, k, n))
 
 
@@ -314,7 +129,7 @@ def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     out = np.empty(stack.shape, dtype=a.dtype)
     tau = np.zeros((stack.shape[0], min(m, n)), dtype=a.dtype)
     if out.size:
-        _launch("geqrf", a.dtype, stack.shape[0], m, n, stack, out, tau)
+        launch("geqrf", a.dtype, stack.shape[0], m, n, stack, out, tau)
     return out.reshape(a.shape), tau.reshape((*a.shape[:-2], min(m, n)))
 
 
@@ -328,7 +143,7 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray:
     taus = np.asarray(tau, dtype=qr.dtype).reshape((reflectors.shape[0], k))
     out = np.empty((reflectors.shape[0], m, ncols), dtype=qr.dtype)
     if out.size:
-        _launch("orgqr", qr.dtype, out.shape[0], m, ncols, reflectors, taus, out)
+        launch("orgqr", qr.dtype, out.shape[0], m, ncols, reflectors, taus, out)
     return out.reshape((*qr.shape[:-2], m, ncols))
 
 
@@ -359,9 +174,9 @@ def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_fin
     SciPy's ``geqrf`` and ``orgqr`` on each matrix (its results to the bit)."""
     stack, q, r = _qr_outputs(a, ncols, rows, fortran)
     if (q.size or r.size) and lapack:
-        _lapack_loop("qr_each", a.dtype, stack.shape[0], max(a.shape[-2:]), check_finite, (stack, q, r))
+        lapack_loop("qr_each", a.dtype, stack.shape[0], max(a.shape[-2:]), check_finite, (stack, q, r))
     elif q.size or r.size:
-        _launch_checked("qr", check_finite, a.dtype, *stack.shape, stack, q, r)
+        launch_checked("qr", check_finite, a.dtype, *stack.shape, stack, q, r)
     return _shaped_qr(a, q, r)
 
 
@@ -373,7 +188,7 @@ def geqp3(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False,
     stack, q, r = _qr_outputs(a, ncols, rows, fortran)
     p = np.empty(stack.shape[::2], dtype=INDEX_DTYPE)
     if r.size:
-        _lapack_loop("geqp3_each", a.dtype, stack.shape[0], max(a.shape[-2:]), check_finite, (stack, q, r, p))
+        lapack_loop("geqp3_each", a.dtype, stack.shape[0], max(a.shape[-2:]), check_finite, (stack, q, r, p))
     else:  # matrices of no rows keep their columns in place, as SciPy returns them
         p[:] = np.arange(a.shape[-1])
     return (*_shaped_qr(a, q, r), p.reshape((*a.shape[:-2], a.shape[-1])))
@@ -398,8 +213,8 @@ _NO_PIVOTS = np.zeros((0, 0), dtype=INDEX_DTYPE)
 
 def _solve_each(dtype: np.dtype, check_finite: bool, arrays: tuple) -> None:
     """Run ``_solve.solve_each`` on ``arrays`` (factor, pivots, right-hand sides, system code, output)."""
-    threads = _threads(arrays[-1].shape[0], MIN_BATCH_PER_THREAD)
-    _call_checked("solve_each", dtype, check_finite, threads, arrays)
+    threads = threads_for(arrays[-1].shape[0], MIN_BATCH_PER_THREAD)
+    call_checked("solve_each", dtype, check_finite, threads, arrays)
 
 
 def _check_solve(factor: np.ndarray, b: np.ndarray, piv: np.ndarray | None = None) -> None:
@@ -462,9 +277,9 @@ def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False, l
     for systems, (factors, rhs) in _solve_pieces(out.shape[0], (c, 2), (b, 2)):
         target = out[systems]
         if lapack:
-            _lapack_loop("potrs_each", dtype, target.shape[0], n, False, (factors, bool(lower), rhs, target))
+            lapack_loop("potrs_each", dtype, target.shape[0], n, False, (factors, bool(lower), rhs, target))
         elif _interleaved_solve("potrs", dtype, n):
-            _launch("potrs", dtype, target.shape[0], n, n, factors, bool(lower), rhs, target)
+            launch("potrs", dtype, target.shape[0], n, n, factors, bool(lower), rhs, target)
         else:
             system = _solve.CHOLESKY_LOWER if lower else _solve.CHOLESKY_UPPER
             _solve_each(dtype, False, (factors, _NO_PIVOTS, rhs, system, target))
@@ -489,9 +304,9 @@ def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int, fortran
         target = out[systems]
         arrays = (factors, np.asarray(pivots, dtype=INDEX_DTYPE), rhs, int(trans), target)
         if lapack:
-            _lapack_loop("getrs_each", dtype, target.shape[0], n, check_finite, arrays)
+            lapack_loop("getrs_each", dtype, target.shape[0], n, check_finite, arrays)
         elif _interleaved_solve("getrs", dtype, n):
-            _launch_checked("getrs", check_finite, dtype, target.shape[0], n, n, *arrays)
+            launch_checked("getrs", check_finite, dtype, target.shape[0], n, n, *arrays)
         else:  # LAPACK's trans codes are _solve's LU system codes
             _solve_each(dtype, check_finite, arrays)
     return out.reshape((*batch, n, nrhs))

@@ -16,7 +16,7 @@ import numba
 import numpy as np
 
 from ..machine import usable_cores
-from . import kernels
+from . import compiling
 
 #: Kernels in the order they are handed out: the longest compilations first, so that no core is left with one at
 #: the end (seconds per dtype, measured cold on 2 cores: getrf 44, potrf 23, solve_each 15, the others 2-11).
@@ -26,19 +26,19 @@ _LONGEST_FIRST = ("getrf", "potrf", "solve_each", "qr", "qr_each", "getrf_each",
 def _cached(op: str, dtype: np.dtype) -> bool:
     """Whether numba's disk cache holds ``op``'s kernel for ``dtype`` (for this source, Python and CPU); ``False``
     where numba's cache cannot be read this way."""
-    dispatcher = kernels._ARGUMENTS[op][0]
+    dispatcher = compiling.KERNELS[op][0]
     options = {name: value for name, value in dispatcher.targetoptions.items() if name != "nopython"}
     try:
         index = numba.njit(cache=True, **options)(dispatcher.py_func)._cache._cache_file._load_index()
     except Exception:  # noqa: BLE001 - numba's cache layout is not public: compile where it cannot be read
         return False
-    return any(key[0] == kernels.signature(op, dtype) for key in index)
+    return any(key[0] == compiling.signature(op, dtype) for key in index)
 
 
 def missing() -> dict[str, list[str]]:
     """The dtypes (by character) whose kernel the cache lacks, per kernel, longest compilations first."""
-    ops = sorted(kernels._ARGUMENTS, key=lambda op: (_LONGEST_FIRST + (op,)).index(op))
-    wanted = {op: [dtype.char for dtype in kernels.LAPACK_DTYPES if not _cached(op, dtype)] for op in ops}
+    ops = sorted(compiling.KERNELS, key=lambda op: (_LONGEST_FIRST + (op,)).index(op))
+    wanted = {op: [dtype.char for dtype in compiling.LAPACK_DTYPES if not _cached(op, dtype)] for op in ops}
     return {op: chars for op, chars in wanted.items() if chars}
 
 
@@ -46,7 +46,7 @@ def _compile(op: str, chars: list[str]) -> float:
     """Compile ``op``'s kernel for each dtype character into the cache; the seconds it took."""
     start = time.perf_counter()
     for char in chars:
-        kernels.compiled(op, np.dtype(char))
+        compiling.compiled(op, np.dtype(char))
     return time.perf_counter() - start
 
 

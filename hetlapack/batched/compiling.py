@@ -1,0 +1,110 @@
+"""The batched kernels' compilation: each kernel's typed signature, its machine code, and the one way to run it.
+
+The compiled loops live in ``_cholesky``, ``_lu``, ``_qr`` and ``_solve`` (our own arithmetic, interleaved) and
+``_lapack_each`` (SciPy's LAPACK on each matrix). Each kernel is compiled once per dtype under one explicit
+signature (inputs typed as read-only arrays of any layout, so C, Fortran, strided and read-only stacks share one
+machine-code version) and cached on disk; :func:`run` checks every call's arguments before the machine code sees
+them. Kept apart from the per-operation drivers (:mod:`.kernels`) and from how a call is spread over threads
+(:mod:`.threads`): ``hetlapack compile`` (:mod:`.precompile`) needs only this.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import numba
+import numpy as np
+from numba import types
+
+from ..devices import lapack_pointers
+from ..imports import importing
+from . import _cholesky, _lapack_each, _lu, _qr, _solve
+from ._boundary import check_arguments
+
+#: The dtypes the kernels compute in (LAPACK's s, d, c, z).
+LAPACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64), np.dtype(np.complex128))
+
+#: Integer type of pivots and info codes (LAPACK's ``INTEGER``).
+INDEX_DTYPE = np.dtype(np.int32)
+
+_INDEX = types.int32
+_COUNT = types.intp
+
+#: Each compiled kernel's Python function and argument kinds: ``in`` arrays are read-only of any layout, ``out3``
+#: stacks hold C- or Fortran-ordered matrices, the other outputs are C-ordered; ``lapack:NAME`` is SciPy's LAPACK
+#: routine NAME in the kernel's precision (:func:`lapack_routines`).
+KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
+    "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "count", "count")),
+    "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
+    "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "flags", "count", "count")),
+    "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "flags", "count", "count")),
+    "solve_each": (_solve.solve_each, ("in3", "piv_in", "in3", "count", "out3", "flags", "count")),
+    "plu": (_lu.plu_stack, ("in3", "piv_in", "bool", "piv_out", "out3", "out3", "count")),
+    "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count", "count")),
+    "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count", "count")),
+    "qr": (_qr.qr_stack, ("in3", "out3", "out3", "flags", "count", "count")),
+    "potrf_each": (_lapack_each.potrf_each, ("in3", "bool", "bool", "out3", "info", "flags", "lapack:potrf", "count")),
+    "getrf_each": (_lapack_each.getrf_each, ("in3", "out3", "piv_out", "info", "flags", "lapack:getrf", "count")),
+    "potrs_each": (_lapack_each.potrs_each, ("in3", "bool", "in3", "out3", "flags", "lapack:potrs", "count")),
+    "getrs_each": (_lapack_each.getrs_each,
+                   ("in3", "piv_in", "in3", "count", "out3", "flags", "lapack:getrs", "count")),
+    "qr_each": (_lapack_each.qr_each, ("in3", "out3", "out3", "flags", "lapack:geqrf", "lapack:orgqr", "count")),
+    "geqp3_each": (_lapack_each.geqp3_each,
+                   ("in3", "out3", "out3", "piv_out", "flags", "lapack:geqp3", "lapack:orgqr", "count")),
+}
+
+
+def _lapack_routine(kind: str, dtype: np.dtype) -> Callable:
+    """The ctypes function of a ``lapack:NAME`` argument kind in ``dtype``'s precision."""
+    return lapack_pointers.routine(kind.removeprefix("lapack:"), dtype.char)
+
+
+def lapack_routines(op: str, dtype: np.dtype) -> tuple[Callable, ...]:
+    """The LAPACK routines ``op``'s kernel takes (its ``lapack:NAME`` arguments, in order), in ``dtype``'s
+    precision."""
+    return tuple(_lapack_routine(kind, dtype) for kind in KERNELS[op][1] if kind.startswith("lapack:"))
+
+
+def _numba_type(kind: str, dtype: np.dtype) -> types.Type:
+    if kind.startswith("lapack:"):
+        return numba.typeof(_lapack_routine(kind, dtype))
+    scalar = numba.from_dtype(dtype)
+    table = {
+        "in3": types.Array(scalar, 3, "A", readonly=True),
+        "out3": types.Array(scalar, 3, "A"),
+        "tau_out": types.Array(scalar, 2, "C"),
+        "tau_in": types.Array(scalar, 2, "A", readonly=True),
+        "piv_out": types.Array(_INDEX, 2, "C"),
+        "piv_in": types.Array(_INDEX, 2, "A", readonly=True),
+        "info": types.Array(_INDEX, 1, "C"),
+        "flags": types.Array(types.uint8, 1, "C"),
+        "bool": types.boolean,
+        "count": _COUNT,
+    }
+    return table[kind]
+
+
+def signature(op: str, dtype: np.dtype) -> types.Type:
+    """The one signature kernel ``op`` is compiled under for ``dtype`` (:func:`compiled`)."""
+    return types.none(*(_numba_type(kind, dtype) for kind in KERNELS[op][1]))
+
+
+@functools.cache
+def compiled(op: str, dtype: np.dtype) -> Callable:
+    """The kernel of ``op`` compiled (or loaded from the disk cache) for ``dtype``.
+
+    The kernel's Python function is compiled again, with the options its module gave it, under one explicit
+    signature whose inputs are read-only arrays of any layout, so C, Fortran, strided and read-only stacks all run
+    one machine-code version (numba converts the others to it) instead of compiling one each.
+    """
+    dispatcher = KERNELS[op][0]
+    with importing():  # numba imports its lowering registries on its first compilation
+        return numba.jit(signature(op, dtype), cache=True, **dispatcher.targetoptions)(dispatcher.py_func)
+
+
+def run(op: str, dtype: np.dtype, *arguments) -> None:
+    """Run kernel ``op`` compiled for ``dtype`` on ``arguments`` once they are checked to be what it was written for
+    (:func:`~._boundary.check_arguments`): the one way into the compiled code."""
+    check_arguments(op, KERNELS[op][1], dtype, arguments)
+    compiled(op, dtype)(*arguments)

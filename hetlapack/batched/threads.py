@@ -1,0 +1,118 @@
+"""How a batched kernel call runs on numba's threads: how many to start, how many matrices each buffer takes, and
+whether this process can start them at all.
+
+numba's parallel kernels run on its threading layer; a thread is worth starting only for enough matrices, and a
+LAPACK loop runs each LAPACK call on one BLAS thread. On GNU OpenMP (numba's layer where TBB is not installed) the
+threads do not survive ``fork``: :func:`unusable_after_fork` says so before a forked child starts them. The launches
+here hand each kernel its buffer size and thread count and raise SciPy's ``check_finite`` error for the kernels that
+check their input as they read it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numba
+import numpy as np
+
+from ..blas_threads import one_thread_per_call
+from ._interleave import lanes_for
+from .compiling import lapack_routines, run
+
+_forked_after_gnu_openmp = False
+
+
+def _gnu_openmp_started() -> bool:
+    """Whether numba's parallel kernels have run in this process on GNU OpenMP (its threading layer without TBB)."""
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel kernel has run
+        return False
+    from numba.np.ufunc import omppool  # noqa: PLC0415 - present whenever the omp layer runs
+
+    return layer == "omp" and getattr(omppool, "openmp_vendor", "GNU") == "GNU"
+
+
+def _note_fork() -> None:
+    global _forked_after_gnu_openmp
+    _forked_after_gnu_openmp = _forked_after_gnu_openmp or _gnu_openmp_started()
+
+
+os.register_at_fork(after_in_child=_note_fork)
+
+
+def unusable_after_fork() -> str | None:
+    """Why this process cannot run the compiled kernels: it was forked (``multiprocessing``'s default on Linux)
+    after they ran on GNU OpenMP, whose threads do not survive ``fork``; numba terminates a child that starts them.
+    ``None`` where they can run."""
+    if not _forked_after_gnu_openmp:
+        return None
+    return ("this process was forked after numba's kernels ran on GNU OpenMP, which numba refuses to restart in a "
+            "child (multiprocessing's 'spawn' and 'forkserver' start methods keep them)")
+
+
+def threads_for(batch: int, lanes: int) -> int:
+    """Threads worth starting: numba's pool size, but no more than there are chunks of ``lanes`` matrices."""
+    return max(1, min(numba.get_num_threads(), math.ceil(batch / lanes)))
+
+
+#: Matrices per thread below which :func:`~.kernels.plu` and the solves do not start another (a pass over memory
+#: with two flops per element at most, not worth a thread).
+MIN_BATCH_PER_THREAD = 256
+
+#: Matrices of order 4 per thread below which a LAPACK loop does not start another: a LAPACK call takes 0.1-0.7 µs
+#: at orders 2-4, so 16 of them take about what starting a thread does. A call's work grows as the order cubed, so
+#: from order 8 two matrices are worth a thread each, and from order 16 one is (:func:`_lapack_threads`).
+MIN_BATCH_PER_LAPACK_THREAD = 16
+
+
+def _lapack_threads(batch: int, order: int) -> int:
+    """Threads worth starting for a LAPACK loop over ``batch`` matrices of ``order``."""
+    return threads_for(batch, max(1, MIN_BATCH_PER_LAPACK_THREAD * 4**3 // max(order, 1) ** 3))
+
+
+#: Kernels whose buffers take ``WIDE_LANES`` matrices (the Householder ones, bound by loop overhead, not cache).
+_WIDE = frozenset({"geqrf", "orgqr", "qr"})
+
+#: Kernels with versions compiled for each square order up to ``SMALL_ORDER`` (in buffers of that many lanes).
+_SMALL_ORDER = frozenset({"getrf", "potrf"})
+
+
+def _lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int) -> int:
+    """Matrices per buffer for ``op``'s kernel (:func:`~._interleave.lanes_for` with the kernel's kind)."""
+    return lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE, small_order=op in _SMALL_ORDER)
+
+
+def launch(op: str, dtype: np.dtype, batch: int, m: int, n: int, *arguments: object) -> None:
+    """Run interleaved kernel ``op`` on ``batch`` matrices of ``m`` by ``n``: its ``arguments``, then the matrices
+    per buffer and the threads worth starting for them."""
+    lanes = _lanes(op, dtype, batch, m, n)
+    run(op, dtype, *arguments, lanes, threads_for(batch, lanes))
+
+
+def launch_checked(op: str, check_finite: bool, dtype: np.dtype, batch: int, m: int, n: int,
+                   *arguments: object) -> None:
+    """:func:`launch` for a kernel that can check its input for infinities and NaNs as it gathers it."""
+    lanes = _lanes(op, dtype, batch, m, n)
+    call_checked(op, dtype, check_finite, threads_for(batch, lanes), arguments, lanes)
+
+
+def call_checked(op: str, dtype: np.dtype, check_finite: bool, threads: int, arrays: tuple, *rest: object) -> None:
+    """Run kernel ``op`` on ``(*arrays, nonfinite, *rest, threads)`` with one ``nonfinite`` flag per thread (none
+    when not asked), which a thread sets on meeting an infinity or NaN as it reads its input: SciPy's
+    ``check_finite`` without a pass of its own over memory. Raises SciPy's ValueError after the kernel."""
+    nonfinite = np.zeros(threads if check_finite else 0, dtype=np.uint8)
+    run(op, dtype, *arrays, nonfinite, *rest, threads)
+    if nonfinite.any():
+        raise ValueError("array must not contain infs or NaNs")
+
+
+def lapack_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite: bool, arrays: tuple) -> None:
+    """Run the LAPACK loop ``op`` (``_lapack_each``) on ``batch`` matrices of ``order``: threads share the matrices,
+    and each LAPACK call runs on one BLAS thread. Measured: a Cholesky of order 128 that threads inside the kernel's
+    thread took 8 ms for 16 matrices instead of 1.5 (its threads and the kernel's spin for the same two cores)."""
+    threads = _lapack_threads(batch, order)
+    with one_thread_per_call():
+        call_checked(op, dtype, check_finite, threads, arrays, *lapack_routines(op, dtype))
+
