@@ -36,7 +36,7 @@ import scipy.linalg as sl
 from threadpoolctl import threadpool_limits
 
 from hetlapack.mpi.grid import find_mpiexec
-from hetlapack.testing import general, spd
+from hetlapack.testing import ONE_BLAS_THREAD, RANKS_YIELD, general, spd
 
 SIZES = [int(n) for n in os.environ.get("HETLAPACK_BENCH_MPI_SIZES", "4000,8000").split(",")]
 RANKS = int(os.environ.get("HETLAPACK_BENCH_MPI_RANKS", "4"))
@@ -67,8 +67,7 @@ def ratio_table():
 
 def _run_ranks(mpiexec: str, *arguments: str) -> subprocess.CompletedProcess:
     """``mpiexec -n RANKS python ARGUMENTS`` with one BLAS thread per rank; raises if it fails."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MPIR_CVAR_ENABLE_HEAVY_YIELD": "1",
-           "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, **ONE_BLAS_THREAD, **RANKS_YIELD, "PYTHONPATH": str(ROOT)}
     return subprocess.run([mpiexec, "-n", str(RANKS), sys.executable, *arguments], check=True, env=env,
                           timeout=1800, capture_output=True, text=True)
 

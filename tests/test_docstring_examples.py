@@ -32,7 +32,7 @@ MODULES = _modules_with_examples()
 
 
 def test_the_public_modules_have_examples():
-    assert {"hetlapack.batched", "hetlapack.compat.scipy_linalg", "hetlapack.compat.numpy_linalg"} <= set(MODULES)
+    assert {"hetlapack.batched.lists", "hetlapack.compat.scipy_linalg", "hetlapack.compat.numpy_linalg"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

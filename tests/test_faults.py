@@ -18,9 +18,11 @@ import scipy.linalg as sla
 import hetlapack as hla
 from hetlapack import batched
 from hetlapack.mpi.grid import find_mpiexec
+from hetlapack.testing import ONE_BLAS_THREAD, RANKS_YIELD
 
 ROOT = Path(__file__).parents[1]
-ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "2"}
+#: one BLAS thread, and numba's pool at two threads whatever the machine
+ONE_THREAD = {**ONE_BLAS_THREAD, "NUMBA_NUM_THREADS": "2"}
 
 
 def run_python(code: str, timeout: float = 120, env: dict | None = None) -> str:
@@ -98,7 +100,7 @@ def test_mpi_failure_on_one_rank_raises_on_every_rank(ranks):
     if mpiexec is None:
         pytest.skip("no mpiexec beside this Python or on PATH (pip install '.[mpi]')")
     command = [mpiexec, "-n", str(ranks), sys.executable, "-m", "mpi4py", str(ROOT / "tests/mpi/check_faults.py")]
-    env = {**os.environ, **ONE_THREAD, "MPIR_CVAR_ENABLE_HEAVY_YIELD": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, **ONE_THREAD, **RANKS_YIELD, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                                start_new_session=True)
     try:

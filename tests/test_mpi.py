@@ -20,13 +20,11 @@ import pytest
 
 from hetlapack.mpi.grid import _near_square, find_mpiexec
 from hetlapack.mpi.matrix import numroc, owned_indices
+from hetlapack.testing import ONE_BLAS_THREAD, RANKS_YIELD
 
 SCRIPT = Path(__file__).parent / "mpi" / "check_factorizations.py"
 LAUNCH_TIMEOUT_S = 150
 GRIDS = {1: ["1x1"], 2: ["1x2", "2x1"], 3: ["1x3", "3x1"], 4: ["2x2"]}
-ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
-#: MPICH busy-polls while waiting; with more ranks than cores the waiting ranks must yield to the working one.
-OVERSUBSCRIBED = {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"}
 
 
 def _mpiexec() -> str:
@@ -40,7 +38,7 @@ def _mpiexec() -> str:
 def _launch(ranks: int, args: list[str], timeout: float = LAUNCH_TIMEOUT_S) -> subprocess.CompletedProcess:
     """Run ``mpiexec -n ranks python -m mpi4py args``; kill the whole process group on timeout."""
     command = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "mpi4py", *args]
-    env = {**os.environ, **ONE_THREAD, **OVERSUBSCRIBED, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, **ONE_BLAS_THREAD, **RANKS_YIELD, "PYTHONPATH": str(Path(__file__).parents[1])}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                                start_new_session=True)
     try:

@@ -13,6 +13,8 @@ import sys
 
 import pytest
 
+from hetlapack.testing import ONE_BLAS_THREAD
+
 SUITES = [
     "scipy.linalg.tests.test_decomp_cholesky",
     "scipy.linalg.tests.test_decomp_lu",
@@ -25,9 +27,6 @@ FLAGS = ["-q", "-p", "no:cacheprovider", "-W", "error", "-W", "ignore::pytest.Py
 
 
 #: The two runs go side by side, one BLAS thread each, so that together they hold no more threads than 2 cores.
-ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-
-
 def _start(tmp_path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "pytest", *extra, *FLAGS, *SUITES], cwd=tmp_path, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **ONE_BLAS_THREAD})
