@@ -6,7 +6,7 @@ uploaded as it lies (C- or Fortran-ordered: the device lays it out, so the host 
 for infinities and NaNs there when asked (SciPy's ``check_finite`` without a pass over host memory), factored
 there, and the results are downloaded into a Fortran-ordered host array: the matrix itself where it is a writable
 Fortran-ordered array (the caller lets its input be overwritten by passing it writable), a new one otherwise.
-``info`` codes are checked and raised as SciPy raises them (CuPy's own wrappers ignore them).
+``info`` codes come back as LAPACK's, for the shims to raise as SciPy raises them (CuPy's own wrappers ignore them).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..devices.base import Device
-from ..errors import NotPositiveDefinite
 from ._common import check_matrix
 
 
@@ -43,18 +42,19 @@ def _download(device: Device, data, out: np.ndarray | None = None) -> np.ndarray
 
 
 def potrf(a: np.ndarray, *, lower: bool, device: Device, clean: bool = False,
-          check_finite: bool = False) -> np.ndarray:
-    """The Cholesky factor of a host matrix in its ``lower`` (or upper) triangle, computed on ``device``; the other
-    triangle is zeroed there if ``clean``, else the input's. ``check_finite`` as SciPy's."""
+          check_finite: bool = False) -> tuple[np.ndarray, int]:
+    """The Cholesky factor of a host matrix in its ``lower`` (or upper) triangle, computed on ``device``, and
+    LAPACK's ``info`` (the first leading minor that is not positive definite; ``a`` itself comes back then). The
+    other triangle is zeroed there if ``clean``, else the input's. ``check_finite`` as SciPy's."""
     check_matrix(a, "potrf", square=True)
     data = _upload(device, a, check_finite)
-    info = device.potrf(data, lower)
+    info = int(device.potrf(data, lower))
     if info > 0:
         device.free(data)
-        raise NotPositiveDefinite(info)
+        return a, info
     if clean:
         device.zero_other_triangle(data, lower)
-    return _download(device, data, _result(a))
+    return _download(device, data, _result(a)), 0
 
 
 def getrf(a: np.ndarray, *, device: Device, check_finite: bool = False) -> tuple[np.ndarray, np.ndarray, int]:

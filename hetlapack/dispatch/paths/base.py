@@ -129,7 +129,11 @@ class Path:
         """Q's first ``ncols`` columns (``None`` for 0) and the first ``rows`` rows of R, from one factorization."""
         packed, tau = self.geqrf(plan, a, check_finite)
         r = np.triu(packed[..., :rows, :])
-        return (self.orgqr(plan, packed, tau, ncols) if ncols else None), r
+        return self._q(plan, packed, tau, ncols), r
+
+    def _q(self, plan: Plan, packed: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray | None:
+        """Q's first ``ncols`` columns from :meth:`geqrf`'s output (``None`` for 0), formed by :meth:`orgqr`."""
+        return self.orgqr(plan, packed, tau, ncols) if ncols else None
 
     def qr_pivoted(self, plan: Plan, a: np.ndarray, ncols: int, rows: int, fortran: bool = False,
                    check_finite: bool = False) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:

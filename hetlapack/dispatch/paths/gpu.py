@@ -10,7 +10,6 @@ import numpy as np
 
 from ...contract.arrays import upload_operand
 from ...devices import resolve
-from ...errors import NotPositiveDefinite
 from ...hardware import detect
 from ...imports import load
 from ...options import Options
@@ -100,11 +99,8 @@ class GpuPath(Path):
         return resolve(list(plan.devices))[0]
 
     def potrf(self, plan, a, lower, clean, fortran=False, check_finite=False):
-        try:
-            c = _whole().potrf(a, lower=lower, clean=clean, device=self._device(plan), check_finite=check_finite)
-        except NotPositiveDefinite as failure:
-            return a, np.asarray(failure.minor, dtype=np.int32)
-        return c, np.zeros((), dtype=np.int32)
+        c, info = _whole().potrf(a, lower=lower, clean=clean, device=self._device(plan), check_finite=check_finite)
+        return c, np.asarray(info, dtype=np.int32)
 
     def getrf(self, plan, a, fortran=False, check_finite=False):
         lu, piv, info = _whole().getrf(a, device=self._device(plan), check_finite=check_finite)

@@ -98,13 +98,11 @@ class HybridPath(Path):
     def orgqr(self, plan, qr, tau, ncols):
         return _algorithm("geqrf").orgqr(qr, tau, ncols=ncols, **self.tile_arguments(plan))
 
-    def qr(self, plan, a, ncols, rows, fortran=False, check_finite=False):
-        """Q formed where the factorization lies when it is square enough to hold it."""
-        packed, tau = self.geqrf(plan, a, check_finite)
-        r = np.triu(packed[..., :rows, :])
+    def _q(self, plan, packed, tau, ncols):
+        """Q formed where the factorization lies when it holds Q whole (square enough), else by :meth:`orgqr`."""
         if ncols == packed.shape[-1] == len(tau):
-            return _algorithm("geqrf").orgqr_in_place(packed, tau, **self.tile_arguments(plan)), r
-        return (self.orgqr(plan, packed, tau, ncols) if ncols else None), r
+            return _algorithm("geqrf").orgqr_in_place(packed, tau, **self.tile_arguments(plan))
+        return super()._q(plan, packed, tau, ncols)
 
 
 HYBRID = HybridPath()
