@@ -1,4 +1,4 @@
-"""Facts about the host machine that several layers ask: the cores this process may use, its L1 data cache.
+"""Facts about the host machine that several layers ask: the cores this process may use, its caches.
 
 A leaf module (it imports nothing of the package), so that the runtime, dispatch and the host path can ask it
 without loading the devices.
@@ -13,6 +13,9 @@ from pathlib import Path
 #: An L1 data cache of 32 KiB in lines of 64 bytes, assumed where the system does not say (Linux's sysfs does).
 _DEFAULT_L1 = (32768, 64)
 
+#: A last-level cache of 8 MiB, assumed where the system does not say.
+_DEFAULT_LAST_LEVEL = 8 << 20
+
 _CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 
 
@@ -24,16 +27,31 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def _caches() -> list[tuple[int, str, int, int]]:
+    """The data and unified caches sysfs lists for CPU 0: (level, type, bytes, bytes per line); empty where it
+    lists none."""
+    caches = []
+    for index in sorted(_CACHES.glob("index*")):
+        try:
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip().upper()
+            scale = {"K": 1 << 10, "M": 1 << 20}.get(size[-1:], 1)
+            line = int((index / "coherency_line_size").read_text())
+            caches.append((int((index / "level").read_text()), kind, int(size.rstrip("KM")) * scale, line))
+        except (OSError, ValueError):
+            return []
+    return [cache for cache in caches if cache[1] != "Instruction"]
+
+
 @functools.cache
 def l1_data_cache() -> tuple[int, int]:
     """This machine's L1 data cache: (bytes, bytes per line)."""
-    for index in sorted(_CACHES.glob("index*")):
-        try:
-            if (index / "level").read_text().strip() == "1" and (index / "type").read_text().strip() != "Instruction":
-                size = (index / "size").read_text().strip().upper()
-                scale = {"K": 1 << 10, "M": 1 << 20}.get(size[-1:], 1)
-                line = int((index / "coherency_line_size").read_text())
-                return int(size.rstrip("KM")) * scale, line
-        except (OSError, ValueError):
-            break
-    return _DEFAULT_L1
+    level_one = [(size, line) for level, _, size, line in _caches() if level == 1]
+    return level_one[0] if level_one else _DEFAULT_L1
+
+
+@functools.cache
+def last_level_cache() -> int:
+    """Bytes of this machine's largest cache (the last level, shared by its cores)."""
+    caches = _caches()
+    return max(caches)[2] if caches else _DEFAULT_LAST_LEVEL

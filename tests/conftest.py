@@ -24,6 +24,6 @@ def pytest_sessionstart(session):
 def _fresh_dispatch():
     """Each test prices its own plans: some replace the model's functions, which dispatch otherwise remembers."""
     yield
-    from hetlapack.dispatch.choose import _remembered
+    from hetlapack.dispatch.choose import forget_decisions
 
-    _remembered.cache_clear()
+    forget_decisions()

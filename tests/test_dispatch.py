@@ -1,12 +1,14 @@
 """Dispatch: explainable plans, forced paths, HETLAPACK_PATH, and the cost model's shape."""
 
+import logging
+
 import numpy as np
 import pytest
 
 import hetlapack
 import hetlapack.linalg as la
 from hetlapack import testing
-from hetlapack.dispatch import PATHS, Request, choose
+from hetlapack.dispatch import PATHS, Request, choose, host_for_certain
 from hetlapack.perf import model, rates
 
 
@@ -36,16 +38,91 @@ def test_explain_accepts_scipy_and_lapack_names():
 
 def test_small_matrices_go_to_host_large_to_hybrid():
     assert choose(Request("potrf", (100, 100), np.dtype("d"))).path == "host"
-    assert choose(Request("potrf", (16000, 16000), np.dtype("d"))).path == "hybrid"
+    assert choose(Request("geqrf", (16000, 16000), np.dtype("d"))).path == "hybrid"
 
 
 @pytest.mark.parametrize(("over_margin", "path"), [(0.96, "host"), (1.04, "hybrid")])
 def test_tiles_need_a_predicted_win_beyond_the_models_error(monkeypatch, over_margin, path):
     monkeypatch.setattr(model, "predict_host", lambda *args: 1.0)
-    monkeypatch.setattr(model, "predict_tiled", lambda *args, **kwargs: 1.0 / (model.TILE_MARGIN * over_margin))
+    tiled = 1.0 / (model.tile_margin("getrf") * over_margin)
+    monkeypatch.setattr(model, "predict_tiled", lambda *args, **kwargs: tiled)
     plan = choose(Request("getrf", (3000, 3000), np.dtype("d")))
     assert plan.path == path
     assert ("within the model's error" in plan.reason) == (path == "host")
+
+
+@pytest.mark.parametrize(("calibrated", "margin"), [(False, model.UNCALIBRATED_TILE_MARGIN), (True, model.TILE_MARGIN)])
+def test_the_margin_is_wider_where_the_hosts_rate_is_the_reference_machines(monkeypatch, tmp_path, calibrated,
+                                                                            margin):
+    """Until ``hetlapack calibrate`` has timed this machine's LAPACK calls, the host is priced from another
+    machine's table, whose error is larger: the tile path must then be priced further ahead before it is taken,
+    and ``explain`` says which rate it priced the host at and where that rate came from."""
+    import json
+
+    from hetlapack.devices.capability import ENV_CACHE_DIR
+
+    monkeypatch.setenv(ENV_CACHE_DIR, str(tmp_path))
+    if calibrated:
+        whole = {op: [[64, 1.0], [4096, rates.host_gemm_gflops("d") * 0.8]] for op in ("potrf", "getrf", "geqrf")}
+        (tmp_path / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": {"whole": whole}}}))
+    assert model.tile_margin("getrf") == margin
+    plan = choose(Request("getrf", (4000, 4000), np.dtype("d")))
+    source = "timed by `hetlapack calibrate`" if calibrated else "the reference machine's table"
+    assert source in plan.host_rate and source in str(plan)
+    assert "GFLOP/s GEMM measured in this process" in str(plan)
+
+
+@pytest.mark.parametrize("op", ["potrf", "getrf", "geqrf", "geqp3"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_the_quick_host_decision_is_the_one_choose_makes(op, dtype):
+    """``host_for_certain`` sends a matrix to SciPy's call without a plan only where ``choose``, pricing every
+    path, takes the host path too; it decides for the small orders and leaves the large ones to ``choose``."""
+    shapes = [(n, n) for n in (1, 2, 7, 64, 100, 101, 257, 500, 1000, 2000, 4000, 8000)] + [(3000, 40), (40, 3000)]
+    quick = {shape: host_for_certain(op, shape, np.dtype(dtype)) for shape in shapes}
+    assert quick[(100, 100)] and not quick[(8000, 8000)]
+    for shape, certain in quick.items():
+        if certain:
+            assert choose(Request(op, shape, np.dtype(dtype))).path == "host", shape
+
+
+def test_the_quick_host_decision_leaves_forced_paths_devices_and_other_inputs_to_choose(monkeypatch, caplog):
+    small = (50, 50)
+    assert host_for_certain("potrf", small, np.dtype("d"))
+    with hetlapack.using(path="host"):
+        assert host_for_certain("potrf", small, np.dtype("d"))
+    for forced in ("hybrid", "batched", "gpu"):
+        with hetlapack.using(path=forced):
+            assert not host_for_certain("potrf", small, np.dtype("d"))
+    with hetlapack.using(devices=["cpu", "emulated:0"]):
+        assert not host_for_certain("potrf", small, np.dtype("d"))
+    assert not host_for_certain("potrf", (4, 50, 50), np.dtype("d"))  # a stack: the batched path may take it
+    assert not host_for_certain("potrf", small, np.dtype("int64")) and not host_for_certain("potrf", small, None)
+    monkeypatch.setenv("HETLAPACK_PATH", "hybrid")
+    assert not host_for_certain("potrf", small, np.dtype("d"))
+    assert la.cholesky(testing.spd(50)) is not None and hetlapack.explain("cholesky", testing.spd(50)).forced
+    monkeypatch.delenv("HETLAPACK_PATH")
+    # a logging configuration loaded by an earlier test may have switched the logger off
+    monkeypatch.setattr(logging.getLogger("hetlapack.dispatch.choose"), "disabled", False)
+    with caplog.at_level("DEBUG", logger="hetlapack.dispatch.choose"):
+        assert not host_for_certain("potrf", small, np.dtype("d"))
+        la.cholesky(testing.spd(50))
+    assert "potrf on float64 (50, 50) -> host" in caplog.text
+
+
+def test_a_forced_path_runs_matrices_the_quick_decision_would_send_to_the_host(monkeypatch):
+    """The shims ask the quick decision first; a forced hybrid path still runs a small matrix on the runtime."""
+    ran = []
+    from hetlapack.dispatch.paths import HYBRID
+
+    potrf = type(HYBRID).potrf
+    monkeypatch.setattr(type(HYBRID), "potrf", lambda self, *args, **kwargs: ran.append(1) or potrf(self, *args,
+                                                                                                      **kwargs))
+    a = testing.spd(40)
+    la.cholesky(a)
+    assert not ran
+    with hetlapack.using(path="hybrid", tile=16):
+        np.testing.assert_allclose(la.cholesky(a), np.linalg.cholesky(a).T, rtol=1e-12, atol=1e-12)
+    assert ran
 
 
 def test_using_forces_and_restores():

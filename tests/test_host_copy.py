@@ -43,6 +43,7 @@ def copies(monkeypatch):
 
     fortran_copy = _host.fortran_copy
     monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
+    monkeypatch.setattr(arrays, "last_level_cache", lambda: 0)
     monkeypatch.setattr(_host, "fortran_copy", counted)
     return made
 
@@ -84,6 +85,7 @@ def test_tiled_paths_copy_a_c_ordered_matrix_a_tile_at_a_time(op, monkeypatch):
     """The hybrid path's working copy of a C-ordered matrix is made as the host path's is: the same factors as
     from the Fortran-ordered matrix, and the input untouched."""
     monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
+    monkeypatch.setattr(arrays, "last_level_cache", lambda: 0)
     a = testing.spd(5 * TILE + 3, dtype=np.float32)
     w = arrays.working_copy(a, a, np.dtype(np.float64), overwrite=False)
     assert w.flags.f_contiguous and w.dtype == np.float64 and not np.shares_memory(w, a)
@@ -139,7 +141,17 @@ def test_other_inputs_go_to_scipy_as_they_are(a, copies):
     assert not copies
 
 
-def test_l1_cache_is_read_from_sysfs_or_assumed(tmp_path, monkeypatch):
+def test_a_matrix_that_fits_in_the_last_level_cache_with_its_copy_is_copied_by_numpy(monkeypatch):
+    """Where both arrays fit in the last-level cache NumPy's own copy reads from there, as fast as the tiles."""
+    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
+    a = testing.spd(3 * TILE + 5)
+    monkeypatch.setattr(arrays, "last_level_cache", lambda: 2 * a.nbytes)
+    assert not arrays.copies_by_tiles(a)
+    monkeypatch.setattr(arrays, "last_level_cache", lambda: 2 * a.nbytes - 1)
+    assert arrays.copies_by_tiles(a)
+
+
+def test_caches_are_read_from_sysfs_or_assumed(tmp_path, monkeypatch):
     for level, kind, size in (("1", "Instruction", "64K"), ("1", "Data", "48K"), ("2", "Unified", "2048K")):
         index = tmp_path / f"index{level}{kind[0]}"
         index.mkdir()
@@ -147,10 +159,15 @@ def test_l1_cache_is_read_from_sysfs_or_assumed(tmp_path, monkeypatch):
             (index / field).write_text(value + "\n")
     monkeypatch.setattr(machine, "_CACHES", tmp_path)
     machine.l1_data_cache.cache_clear()
+    machine.last_level_cache.cache_clear()
     try:
         assert machine.l1_data_cache() == (48 * 1024, 64)
+        assert machine.last_level_cache() == 2048 * 1024
         monkeypatch.setattr(machine, "_CACHES", tmp_path / "absent")
         machine.l1_data_cache.cache_clear()
+        machine.last_level_cache.cache_clear()
         assert machine.l1_data_cache() == (32768, 64)
+        assert machine.last_level_cache() == 8 << 20
     finally:
         machine.l1_data_cache.cache_clear()
+        machine.last_level_cache.cache_clear()

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..contract.arrays import copies_by_tiles, fortran_copy
 from ..contract.originals import scipy_functions as _scipy
+from ..contract.originals import scipy_matrix_functions as _scipy_matrix
 from ..contract.scipy_rules import fortran_copy_unseen
 
 def _copies_slowly(a, overwrite_a) -> bool:
@@ -28,5 +29,6 @@ def scipy_call(name: str, a, overwrite_a, check_finite, **options):
     result, layout, errors and warnings. Non-finite entries (``check_finite``) go to SciPy's call, for its error."""
     if _copies_slowly(a, overwrite_a) and fortran_copy_unseen(name, **options) and (
             not check_finite or np.isfinite(a).all()):
-        return _scipy[name](fortran_copy(a), overwrite_a=True, check_finite=False, **options)
-    return _scipy[name](a, overwrite_a=overwrite_a, check_finite=check_finite, **options)
+        return _scipy_matrix[name](fortran_copy(a), overwrite_a=True, check_finite=False, **options)
+    call = _scipy_matrix[name] if type(a) is np.ndarray and a.ndim == 2 else _scipy[name]
+    return call(a, overwrite_a=overwrite_a, check_finite=check_finite, **options)

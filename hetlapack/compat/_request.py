@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..contract.arrays import array_module, device_name, peek, scipy_lapack_dtype
-from ..dispatch import Request
+from ..dispatch import Request, host_for_certain
 
 
 def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...] = (),
@@ -14,3 +16,9 @@ def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...]
     lapack = dtype_rule(arr.dtype)
     dtype = lapack if lapack is not None else arr.dtype
     return Request(op, tuple(arr.shape), dtype, array_module(arr), features, device_name(arr), library), arr
+
+
+def on_host_at_once(op: str, a, dtype_rule=scipy_lapack_dtype) -> bool:
+    """Whether ``a`` is a plain NumPy matrix that dispatch sends to the host path without pricing it
+    (:func:`hetlapack.dispatch.host_for_certain`): the call is the library's own, with nothing added to it."""
+    return type(a) is np.ndarray and a.ndim == 2 and host_for_certain(op, a.shape, dtype_rule(a.dtype))

@@ -16,7 +16,7 @@ from numpy.linalg import LinAlgError
 from ..dispatch import Plan, choose
 from ..dispatch.paths import BATCHED
 from ..dtypes import native
-from ._request import request
+from ._request import on_host_at_once, request
 from ..contract.arrays import numpy_linalg_dtype
 from ..contract.originals import numpy_functions as _numpy
 
@@ -33,7 +33,8 @@ _NOT_PD = "Matrix is not positive definite"
 def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, np.dtype] | None:
     """The accelerated plan for ``a`` and the dtype it computes in (NumPy's: double precision), or None when NumPy's
     own function must handle it."""
-    if type(a) is not np.ndarray or a.ndim < 2 or numpy_linalg_dtype(a.dtype) is None:
+    if (type(a) is not np.ndarray or a.ndim < 2 or numpy_linalg_dtype(a.dtype) is None
+            or on_host_at_once(op, a, numpy_linalg_dtype)):
         return None
     req, _ = request(op, a, dtype_rule=numpy_linalg_dtype, features=features, library="numpy")
     plan = choose(req)

@@ -16,7 +16,7 @@ from ..dispatch.paths import BATCHED, HOST
 from ..dispatch.paths.batched import compiled_kernels_unusable, plu
 from ..dtypes import lapack_dtype
 from ..pivots import pivot_outside, refuse_pivot, rows_named
-from ._request import request
+from ._request import on_host_at_once, request
 from ..contract.arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, potrs_lower,
                                read_overwrite_flag, scipy_qr_sizes, solve_batch, unshared_overwrite_b,
                                validated)
@@ -135,6 +135,8 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     array([[2., 0.],
            [1., 2.]])
     """
+    if on_host_at_once("potrf", a):
+        return scipy_call("cholesky", a, overwrite_a, check_finite, lower=lower)
     if is_cupy(a):
         return _on_gpu().cholesky(a, lower, overwrite_a, check_finite)
     c, _, _ = _cholesky(a, lower, overwrite_a, check_finite, clean=True)
@@ -180,6 +182,8 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     >>> la.cho_solve((c, low), np.array([12.0, 8.0]))
     array([1., 1.])
     """
+    if on_host_at_once("potrf", a):
+        return scipy_call("cho_factor", a, overwrite_a, check_finite, lower=lower)
     if is_cupy(a):
         return _on_gpu().cho_factor(a, lower, overwrite_a, check_finite)
     c, _, arr = _cholesky(a, lower, overwrite_a, check_finite, clean=None)
@@ -300,6 +304,8 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     >>> piv
     array([2, 2, 3, 3], dtype=int32)
     """
+    if on_host_at_once("getrf", a):
+        return scipy_call("lu_factor", a, overwrite_a, check_finite)
     if is_cupy(a):
         return _on_gpu().lu_factor(a, overwrite_a, check_finite)
     plan, arr, dtype = plan_call("getrf", a, check_finite)
@@ -423,6 +429,9 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     >>> np.allclose(p @ l @ u, a)
     True
     """
+    if on_host_at_once("getrf", a):
+        return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
+                            p_indices=p_indices)
     plan, arr, dtype = plan_call("getrf", a, check_finite, lu_features(a))
     if plan.runner.own_call or np.shape(arr)[-2:] == (1, 1) or compiled_kernels_unusable():
         return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
@@ -436,6 +445,14 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
                                        check_finite=check_finite)
     options = {"permute_l": permute_l, "p_indices": p_indices}
     return scipy_returns("lu", _p_l_u(packed, piv, permute_l, p_indices), arr.ndim > 2, **options)
+
+
+def _host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite):
+    """SciPy's own ``qr`` (with an explicit ``lwork``, on the caller's array as given)."""
+    if lwork is not QR_LWORK_DEFAULT:
+        return _scipy["qr"](a, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
+                            check_finite=check_finite)
+    return scipy_call("qr", a, overwrite_a, check_finite, mode=mode, pivoting=pivoting)
 
 
 def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False, check_finite=True):
@@ -479,13 +496,12 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     >>> np.allclose(q @ r, a)
     True
     """
+    if on_host_at_once("geqp3" if pivoting else "geqrf", a):
+        return _host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
     op, features = qr_route(a, mode, pivoting, lwork)
     plan, arr, dtype = plan_call(op, a, check_finite, features)
     if plan.runner.own_call:
-        if lwork is not QR_LWORK_DEFAULT:
-            return _scipy["qr"](a, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
-                                check_finite=check_finite)
-        return scipy_call("qr", a, overwrite_a, check_finite, mode=mode, pivoting=pivoting)
+        return _host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
     refuse_flags("qr", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)
     a1 = _kernel_checked(plan, arr, check_finite)
     warn_dtypes_as_scipy("qr", arr.dtype, stacklevel=2)

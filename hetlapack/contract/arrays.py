@@ -10,7 +10,7 @@ import numpy as np
 from scipy.linalg.lapack import get_lapack_funcs
 
 from ..dtypes import lapack_dtype
-from ..machine import l1_data_cache
+from ..machine import l1_data_cache, last_level_cache
 from .originals import scipy_functions
 
 
@@ -253,8 +253,11 @@ def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
 
 def copies_by_tiles(a: np.ndarray) -> bool:
     """Whether a Fortran-ordered copy of ``a`` is made faster by :func:`fortran_copy`: a C-ordered matrix of more
-    than one tile each way."""
-    return a.ndim == 2 and a.flags.c_contiguous and not a.flags.f_contiguous and min(a.shape) > tile_order()
+    than one tile each way that, with its copy, does not fit in the last-level cache. Where it fits, NumPy's own
+    copy reads it from there and is as fast (float64 on a 2-core AMD EPYC with 32 MiB: 0.96-1.04x up to order
+    1200, 1.12-1.16x at 1400-1600, where the two arrays pass 32 MiB, 1.26x at 2000 and 2.0x at 2500)."""
+    return (a.ndim == 2 and 2 * a.nbytes > last_level_cache() and min(a.shape) > tile_order()
+            and a.flags.c_contiguous and not a.flags.f_contiguous)
 
 
 def working_copy(a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> np.ndarray:

@@ -2,7 +2,7 @@
 user's overrides (:mod:`hetlapack.options`), and the plan that says why."""
 
 from ..options import LAYOUTS, PATHS
-from .choose import OPS, Request, choose
+from .choose import OPS, Request, choose, host_for_certain
 from .plan import Plan
 
-__all__ = ["LAYOUTS", "OPS", "PATHS", "Plan", "Request", "choose"]
+__all__ = ["LAYOUTS", "OPS", "PATHS", "Plan", "Request", "choose", "host_for_certain"]

@@ -113,7 +113,37 @@ def _remembered(req: Request, options: Options) -> Plan:
     return _choose(req, options)
 
 
-os.register_at_fork(after_in_child=_remembered.cache_clear)  # a child decides afresh (see _batched_unavailable)
+
+
+def host_for_certain(op: str, shape: tuple[int, ...], dtype: np.dtype | None) -> bool:
+    """Whether one matrix of this shape, in a LAPACK dtype, goes to the host path whatever the paths are priced at,
+    decided without a request or a plan: no path but the host's is forced, no devices are named, and one LAPACK
+    call is predicted to finish within the fixed cost of a call to the runtime, which the tile paths pay and for
+    which no GPU is looked for (:func:`choose` decides the same, pricing every path, for ``explain``). It costs
+    about 1 us where a request and a remembered plan cost 20, a third of a Cholesky of order 100. With this
+    module's debug log on, every call goes through :func:`choose`, which logs its decision."""
+    options = current()
+    if options.path not in (None, HOST.name) or options.devices is not None or _log.isEnabledFor(logging.DEBUG):
+        return False
+    return _within_call_overhead(OPS[op], shape, dtype)
+
+
+@functools.lru_cache(maxsize=4096)
+def _within_call_overhead(op: str, shape: tuple[int, ...], dtype: np.dtype | None) -> bool:
+    if len(shape) != 2 or dtype not in LAPACK_DTYPES:
+        return False
+    return HOST.predict(Request(op, shape, dtype)) <= rates.RUNTIME_CALL_OVERHEAD_S
+
+
+def forget_decisions() -> None:
+    """Forget the plans and host decisions made so far, so that the next calls are priced afresh: in a forked
+    child (whose compiled kernels may not run: ``paths.batched.compiled_kernels_unusable``), and in tests that
+    replace the model's functions."""
+    _remembered.cache_clear()
+    _within_call_overhead.cache_clear()
+
+
+os.register_at_fork(after_in_child=forget_decisions)
 
 
 def _forced_path(req: Request, options: Options) -> Path | None:
@@ -166,7 +196,7 @@ def _choose(req: Request, options: Options) -> Plan:
         forced = False
         candidates = dict(predicted)
         if HYBRID.name in candidates and HOST.name in candidates:
-            candidates[HYBRID.name] *= model.TILE_MARGIN
+            candidates[HYBRID.name] *= model.tile_margin(req.op)
         path = BY_NAME[min(candidates, key=candidates.get)]
         reason = _reason(path, req, predicted, kernels, unavailable)
         if options.path is not None:
@@ -179,10 +209,11 @@ def _choose(req: Request, options: Options) -> Plan:
         reason = f"{reason}; {_layout_reason(layout, layouts, options, unavailable)}"
         if layout == "two-level":
             host_cols = simulator.two_level_host_cols(model.modeled(HYBRID.devices(options, gpus)), tile)
+    host_rate = model.host_rate_basis(req.op, max(min(req.core), 1), req.dtype) if HOST.name in predicted else None
     return Plan(path=path.name, reason=reason, devices=path.devices(options, gpus), tile=tile,
                 placement=options.placement or "owner", forced=forced, kernels=kernels if path is BATCHED else None,
                 predicted_s=predicted, unavailable=unavailable, layout=layout, host_cols=host_cols,
-                layout_s=layouts if path is HYBRID else {}, **common)
+                layout_s=layouts if path is HYBRID else {}, host_rate=host_rate, **common)
 
 
 def _layout(layouts: dict[str, float]) -> str:
@@ -227,7 +258,7 @@ def _reason(path: Path, req: Request, predicted: dict[str, float], kernels: str 
         return "the only path priced for this input (why the others are not: below)"
     if predicted.get(HYBRID.name, math.inf) < predicted[path.name]:
         return (f"tiles are predicted only {predicted[path.name] / predicted[HYBRID.name]:.2f}x faster than one LAPACK "
-                f"call, within the model's error (dispatch takes them from {model.TILE_MARGIN:.2f}x)")
+                f"call, within the model's error (dispatch takes them from {model.tile_margin(req.op):.2f}x)")
     if len(req.shape) > 2:
         return f"a LAPACK call per matrix is cheapest for this stack ({_ratio(path.name, predicted)})"
     return f"one LAPACK call is cheapest at this size ({_ratio(path.name, predicted)})"

@@ -18,6 +18,7 @@ class Plan:
     it (a layout that cannot is in ``unavailable`` too) and, for the two-level layout, ``host_cols``: the columns
     of each top-level tile of order ``tile`` that the CPU takes. A batched plan on NumPy arrays names its
     ``kernels``: ``"interleaved"`` (ours, SIMD across matrices) or ``"lapack"`` (SciPy's LAPACK on each matrix).
+    ``host_rate`` says at what rate the host path was priced, and where that rate came from.
     """
 
     op: str
@@ -35,6 +36,7 @@ class Plan:
     host_cols: int | None = None
     layout_s: dict[str, float] = field(default_factory=dict)
     kernels: str | None = None
+    host_rate: str | None = None
 
     @property
     def runner(self) -> Path:
@@ -58,6 +60,8 @@ class Plan:
         if self.predicted_s:
             lines.append("  predicted seconds (model, not measured):")
             lines += _table(self.predicted_s, self.path, paths, width=8)
+            if self.host_rate:
+                lines.append(f"  host priced at {self.host_rate}")
         if len(self.layout_s) > 1 or (self.layout_s and layouts):
             lines.append("  predicted seconds of the hybrid path by layout (model, not measured):")
             lines += _table(self.layout_s, self.layout, layouts, width=9)

@@ -45,11 +45,20 @@ BATCHED_OVER_BOUND = {"potrf": 3.0, "getrf": 3.5, "geqrf": 8.0, "potrs": 3.0, "g
 #: results to the bit) unless the interleaved kernels are forced with ``hetlapack.using(kernels="interleaved")``.
 BATCHED_DEFAULT_DTYPES = frozenset(np.dtype(c) for c in "dD")
 
-#: How much faster the model must predict the tile path than one LAPACK call before dispatch leaves LAPACK: the
-#: model's error. Measured on a quiet machine (2026-11-23, benchmarks/test_tile_*.py): measured times were
-#: 0.92-1.33x the tile predictions and 0.63-1.29x the host predictions, and where the tile path was predicted
-#: 1.1-1.2x faster (Cholesky n = 3000-4000, LU at every size) it measured 0.82-0.99x SciPy.
+#: How much faster the model must predict the tile path than one LAPACK call before dispatch leaves LAPACK, where
+#: ``hetlapack calibrate`` timed this machine's LAPACK calls: the model's error. Measured on a quiet machine
+#: (2026-11-23, benchmarks/test_tile_*.py): measured times were 0.92-1.33x the tile predictions and 0.63-1.29x the
+#: host predictions, and where the tile path was predicted 1.1-1.2x faster (Cholesky n = 3000-4000, LU at every
+#: size) it measured 0.82-0.99x SciPy.
 TILE_MARGIN = 1.25
+
+#: The same margin where the host's LAPACK rate is the reference machine's (``HOST_EFFICIENCY``), not this one's:
+#: the model's error with the host rate guessed. On a 2-core AMD EPYC (Haswell kernels, DGEMM 65-69 GFLOP/s;
+#: 2026-11-27 and 2026-11-28, the forced paths timed side by side on C-ordered inputs with default flags), where
+#: the tile path was priced 1.25-1.39x faster than one LAPACK call (LU at n = 1000) it measured 0.60-0.83x of it,
+#: and where it was priced 1.58x faster or more (QR at n >= 2000) it measured 0.99-1.57x: the guessed host rate
+#: was 0.63-1.46x the measured one. Calibrated, the host rate is measured and ``TILE_MARGIN`` applies.
+UNCALIBRATED_TILE_MARGIN = 1.5
 
 #: How much cheaper the model must price the two-level layout than HGDD before the hybrid path takes it: the
 #: model's error between the two, which it cannot see (per-task hand-offs between many small tiles' threads).
@@ -105,6 +114,28 @@ def batched_kernels(op: str, order: int, dtype: np.dtype, library: str, forced_p
     if forced_path:
         return ("interleaved" if interleaved or not has["lapack"] else "lapack"), None
     return None, f"matrices of order {order} > {loop_max}: {LIBRARY_NAMES[library]}'s call per matrix wins (measured)"
+
+
+def host_calibrated(op: str) -> bool:
+    """Whether ``hetlapack calibrate`` timed this machine's LAPACK call for ``op`` (at an order the model uses)."""
+    timed = resolve(("cpu",))[0].whole_rates.get(op, ())
+    return any(n >= HOST_EFFICIENCY["getrf"][0][0] for n, _ in timed)
+
+
+def tile_margin(op: str) -> float:
+    """How much faster the tile path must be priced than one LAPACK call before dispatch takes it: the model's
+    error, larger where the host's rate for ``op`` is the reference machine's guess."""
+    return TILE_MARGIN if host_calibrated(op) else UNCALIBRATED_TILE_MARGIN
+
+
+def host_rate_basis(op: str, order: int, dtype: np.dtype) -> str:
+    """The host rate :func:`predict_host` prices one LAPACK call of ``op`` at, and where it came from."""
+    gemm = rates.host_gemm_gflops(np.dtype(dtype).char)
+    efficiency = host_efficiency(op, order)
+    source = ("this machine's LAPACK calls, timed by `hetlapack calibrate`" if host_calibrated(op) else
+              "the reference machine's table (2 cores, OpenBLAS); run `hetlapack calibrate` to time this machine's")
+    return (f"{gemm * efficiency:.1f} GFLOP/s: {efficiency:.2f} of the {gemm:.1f} GFLOP/s GEMM measured in this "
+            f"process, the fraction from {source}")
 
 
 def host_efficiency(op: str, order: int) -> float:
