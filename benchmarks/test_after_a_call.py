@@ -1,0 +1,67 @@
+"""What a hetlapack call leaves behind for the rest of the program: the next BLAS call, and the next fresh array,
+timed right after a call to SciPy, to hetlapack's host path and to its hybrid path (float64, order ``n``).
+
+A GEMM into an array that already exists measures BLAS alone (its threads and their limits); filling a fresh array
+measures the memory it is given (pages the kernel zeroes on first touch). Rows of one group should agree; a row
+after the hybrid call that is slower than the row after SciPy's call names what the hybrid call left. Run on a quiet
+machine, OpenBLAS on its own kernels:
+``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE pytest benchmarks/test_after_a_call.py --benchmark-only
+--benchmark-group-by=group``. Order: ``HETLAPACK_BENCH_AFTER_N`` (default 3000).
+"""
+
+import os
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import hetlapack
+import hetlapack.linalg as hla
+from hetlapack.testing import general, spd
+
+N = int(os.environ.get("HETLAPACK_BENCH_AFTER_N", "3000"))
+
+
+def _hybrid_cholesky(a: np.ndarray) -> None:
+    with hetlapack.using(path="hybrid"):
+        hla.cholesky(a, lower=True)
+
+
+#: the call made just before the timed one
+BEFORE = {
+    "after scipy.linalg.cholesky": lambda a: sl.cholesky(a, lower=True),
+    "after hetlapack host cholesky": lambda a: hla.cholesky(a, lower=True),
+    "after hetlapack hybrid cholesky": _hybrid_cholesky,
+}
+
+
+@pytest.fixture(scope="module")
+def operands():
+    return {"spd": spd(N), "general": general(N, N, seed=N), "out": np.empty((N, N))}
+
+
+def _gemm(x: dict) -> None:
+    np.matmul(x["general"], x["general"], out=x["out"])
+
+
+def _fresh_array(x: dict) -> None:
+    np.empty((N, N)).fill(1.0)
+
+
+#: the timed call: BLAS alone, or memory alone
+TIMED = {"gemm into an existing array": _gemm, "a fresh array filled": _fresh_array}
+
+
+@pytest.mark.parametrize("before", list(BEFORE))
+@pytest.mark.parametrize("timed", list(TIMED))
+def test_after_a_call(benchmark, operands, before, timed):
+    benchmark.group = f"{timed}, n={N}"
+    benchmark.extra_info["before"] = before
+    run = TIMED[timed]
+
+    def setup():
+        run(operands)  # the memory and threads the timed call uses are warm before the call that precedes it
+        BEFORE[before](operands["spd"])
+        return (operands,), {}
+
+    benchmark.pedantic(run, setup=setup, rounds=7, iterations=1)
