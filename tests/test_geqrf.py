@@ -131,3 +131,19 @@ def test_empty_matrices(shape):
     assert tau.shape == (0,)
     q = orgqr(qr, tau, ncols=shape[0], tile=4)
     assert np.array_equal(q, np.eye(shape[0]))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 7), (9, 5), (5, 9), (70, 41)])
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+def test_r_is_numpys_triu_to_the_bit_and_in_its_layout(shape, order, dtype):
+    from hetlapack.dispatch.paths.base import upper_trapezoid
+
+    packed = np.asarray(general(*shape, seed=7).astype(dtype) * (1 + 1j if dtype == np.complex128 else 1),
+                        order=order)
+    for rows in sorted({min(shape), shape[0]}):
+        ours, numpys = upper_trapezoid(packed, rows), np.triu(packed[:rows, :])
+        np.testing.assert_array_equal(ours, numpys)
+        assert ours.dtype == numpys.dtype and not np.shares_memory(ours, packed)
+        assert (ours.flags.c_contiguous, ours.flags.f_contiguous) == (numpys.flags.c_contiguous,
+                                                                      numpys.flags.f_contiguous)

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..dispatch import Plan, choose
 from ..dispatch.paths import BATCHED, HOST
+from ..dispatch.paths.base import upper_trapezoid
 from ..dispatch.paths.batched import compiled_kernels_unusable, plu
 from ..dtypes import lapack_dtype
 from ..pivots import pivot_outside, refuse_pivot, rows_named
@@ -510,7 +511,7 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     stacked, options = arr.ndim > 2, {"mode": mode, "pivoting": pivoting}
     if mode == "raw":  # one matrix without pivoting: geqrf's output and tau, R from its first rows, as SciPy's
         packed, tau = plan.runner.geqrf(plan, work, check_finite)
-        qr_raw, tau, r = scipy_returns("qr", (packed, tau, np.triu(packed[:rows, :])), stacked, in_place=arr,
+        qr_raw, tau, r = scipy_returns("qr", (packed, tau, upper_trapezoid(packed, rows)), stacked, in_place=arr,
                                        **options)
         return (qr_raw, tau), r
     fortran = fortran_result("qr", stacked, **options)

@@ -11,12 +11,25 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from ...contract.arrays import working_copy
+from ...contract.arrays import fortran_copy, working_copy
 from ...imports import present
 from ...options import Options
 
 if TYPE_CHECKING:
     from ..plan import Plan
+
+
+def upper_trapezoid(packed: np.ndarray, rows: int) -> np.ndarray:
+    """``np.triu(packed[..., :rows, :])``, R from geqrf's output, in the layout ``np.triu`` gives it (C order) and
+    to the bit: a matrix is copied a tile at a time (its transpose's Fortran copy) and each row's part left of the
+    diagonal zeroed where it lies, where ``np.triu``'s masked copy of a Fortran-ordered matrix transposes it element
+    by element (0.12-0.14 s against 0.05-0.06 s at order 4000 on a 2-core AMD EPYC) and allocates a mask beside it."""
+    if packed.ndim != 2:
+        return np.triu(packed[..., :rows, :])
+    r = fortran_copy(packed[:rows, :].T).T
+    for row in range(1, rows):
+        r[row, :row] = 0
+    return r
 
 
 @dataclass(frozen=True)
@@ -128,7 +141,7 @@ class Path:
            check_finite: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
         """Q's first ``ncols`` columns (``None`` for 0) and the first ``rows`` rows of R, from one factorization."""
         packed, tau = self.geqrf(plan, a, check_finite)
-        r = np.triu(packed[..., :rows, :])
+        r = upper_trapezoid(packed, rows)
         return self._q(plan, packed, tau, ncols), r
 
     def _q(self, plan: Plan, packed: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray | None:
