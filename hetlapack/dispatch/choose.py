@@ -113,14 +113,12 @@ def _remembered(req: Request, options: Options) -> Plan:
     return _choose(req, options)
 
 
-
-
 def host_for_certain(op: str, shape: tuple[int, ...], dtype: np.dtype | None) -> bool:
     """Whether one matrix of this shape, in a LAPACK dtype, goes to the host path whatever the paths are priced at,
     decided without a request or a plan: no path but the host's is forced, no devices are named, and one LAPACK
     call is predicted to finish within the fixed cost of a call to the runtime, which the tile paths pay and for
     which no GPU is looked for (:func:`choose` decides the same, pricing every path, for ``explain``). It costs
-    about 1 us where a request and a remembered plan cost 20, a third of a Cholesky of order 100. With this
+    about 2 us where a request and a remembered plan cost 20, a third of a Cholesky of order 100. With this
     module's debug log on, every call goes through :func:`choose`, which logs its decision."""
     options = current()
     if options.path not in (None, HOST.name) or options.devices is not None or _log.isEnabledFor(logging.DEBUG):

@@ -54,7 +54,7 @@ TILE_MARGIN = 1.25
 
 #: The same margin where the host's LAPACK rate is the reference machine's (``HOST_EFFICIENCY``), not this one's:
 #: the model's error with the host rate guessed. On a 2-core AMD EPYC (Haswell kernels, DGEMM 65-69 GFLOP/s;
-#: 2026-11-27 and 2026-11-28, the forced paths timed side by side on C-ordered inputs with default flags), where
+#: two sessions of 2026-11-28, the forced paths timed side by side on C-ordered inputs with default flags), where
 #: the tile path was priced 1.25-1.39x faster than one LAPACK call (LU at n = 1000) it measured 0.60-0.83x of it,
 #: and where it was priced 1.58x faster or more (QR at n >= 2000) it measured 0.99-1.57x: the guessed host rate
 #: was 0.63-1.46x the measured one. Calibrated, the host rate is measured and ``TILE_MARGIN`` applies.
