@@ -171,3 +171,22 @@ def test_caches_are_read_from_sysfs_or_assumed(tmp_path, monkeypatch):
     finally:
         machine.l1_data_cache.cache_clear()
         machine.last_level_cache.cache_clear()
+
+
+@pytest.mark.parametrize("dtype", [bool, np.int64, np.float16, np.float64])
+@pytest.mark.parametrize("name", ["cholesky", "cho_factor", "lu_factor", "qr", "lu"])
+def test_small_matrices_warn_and_return_as_scipy_whatever_their_dtype(name, dtype):
+    """The host path's call below SciPy's batch decorator is taken for LAPACK dtypes only: SciPy 1.18's decorator
+    warns of the others, and its warnings are the caller's to see."""
+    a = (testing.spd(4) if dtype is not bool else np.eye(4)).astype(dtype)
+    results = []
+    for module in (la, sl):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = getattr(module, name)(a)
+        results.append((result, [(w.category, str(w.message)) for w in caught]))
+    (ours, our_warnings), (theirs, their_warnings) = results
+    assert our_warnings == their_warnings
+    for x, y in zip(_arrays(ours), _arrays(theirs), strict=True):
+        np.testing.assert_array_equal(x, y)
+        assert x.dtype == y.dtype

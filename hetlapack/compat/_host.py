@@ -30,5 +30,6 @@ def scipy_call(name: str, a, overwrite_a, check_finite, **options):
     if _copies_slowly(a, overwrite_a) and fortran_copy_unseen(name, **options) and (
             not check_finite or np.isfinite(a).all()):
         return _scipy_matrix[name](fortran_copy(a), overwrite_a=True, check_finite=False, **options)
-    call = _scipy_matrix[name] if type(a) is np.ndarray and a.ndim == 2 else _scipy[name]
+    one_matrix = type(a) is np.ndarray and a.ndim == 2 and a.dtype.char in "fdFD"
+    call = _scipy_matrix[name] if one_matrix else _scipy[name]
     return call(a, overwrite_a=overwrite_a, check_finite=check_finite, **options)
