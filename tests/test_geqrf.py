@@ -137,7 +137,7 @@ def test_empty_matrices(shape):
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128])
 def test_r_is_numpys_triu_to_the_bit_and_in_its_layout(shape, order, dtype):
-    from hetlapack.dispatch.paths.base import upper_trapezoid
+    from hetlapack.contract.arrays import upper_trapezoid
 
     packed = np.asarray(general(*shape, seed=7).astype(dtype) * (1 + 1j if dtype == np.complex128 else 1),
                         order=order)

@@ -15,12 +15,18 @@ from ..contract.originals import scipy_functions as _scipy
 from ..contract.originals import scipy_matrix_functions as _scipy_matrix
 from ..contract.scipy_rules import fortran_copy_unseen
 
+
+def _plain_matrix(a) -> bool:
+    """A 2-D ndarray (not a subclass) in a LAPACK dtype: what SciPy's call may be handed below its batch decorator,
+    and in a Fortran copy of its own."""
+    return type(a) is np.ndarray and a.ndim == 2 and a.dtype.char in "fdFD"
+
+
 def _copies_slowly(a, overwrite_a) -> bool:
-    """Whether SciPy would copy ``a`` into Fortran order itself, element by element, where tiles are worth it (at
-    least two each way): a C-ordered, native, aligned LAPACK-dtype ndarray (not a subclass), with a plain
-    ``overwrite_a``."""
-    return (type(a) is np.ndarray and a.dtype.char in "fdFD" and a.dtype.isnative and a.flags.aligned
-            and type(overwrite_a) in (bool, int) and overwrite_a in (0, 1) and copies_by_tiles(a))
+    """Whether SciPy would copy ``a`` into Fortran order itself, element by element, where tiles are worth it
+    (:func:`copies_by_tiles`): a native, aligned plain matrix with a plain ``overwrite_a``."""
+    return (_plain_matrix(a) and copies_by_tiles(a) and a.dtype.isnative and a.flags.aligned
+            and type(overwrite_a) in (bool, int) and overwrite_a in (0, 1))
 
 
 def scipy_call(name: str, a, overwrite_a, check_finite, **options):
@@ -30,6 +36,5 @@ def scipy_call(name: str, a, overwrite_a, check_finite, **options):
     if _copies_slowly(a, overwrite_a) and fortran_copy_unseen(name, **options) and (
             not check_finite or np.isfinite(a).all()):
         return _scipy_matrix[name](fortran_copy(a), overwrite_a=True, check_finite=False, **options)
-    one_matrix = type(a) is np.ndarray and a.ndim == 2 and a.dtype.char in "fdFD"
-    call = _scipy_matrix[name] if one_matrix else _scipy[name]
+    call = _scipy_matrix[name] if _plain_matrix(a) else _scipy[name]
     return call(a, overwrite_a=overwrite_a, check_finite=check_finite, **options)

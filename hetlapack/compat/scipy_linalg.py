@@ -13,14 +13,13 @@ import numpy as np
 
 from ..dispatch import Plan, choose
 from ..dispatch.paths import BATCHED, HOST
-from ..dispatch.paths.base import upper_trapezoid
 from ..dispatch.paths.batched import compiled_kernels_unusable, plu
 from ..dtypes import lapack_dtype
 from ..pivots import pivot_outside, refuse_pivot, rows_named
 from ._request import on_host_at_once, request
 from ..contract.arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, potrs_lower,
                                read_overwrite_flag, scipy_qr_sizes, solve_batch, unshared_overwrite_b,
-                               validated)
+                               upper_trapezoid, validated)
 from ._host import scipy_call
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy,

@@ -130,7 +130,13 @@ def host_for_certain(op: str, shape: tuple[int, ...], dtype: np.dtype | None) ->
 def _within_call_overhead(op: str, shape: tuple[int, ...], dtype: np.dtype | None) -> bool:
     if len(shape) != 2 or dtype not in LAPACK_DTYPES:
         return False
-    return HOST.predict(Request(op, shape, dtype)) <= rates.RUNTIME_CALL_OVERHEAD_S
+    return _within_runtime_overhead(HOST.predict(Request(op, shape, dtype)))
+
+
+def _within_runtime_overhead(host_seconds: float) -> bool:
+    """Whether one LAPACK call predicted at ``host_seconds`` ends within the fixed cost of a call to the runtime,
+    which no device path wins back: no GPU is looked for, and the tile paths are priced above it."""
+    return host_seconds <= rates.RUNTIME_CALL_OVERHEAD_S
 
 
 def forget_decisions() -> None:
@@ -173,7 +179,7 @@ def _choose(req: Request, options: Options) -> Plan:
             predicted[BATCHED.name] = model.predict_batched(req.op, *req.core, req.batch, req.dtype, kernels)
     # GPUs are looked for (CuPy imported, CUDA started) only where one LAPACK call on the host is predicted to take
     # longer than the fixed cost every device path pays, which no device wins back
-    worth_a_look = options.path is not None or predicted.get(HOST.name, np.inf) > rates.RUNTIME_CALL_OVERHEAD_S
+    worth_a_look = options.path is not None or not _within_runtime_overhead(predicted.get(HOST.name, np.inf))
     gpus = detected_gpus() if worth_a_look else None
     if (why := GPU.unavailable(req, options, gpus)) is not None:
         unavailable[GPU.name] = why
