@@ -1,4 +1,5 @@
-"""Benchmark-session setup: quick sizes for ``HETLAPACK_BENCH_QUICK=1`` and GFLOP/s in every single-matrix row.
+"""Benchmark-session setup: quick sizes for ``HETLAPACK_BENCH_QUICK=1``, GFLOP/s in every single-matrix row, and
+the machine's head (CPU, OpenBLAS kernels, this run's DGEMM) in the JSON's ``hetlapack_machine``.
 
 Groups name their operation and ``n=<n>`` (``"potrf n=1000"``, ``"gpu host qr n=4000"``); for single-matrix
 factorizations (not stacks, ``B=``, nor lists, ``count=``) the JSON's ``extra_info`` gets ``n``, ``op`` and
@@ -7,9 +8,11 @@ factorizations (not stacks, ``B=``, nor lists, ``count=``) the JSON's ``extra_in
 
 import os
 import re
+import time
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
 from hetlapack.perf import model, rates
 from hetlapack.hardware import detect
@@ -55,7 +58,32 @@ def record_prediction(benchmark):
     return record
 
 
+def _dgemm_gflops(n: int = 2000, repeats: int = 3) -> float:
+    """This run's DGEMM rate (BLAS on every core, best of ``repeats``), for the head of every table."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    c = np.empty((n, n))
+    best = np.inf
+    for _ in range(repeats + 1):
+        start = time.perf_counter()
+        np.matmul(a, b, out=c)
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best / 1e9
+
+
+def machine_head() -> dict:
+    """What heads every benchmark table: the CPU, each OpenBLAS's kernels (threadpoolctl's ``architecture``), the
+    variables that would pin them, and this run's DGEMM."""
+    blas = [f"{info['internal_api']} {info['version']} ({info.get('architecture')} kernels, "
+            f"{info['num_threads']} threads)" for info in threadpool_info() if info["user_api"] == "blas"]
+    pinned = {name: os.environ[name] for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if name in os.environ}
+    hardware = detect()
+    return {"cpu": hardware.cpu_model, "cores": hardware.cores, "blas": blas, "pinned": pinned,
+            "dgemm_gflops": _dgemm_gflops()}
+
+
 def pytest_benchmark_update_json(config, benchmarks, output_json):
+    output_json["hetlapack_machine"] = machine_head()
     for bench in output_json["benchmarks"]:
         group = bench.get("group") or ""
         match = re.search(r"\bn=(\d+)", group)

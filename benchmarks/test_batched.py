@@ -1,4 +1,4 @@
-"""Batched small-matrix factorizations: hetlapack beside NumPy, torch and SciPy on the same stacks.
+"""Batched small-matrix factorizations: hetlapack beside NumPy, torch, JAX and SciPy on the same stacks.
 
 hetlapack is timed as a user calls it: ``hetlapack.linalg``'s SciPy-compatible function on the batched path, with
 SciPy's default ``check_finite`` and SciPy's output layout, so the shim's costs count as the peers' own do.
@@ -6,10 +6,12 @@ SciPy's default ``check_finite`` and SciPy's output layout, so the shim's costs 
 Run ``pytest benchmarks/test_batched.py --benchmark-only --benchmark-json=batched.json``. Each benchmark group is
 one (operation, dtype, n, batch) case; every row records in ``extra_info`` its ns/matrix, achieved GB/s (minimal
 bytes read + written over the time) and the roofline bound of seed 004 §4.1 (those bytes over the measured copy
-bandwidth), so ratios are read within one run on one machine. torch (benchmark-only peer) is skipped when absent;
-SciPy's Python loop, and pivoted QR (LAPACK's ``geqp3`` per matrix on every path), run only at the smaller batch
-(their per-matrix cost does not depend on the batch). Cases whose
-input exceeds ``MAX_INPUT_BYTES`` are skipped to keep the suite within minutes and memory.
+bandwidth), so ratios are read within one run on one machine. torch and JAX (benchmark-only peers; JAX on the CPU,
+jitted, with 64-bit types enabled) are skipped when absent. SciPy's loop (a Python loop before SciPy 1.18, a C loop
+since; ``extra_info["scipy"]`` names the version), and pivoted QR (LAPACK's ``geqp3`` per matrix on every path), run
+only at the smaller batch (their per-matrix cost does not depend on the batch). Cases whose input exceeds
+``MAX_INPUT_BYTES`` are skipped to keep the suite within minutes and memory. ``benchmarks/batched_table.py`` turns
+the JSON into the table of every case against the fastest peer, the copy bound and the machine's head.
 
 On the batched path dispatch picks the kernels as it would unforced: the interleaved kernels for double-precision
 stacks up to their crossover order, the LAPACK loop (SciPy's LAPACK per matrix from compiled code) in single
@@ -27,6 +29,7 @@ import time
 
 import numpy as np
 import pytest
+import scipy
 import scipy.linalg as sla
 from threadpoolctl import threadpool_limits
 
@@ -40,7 +43,7 @@ from hetlapack.testing.matrices import random_matrix
 QUICK = os.environ.get("HETLAPACK_BENCH_QUICK") == "1"
 SIZES = [4, 16] if QUICK else [2, 4, 8, 16, 32, 64]
 BATCHES = [10_000] if QUICK else [10_000, 100_000]
-DTYPES = [np.float64, np.float32]
+DTYPES = [np.float64, np.float32, np.complex128]
 MAX_INPUT_BYTES = 1 << 30
 THREADS = 2
 
@@ -74,6 +77,15 @@ def _torch(name: str):
     torch = pytest.importorskip("torch")
     torch.set_num_threads(THREADS)
     return lambda a: torch.from_numpy(a.copy()), getattr(torch.linalg, name)
+
+
+def _jax(name: str, **options):
+    """``jax.scipy.linalg``'s ``name``, jitted for the CPU, taking an array placed on the device outside the timing
+    (the first call, before the timing, compiles it)."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    function = jax.jit(functools.partial(getattr(jax.scipy.linalg, name), **options))
+    return jax.device_put, lambda a: jax.block_until_ready(function(a))
 
 
 def _ours(call, prepare=None):
@@ -110,12 +122,15 @@ def _torch_solve(factor: str, solve):
 PEERS = {
     "cholesky": {"hetlapack": _ours(lambda a: la.cholesky(a, lower=True)),
                  "numpy": lambda: (_same, np.linalg.cholesky), "torch": lambda: _torch("cholesky"),
+                 "jax": lambda: _jax("cholesky", lower=True),
                  "scipy": lambda: (_same, lambda a: sla.cholesky(a, lower=True))},
-    "lu": {"hetlapack": _ours(la.lu_factor), "torch": lambda: _torch("lu_factor"),
+    "lu": {"hetlapack": _ours(la.lu_factor), "torch": lambda: _torch("lu_factor"), "jax": lambda: _jax("lu_factor"),
            "scipy": lambda: (_same, sla.lu_factor)},
-    "plu": {"hetlapack": _ours(la.lu), "torch": lambda: _torch("lu"), "scipy": lambda: (_same, sla.lu)},
+    "plu": {"hetlapack": _ours(la.lu), "torch": lambda: _torch("lu"), "jax": lambda: _jax("lu"),
+            "scipy": lambda: (_same, sla.lu)},
     "qr": {"hetlapack": _ours(lambda a: la.qr(a, mode="economic")), "numpy": lambda: (_same, np.linalg.qr),
-           "torch": lambda: _torch("qr"), "scipy": lambda: (_same, lambda a: sla.qr(a, mode="economic"))},
+           "torch": lambda: _torch("qr"), "jax": lambda: _jax("qr", mode="economic"),
+           "scipy": lambda: (_same, lambda a: sla.qr(a, mode="economic"))},
     "qr_pivoted": {"hetlapack": _ours(lambda a: la.qr(a, mode="economic", pivoting=True)),
                    "scipy": lambda: (_same, lambda a: sla.qr(a, mode="economic", pivoting=True))},
     "cho_solve": {"hetlapack": _ours(lambda ops: la.cho_solve(*ops), _factored(sla.cho_factor)),
@@ -168,7 +183,7 @@ def _measure(benchmark, op: str, peer: str, dtype: type, n: int, batch: int, rou
         benchmark.pedantic(call, args=(a,), rounds=rounds, warmup_rounds=1)
     seconds = benchmark.stats.stats.min
     benchmark.extra_info.update({"op": f"{op} {np.dtype(dtype).name} B={batch}", "n": n, "peer": peer,
-                                 "ns_per_matrix": seconds / batch * 1e9})
+                                 "ns_per_matrix": seconds / batch * 1e9, "scipy": scipy.__version__})
     return seconds
 
 

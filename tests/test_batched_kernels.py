@@ -467,15 +467,19 @@ def test_lapack_loop_reports_lapack_info_and_nonfinite_inputs(dtype):
 
 
 @pytest.mark.parametrize("lapack_loop", [False, True], ids=["interleaved", "lapack"])
-def test_cholesky_checks_both_triangles_on_either_kernel(lapack_loop):
-    """``check_finite`` raises SciPy's ValueError for a NaN in the triangle a lower Cholesky does not read, as SciPy
-    checks the whole matrix; without it the factor is computed from the triangle read."""
-    a = spd(6, np.float64, seed=4, batch=(BATCH,))
-    a[7, 0, 4] = np.nan
-    with pytest.raises(ValueError, match="infs or NaNs"):
-        kernels.potrf(a, lower=True, clean=True, lapack=lapack_loop, check_finite=True)
-    c, info = kernels.potrf(a, lower=True, clean=True, lapack=lapack_loop)
-    assert not info.any() and np.isfinite(c).all()
+@pytest.mark.parametrize("lower", [True, False], ids=["lower", "upper"])
+@pytest.mark.parametrize("n", [3, 6, 20])
+def test_cholesky_checks_both_triangles_on_either_kernel(lapack_loop, lower, n):
+    """``check_finite`` raises SciPy's ValueError for a NaN in the triangle a Cholesky does not read, as SciPy
+    checks the whole matrix, in any matrix of the stack (the last, in a chunk padded with identities, included);
+    without it the factor is computed from the triangle read."""
+    for matrix in (7, BATCH - 1):
+        a = spd(n, np.float64, seed=4, batch=(BATCH,))
+        a[(matrix, 0, n - 1) if lower else (matrix, n - 1, 0)] = np.nan
+        with pytest.raises(ValueError, match="infs or NaNs"):
+            kernels.potrf(a, lower=lower, clean=True, lapack=lapack_loop, check_finite=True)
+        c, info = kernels.potrf(a, lower=lower, clean=True, lapack=lapack_loop)
+        assert not info.any() and np.isfinite(c).all()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])

@@ -16,7 +16,7 @@ import numpy as np
 #: letter is one length across the kernel's arrays, ``k`` is ``min(m, n)`` wherever both are named, a ``?`` allows
 #: an empty array (a Cholesky solve's pivots), and ``t`` is a flag per thread (any length).
 SHAPES: dict[str, tuple[str | None, ...]] = {
-    "potrf": ("bnn", None, None, "bnn", "b", None, None),
+    "potrf": ("bnn", None, None, "bnn", "b", "t", None, None),
     "potrs": ("bnn", None, "bnr", "bnr", None, None),
     "getrf": ("bmn", "bmn", "bk", "b", "t", None, None),
     "getrs": ("bnn", "bn", "bnr", None, "bnr", "t", None, None),

@@ -14,7 +14,7 @@ import math
 import numba
 import numpy as np
 
-from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range, divide, gather, scatter
+from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, all_finite, chunk_range, divide, gather, is_finite, scatter
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -31,6 +31,20 @@ def _gather_hermitian(a, first, lower, buf, n, lanes):
             for j in range(i + 1):
                 buf[i, j, lane] = 1.0 if i == j else 0.0
     return count
+
+
+@numba.njit(**JIT_OPTIONS)
+def _other_triangle_finite(a, first, count, lower, n):
+    """Whether the triangle :func:`_gather_hermitian` does not read (above the diagonal if ``lower``, else below) is
+    finite in each of the ``count`` matrices from ``a[first]``: SciPy checks both triangles. Read right after the
+    gather, while the matrices' cache lines are still held, so the stack crosses memory once."""
+    finite = True
+    for lane in range(count):
+        for i in range(n):
+            start, stop = (i + 1, n) if lower else (0, i)
+            for j in range(start, stop):
+                finite &= is_finite(a[first + lane, i, j])
+    return finite
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -99,14 +113,18 @@ def _scatter_triangle(buf, count, a, lower, clean, out, first, n):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _potrf_chunks(a, lower, clean, out, info, start, stop, n, lanes):
-    """Factorize chunks ``start:stop`` of the stack in ``n x n x lanes`` buffers (one thread's share)."""
+def _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n, lanes):
+    """Factorize chunks ``start:stop`` of the stack in ``n x n x lanes`` buffers (one thread's share); where
+    ``nonfinite`` holds a flag per thread, check each chunk's input as it is gathered and set ``thread``'s flag on
+    an infinity or NaN."""
     buf = np.zeros((n, n, lanes), dtype=out.dtype)  # the upper triangle stays zero: nothing writes it
     chunk_info = np.empty(lanes, dtype=np.int64)
     recip = np.empty(lanes, dtype=out.real.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
         count = _gather_hermitian(a, first, lower, buf, n, lanes)
+        if nonfinite.size and not (all_finite(buf, count, n, n) and _other_triangle_finite(a, first, count, lower, n)):
+            nonfinite[thread] = 1
         _factor_chunk(buf, chunk_info, recip, n, lanes)
         for lane in range(count):
             info[first + lane] = chunk_info[lane]
@@ -114,22 +132,23 @@ def _potrf_chunks(a, lower, clean, out, info, start, stop, n, lanes):
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
-def potrf_stack(a, lower, clean, out, info, lanes, threads):
+def potrf_stack(a, lower, clean, out, info, nonfinite, lanes, threads):
     """Factorize every matrix of the 3-D stack ``a`` into ``out`` (C- or Fortran-ordered matrices); ``info`` per
-    matrix. Orders up to ``SMALL_ORDER`` in buffers of ``SMALL_ORDER_LANES`` run versions compiled for them."""
+    matrix; ``nonfinite`` as for ``_lu.getrf_stack`` (both triangles are checked, as SciPy checks them). Orders up
+    to ``SMALL_ORDER`` in buffers of ``SMALL_ORDER_LANES`` run versions compiled for them."""
     batch, n = a.shape[0], a.shape[1]
     chunks = (batch + lanes - 1) // lanes
     small = lanes == SMALL_ORDER_LANES
     for thread in numba.prange(threads):
         start, stop = chunk_range(thread, threads, chunks)
         if small and n == 2:
-            _potrf_chunks(a, lower, clean, out, info, start, stop, 2, SMALL_ORDER_LANES)
+            _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, 2, SMALL_ORDER_LANES)
         elif small and n == 3:
-            _potrf_chunks(a, lower, clean, out, info, start, stop, 3, SMALL_ORDER_LANES)
+            _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, 3, SMALL_ORDER_LANES)
         elif small and n == 4:
-            _potrf_chunks(a, lower, clean, out, info, start, stop, 4, SMALL_ORDER_LANES)
+            _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, 4, SMALL_ORDER_LANES)
         else:
-            _potrf_chunks(a, lower, clean, out, info, start, stop, n, lanes)
+            _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n, lanes)
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)

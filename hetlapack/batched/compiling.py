@@ -35,7 +35,7 @@ _COUNT = types.intp
 #: stacks hold C- or Fortran-ordered matrices, the other outputs are C-ordered; ``lapack:NAME`` is SciPy's LAPACK
 #: routine NAME in the kernel's precision (:func:`lapack_routines`).
 KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
-    "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "count", "count")),
+    "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "flags", "count", "count")),
     "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
     "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "flags", "count", "count")),
     "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "flags", "count", "count")),

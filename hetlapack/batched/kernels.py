@@ -46,21 +46,19 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
     ``info[i] = k > 0`` means the k-th leading minor of matrix ``i`` is not positive definite; the rest of that
     matrix's result is then unspecified. ``lapack`` runs SciPy's LAPACK on each matrix (its results to the bit).
     ``check_finite`` raises SciPy's ValueError for infinities or NaNs anywhere in ``a`` (both triangles, as SciPy
-    checks): the LAPACK loop checks each matrix as it copies it, the interleaved kernel, which reads one triangle,
-    in a pass of its own first.
+    checks), read as each kernel reads its input: no pass of its own over memory.
     """
     _check_dtype(a)
     n = a.shape[-1]
     stack = as_stack(a)
-    if check_finite and not lapack and not np.isfinite(stack).all():
-        raise ValueError("array must not contain infs or NaNs")
     out = _output(*stack.shape, a.dtype, fortran)
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
     if out.size and lapack:
         lapack_loop("potrf_each", a.dtype, stack.shape[0], n, check_finite,
                      (stack, bool(lower), bool(clean), out, info))
     elif out.size:
-        launch("potrf", a.dtype, stack.shape[0], n, n, stack, bool(lower), bool(clean), out, info)
+        launch_checked("potrf", check_finite, a.dtype, stack.shape[0], n, n, stack, bool(lower), bool(clean), out,
+                       info)
     return out.reshape(a.shape), info.reshape(a.shape[:-2])
 
 

@@ -27,7 +27,7 @@ from tqdm import tqdm
 import hetlapack
 from hetlapack.energy import EnergyMeter
 
-PEER_PREFIXES = ("scipy", "numpy", "torch", "dask", "scalapack")
+PEER_PREFIXES = ("scipy", "numpy", "torch", "jax", "dask", "scalapack")
 
 
 def benchmarks_dir() -> pathlib.Path:
