@@ -7,9 +7,10 @@ Run ``pytest benchmarks/test_batched.py --benchmark-only --benchmark-json=batche
 one (operation, dtype, n, batch) case; every row records in ``extra_info`` its ns/matrix, achieved GB/s (minimal
 bytes read + written over the time) and the roofline bound of seed 004 §4.1 (those bytes over the measured copy
 bandwidth), so ratios are read within one run on one machine. torch and JAX (benchmark-only peers; JAX on the CPU,
-jitted, with 64-bit types enabled) are skipped when absent. SciPy's loop (a Python loop before SciPy 1.18, a C loop
-since; ``extra_info["scipy"]`` names the version), and pivoted QR (LAPACK's ``geqp3`` per matrix on every path), run
-only at the smaller batch (their per-matrix cost does not depend on the batch). Cases whose input exceeds
+jitted, with 64-bit types enabled; its ``lu`` takes no stacks) are skipped when absent. SciPy's loop (a Python
+loop before SciPy 1.18, a C loop since; ``extra_info["scipy"]`` names the version), and pivoted QR (LAPACK's
+``geqp3`` per matrix on every path), run only at the smaller batch (their per-matrix cost does not depend on the
+batch). Cases whose input exceeds
 ``MAX_INPUT_BYTES`` are skipped to keep the suite within minutes and memory. ``benchmarks/batched_table.py`` turns
 the JSON into the table of every case against the fastest peer, the copy bound and the machine's head.
 
@@ -126,8 +127,7 @@ PEERS = {
                  "scipy": lambda: (_same, lambda a: sla.cholesky(a, lower=True))},
     "lu": {"hetlapack": _ours(la.lu_factor), "torch": lambda: _torch("lu_factor"), "jax": lambda: _jax("lu_factor"),
            "scipy": lambda: (_same, sla.lu_factor)},
-    "plu": {"hetlapack": _ours(la.lu), "torch": lambda: _torch("lu"), "jax": lambda: _jax("lu"),
-            "scipy": lambda: (_same, sla.lu)},
+    "plu": {"hetlapack": _ours(la.lu), "torch": lambda: _torch("lu"), "scipy": lambda: (_same, sla.lu)},
     "qr": {"hetlapack": _ours(lambda a: la.qr(a, mode="economic")), "numpy": lambda: (_same, np.linalg.qr),
            "torch": lambda: _torch("qr"), "jax": lambda: _jax("qr", mode="economic"),
            "scipy": lambda: (_same, lambda a: sla.qr(a, mode="economic"))},

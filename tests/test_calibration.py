@@ -130,7 +130,7 @@ def test_the_command_prints_a_table_and_caches(cache_dir, capsys):
     parser = argparse.ArgumentParser()
     command.register(parser.add_subparsers())
     args = parser.parse_args(["calibrate", "--devices", "cpu,emulated:1", "--tile", "16", "--repeats", "1",
-                              "--orders", "40,20"])
+                              "--orders", "40,20", "--no-batched"])
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "emulated:1" in out and "saved to" in out and set(load()) == {"cpu", "emulated:1"}
@@ -140,8 +140,9 @@ def test_the_command_prints_a_table_and_caches(cache_dir, capsys):
 
 @pytest.fixture
 def fast_kernel_tables(monkeypatch):
-    """Stand in for the per-kernel tables (always timed at tiles 128-512: seconds) in command tests; the devices
-    timed, in order."""
+    """Stand in for the per-kernel tables (always timed at tiles 128-512: seconds) and the batched kernels'
+    crossover in command tests; the devices timed, in order."""
+    from hetlapack.batched import crossover
     from hetlapack.perf import calibration
 
     timed = []
@@ -151,6 +152,7 @@ def fast_kernel_tables(monkeypatch):
         return {"gemm": [[128, 30.0]]}
 
     monkeypatch.setattr(calibration, "kernel_tables", kernel_tables)
+    monkeypatch.setattr(crossover, "measure", lambda repeats, progress: {"getrf float64": [[4, 3.0], [8, 0.5]]})
     return timed
 
 
@@ -234,3 +236,43 @@ def test_implausibly_large_or_small_cached_values_are_ignored(entry, cache_dir):
     assert load() == {} and cpu.capability == DEFAULT_CAPABILITY and cpu.kernel_rates == cpu.whole_rates == {}
     a = np.random.default_rng(0).standard_normal((600, 600))
     assert hetlapack.explain("cholesky", a @ a.T + 600 * np.eye(600)).path
+
+
+def test_batched_crossover_is_timed_on_this_machine_cached_and_read_by_dispatch(cache_dir, capsys, fast_kernel_tables):
+    """``hetlapack calibrate`` times the interleaved kernels against the LAPACK loop on stacks; dispatch then runs
+    the interleaved kernel up to the last order where it won at every order timed, and says where that came from.
+    Where nothing was timed (here complex dtypes), the reference machine's orders stay."""
+    import numpy as np
+
+    import hetlapack
+    from hetlapack.cli import main
+    from hetlapack.perf import model
+
+    assert main(["calibrate", "--devices", "cpu", "--tile", "16", "--repeats", "1", "--orders", "16"]) == 0
+    out = capsys.readouterr().out
+    assert "interleaved up to order: getrf float64 4" in out
+    assert load()["cpu"]["batched"] == {"getrf float64": [[4, 3.0], [8, 0.5]]}
+    assert model.interleaved_max_n("getrf", np.dtype(np.float64)) == 4
+    assert model.interleaved_max_n("getrf", np.dtype(np.complex128)) == model.INTERLEAVED_MAX_N["getrf"][1]
+    assert model.interleaved_max_n("potrf", np.dtype(np.float64)) == model.INTERLEAVED_MAX_N["potrf"][0]
+    stack = np.random.default_rng(0).standard_normal((1000, 4, 4))
+    plan = hetlapack.explain("lu_factor", stack)
+    assert plan.kernels == "interleaved" and "up to n=4, timed on this machine" in plan.reason
+    assert hetlapack.explain("lu_factor", np.random.default_rng(0).standard_normal((1000, 8, 8))).kernels == "lapack"
+
+
+def test_crossover_order_is_the_last_order_won_before_the_first_loss():
+    from hetlapack.perf import model
+
+    assert model.crossover_order(((4, 2.0), (8, 1.1), (16, 0.9), (24, 1.2))) == 8
+    assert model.crossover_order(((4, 0.8), (8, 1.5))) == 0
+    assert model.crossover_order(((4, 2.0), (64, 1.0))) == 64
+
+
+def test_batched_crossover_times_both_kernels_on_every_case():
+    from hetlapack.batched import crossover
+
+    done = []
+    ratios = crossover.measure(repeats=1, orders=(4, 9), progress=done.append)
+    assert list(ratios) == list(crossover.CASES) == done
+    assert all([row[0] for row in rows] == [4, 9] and all(row[1] > 0 for row in rows) for rows in ratios.values())

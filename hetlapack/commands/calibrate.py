@@ -7,8 +7,9 @@ import contextlib
 from collections.abc import Iterator
 
 from ..devices import available
+from ..perf import model
 from ..perf.calibration import DEFAULT_TILE, KERNEL_TILES, calibrate
-from ..devices.capability import ENV_CACHE_DIR, cache_path, check_writable, save_results
+from ..devices.capability import ENV_CACHE_DIR, apply_measurements, cache_path, check_writable, save_results
 from . import device_list
 from ..mpi.arguments import positive_int
 
@@ -28,6 +29,9 @@ def register(subparsers) -> None:
                              "gpu paths from these rates: for the host it ignores orders below 64 and follows the "
                              "reference machine's curve beyond the largest, while a GPU's rate stays flat beyond it, "
                              "so time orders as large as the matrices you factor")
+    parser.add_argument("--no-batched", action="store_true",
+                        help="skip timing the batched kernels against the LAPACK loop on stacks of small "
+                             "matrices, which sets the order where dispatch switches from the one to the other")
     parser.add_argument("--no-save", action="store_true", help="print the measurement without caching it")
     parser.set_defaults(func=run)
 
@@ -55,12 +59,41 @@ def run(args: argparse.Namespace) -> int:
             check_writable()
     results = calibrate(devices, tile=args.tile, repeats=args.repeats, save=False, progress=True,
                         whole_orders=args.orders)
+    cpu = next((device for device in devices if device.kind == "cpu"), None)
+    if cpu is not None and not args.no_batched:
+        results[cpu.name]["batched"] = _batched_crossover(args.repeats)
+        apply_measurements(cpu, results[cpu.name])
     _print_results(results, args.tile)
     if not args.no_save:
         with _writing_cache():
             path = save_results(results, args.tile)
         print(f"saved to {path}")
     return 0
+
+
+def _batched_crossover(repeats: int) -> dict[str, list[list[float]]]:
+    """:func:`~hetlapack.batched.crossover.measure`, with a progress bar over its cases."""
+    from tqdm import tqdm  # noqa: PLC0415 - numba (for the kernels) loads only where this runs
+
+    from ..batched import crossover  # noqa: PLC0415
+
+    with tqdm(total=len(crossover.CASES), desc="batched kernels", unit="case") as bar:
+        def done(case: str) -> None:
+            bar.set_postfix_str(case)
+            bar.update()
+        return crossover.measure(repeats, progress=done)
+
+
+def _print_batched(ratios: dict[str, list[list[float]]]) -> None:
+    """The LAPACK loop's time over the interleaved kernel's per order, and the order dispatch switches at."""
+    print(f"\n{'order':>7}" + "".join(f"{case:>20}" for case in ratios))
+    orders = sorted({int(order) for rows in ratios.values() for order, _ in rows})
+    for order in orders:
+        cells = (dict((int(n), ratio) for n, ratio in rows).get(order) for rows in ratios.values())
+        print(f"{order:>7}" + "".join(f"{'':>20}" if ratio is None else f"{ratio:>19.2f}x" for ratio in cells))
+    switches = (f"{case} {model.crossover_order(rows)}" for case, rows in ratios.items())
+    print("stacks: the LAPACK loop's time over the interleaved kernel's (above 1x the interleaved kernel wins); "
+          f"interleaved up to order: {', '.join(switches)}")
 
 
 def _print_results(results: dict[str, dict], tile: int) -> None:
@@ -80,3 +113,6 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
             rates = "".join(f"{whole[op][row][1]:>15.1f}" for op in ("potrf", "getrf", "geqrf"))
             print(f"{name:<14}{order:>7}{rates}")
     print("whole matrices, float64: the host path's LAPACK call on every core, a GPU's library call")
+    for measured in results.values():
+        if "batched" in measured:
+            _print_batched(measured["batched"])

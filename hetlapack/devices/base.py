@@ -86,6 +86,10 @@ class Device(abc.ABC):
         #: Per factorization, ``((order, GFLOP/s), ...)`` of the device's routine on a whole matrix (float64), when
         #: calibration measured them: what dispatch prices the host and gpu paths with.
         self.whole_rates: dict[str, tuple[tuple[float, float], ...]] = {}
+        #: Per batched factorization and dtype (``"getrf float64"``), ``((order, LAPACK loop's time over the
+        #: interleaved kernel's), ...)`` on stacks, when calibration measured them (a CPU's only): where dispatch
+        #: switches from the one to the other.
+        self.batched_rates: dict[str, tuple[tuple[float, float], ...]] = {}
 
     @property
     @abc.abstractmethod

@@ -251,7 +251,8 @@ def _reason(path: Path, req: Request, predicted: dict[str, float], kernels: str 
                 f"n={model.LAPACK_LOOP_MAX_N[req.op]})")
     if path is BATCHED:
         return (f"a stack of {req.batch} small matrices: one interleaved batched kernel beats {req.batch} LAPACK "
-                f"calls (it beats the LAPACK loop up to n={model.interleaved_max_n(req.op, req.dtype)}, measured)")
+                f"calls (it beats the LAPACK loop up to n={model.interleaved_max_n(req.op, req.dtype)}, "
+                f"{model.interleaved_basis(req.op, req.dtype)})")
     if path is HYBRID:
         return f"large enough that tiles on the runtime beat one LAPACK call ({_ratio(path.name, predicted)})"
     if path is GPU:

@@ -67,9 +67,11 @@ UNCALIBRATED_TILE_MARGIN = 1.5
 TWO_LEVEL_MARGIN = 1.9
 
 #: Largest matrix order for which the interleaved kernels beat the LAPACK loop, by operation, for real and for
-#: complex dtypes (2 threads, quiet machine, float64 and complex128, ns per matrix; eighteenth session): float64
-#: Cholesky ties at 24-40 and loses 1.3x at 64, LU and QR lose 1.2-1.35x at 48; complex128 Cholesky and LU lose
-#: 1.25-1.9x at 32, QR ties at 32. The interleaved solves beat the loop at every order to 64.
+#: complex dtypes, where ``hetlapack calibrate`` has not timed them on this machine (:func:`interleaved_max_n`).
+#: Measured on the reference machine (2 threads, quiet, float64 and complex128, ns per matrix; eighteenth
+#: session): float64 Cholesky ties at 24-40 and loses 1.3x at 64, LU and QR lose 1.2-1.35x at 48; complex128
+#: Cholesky and LU lose 1.25-1.9x at 32, QR ties at 32. The interleaved solves beat the loop at every order to 64
+#: (they are not calibrated).
 INTERLEAVED_MAX_N = {"potrf": (48, 24), "getrf": (40, 24), "geqrf": (40, 32), "potrs": (64, 64), "getrs": (64, 64)}
 
 #: Largest matrix order for which the LAPACK loop was measured to beat SciPy's Python loop over a stack (64
@@ -85,10 +87,41 @@ LAPACK_LOOP_START_S = 1.5e-5
 LAPACK_LOOP_CALL_S = 5e-7
 
 
+def crossover_order(timed) -> int:
+    """From ``((order, LAPACK loop's time over the interleaved kernel's), ...)`` by increasing order: the largest
+    order up to which the interleaved kernel won at every order timed (0 where it lost at the first)."""
+    crossover = 0
+    for order, loop_over_interleaved in timed:
+        if loop_over_interleaved < 1.0:
+            break
+        crossover = int(order)
+    return crossover
+
+
+def _calibrated_crossover(op: str, dtype: np.dtype) -> int | None:
+    """:func:`crossover_order` of what ``hetlapack calibrate`` timed on this machine for ``op`` (in float64 for real
+    dtypes, complex128 for complex ones); ``None`` where it timed none."""
+    kind = "complex128" if np.dtype(dtype).kind == "c" else "float64"
+    timed = resolve(("cpu",))[0].batched_rates.get(f"{op} {kind}")
+    return crossover_order(timed) if timed else None
+
+
 def interleaved_max_n(op: str, dtype: np.dtype) -> int:
-    """The largest order at which ``op``'s interleaved kernel beats the LAPACK loop in ``dtype`` (0: it has none)."""
-    real, complex_ = INTERLEAVED_MAX_N.get(op, (0, 0))
+    """The largest order at which ``op``'s interleaved kernel beats the LAPACK loop in ``dtype`` (0: it has none):
+    as ``hetlapack calibrate`` measured it on this machine, else as measured on the reference machine."""
+    if op not in INTERLEAVED_MAX_N:
+        return 0
+    calibrated = _calibrated_crossover(op, dtype)
+    if calibrated is not None:
+        return calibrated
+    real, complex_ = INTERLEAVED_MAX_N[op]
     return complex_ if np.dtype(dtype).kind == "c" else real
+
+
+def interleaved_basis(op: str, dtype: np.dtype) -> str:
+    """Where :func:`interleaved_max_n`'s order comes from."""
+    calibrated = _calibrated_crossover(op, dtype) is not None
+    return "timed on this machine by `hetlapack calibrate`" if calibrated else "measured on the reference machine"
 
 
 #: How a library whose function was called is spelled.
