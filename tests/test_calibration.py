@@ -29,19 +29,19 @@ def test_measures_every_kernel_class_and_the_link_of_accelerators(cache_dir):
 
 
 def test_devices_created_later_load_the_cache_and_unknown_ones_keep_defaults():
-    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, whole_orders=())
+    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, whole_orders=(), kernels=False)
     assert CpuDevice().capability["blas3"] == load()["cpu"]["blas3"]
     assert EmulatedDevice(7).capability == DEFAULT_CAPABILITY
 
 
 def test_a_second_calibration_keeps_other_devices_entries():
-    calibrate([EmulatedDevice(0)], tile=16, repeats=1, link_bytes=1 << 16, whole_orders=())
-    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, whole_orders=())
+    calibrate([EmulatedDevice(0)], tile=16, repeats=1, link_bytes=1 << 16, whole_orders=(), kernels=False)
+    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, whole_orders=(), kernels=False)
     assert set(load()) == {"cpu", "emulated:0"}
 
 
 def test_no_save_and_an_unreadable_cache_leave_defaults(cache_dir):
-    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, save=False, whole_orders=())
+    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, save=False, whole_orders=(), kernels=False)
     assert load() == {}
     (cache_dir / "calibration.json").write_text("not json")
     assert load() == {} and CpuDevice().capability == DEFAULT_CAPABILITY
@@ -122,7 +122,7 @@ def test_refine_moves_towards_observed_rates_and_ignores_tiny_tasks():
     assert capability["blas3"] == pytest.approx(15.0)
 
 
-def test_the_command_prints_a_table_and_caches(cache_dir, capsys):
+def test_the_command_prints_a_table_and_caches(cache_dir, capsys, fast_kernel_tables):
     import argparse
 
     from hetlapack.commands import calibrate as command

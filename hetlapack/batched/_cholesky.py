@@ -14,7 +14,7 @@ import math
 import numba
 import numpy as np
 
-from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, all_finite, chunk_range, divide, gather, is_finite, scatter
+from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range, divide, gather, is_finite, scatter
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -34,15 +34,15 @@ def _gather_hermitian(a, first, lower, buf, n, lanes):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _other_triangle_finite(a, first, count, lower, n):
-    """Whether the triangle :func:`_gather_hermitian` does not read (above the diagonal if ``lower``, else below) is
-    finite in each of the ``count`` matrices from ``a[first]``: SciPy checks both triangles. Read right after the
-    gather, while the matrices' cache lines are still held, so the stack crosses memory once."""
+def _matrices_finite(a, first, count, n):
+    """Whether the ``count`` matrices from ``a[first]`` hold only finite numbers, both triangles (SciPy checks both,
+    while the gather reads one): read right after the gather, while their cache lines are still held, so the stack
+    crosses memory once. One plain loop nest, the same in every per-order version of the kernel (their compile
+    time grows with each loop they inline)."""
     finite = True
     for lane in range(count):
         for i in range(n):
-            start, stop = (i + 1, n) if lower else (0, i)
-            for j in range(start, stop):
+            for j in range(n):
                 finite &= is_finite(a[first + lane, i, j])
     return finite
 
@@ -123,7 +123,7 @@ def _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n,
     for chunk in range(start, stop):
         first = chunk * lanes
         count = _gather_hermitian(a, first, lower, buf, n, lanes)
-        if nonfinite.size and not (all_finite(buf, count, n, n) and _other_triangle_finite(a, first, count, lower, n)):
+        if nonfinite.size and not _matrices_finite(a, first, count, n):
             nonfinite[thread] = 1
         _factor_chunk(buf, chunk_info, recip, n, lanes)
         for lane in range(count):
