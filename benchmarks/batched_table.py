@@ -67,7 +67,7 @@ def head(run: dict) -> list[str]:
     copy = next((i["copy_GBps"] for i in infos if "copy_GBps" in i), float("nan"))
     scipy = next((i["scipy"] for i in infos if "scipy" in i), "?")
     return [f"CPU: {machine.get('cpu', '?')}, {machine.get('cores', '?')} cores; BLAS: "
-            f"{'; '.join(machine.get('blas', [])) or '?'}; pinned by: {machine.get('pinned') or 'nothing'}",
+            f"{machine.get('blas') or '?'}; pinned by: {machine.get('pinned') or 'nothing'}",
             f"DGEMM {machine.get('dgemm_gflops', float('nan')):.1f} GFLOP/s and copy {copy:.1f} GB/s in this run; "
             f"SciPy {scipy}"]
 

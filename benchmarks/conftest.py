@@ -12,7 +12,6 @@ import time
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_info
 
 from hetlapack.perf import model, rates
 from hetlapack.hardware import detect
@@ -40,8 +39,12 @@ def _flops(group: str, n: int) -> float | None:
 def pytest_report_header(config) -> list[str]:
     """Every benchmark table's head: the CPU, BLAS and its kernels (test_dgemm.py gives the same run's DGEMM), and
     the variables that pin OpenBLAS to older kernels, which a benchmark command unsets."""
-    pinned = {name: os.environ[name] for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if name in os.environ}
-    return [*str(detect()).splitlines()[:2], f"OpenBLAS pinned by: {pinned or 'nothing (its own kernels)'}"]
+    return [*str(detect()).splitlines()[:2], f"OpenBLAS pinned by: {_pinned() or 'nothing (its own kernels)'}"]
+
+
+def _pinned() -> dict[str, str]:
+    """The variables that pin OpenBLAS to older kernels, where set (a benchmark command unsets them)."""
+    return {name: os.environ[name] for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if name in os.environ}
 
 
 @pytest.fixture
@@ -74,11 +77,8 @@ def _dgemm_gflops(n: int = 2000, repeats: int = 3) -> float:
 def machine_head() -> dict:
     """What heads every benchmark table: the CPU, each OpenBLAS's kernels (threadpoolctl's ``architecture``), the
     variables that would pin them, and this run's DGEMM."""
-    blas = [f"{info['internal_api']} {info['version']} ({info.get('architecture')} kernels, "
-            f"{info['num_threads']} threads)" for info in threadpool_info() if info["user_api"] == "blas"]
-    pinned = {name: os.environ[name] for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if name in os.environ}
     hardware = detect()
-    return {"cpu": hardware.cpu_model, "cores": hardware.cores, "blas": blas, "pinned": pinned,
+    return {"cpu": hardware.cpu_model, "cores": hardware.cores, "blas": hardware.blas_summary(), "pinned": _pinned(),
             "dgemm_gflops": _dgemm_gflops()}
 
 

@@ -23,9 +23,13 @@ class Hardware:
     gpu_reason: str
     mpi: str | None
 
-    def __str__(self) -> str:
-        blas = "; ".join(f"{b.get('internal_api')} {b.get('version')} ({b.get('architecture') or '?'} kernels, "
+    def blas_summary(self) -> str:
+        """Each BLAS loaded, its version, its kernels (threadpoolctl's ``architecture``) and threads."""
+        return "; ".join(f"{b.get('internal_api')} {b.get('version')} ({b.get('architecture') or '?'} kernels, "
                          f"{b.get('num_threads')} threads)" for b in self.blas)
+
+    def __str__(self) -> str:
+        blas = self.blas_summary()
         gpus = ", ".join(self.gpus) if self.gpus else f"none ({self.gpu_reason})"
         return "\n".join(
             [

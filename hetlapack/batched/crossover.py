@@ -11,11 +11,12 @@ complex128, and returns for each factorization and dtype the loop's time over th
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
 
+from ..perf.calibration import best_seconds
+from ..perf.model import batched_case
 from . import kernels
 
 #: Orders timed: from where the interleaved kernels are sure to win to past where the reference machine's loop won.
@@ -25,7 +26,7 @@ ORDERS = (4, 8, 16, 24, 32, 40, 48, 64)
 DTYPES = (np.dtype(np.float64), np.dtype(np.complex128))
 
 #: The (factorization, dtype) pairs timed, each a key of :func:`measure`'s result.
-CASES = tuple(f"{op} {dtype.name}" for op in ("potrf", "getrf", "geqrf") for dtype in DTYPES)
+CASES = tuple(batched_case(op, dtype) for op in ("potrf", "getrf", "geqrf") for dtype in DTYPES)
 
 #: Bytes of each timed stack (within the last-level cache of most machines' cores, so the two kernels' arithmetic,
 #: not the memory both read at the same rate, decides), and the fewest matrices per stack (a few chunks per thread).
@@ -52,28 +53,22 @@ _CALLS: dict[str, Callable[[np.ndarray, bool], object]] = {
 }
 
 
-def _best_seconds(call: Callable[[], object], repeats: int) -> float:
-    call()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - start)
-    return max(best, 1e-9)
-
-
 def measure(repeats: int = 3, orders: tuple[int, ...] = ORDERS,
             progress: Callable[[str], None] | None = None) -> dict[str, list[list[float]]]:
     """``{"potrf float64": [[order, loop seconds / interleaved seconds], ...], ...}`` for each of ``CASES``: both
-    kernels timed on the same stack, best of ``repeats`` each; ``progress`` is told each case as it is done."""
+    kernels timed on the same stack, best of ``repeats`` each after one untimed call; ``progress`` is told each case
+    as it is done."""
     rng = np.random.default_rng(2)
     ratios: dict[str, list[list[float]]] = {}
     for case in CASES:
         op, dtype = case.split()
         for n in orders:
             a = _stack(op, n, np.dtype(dtype), rng)
-            interleaved = _best_seconds(lambda: _CALLS[op](a, False), repeats)
-            loop = _best_seconds(lambda: _CALLS[op](a, True), repeats)
+            timings = []
+            for lapack in (False, True):
+                _CALLS[op](a, lapack)  # untimed: first-touch of the kernel's buffers and outputs
+                timings.append(best_seconds(lambda lapack=lapack: _CALLS[op](a, lapack), repeats))
+            interleaved, loop = timings
             ratios.setdefault(case, []).append([n, loop / interleaved])
         if progress:
             progress(case)

@@ -25,8 +25,8 @@ from .rates import flops
 DEFAULT_TILE = 256
 
 
-def _best_seconds(run: Callable[[], object], repeats: int, setup: Callable[[], object] | None = None,
-                  enough_s: float = float("inf")) -> float:
+def best_seconds(run: Callable[[], object], repeats: int, setup: Callable[[], object] | None = None,
+                 enough_s: float = float("inf")) -> float:
     """The best of ``repeats`` timed calls of ``run``, each after an untimed ``setup`` (a fresh copy of the input a
     call factors in place); once a call has taken over ``enough_s``, the timing stops (long enough to trust)."""
     best = float("inf")
@@ -53,9 +53,9 @@ def _kernel_rates(device: Device, tile: int, repeats: int) -> dict[str, float]:
         device.upload(host_square, target)
     piv = device.empty((tile,), np.dtype(np.int32))
     swaps = np.asarray(rng.integers(1, tile + 1, tile), dtype=np.int32)
-    gemm = _best_seconds(lambda: device.gemm(a, b, c, alpha=1.0, beta=0.0), repeats)
-    getrf = _best_seconds(lambda: device.getrf(panel, piv), repeats, setup=lambda: device.upload(host_panel, panel))
-    laswp = _best_seconds(lambda: device.laswp(c, swaps), repeats)
+    gemm = best_seconds(lambda: device.gemm(a, b, c, alpha=1.0, beta=0.0), repeats)
+    getrf = best_seconds(lambda: device.getrf(panel, piv), repeats, setup=lambda: device.upload(host_panel, panel))
+    laswp = best_seconds(lambda: device.laswp(c, swaps), repeats)
     getrf_flops = tall * tile ** 2 - tile ** 3 / 3
     return {"blas3": 2 * tile ** 3 / gemm / 1e9, "panel": getrf_flops / getrf / 1e9,
             "memory": 2 * tile * tile * 8 / laswp / 1e9}
@@ -199,7 +199,7 @@ def whole_rates(device: Device, orders: Sequence[int], repeats: int) -> dict[str
         calls = {"potrf": (spd, lambda: device.potrf(data, True)), "getrf": (general, lambda: device.getrf(data, piv)),
                  "geqrf": (general, lambda: device.geqrf(data, tau))}
         for op, (host, call) in calls.items():
-            seconds = _best_seconds(call, repeats, setup=lambda host=host: device.upload(host, data),
+            seconds = best_seconds(call, repeats, setup=lambda host=host: device.upload(host, data),
                                     enough_s=WHOLE_REPEAT_S)
             rates.setdefault(op, []).append([n, flops(op, n, n) / seconds / 1e9])
         for array in (data, piv, tau):
@@ -212,8 +212,8 @@ def _link(device: Device, nbytes: int, repeats: int) -> dict[str, float]:
     big = np.ones(nbytes // 8)
     small = np.ones(1)
     big_out, small_out = device.empty(big.shape, big.dtype), device.empty(small.shape, small.dtype)
-    latency = _best_seconds(lambda: device.upload(small, small_out), repeats)
-    seconds = _best_seconds(lambda: device.upload(big, big_out), repeats)
+    latency = best_seconds(lambda: device.upload(small, small_out), repeats)
+    seconds = best_seconds(lambda: device.upload(big, big_out), repeats)
     return {"bandwidth_gbs": nbytes / max(seconds - latency, 1e-9) / 1e9, "latency_s": latency}
 
 

@@ -98,11 +98,16 @@ def crossover_order(timed) -> int:
     return crossover
 
 
+def batched_case(op: str, dtype: np.dtype) -> str:
+    """The key of ``op``'s crossover timing for ``dtype`` in a CPU's ``batched_rates`` (``"getrf float64"``): timed
+    in float64 for real dtypes and complex128 for complex ones, where the interleaved kernels run by default."""
+    return f"{op} {'complex128' if np.dtype(dtype).kind == 'c' else 'float64'}"
+
+
 def _calibrated_crossover(op: str, dtype: np.dtype) -> int | None:
-    """:func:`crossover_order` of what ``hetlapack calibrate`` timed on this machine for ``op`` (in float64 for real
-    dtypes, complex128 for complex ones); ``None`` where it timed none."""
-    kind = "complex128" if np.dtype(dtype).kind == "c" else "float64"
-    timed = resolve(("cpu",))[0].batched_rates.get(f"{op} {kind}")
+    """:func:`crossover_order` of what ``hetlapack calibrate`` timed on this machine for ``op`` in ``dtype``'s kind
+    (:func:`batched_case`); ``None`` where it timed none."""
+    timed = resolve(("cpu",))[0].batched_rates.get(batched_case(op, dtype))
     return crossover_order(timed) if timed else None
 
 
