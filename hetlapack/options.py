@@ -68,10 +68,24 @@ def _checked_devices(devices) -> tuple:
     return devices
 
 
+#: ``os.environ``, its own dict and the variable's key in that dict, where this Python's ``os.environ`` has them.
+_ENVIRON = os.environ
+_ENVIRON_DATA = getattr(os.environ, "_data", None)
+_ENV_KEY = os.environ.encodekey(ENV_PATH) if hasattr(os.environ, "encodekey") else ENV_PATH
+
+
+def _environment_may_set_path() -> bool:
+    """Whether ``HETLAPACK_PATH`` may be set, asked of ``os.environ``'s own dict: ``os.environ.get`` of an unset
+    variable raises and catches a KeyError inside, 2.4 us right after a LAPACK call has left the interpreter's
+    caches cold, 5% of a Cholesky of order 100 (issue 36)."""
+    return _ENVIRON_DATA is None or os.environ is not _ENVIRON or _ENV_KEY in _ENVIRON_DATA
+
+
 def current() -> Options:
-    """The options in force: those of the innermost ``using`` block, else ``HETLAPACK_PATH``, else none."""
+    """The options in force: those of the innermost ``using`` block, else ``HETLAPACK_PATH`` (read on every call),
+    else none."""
     options = _current.get()
-    if options.path is None:
+    if options.path is None and _environment_may_set_path():
         env_path = os.environ.get(ENV_PATH) or None
         _check_path(env_path, ENV_PATH)
         if env_path is not None:

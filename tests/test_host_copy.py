@@ -1,6 +1,7 @@
 """The host path hands SciPy a Fortran-ordered copy made a tile at a time where SciPy would make it element by
 element (``compat/_host.py``): SciPy's result to the bit, in its layout, with its errors and warnings."""
 
+import types
 import warnings
 
 import numpy as np
@@ -34,17 +35,19 @@ CALLS = {
 
 @pytest.fixture
 def copies(monkeypatch):
-    """Tiles of ``TILE`` rows, so that small matrices take the tiled copy; the copies made, counted."""
+    """Tiles of ``TILE`` rows, so that small matrices take the tiled copy; the copies made (of SciPy's operand, or of
+    the direct Cholesky's), counted."""
     made = []
 
-    def counted(a):
+    def counted(a, dtype=None):
         made.append(a.shape)
-        return fortran_copy(a)
+        return fortran_copy(a, dtype)
 
-    fortran_copy = _host.fortran_copy
+    fortran_copy = arrays.fortran_copy
     monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
     monkeypatch.setattr(arrays, "last_level_cache", lambda: 0)
     monkeypatch.setattr(_host, "fortran_copy", counted)
+    monkeypatch.setattr(arrays, "fortran_copy", counted)  # the direct Cholesky's working copy
     return made
 
 
@@ -190,3 +193,108 @@ def test_small_matrices_warn_and_return_as_scipy_whatever_their_dtype(name, dtyp
     for x, y in zip(_arrays(ours), _arrays(theirs), strict=True):
         np.testing.assert_array_equal(x, y)
         assert x.dtype == y.dtype
+
+
+@pytest.fixture
+def direct_calls(monkeypatch):
+    """The dtypes of the Cholesky factorizations the host path made itself (by f2py's ``potrf`` before SciPy 1.18,
+    by SciPy's compiled loop since), counted."""
+    made = []
+    potrf, compiled = _host._potrf, _host._compiled_cholesky()
+
+    def counted_potrf(char):
+        made.append(char)
+        return potrf(char)
+
+    def counted_compiled(a, *flags):
+        made.append(a.dtype.char)
+        return compiled(a, *flags)
+
+    monkeypatch.setattr(_host, "_potrf", counted_potrf)
+    monkeypatch.setattr(_host, "_compiled_cholesky", lambda: None if compiled is None else counted_compiled)
+    return made
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("name", ["cholesky", "cho_factor"])
+def test_a_plain_cholesky_is_the_call_scipy_makes_to_the_bit(name, order, dtype, direct_calls):
+    """The call users make (a contiguous matrix, default flags) is factored without SciPy's Python around it:
+    SciPy's factor to the bit, in its layout, with the ``lower`` SciPy returns, and the input untouched."""
+    for n in (1, 2, 7, 31, 100):
+        a = np.asarray(testing.spd(n, dtype=dtype), order=order)
+        before = a.copy()
+        for lower in (False, True):
+            ours, theirs = getattr(la, name)(a, lower=lower), getattr(sl, name)(a, lower=lower)
+            np.testing.assert_array_equal(a, before)
+            assert type(ours) is type(theirs)
+            if name == "cho_factor":
+                assert repr(ours[1]) == repr(theirs[1])
+            x, y = _arrays(ours)[0], _arrays(theirs)[0]
+            np.testing.assert_array_equal(x, y)
+            assert (x.dtype, x.flags.c_contiguous, x.flags.f_contiguous) == (y.dtype, y.flags.c_contiguous,
+                                                                             y.flags.f_contiguous)
+    assert len(direct_calls) == 10
+
+
+def test_a_cholesky_lapack_cannot_make_or_may_not_check_is_scipys_own_call(direct_calls):
+    """A matrix that is not positive definite is factored by the direct call and then given to SciPy for its error;
+    infinities and NaNs with ``check_finite``, flags other than plain bools, ``overwrite_a``, views and byte orders
+    SciPy converts go to SciPy's call at once: its results, errors and texts."""
+    n = 9
+    bad = testing.spd(n)
+    bad[4, 4] = -1.0
+    nan = testing.spd(n)
+    nan[7, 2] = np.nan
+    for name in ("cholesky", "cho_factor"):
+        ours, theirs = getattr(la, name), getattr(sl, name)
+        with pytest.raises(np.linalg.LinAlgError) as our_error:
+            ours(bad)
+        with pytest.raises(np.linalg.LinAlgError) as their_error:
+            theirs(bad)
+        assert str(our_error.value) == str(their_error.value)
+        with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+            ours(nan)
+        with pytest.raises(ValueError) as our_error:
+            ours(np.ones((3, 4)))
+        with pytest.raises(ValueError) as their_error:
+            theirs(np.ones((3, 4)))
+        assert str(our_error.value) == str(their_error.value)
+    assert direct_calls == ["d", "d"]
+    spd = testing.spd(2 * n)
+    for make, options in ((spd.copy, {"lower": 1}), (spd.copy, {"overwrite_a": True}), (lambda: spd[::2, ::2], {}),
+                          (lambda: spd.astype(">f8"), {})):
+        for name in ("cholesky", "cho_factor"):  # SciPy 1.18.1 fails on the big-endian matrix: so must we
+            x, y = (_outcome(getattr(module, name), make(), **options) for module in (la, sl))
+            if isinstance(y, str):
+                assert x == y
+            else:
+                np.testing.assert_array_equal(_arrays(x)[0], _arrays(y)[0])
+    assert direct_calls == ["d", "d"]
+
+
+@pytest.mark.parametrize("answer", ["unfactored", "raises"])
+def test_scipys_compiled_cholesky_is_called_only_where_it_answers_as_scipy(answer, monkeypatch):
+    """SciPy's compiled loop is private to it: one that answers a probe otherwise than SciPy's ``cholesky`` (or
+    raises) is never called, and the call stays SciPy's own."""
+    def other(a, *flags):
+        if answer == "raises":
+            raise TypeError("another signature")
+        return a, []
+
+    monkeypatch.setattr(_host.importlib, "import_module", lambda name: types.SimpleNamespace(_cholesky=other))
+    _host._compiled_cholesky.cache_clear()
+    try:
+        assert _host._compiled_cholesky() is None
+        a = testing.spd(5)
+        np.testing.assert_array_equal(la.cholesky(a), sl.cholesky(a))
+    finally:
+        _host._compiled_cholesky.cache_clear()
+
+
+def _outcome(function, *args, **kwargs):
+    """What ``function`` returns, or its error's type and text."""
+    try:
+        return function(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - the error is the outcome compared
+        return f"{type(error).__name__}: {error}"

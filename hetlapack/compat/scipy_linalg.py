@@ -20,7 +20,7 @@ from ._request import on_host_at_once, request
 from ..contract.arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, potrs_lower,
                                read_overwrite_flag, scipy_qr_sizes, solve_batch, unshared_overwrite_b,
                                upper_trapezoid, validated)
-from ._host import scipy_call
+from ._host import host_cholesky, scipy_call
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy,
                                     cholesky_lower, fortran_in_place, fortran_result,
@@ -136,7 +136,7 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
            [1., 2.]])
     """
     if on_host_at_once("potrf", a):
-        return scipy_call("cholesky", a, overwrite_a, check_finite, lower=lower)
+        return host_cholesky("cholesky", a, lower, overwrite_a, check_finite)
     if is_cupy(a):
         return _on_gpu().cholesky(a, lower, overwrite_a, check_finite)
     c, _, _ = _cholesky(a, lower, overwrite_a, check_finite, clean=True)
@@ -183,7 +183,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     array([1., 1.])
     """
     if on_host_at_once("potrf", a):
-        return scipy_call("cho_factor", a, overwrite_a, check_finite, lower=lower)
+        return host_cholesky("cho_factor", a, lower, overwrite_a, check_finite)
     if is_cupy(a):
         return _on_gpu().cho_factor(a, lower, overwrite_a, check_finite)
     c, _, arr = _cholesky(a, lower, overwrite_a, check_finite, clean=None)

@@ -158,8 +158,8 @@ def cho_factor_flags(lower, a, batch: tuple[int, ...]):
     """The ``lower`` that SciPy's ``cho_factor`` returns beside the factor of ``a`` (the caller's argument):
     ``np.tile`` of it over ``a``'s batch since SciPy 1.18 (read from ``a.shape``, as SciPy does), before it
     ``lower`` itself for a matrix and an array of it per matrix for a stack."""
-    if isinstance(_result("cho_factor", False, ())[1], np.ndarray):
-        return np.tile(lower, reps=a.shape[:-2])
+    if isinstance(_result("cho_factor", False, ())[1], np.ndarray):  # np.tile(lower, ()) is np.array(lower)
+        return np.tile(lower, reps=a.shape[:-2]) if len(a.shape) > 2 else np.array(lower)
     if not batch:
         return lower
     return np.array(np.broadcast_to(lower, (*batch, *np.shape(lower))))
