@@ -5,7 +5,7 @@ array with default flags (and, as a second row, a Fortran-ordered copy), alterna
 Run on a quiet machine, with OpenBLAS on its own kernels:
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/users_call.py \
         [--sizes 500,1000,2000,4000,8000] [--ops ...]
-Prints one line per case: SciPy's and hetlapack's seconds, the ratio (SciPy / hetlapack: above 1, hetlapack is
+Prints one line per case: SciPy's and hetlapack's milliseconds, the ratio (SciPy / hetlapack: above 1, hetlapack is
 faster), the path dispatch took, and the same-run DGEMM rate, CPU model and OpenBLAS kernel.
 """
 import argparse
@@ -70,8 +70,8 @@ def main():
                     ts = min(ts, best(lambda: call(sla, x), 1))
                     th = min(th, best(lambda: call(hl, x), 1))
                 path = hetlapack.explain(name, x).path
-                print(f"n={n:5d} {op:12s} {layout}  scipy {ts:8.4f} s  hetlapack {th:8.4f} s  ratio {ts / th:5.2f}x  "
-                      f"path {path:7s}  dgemm {dgemm:5.0f} GF/s", flush=True)
+                print(f"n={n:5d} {op:12s} {layout}  scipy {ts * 1e3:10.3f} ms  hetlapack {th * 1e3:10.3f} ms  "
+                      f"ratio {ts / th:5.2f}x  path {path:7s}  dgemm {dgemm:5.0f} GF/s", flush=True)
 
 
 if __name__ == "__main__":
