@@ -39,8 +39,8 @@ def _copies_slowly(a: np.ndarray, overwrite_a) -> bool:
 def scipy_call(name: str, a, overwrite_a, check_finite, **options):
     """SciPy's own ``name`` on ``a`` with these flags; on a Fortran-ordered copy made by :func:`fortran_copy` where
     SciPy would copy ``a`` slowly and that copy is all it would change (``fortran_copy_unseen``): the same
-    result, layout, errors and warnings. Non-finite entries (``check_finite``) go to SciPy's call, for its error.
-    A small matrix costs three tests beyond SciPy's call (it is SciPy's call at small orders, issue 36)."""
+    result, layout, errors and warnings. Non-finite entries (``check_finite``) go to SciPy's call, for its error;
+    anything but a plain matrix (:func:`_plain_matrix`) to SciPy's public function, batch decorator included."""
     if not _plain_matrix(a):
         return _scipy[name](a, overwrite_a=overwrite_a, check_finite=check_finite, **options)
     if _copies_slowly(a, overwrite_a) and fortran_copy_unseen(name, **options) and (
