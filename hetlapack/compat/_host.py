@@ -28,12 +28,18 @@ def _plain_matrix(a) -> bool:
     return type(a) is np.ndarray and a.ndim == 2 and a.dtype.char in "fdFD"
 
 
+def _read_as_it_lies(a: np.ndarray) -> bool:
+    """Whether SciPy hands the plain matrix ``a`` to LAPACK without a converting copy of its own: native byte order
+    and aligned."""
+    return a.dtype.isnative and a.flags.aligned
+
+
 def _copies_slowly(a: np.ndarray, overwrite_a) -> bool:
     """Whether SciPy would copy the plain matrix ``a`` into Fortran order itself, element by element, where tiles
-    are worth it (:func:`copies_by_tiles`, asked first: it rules out every matrix the cache holds): a native,
-    aligned matrix with a plain ``overwrite_a``."""
-    return (copies_by_tiles(a) and a.dtype.isnative and a.flags.aligned
-            and type(overwrite_a) in (bool, int) and overwrite_a in (0, 1))
+    are worth it (:func:`copies_by_tiles`, asked first: it rules out every matrix the cache holds): a matrix
+    :func:`_read_as_it_lies`, with a plain ``overwrite_a``."""
+    return (copies_by_tiles(a) and _read_as_it_lies(a) and type(overwrite_a) in (bool, int)
+            and overwrite_a in (0, 1))
 
 
 def scipy_call(name: str, a, overwrite_a, check_finite, **options):
@@ -83,7 +89,7 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     other flags and arrays, a matrix with infinities or NaNs (with ``check_finite``) and one LAPACK cannot factor.
     Large matrices are SciPy's own call too: there its Python costs nothing."""
     direct = (_plain_matrix(a) and type(lower) is bool and overwrite_a is False and a.shape[0] == a.shape[1] > 0
-              and (a.flags.c_contiguous or a.flags.f_contiguous) and a.dtype.isnative and a.flags.aligned)
+              and (a.flags.c_contiguous or a.flags.f_contiguous) and _read_as_it_lies(a))
     compiled = _compiled_cholesky()
     if not direct or (compiled is None and COMPILED_BATCH_LOOPS) or (check_finite and not np.isfinite(a).all()):
         return scipy_call(name, a, overwrite_a, check_finite, lower=lower)

@@ -200,7 +200,7 @@ def whole_rates(device: Device, orders: Sequence[int], repeats: int) -> dict[str
                  "geqrf": (general, lambda: device.geqrf(data, tau))}
         for op, (host, call) in calls.items():
             seconds = best_seconds(call, repeats, setup=lambda host=host: device.upload(host, data),
-                                    enough_s=WHOLE_REPEAT_S)
+                                   enough_s=WHOLE_REPEAT_S)
             rates.setdefault(op, []).append([n, flops(op, n, n) / seconds / 1e9])
         for array in (data, piv, tau):
             device.free(array)
