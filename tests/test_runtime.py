@@ -1,5 +1,6 @@
 """The task runtime: hazards, priorities, placement, memory spaces, tracing, failure and BLAS threads."""
 
+import contextlib
 import json
 import os
 import signal
@@ -14,8 +15,10 @@ from hetlapack.devices import CpuDevice, EmulatedDevice
 from hetlapack.machine import usable_cores
 from hetlapack.perf.modeled import ModeledDevice
 from hetlapack.perf.simulated import SimulatedRuntime
+from hetlapack.runtime import scheduler
 from hetlapack.runtime import GreedyByCapability, OwnerComputes, Runtime, TiledMatrix, Trace
 from hetlapack.blas_threads import share_cores, threads_per_worker
+from hetlapack.signals import signals_held
 from hetlapack.testing import cholesky_residual, spd
 
 
@@ -257,6 +260,45 @@ def test_an_interrupt_while_waiting_stops_the_workers_before_it_goes_on(matrix):
         signal.signal(signal.SIGINT, previous)
     assert release.is_set() and ran == [] and worker_threads() == []
     assert _blas_threads_now() == before
+
+
+@pytest.mark.parametrize("moment", ["as wait is called", "as wait gives BLAS's limits back"])
+def test_an_interrupt_outside_waits_own_handling_still_stops_everything(matrix, monkeypatch, moment):
+    """Python runs a signal's handler as a function is entered: Ctrl-C can land as ``__exit__`` calls ``wait``,
+    before its own handling, or as ``wait`` enters its signal-holding block to give BLAS's limits back (a CI run
+    was left with both workers running and BLAS capped). Either way the workers stop and the limits come back."""
+
+    class Interrupted(BaseException):
+        pass
+
+    before = _blas_threads_now()
+    rt = Runtime([EmulatedDevice(0), CpuDevice(workers=2)])
+    if moment == "as wait is called":
+        calls = []
+
+        def wait(reraise=True):
+            calls.append(reraise)
+            if len(calls) == 1:
+                raise Interrupted
+            Runtime.wait(rt, reraise)
+
+        monkeypatch.setattr(rt, "wait", wait)
+    else:
+        held = []
+
+        @contextlib.contextmanager
+        def interrupted_on_entry():
+            held.append(True)
+            if len(held) == 2:  # the first holds signals as the workers start; the second is wait's
+                raise Interrupted
+            with signals_held():
+                yield
+
+        monkeypatch.setattr(scheduler, "signals_held", interrupted_on_entry)
+    with pytest.raises(Interrupted):
+        with rt:
+            rt.insert(record([], "running", 0.05), writes=[matrix(0, 0)])
+    assert worker_threads() == [] and _blas_threads_now() == before
 
 
 def test_a_second_interrupt_does_not_wait_for_a_running_task(matrix):

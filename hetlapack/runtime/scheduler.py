@@ -98,9 +98,17 @@ class Runtime:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc is not None:
-            self._cancel(exc)
-        self.wait(reraise=exc is None)
+        """Wait for the tasks (after an error, cancel them) and stop the workers. An interrupt that lands as
+        :meth:`wait` is called or as it returns, outside its own handling, stops everything all the same."""
+        try:
+            if exc is not None:
+                self._cancel(exc)
+            self.wait(reraise=exc is None)
+        except BaseException as error:
+            if self._error is None:  # else wait handled it, or a second interrupt goes on at once (see wait)
+                self._cancel(error)
+                self.wait(reraise=False)
+            raise
 
     def start(self) -> None:
         """Start the worker threads (several for a device with ``workers > 1``) and cap BLAS threads."""
