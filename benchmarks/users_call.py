@@ -26,6 +26,7 @@ OPS = {  # name: (matrix kind, SciPy call, hetlapack call, explain's op name)
     "lu_factor": ("general", lambda m, x: m.lu_factor(x), "lu_factor"),
     "qr_economic": ("general", lambda m, x: m.qr(x, mode="economic"), "qr"),
     "qr_r": ("general", lambda m, x: m.qr(x, mode="r"), "qr"),
+    "lu": ("general", lambda m, x: m.lu(x), "lu"),
 }
 
 

@@ -14,7 +14,7 @@ import hetlapack.linalg as la
 from hetlapack import machine, testing
 from hetlapack.compat import _host
 from hetlapack.contract import arrays
-from hetlapack.contract.scipy_rules import fortran_copy_unseen
+from hetlapack.contract.scipy_rules import COMPILED_BATCH_LOOPS, fortran_copy_unseen
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 TILE = 8
@@ -266,20 +266,117 @@ def test_a_cholesky_lapack_cannot_make_or_may_not_check_is_scipys_own_call(direc
     assert direct_calls == ["d", "d"]
 
 
-@pytest.mark.parametrize("answer", ["unfactored", "raises"])
-def test_scipys_compiled_cholesky_is_called_only_where_it_answers_as_scipy(answer, monkeypatch):
-    """SciPy's compiled loop is private to it: one that answers a probe otherwise than SciPy's ``cholesky`` (or
-    raises) is never called, and the call stays SciPy's own."""
+@pytest.fixture
+def loop_calls(monkeypatch):
+    """The QR and LU factorizations the host path made through SciPy's compiled loops, counted by name (none where
+    the installed SciPy has no such loop: QR before 1.18)."""
+    made = []
+
+    def counted(name):
+        compiled = getattr(_host, name)()
+
+        def call(a, *flags):
+            made.append(name)
+            return compiled(a, *flags)
+
+        monkeypatch.setattr(_host, name, lambda: None if compiled is None else call)
+
+    counted("_compiled_qr")
+    counted("_compiled_lu")
+    return made
+
+
+SHAPES = [(1, 1), (2, 2), (7, 3), (3, 7), (31, 31), (100, 100)]
+
+
+def _matrix(shape, dtype, layout):
+    a = testing.random_matrix(shape, dtype=dtype, seed=sum(shape))
+    return a[::-1, ::-1] if layout == "reversed view" else np.asarray(a, order=layout)
+
+
+def _assert_same_arrays(ours, theirs):
+    assert type(ours) is type(theirs) and len(ours) == len(theirs)
+    for x, y in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(x, y)
+        assert (x.dtype, x.shape, x.flags.c_contiguous, x.flags.f_contiguous) == (
+            y.dtype, y.shape, y.flags.c_contiguous, y.flags.f_contiguous)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["C", "F", "reversed view"])
+def test_a_plain_qr_or_lu_is_the_call_scipy_makes_to_the_bit(layout, dtype, loop_calls):
+    """SciPy's ``qr`` (1.18) and ``lu`` on the call users make are compiled loops behind Python checks that cost
+    as much as the factorization at small orders: the shim makes those checks and calls the loops on the array as
+    SciPy would hand it over (any strides). Every mode and flag is SciPy's to the bit, in its layout, and the input
+    stays untouched; a 1 x 1 ``lu`` is SciPy's own call (it does not factor one)."""
+    expected = []
+    for shape in SHAPES:
+        a = _matrix(shape, dtype, layout)
+        before = a.copy()
+        for mode in ("full", "r", "economic"):
+            for pivoting in (False, True):
+                _assert_same_arrays(la.qr(a, mode=mode, pivoting=pivoting), sl.qr(a, mode=mode, pivoting=pivoting))
+                expected.append("_compiled_qr")
+        for permute_l in (False, True):
+            for p_indices in (False, True):
+                options = {"permute_l": permute_l, "p_indices": p_indices}
+                _assert_same_arrays(la.lu(a, **options), sl.lu(a, **options))
+                expected += ["_compiled_lu"] * (shape != (1, 1))
+        np.testing.assert_array_equal(a, before)
+    available = {name for name in ("_compiled_qr", "_compiled_lu") if getattr(_host, name)() is not None}
+    assert loop_calls == [name for name in expected if name in available]
+
+
+def test_a_qr_or_lu_the_shim_may_not_check_is_scipys_own_call(loop_calls):
+    """Infinities and NaNs with ``check_finite``, ``overwrite_a``, QR's raw mode and an explicit ``lwork``, an
+    empty matrix, flags other than plain bools and a byte order SciPy converts: SciPy's own call, its results and
+    errors."""
+    a = testing.random_matrix((9, 6), seed=3)
+    nan = a.copy()
+    nan[7, 2] = np.nan
+    calls = [(sl.qr, lambda: nan, {}), (sl.qr, a.copy, {"overwrite_a": True}), (sl.qr, a.copy, {"mode": "raw"}),
+             (sl.qr, a.copy, {"lwork": 64}), (sl.qr, lambda: np.ones((0, 3)), {}), (sl.qr, a.copy, {"pivoting": 1}),
+             (sl.qr, lambda: a.astype(">f8"), {}), (sl.lu, lambda: nan, {}), (sl.lu, a.copy, {"overwrite_a": True}),
+             (sl.lu, lambda: np.ones((0, 3)), {}), (sl.lu, a.copy, {"permute_l": 1}),
+             (sl.lu, a.copy, {"p_indices": np.True_})]
+    if COMPILED_BATCH_LOOPS:  # SciPy 1.17's lu returns pivots from uninitialized memory for a big-endian matrix
+        calls.append((sl.lu, lambda: a.astype(">f8"), {}))
+    for function, make, options in calls:
+        ours = getattr(la, function.__name__)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # SciPy 1.18 deprecates lwork
+            try:
+                expected = function(make(), **options)
+            except Exception as error:  # noqa: BLE001 - SciPy's error is ours to raise
+                with pytest.raises(type(error), match=re.escape(str(error))):
+                    ours(make(), **options)
+                continue
+            result = ours(make(), **options)
+        if options.get("mode") == "raw":
+            (result, tau), r = result
+            (expected, expected_tau), expected_r = expected
+            result, expected = (result, tau, r), (expected, expected_tau, expected_r)
+        for x, y in zip(_arrays(result), _arrays(expected), strict=True):
+            np.testing.assert_array_equal(x, y)
+    assert loop_calls == []
+
+
+@pytest.mark.parametrize("answer", ["its input", "raises"])
+@pytest.mark.parametrize("name", ["_cholesky", "_qr", "_lu"])
+def test_a_compiled_loop_that_answers_otherwise_than_scipy_is_never_called(name, answer, monkeypatch):
+    """SciPy's compiled loops are private to it: one that answers a probe otherwise than SciPy's public function
+    (here with its input, unfactored) or raises is never trusted, and the call stays SciPy's own."""
     def other(a, *flags):
         if answer == "raises":
             raise TypeError("another signature")
-        return a, []
+        return {"_cholesky": (a, []), "_qr": (a, a, None, None, []), "_lu": (np.arange(len(a)), a, a)}[name]
 
-    monkeypatch.setattr(_host.importlib, "import_module", lambda name: types.SimpleNamespace(_cholesky=other))
-    _host._compiled_cholesky.cache_clear()
+    monkeypatch.setattr(_host.importlib, "import_module", lambda module: types.SimpleNamespace(**{name: other}))
+    trusted = getattr(_host, "_compiled" + name)
+    trusted.cache_clear()
     try:
-        assert _host._compiled_cholesky() is None
+        assert trusted() is None
         a = testing.spd(5)
-        np.testing.assert_array_equal(la.cholesky(a), sl.cholesky(a))
+        _assert_same_arrays((la.cholesky(a), *la.qr(a), *la.lu(a)), (sl.cholesky(a), *sl.qr(a), *sl.lu(a)))
     finally:
-        _host._compiled_cholesky.cache_clear()
+        trusted.cache_clear()

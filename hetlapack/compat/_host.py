@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+from collections.abc import Callable
 
 import numpy as np
 from scipy.linalg.lapack import get_lapack_funcs
@@ -61,22 +62,84 @@ def _potrf(char: str):
     return get_lapack_funcs("potrf", dtype=np.dtype(char))
 
 
-@functools.cache
-def _compiled_cholesky():
-    """SciPy 1.18's compiled Cholesky, ``scipy.linalg._batched_linalg._cholesky(a, lower, overwrite_a, clean) ->
-    (factors, failures)``, what its ``cholesky`` and ``cho_factor`` call after their Python checks: where the
-    installed SciPy has it and it answers a probe as SciPy's ``cholesky`` does; else None. It is private to SciPy,
-    so it is looked up and tried, never assumed."""
-    spec = importlib.util.find_spec("scipy.linalg._batched_linalg")
-    compiled = getattr(importlib.import_module(spec.name), "_cholesky", None) if spec is not None else None
-    if compiled is None:
-        return None
-    probe = np.array([[4.0, 2.0], [2.0, 5.0]])
+def _compiled_loop(name: str, agrees: Callable[[Callable], bool],
+                   module: str = "scipy.linalg._batched_linalg") -> Callable | None:
+    """SciPy's compiled ``module.name`` (by default 1.18's loops), what its public function calls after its Python
+    checks, where the installed SciPy has it and it ``agrees`` with SciPy's public function on a probe; else None.
+    It is private to SciPy, so it is looked up and tried, never assumed: any other answer than SciPy's, an error
+    included, leaves SciPy's own call."""
+    spec = importlib.util.find_spec(module)
+    compiled = getattr(importlib.import_module(spec.name), name, None) if spec is not None else None
     try:
-        factor, failures = compiled(probe.copy(), False, False, True)
-    except Exception:  # noqa: BLE001 - any other answer than SciPy's leaves SciPy's own call
+        return compiled if compiled is not None and agrees(compiled) else None
+    except Exception:  # noqa: BLE001 - another signature or behaviour: SciPy's own call
         return None
-    return compiled if not failures and np.array_equal(factor, _scipy["cholesky"](probe)) else None
+
+
+#: A probe for the compiled loops: wide, so that each mode's shapes show, and positive definite in its first two
+#: columns.
+_PROBE = np.array([[4.0, 2.0, 1.0], [2.0, 5.0, 3.0]])
+
+
+def _same(ours, theirs) -> bool:
+    """Whether two sequences of arrays are equal, element by element, dtype and layout."""
+    def key(x):
+        return x.dtype, x.shape, x.flags.c_contiguous, x.flags.f_contiguous
+    return len(ours) == len(theirs) and all(key(x) == key(y) and np.array_equal(x, y) for x, y in zip(ours, theirs))
+
+
+@functools.cache
+def _compiled_cholesky() -> Callable | None:
+    """``_cholesky(a, lower, overwrite_a, clean) -> (factors, failures)`` (:func:`_compiled_loop`)."""
+    def agrees(compiled):
+        factor, failures = compiled(_PROBE[:, :2].copy(), False, False, True)
+        return not failures and np.array_equal(factor, _scipy["cholesky"](_PROBE[:, :2]))
+    return _compiled_loop("_cholesky", agrees)
+
+
+#: SciPy 1.18's mode numbers for its compiled QR (``scipy/linalg/_decomp_qr.py``, "keep in sync with the C side").
+_QR_MODES = {"full": 1, "r": 11, "economic": 31}
+
+
+@functools.cache
+def _compiled_qr() -> Callable | None:
+    """``_qr(a, overwrite_a, mode, pivoting) -> (q, r, tau, pivots, failures)``, tried in every mode
+    (:func:`_compiled_loop`)."""
+    def agrees(compiled):
+        for mode, number in _QR_MODES.items():
+            q, r, _, pivots, failures = compiled(_PROBE.copy(), False, number, True)
+            if failures or not _same((q, r, pivots)[mode == "r":], _scipy["qr"](_PROBE, mode=mode, pivoting=True)):
+                return False
+        return True
+    return _compiled_loop("_qr", agrees)
+
+
+def _lu_by_dispatcher(dispatcher: Callable) -> Callable:
+    """SciPy 1.17's ``lu`` of one matrix below its Python checks, with 1.18's signature: its Cython
+    ``lu_dispatcher`` on a C-ordered copy, which becomes the factor of the larger shape."""
+    def lu(a, permute_l, overwrite_a):
+        work = a.copy(order="C")
+        m, n = a.shape
+        rows, square = np.empty(m, dtype=np.int32), np.zeros((min(m, n),) * 2, dtype=a.dtype)
+        dispatcher(work, square, rows, permute_l)
+        return (rows, work, square) if m > n else (rows, square, work)
+    return lu
+
+
+@functools.cache
+def _compiled_lu() -> Callable | None:
+    """``lu(a, permute_l, overwrite_a) -> (row indices, l, u)``, ``(pl, u)`` in its last two with ``permute_l``:
+    SciPy 1.18's ``_lu``, or before it SciPy's ``lu_dispatcher`` (:func:`_lu_by_dispatcher`); tried on a probe as
+    :func:`_compiled_loop` says, with and without ``permute_l``."""
+    def agrees(compiled):
+        return all(_same(compiled(_PROBE.T.copy(), permute, False)[permute:],
+                         _scipy["lu"](_PROBE.T, permute_l=permute, p_indices=True)) for permute in (False, True))
+    compiled = _compiled_loop("_lu", agrees)
+    if compiled is None:
+        dispatcher = _compiled_loop("lu_dispatcher", lambda found: agrees(_lu_by_dispatcher(found)),
+                                    "scipy.linalg._decomp_lu_cython")
+        compiled = None if dispatcher is None else _lu_by_dispatcher(dispatcher)
+    return compiled
 
 
 def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
@@ -104,3 +167,49 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     if name == "cholesky":
         return c
     return scipy_container(name, False)((c, cho_factor_flags(lower, a, ())))
+
+
+def host_qr(a, overwrite_a, mode, pivoting, check_finite):
+    """SciPy's ``qr`` of a small ``a``, one the shim sends to the host path at once, with SciPy's default
+    ``lwork``. Under SciPy 1.18 a plain matrix with plain flags, ``overwrite_a=False`` and mode ``full``, ``r`` or
+    ``economic`` is factored by the call SciPy's function makes after its Python checks (:func:`_compiled_qr`, on
+    the array as SciPy hands it over: any strides); those checks are about 10 us at order 100, 3 us of it made here
+    again. Its results are SciPy's objects. Anything else, SciPy's own call: other versions, flags and modes, an
+    empty matrix, infinities or NaNs (with ``check_finite``) and a call the compiled loop reports a failure of (for
+    SciPy's error)."""
+    compiled = _compiled_qr()
+    if (compiled is None or not _plain_matrix(a) or mode not in _QR_MODES or overwrite_a is not False
+            or type(pivoting) is not bool or a.size == 0 or not _read_as_it_lies(a)
+            or (check_finite and not np.isfinite(a).all())):
+        return scipy_call("qr", a, overwrite_a, check_finite, mode=mode, pivoting=pivoting)
+    q, r, _, pivots, failures = compiled(a, False, _QR_MODES[mode], pivoting)
+    if failures:
+        return scipy_call("qr", a, overwrite_a, check_finite, mode=mode, pivoting=pivoting)
+    factors = (r, pivots) if pivoting else (r,)
+    if mode == "r":
+        return factors
+    m, n = a.shape
+    return (q[:, :m] if mode == "economic" and m < n else q, *factors)
+
+
+def host_lu(a, permute_l, overwrite_a, check_finite, p_indices):
+    """SciPy's ``lu`` of a small ``a``, one the shim sends to the host path at once. A plain matrix of two rows and
+    columns or more with plain ``bool`` flags and ``overwrite_a=False`` is factored by the call SciPy's function
+    makes after its Python checks (:func:`_compiled_lu`: SciPy 1.18's compiled loop, or before it SciPy's
+    ``lu_dispatcher`` on the C-ordered copy SciPy's function makes), its permutation matrix built as SciPy builds
+    it; SciPy 1.18's checks are 5-7 us, a third of the call at order 20. Anything else is SciPy's own call."""
+    compiled = _compiled_lu()
+    if (compiled is None or not _plain_matrix(a) or overwrite_a is not False or type(permute_l) is not bool
+            or type(p_indices) is not bool or min(a.shape) < 1 or a.shape == (1, 1) or not _read_as_it_lies(a)
+            or (check_finite and not np.isfinite(a).all())):
+        return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
+                            p_indices=p_indices)
+    rows, lower, upper = compiled(a, permute_l, False)
+    if permute_l:
+        return lower, upper
+    if p_indices:
+        return rows, lower, upper
+    m = a.shape[0]
+    permutation = np.zeros((m, m), dtype="f" if a.dtype.char in "fF" else "d")
+    permutation[np.arange(m), rows] = 1
+    return permutation, lower, upper

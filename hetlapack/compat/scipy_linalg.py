@@ -20,7 +20,7 @@ from ._request import on_host_at_once, request
 from ..contract.arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, potrs_lower,
                                read_overwrite_flag, scipy_qr_sizes, solve_batch, unshared_overwrite_b,
                                upper_trapezoid, validated)
-from ._host import host_cholesky, scipy_call
+from ._host import host_cholesky, host_lu, host_qr, scipy_call
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy,
                                     cholesky_lower, fortran_in_place, fortran_result,
@@ -433,8 +433,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     True
     """
     if on_host_at_once("getrf", a):
-        return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
-                            p_indices=p_indices)
+        return host_lu(a, permute_l, overwrite_a, check_finite, p_indices)
     plan, arr, dtype = plan_call("getrf", a, check_finite, lu_features(a))
     if plan.runner.own_call or np.shape(arr)[-2:] == (1, 1) or compiled_kernels_unusable():
         return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
@@ -455,7 +454,7 @@ def _host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite):
     if lwork is not QR_LWORK_DEFAULT:
         return _scipy["qr"](a, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
                             check_finite=check_finite)
-    return scipy_call("qr", a, overwrite_a, check_finite, mode=mode, pivoting=pivoting)
+    return host_qr(a, overwrite_a, mode, pivoting, check_finite)
 
 
 def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False, check_finite=True):
