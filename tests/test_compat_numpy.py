@@ -175,3 +175,102 @@ def test_stacked_results_are_laid_out_as_numpy_lays_them_out(shape, dtype, kerne
             assert (ours.strides, ours.dtype) == (theirs.strides, theirs.dtype), layout
             tol = 2 * np.finfo(np.float32).eps if dtype == np.complex64 else 1e-10
             np.testing.assert_allclose(ours, theirs, rtol=tol, atol=tol * np.abs(theirs).max())
+
+
+@pytest.fixture
+def gufunc_calls(monkeypatch):
+    """The names of NumPy's gufuncs the shims called themselves (the host path's direct calls), in order."""
+    from hetlapack.compat import _numpy_host
+
+    made, found = [], _numpy_host._gufuncs()
+    assert found is not None  # this NumPy's gufuncs answer the probe (else every call is NumPy's own)
+
+    def counted(name):
+        def call(*args, **kwargs):
+            made.append(name)
+            return found[name](*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(_numpy_host, "_gufuncs", lambda: {name: counted(name) for name in found})
+    return made
+
+
+def _same_arrays(ours, theirs):
+    assert type(ours) is type(theirs)
+    for x, y in zip(*((r,) if isinstance(r, np.ndarray) else r for r in (ours, theirs)), strict=True):
+        np.testing.assert_array_equal(x, y)
+        assert (x.dtype, x.shape, x.flags.c_contiguous, x.flags.f_contiguous) == (
+            y.dtype, y.shape, y.flags.c_contiguous, y.flags.f_contiguous)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("layout", ["C", "F", "reversed view"])
+def test_a_small_matrix_is_the_gufunc_call_numpy_makes_to_the_bit(layout, dtype, gufunc_calls):
+    """``numpy.linalg.cholesky`` and ``qr`` of a small plain matrix are NumPy's gufunc calls, made by the shim
+    without NumPy's Python around them: NumPy's results to the bit, dtype and layout, the input untouched."""
+    expected = []
+    for shape in [(1, 1), (2, 2), (7, 3), (3, 7), (31, 31), (100, 100)]:
+        a = testing.random_matrix(shape, dtype=dtype, seed=sum(shape))
+        a = a @ a.conj().T + shape[0] * np.eye(shape[0], dtype=dtype) if shape[0] == shape[1] else a
+        a = a[::-1, ::-1] if layout == "reversed view" else np.asarray(a, order=layout)
+        before = a.copy()
+        for mode in ("reduced", "complete", "r"):
+            _same_arrays(numpy_linalg.qr(a, mode=mode), numpy_functions["qr"](a, mode=mode))
+            complete = mode == "complete" and shape[0] > shape[1]
+            expected += ["qr_r_raw"] + ([] if mode == "r" else ["qr_complete" if complete else "qr_reduced"])
+        if shape[0] == shape[1]:
+            for upper in (False, True):
+                _same_arrays(numpy_linalg.cholesky(a, upper=upper), numpy_functions["cholesky"](a, upper=upper))
+                expected.append("cholesky_up" if upper else "cholesky_lo")
+        np.testing.assert_array_equal(a, before)
+    assert gufunc_calls == expected
+
+
+def test_a_small_matrix_the_gufuncs_may_not_take_is_numpys_own_call(gufunc_calls):
+    """A matrix that is not positive definite is tried and then given to NumPy for its error; NaNs likewise; a
+    non-native byte order, an integer dtype, an empty matrix, a non-bool ``upper`` and the raw mode go to NumPy
+    at once: its results and errors."""
+    bad = testing.spd(6)
+    bad[2, 2] = -1.0
+    nan = testing.spd(6)
+    nan[4, 1] = np.nan
+    for make, call in [(lambda: bad, "cholesky"), (lambda: nan, "cholesky"), (lambda: nan, "qr")]:
+        try:
+            expected = getattr(np.linalg, call)(make())
+        except np.linalg.LinAlgError as error:
+            with pytest.raises(np.linalg.LinAlgError, match=str(error)):
+                getattr(numpy_linalg, call)(make())
+            continue
+        np.testing.assert_array_equal(getattr(numpy_linalg, call)(make())[0], expected[0])
+    tried = list(gufunc_calls)
+    assert tried[:2] == ["cholesky_lo", "cholesky_lo"]
+    spd = testing.spd(5)
+    for a, call, options in [(spd.astype(">f8"), "cholesky", {}), (spd.astype(np.int64), "cholesky", {}),
+                             (np.ones((0, 0)), "cholesky", {}), (spd, "cholesky", {"upper": 1}),
+                             (spd, "qr", {"mode": "raw"}), (spd.astype(">f8"), "qr", {}), (np.ones((0, 3)), "qr", {})]:
+        _same_arrays(getattr(numpy_linalg, call)(a, **options), numpy_functions[call](a, **options))
+    assert gufunc_calls == tried
+
+
+@pytest.mark.parametrize("name", ["cholesky_lo", "qr_r_raw"])
+def test_a_gufunc_that_answers_otherwise_than_numpy_is_never_called(name, monkeypatch):
+    """NumPy's gufuncs are private to it: one that answers the probe otherwise than NumPy's public function (here
+    with its input, unfactored) is never trusted, and the calls stay NumPy's own."""
+    import types
+
+    from numpy.linalg import _umath_linalg
+
+    from hetlapack.compat import _numpy_host
+
+    other = types.SimpleNamespace(**{found: getattr(_umath_linalg, found) for found in dir(_umath_linalg)})
+    setattr(other, name, lambda a, *args, **kwargs: a.copy())
+    monkeypatch.setattr(_numpy_host.importlib, "import_module", lambda module: other)
+    _numpy_host._gufuncs.cache_clear()
+    try:
+        assert _numpy_host._gufuncs() is None
+        a = testing.spd(4)
+        _same_arrays(numpy_linalg.qr(a), numpy_functions["qr"](a))
+        _same_arrays(numpy_linalg.cholesky(a), numpy_functions["cholesky"](a))
+    finally:
+        monkeypatch.undo()
+        _numpy_host._gufuncs.cache_clear()

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.linalg.lapack import get_lapack_funcs
 
-from ..contract.arrays import copies_by_tiles, fortran_copy, working_copy
+from ..contract.arrays import copies_by_tiles, fortran_copy, identical, working_copy
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.originals import scipy_matrix_functions as _scipy_matrix
 from ..contract.scipy_rules import COMPILED_BATCH_LOOPS, cho_factor_flags, fortran_copy_unseen, scipy_container
@@ -81,13 +81,6 @@ def _compiled_loop(name: str, agrees: Callable[[Callable], bool],
 _PROBE = np.array([[4.0, 2.0, 1.0], [2.0, 5.0, 3.0]])
 
 
-def _same(ours, theirs) -> bool:
-    """Whether two sequences of arrays are equal, element by element, dtype and layout."""
-    def key(x):
-        return x.dtype, x.shape, x.flags.c_contiguous, x.flags.f_contiguous
-    return len(ours) == len(theirs) and all(key(x) == key(y) and np.array_equal(x, y) for x, y in zip(ours, theirs))
-
-
 @functools.cache
 def _compiled_cholesky() -> Callable | None:
     """``_cholesky(a, lower, overwrite_a, clean) -> (factors, failures)`` (:func:`_compiled_loop`)."""
@@ -108,7 +101,7 @@ def _compiled_qr() -> Callable | None:
     def agrees(compiled):
         for mode, number in _QR_MODES.items():
             q, r, _, pivots, failures = compiled(_PROBE.copy(), False, number, True)
-            if failures or not _same((q, r, pivots)[mode == "r":], _scipy["qr"](_PROBE, mode=mode, pivoting=True)):
+            if failures or not identical((q, r, pivots)[mode == "r":], _scipy["qr"](_PROBE, mode=mode, pivoting=True)):
                 return False
         return True
     return _compiled_loop("_qr", agrees)
@@ -132,7 +125,7 @@ def _compiled_lu() -> Callable | None:
     SciPy 1.18's ``_lu``, or before it SciPy's ``lu_dispatcher`` (:func:`_lu_by_dispatcher`); tried on a probe as
     :func:`_compiled_loop` says, with and without ``permute_l``."""
     def agrees(compiled):
-        return all(_same(compiled(_PROBE.T.copy(), permute, False)[permute:],
+        return all(identical(compiled(_PROBE.T.copy(), permute, False)[permute:],
                          _scipy["lu"](_PROBE.T, permute_l=permute, p_indices=True)) for permute in (False, True))
     compiled = _compiled_loop("_lu", agrees)
     if compiled is None:

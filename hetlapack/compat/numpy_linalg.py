@@ -16,6 +16,7 @@ from numpy.linalg import LinAlgError
 from ..dispatch import Plan, choose
 from ..dispatch.paths import BATCHED
 from ..dtypes import native
+from ._numpy_host import host_cholesky, host_qr
 from ._request import on_host_at_once, request
 from ..contract.arrays import numpy_linalg_dtype
 from ..contract.originals import numpy_functions as _numpy
@@ -33,8 +34,7 @@ _NOT_PD = "Matrix is not positive definite"
 def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, np.dtype] | None:
     """The accelerated plan for ``a`` and the dtype it computes in (NumPy's: double precision), or None when NumPy's
     own function must handle it."""
-    if (type(a) is not np.ndarray or a.ndim < 2 or numpy_linalg_dtype(a.dtype) is None
-            or on_host_at_once(op, a, numpy_linalg_dtype)):
+    if type(a) is not np.ndarray or a.ndim < 2 or numpy_linalg_dtype(a.dtype) is None:
         return None
     req, _ = request(op, a, dtype_rule=numpy_linalg_dtype, features=features, library="numpy")
     plan = choose(req)
@@ -139,6 +139,8 @@ def cholesky(a, /, *, upper=False):
     array([[2., 0.],
            [1., 2.]])
     """
+    if on_host_at_once("potrf", a, numpy_linalg_dtype):
+        return host_cholesky(a, upper)
     chosen = _plan("potrf", a) if type(a) is np.ndarray and a.shape[-1:] == a.shape[-2:-1] else None
     if chosen is None:
         return _numpy["cholesky"](a, upper=upper)
@@ -193,6 +195,8 @@ def qr(a, mode="reduced"):
         if economic:
             return np.swapaxes(_numpy["qr"](a, mode="raw")[0], -1, -2)  # NumPy's 'economic': 'raw''s h, untransposed
         mode = "reduced"
+    if mode in _ACCELERATED_QR_MODES and on_host_at_once("geqrf", a, numpy_linalg_dtype):
+        return host_qr(a, mode)
     chosen = _plan("geqrf", a) if mode in _ACCELERATED_QR_MODES else None
     if chosen is None:
         return _numpy["qr"](a, mode=mode)

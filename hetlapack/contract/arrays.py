@@ -64,6 +64,14 @@ def peek(a):
     return np.asarray(a)
 
 
+def identical(ours, theirs) -> bool:
+    """Whether two sequences of arrays are equal element by element, in dtype, shape and layout: how a shim tries a
+    library's private routine on a probe against its public function before it trusts it."""
+    def key(x):
+        return x.dtype, x.shape, x.flags.c_contiguous, x.flags.f_contiguous
+    return len(ours) == len(theirs) and all(key(x) == key(y) and np.array_equal(x, y) for x, y in zip(ours, theirs))
+
+
 @functools.cache
 def scipy_lapack_dtype(*dtypes: np.dtype) -> np.dtype | None:
     """The dtype SciPy's LAPACK wrappers compute in for inputs of these dtypes (None when SciPy rejects one)."""
