@@ -1,5 +1,5 @@
 """The host path: SciPy's own call, handed a Fortran-ordered copy where SciPy would make that copy the slow way, and
-a small Cholesky factorization by the call SciPy's function makes after its Python checks.
+a small Cholesky, QR or LU factorization by the call SciPy's function makes after its Python checks.
 
 SciPy's LAPACK wrappers (f2py) copy a C-ordered matrix into Fortran order before LAPACK sees it, element by
 element: on a matrix larger than the cache every element of one of the two arrays is a cache miss, and the copy
@@ -86,7 +86,7 @@ def _compiled_cholesky() -> Callable | None:
     """``_cholesky(a, lower, overwrite_a, clean) -> (factors, failures)`` (:func:`_compiled_loop`)."""
     def agrees(compiled):
         factor, failures = compiled(_PROBE[:, :2].copy(), False, False, True)
-        return not failures and np.array_equal(factor, _scipy["cholesky"](_PROBE[:, :2]))
+        return not failures and identical((factor,), (_scipy["cholesky"](_PROBE[:, :2]),))
     return _compiled_loop("_cholesky", agrees)
 
 
