@@ -195,14 +195,6 @@ def gufunc_calls(monkeypatch):
     return made
 
 
-def _same_arrays(ours, theirs):
-    assert type(ours) is type(theirs)
-    for x, y in zip(*((r,) if isinstance(r, np.ndarray) else r for r in (ours, theirs)), strict=True):
-        np.testing.assert_array_equal(x, y)
-        assert (x.dtype, x.shape, x.flags.c_contiguous, x.flags.f_contiguous) == (
-            y.dtype, y.shape, y.flags.c_contiguous, y.flags.f_contiguous)
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 @pytest.mark.parametrize("layout", ["C", "F", "reversed view"])
 def test_a_small_matrix_is_the_gufunc_call_numpy_makes_to_the_bit(layout, dtype, gufunc_calls):
@@ -215,12 +207,13 @@ def test_a_small_matrix_is_the_gufunc_call_numpy_makes_to_the_bit(layout, dtype,
         a = a[::-1, ::-1] if layout == "reversed view" else np.asarray(a, order=layout)
         before = a.copy()
         for mode in ("reduced", "complete", "r"):
-            _same_arrays(numpy_linalg.qr(a, mode=mode), numpy_functions["qr"](a, mode=mode))
+            testing.assert_same_results(numpy_linalg.qr(a, mode=mode), numpy_functions["qr"](a, mode=mode))
             complete = mode == "complete" and shape[0] > shape[1]
             expected += ["qr_r_raw"] + ([] if mode == "r" else ["qr_complete" if complete else "qr_reduced"])
         if shape[0] == shape[1]:
             for upper in (False, True):
-                _same_arrays(numpy_linalg.cholesky(a, upper=upper), numpy_functions["cholesky"](a, upper=upper))
+                testing.assert_same_results(numpy_linalg.cholesky(a, upper=upper),
+                                            numpy_functions["cholesky"](a, upper=upper))
                 expected.append("cholesky_up" if upper else "cholesky_lo")
         np.testing.assert_array_equal(a, before)
     assert gufunc_calls == expected
@@ -248,7 +241,7 @@ def test_a_small_matrix_the_gufuncs_may_not_take_is_numpys_own_call(gufunc_calls
     for a, call, options in [(spd.astype(">f8"), "cholesky", {}), (spd.astype(np.int64), "cholesky", {}),
                              (np.ones((0, 0)), "cholesky", {}), (spd, "cholesky", {"upper": 1}),
                              (spd, "qr", {"mode": "raw"}), (spd.astype(">f8"), "qr", {}), (np.ones((0, 3)), "qr", {})]:
-        _same_arrays(getattr(numpy_linalg, call)(a, **options), numpy_functions[call](a, **options))
+        testing.assert_same_results(getattr(numpy_linalg, call)(a, **options), numpy_functions[call](a, **options))
     assert gufunc_calls == tried
 
 
@@ -269,8 +262,8 @@ def test_a_gufunc_that_answers_otherwise_than_numpy_is_never_called(name, monkey
     try:
         assert _numpy_host._gufuncs() is None
         a = testing.spd(4)
-        _same_arrays(numpy_linalg.qr(a), numpy_functions["qr"](a))
-        _same_arrays(numpy_linalg.cholesky(a), numpy_functions["cholesky"](a))
+        testing.assert_same_results(numpy_linalg.qr(a), numpy_functions["qr"](a))
+        testing.assert_same_results(numpy_linalg.cholesky(a), numpy_functions["cholesky"](a))
     finally:
         monkeypatch.undo()
         _numpy_host._gufuncs.cache_clear()

@@ -17,22 +17,29 @@ from collections.abc import Callable
 import numpy as np
 from scipy.linalg.lapack import get_lapack_funcs
 
-from ..contract.arrays import copies_by_tiles, fortran_copy, identical, working_copy
+from ..contract.arrays import copies_by_tiles, fortran_copy, identical, plain_matrix, working_copy
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.originals import scipy_matrix_functions as _scipy_matrix
-from ..contract.scipy_rules import COMPILED_BATCH_LOOPS, cho_factor_flags, fortran_copy_unseen, scipy_container
-
-
-def _plain_matrix(a) -> bool:
-    """A 2-D ndarray (not a subclass) in a LAPACK dtype: what SciPy's call may be handed below its batch decorator,
-    and in a Fortran copy of its own."""
-    return type(a) is np.ndarray and a.ndim == 2 and a.dtype.char in "fdFD"
+from ..contract.scipy_rules import (COMPILED_BATCH_LOOPS, QR_LWORK_DEFAULT, cho_factor_flags, fortran_copy_unseen,
+                                    scipy_container)
 
 
 def _read_as_it_lies(a: np.ndarray) -> bool:
     """Whether SciPy hands the plain matrix ``a`` to LAPACK without a converting copy of its own: native byte order
     and aligned."""
     return a.dtype.isnative and a.flags.aligned
+
+
+#: The one flag type the direct calls take (``np.True_`` and ``1`` go to SciPy's function, which reads them its way).
+_BOOL = frozenset({bool})
+
+
+def _takes_direct_call(a, overwrite_a, check_finite, *flags) -> bool:
+    """Whether SciPy's function may be bypassed for ``a``: a non-empty :func:`plain_matrix` it reads as it lies
+    (:func:`_read_as_it_lies`), the default ``overwrite_a=False``, plain ``bool`` flags, and with ``check_finite``
+    only finite entries (else SciPy's call, for its error). Each ``host_*`` call adds what its routine needs."""
+    return (plain_matrix(a) and a.size > 0 and _read_as_it_lies(a) and overwrite_a is False
+            and _BOOL.issuperset(map(type, flags)) and not (check_finite and not np.isfinite(a).all()))
 
 
 def _copies_slowly(a: np.ndarray, overwrite_a) -> bool:
@@ -47,8 +54,8 @@ def scipy_call(name: str, a, overwrite_a, check_finite, **options):
     """SciPy's own ``name`` on ``a`` with these flags; on a Fortran-ordered copy made by :func:`fortran_copy` where
     SciPy would copy ``a`` slowly and that copy is all it would change (``fortran_copy_unseen``): the same
     result, layout, errors and warnings. Non-finite entries (``check_finite``) go to SciPy's call, for its error;
-    anything but a plain matrix (:func:`_plain_matrix`) to SciPy's public function, batch decorator included."""
-    if not _plain_matrix(a):
+    anything but a plain matrix (:func:`plain_matrix`) to SciPy's public function, batch decorator included."""
+    if not plain_matrix(a):
         return _scipy[name](a, overwrite_a=overwrite_a, check_finite=check_finite, **options)
     if _copies_slowly(a, overwrite_a) and fortran_copy_unseen(name, **options) and (
             not check_finite or np.isfinite(a).all()):
@@ -137,17 +144,15 @@ def _compiled_lu() -> Callable | None:
 
 def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     """SciPy's ``cholesky`` or ``cho_factor`` (``name``) of a small ``a``, one the shims send to the host path at
-    once. A plain contiguous square matrix with plain ``bool`` flags and ``overwrite_a=False``, the call users make,
-    is factored by the call SciPy's function makes after its Python checks, which are 5-10 us, a sixth of the call
-    at order 100: before 1.18 LAPACK's ``potrf`` through SciPy's f2py wrapper on a Fortran-ordered copy (made as
-    f2py makes it, or by tiles where that is faster), since SciPy's compiled loop (:func:`_compiled_cholesky`). The
-    bits, layout and flags are SciPy's. Anything else is SciPy's own call, for its result, errors and warnings:
-    other flags and arrays, a matrix with infinities or NaNs (with ``check_finite``) and one LAPACK cannot factor.
-    Large matrices are SciPy's own call too: there its Python costs nothing."""
-    direct = (_plain_matrix(a) and type(lower) is bool and overwrite_a is False and a.shape[0] == a.shape[1] > 0
-              and (a.flags.c_contiguous or a.flags.f_contiguous) and _read_as_it_lies(a))
+    once. A contiguous square matrix that :func:`_takes_direct_call`, the call users make, is factored by the call
+    SciPy's function makes after its Python checks, which are 5-10 us, a sixth of the call at order 100: before
+    1.18 LAPACK's ``potrf`` through SciPy's f2py wrapper on a Fortran-ordered copy (made as f2py makes it, or by
+    tiles where that is faster), since SciPy's compiled loop (:func:`_compiled_cholesky`). The bits, layout and
+    flags are SciPy's. Anything else is SciPy's own call, for its result, errors and warnings, and so is a matrix
+    LAPACK cannot factor. Large matrices are SciPy's own call too: there its Python costs nothing."""
     compiled = _compiled_cholesky()
-    if not direct or (compiled is None and COMPILED_BATCH_LOOPS) or (check_finite and not np.isfinite(a).all()):
+    if ((compiled is None and COMPILED_BATCH_LOOPS) or not _takes_direct_call(a, overwrite_a, check_finite, lower)
+            or a.shape[0] != a.shape[1] or not (a.flags.c_contiguous or a.flags.f_contiguous)):
         return scipy_call(name, a, overwrite_a, check_finite, lower=lower)
     clean = name == "cholesky"  # cho_factor leaves the other triangle to LAPACK (1.18 zeroes it in its own copy)
     if compiled is not None:
@@ -162,18 +167,18 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     return scipy_container(name, False)((c, cho_factor_flags(lower, a, ())))
 
 
-def host_qr(a, overwrite_a, mode, pivoting, check_finite):
-    """SciPy's ``qr`` of a small ``a``, one the shim sends to the host path at once, with SciPy's default
-    ``lwork``. Under SciPy 1.18 a plain matrix with plain flags, ``overwrite_a=False`` and mode ``full``, ``r`` or
-    ``economic`` is factored by the call SciPy's function makes after its Python checks (:func:`_compiled_qr`, on
-    the array as SciPy hands it over: any strides); those checks are about 10 us at order 100, 3 us of it made here
-    again. Its results are SciPy's objects. Anything else, SciPy's own call: other versions, flags and modes, an
-    empty matrix, infinities or NaNs (with ``check_finite``) and a call the compiled loop reports a failure of (for
-    SciPy's error)."""
+def host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite):
+    """SciPy's ``qr`` on the host path. Under SciPy 1.18, with SciPy's default ``lwork`` and mode ``full``, ``r`` or
+    ``economic``, a matrix that :func:`_takes_direct_call` is factored by the call SciPy's function makes after its
+    Python checks (:func:`_compiled_qr`, on the array as SciPy hands it over: any strides); those checks are about
+    10 us at order 100, 3 us of it made here again. Its results are SciPy's objects. Anything else, SciPy's own call
+    (:func:`scipy_call`; with an explicit ``lwork``, its public function as called), and so is a call the compiled
+    loop reports a failure of (for SciPy's error)."""
+    if lwork is not QR_LWORK_DEFAULT:
+        return _scipy["qr"](a, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
+                            check_finite=check_finite)
     compiled = _compiled_qr()
-    if (compiled is None or not _plain_matrix(a) or mode not in _QR_MODES or overwrite_a is not False
-            or type(pivoting) is not bool or a.size == 0 or not _read_as_it_lies(a)
-            or (check_finite and not np.isfinite(a).all())):
+    if compiled is None or mode not in _QR_MODES or not _takes_direct_call(a, overwrite_a, check_finite, pivoting):
         return scipy_call("qr", a, overwrite_a, check_finite, mode=mode, pivoting=pivoting)
     q, r, _, pivots, failures = compiled(a, False, _QR_MODES[mode], pivoting)
     if failures:
@@ -186,15 +191,14 @@ def host_qr(a, overwrite_a, mode, pivoting, check_finite):
 
 
 def host_lu(a, permute_l, overwrite_a, check_finite, p_indices):
-    """SciPy's ``lu`` of a small ``a``, one the shim sends to the host path at once. A plain matrix of two rows and
-    columns or more with plain ``bool`` flags and ``overwrite_a=False`` is factored by the call SciPy's function
-    makes after its Python checks (:func:`_compiled_lu`: SciPy 1.18's compiled loop, or before it SciPy's
+    """SciPy's ``lu`` of a small ``a``, one the shim sends to the host path at once. A matrix that
+    :func:`_takes_direct_call`, larger than 1 x 1 (which SciPy does not factor), is factored by the call SciPy's
+    function makes after its Python checks (:func:`_compiled_lu`: SciPy 1.18's compiled loop, or before it SciPy's
     ``lu_dispatcher`` on the C-ordered copy SciPy's function makes), its permutation matrix built as SciPy builds
     it; SciPy 1.18's checks are 5-7 us, a third of the call at order 20. Anything else is SciPy's own call."""
     compiled = _compiled_lu()
-    if (compiled is None or not _plain_matrix(a) or overwrite_a is not False or type(permute_l) is not bool
-            or type(p_indices) is not bool or min(a.shape) < 1 or a.shape == (1, 1) or not _read_as_it_lies(a)
-            or (check_finite and not np.isfinite(a).all())):
+    if (compiled is None or not _takes_direct_call(a, overwrite_a, check_finite, permute_l, p_indices)
+            or a.shape == (1, 1)):
         return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)
     rows, lower, upper = compiled(a, permute_l, False)

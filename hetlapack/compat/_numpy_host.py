@@ -17,18 +17,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..contract.arrays import identical
+from ..contract.arrays import identical, numpy_linalg_dtype, plain_matrix
 from ..contract.originals import numpy_functions as _numpy
-
-#: NumPy's computing dtype and result dtype for each LAPACK dtype (``numpy.linalg._linalg._commonType``).
-_TYPES = {"f": ("d", "f"), "d": ("d", "d"), "F": ("D", "F"), "D": ("D", "D")}
 
 _PROBE = np.array([[4.0, 2.0, 1.0], [2.0, 5.0, 3.0], [1.0, 3.0, 6.0]])
 
 
 def _plain(a) -> bool:
-    """A native 2-D ndarray (not a subclass) in a LAPACK dtype: the matrices the gufuncs are called on here."""
-    return type(a) is np.ndarray and a.ndim == 2 and a.dtype.char in _TYPES and a.dtype.isnative
+    """A native :func:`plain_matrix`: the matrices the gufuncs are called on here, whose results NumPy returns in
+    their own dtype (computed in double precision: :func:`numpy_linalg_dtype`)."""
+    return plain_matrix(a) and a.dtype.isnative
 
 
 @functools.cache
@@ -58,14 +56,14 @@ def _errstate():
 
 
 def _cholesky(gufuncs: dict[str, Callable], a: np.ndarray, upper: bool) -> np.ndarray:
-    computed, result = _TYPES[a.dtype.char]
+    computed = numpy_linalg_dtype(a.dtype).char
     with _errstate():
         factor = gufuncs["cholesky_up" if upper else "cholesky_lo"](a, signature=f"{computed}->{computed}")
-    return factor.astype(result, copy=False)
+    return factor.astype(a.dtype, copy=False)
 
 
 def _qr(gufuncs: dict[str, Callable], a: np.ndarray, mode: str):
-    computed, result = _TYPES[a.dtype.char]
+    computed, result = numpy_linalg_dtype(a.dtype).char, a.dtype
     m, n = a.shape
     work = a.astype(computed, copy=True)
     complete = mode == "complete" and m > n

@@ -449,14 +449,6 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     return scipy_returns("lu", _p_l_u(packed, piv, permute_l, p_indices), arr.ndim > 2, **options)
 
 
-def _host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite):
-    """SciPy's own ``qr`` (with an explicit ``lwork``, on the caller's array as given)."""
-    if lwork is not QR_LWORK_DEFAULT:
-        return _scipy["qr"](a, overwrite_a=overwrite_a, lwork=lwork, mode=mode, pivoting=pivoting,
-                            check_finite=check_finite)
-    return host_qr(a, overwrite_a, mode, pivoting, check_finite)
-
-
 def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False, check_finite=True):
     """
     Compute QR decomposition of a matrix (SciPy-compatible).
@@ -499,11 +491,11 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     True
     """
     if on_host_at_once("geqp3" if pivoting else "geqrf", a):
-        return _host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
+        return host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
     op, features = qr_route(a, mode, pivoting, lwork)
     plan, arr, dtype = plan_call(op, a, check_finite, features)
     if plan.runner.own_call:
-        return _host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
+        return host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
     refuse_flags("qr", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)
     a1 = _kernel_checked(plan, arr, check_finite)
     warn_dtypes_as_scipy("qr", arr.dtype, stacklevel=2)

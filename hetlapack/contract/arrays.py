@@ -64,6 +64,12 @@ def peek(a):
     return np.asarray(a)
 
 
+def plain_matrix(a) -> bool:
+    """A 2-D ndarray (not a subclass) in a LAPACK dtype: what the shims may hand a library's routine below its
+    Python checks (SciPy's below its batch decorator, or its compiled loops; NumPy's gufuncs)."""
+    return type(a) is np.ndarray and a.ndim == 2 and a.dtype.char in "fdFD"
+
+
 def identical(ours, theirs) -> bool:
     """Whether two sequences of arrays are equal element by element, in dtype, shape and layout: how a shim tries a
     library's private routine on a probe against its public function before it trusts it."""
