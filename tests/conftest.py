@@ -1,12 +1,14 @@
 """Test-session setup: custom CUDA kernels run in Numba's CUDA simulator on machines without an NVIDIA GPU, the
 batched kernels are compiled on every core before the first test (``hetlapack compile``: on a fresh checkout the
-tests would otherwise compile them one at a time as they meet them, 10.5 minutes on 2 cores), and dispatch forgets
-its decisions after each test."""
+tests would otherwise compile them one at a time as they meet them, 10.5 minutes on 2 cores), dispatch forgets
+its decisions after each test, and no test reads the calibration this machine's user cached (``hetlapack
+calibrate``): plans are priced as on a machine never calibrated, unless a test writes a cache of its own."""
 
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -15,9 +17,14 @@ if shutil.which("nvidia-smi") is None:
 
 
 def pytest_sessionstart(session):
-    """``hetlapack compile`` in a process of its own: this one keeps numba and the kernels unloaded until a test
-    loads them."""
+    """An empty calibration cache directory for the session (its processes inherit it), then ``hetlapack compile``
+    in a process of its own: this one keeps numba and the kernels unloaded until a test loads them."""
+    os.environ["HETLAPACK_CACHE_DIR"] = tempfile.mkdtemp(prefix="hetlapack-test-cache-")
     subprocess.run([sys.executable, "-c", "from hetlapack.cli import main; main(['compile'])"], check=True)
+
+
+def pytest_sessionfinish(session):
+    shutil.rmtree(os.environ["HETLAPACK_CACHE_DIR"], ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

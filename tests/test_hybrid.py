@@ -8,8 +8,10 @@ emulated device here and the CUDA device where CuPy sees a GPU (the same test bo
 reason otherwise).
 """
 
+import gc
 import re
 import threading
+import weakref
 from collections import Counter
 
 import numpy as np
@@ -255,3 +257,46 @@ def test_a_tall_two_level_lu_cuts_rows_past_the_columns_and_runs_each_column_on_
     assert {e.device for e in trace.events if e.kernel == "getrf" and _written_tile_column(e) == 1} == {"emulated:0"}
     for event in trace.events:
         assert event.device == owners[_written_tile_column(event)], event
+
+
+@pytest.fixture
+def collector_off():
+    """The cyclic garbage collector off while the test runs (and back on after, with what it kept dropped)."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+
+
+@pytest.mark.parametrize("layout", ["hgdd", "two-level"])
+@pytest.mark.parametrize("devices", [["cpu"], ["cpu", EmulatedDevice(0)]], ids=["cpu", "cpu+emulated"])
+def test_a_hybrid_call_leaves_nothing_for_the_cyclic_collector(collector_off, devices, layout):
+    """Every object a hybrid call makes is freed when the last reference goes: a reference cycle (tile handles and
+    their matrix, a device memory and its directory) kept the working copy, as large as the input, until the
+    collector ran, and the next large array got memory the system had not handed out yet (on a 2-core AMD EPYC
+    VM, 128 MB filled in 280 ms instead of 9 right after a hybrid Cholesky of order 4000)."""
+    if layout == "two-level" and len(devices) == 1:
+        pytest.skip("the two-level layout needs an accelerator")
+    a_spd, a_gen = spd(101), general(101, 83)
+
+    def calls():
+        with hetlapack.using(path="hybrid", devices=devices, tile=16, layout=layout):
+            hl.cholesky(a_spd)
+            hl.lu_factor(a_gen)
+            hl.lu(a_gen)
+            hl.qr(a_gen)
+            hl.qr(a_gen, mode="r")
+
+    calls()  # first calls compile and cache what later calls reuse (the compiler leaves cycles)
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what the collector finds from here on is kept in gc.garbage, to be named
+    calls()
+    operand = np.asfortranarray(a_spd)
+    alive = weakref.ref(operand)
+    potrf(operand, lower=True, tile=16, devices=devices)
+    del operand
+    assert alive() is None
+    assert gc.collect() == 0, sorted({type(x).__name__ for x in gc.garbage})

@@ -7,6 +7,7 @@ has a shape and a dtype but no array: the simulator inserts tasks on it without 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -50,7 +51,9 @@ class TiledMatrix:
         self.col_bounds = _bounds(self.shape[1], tile_rows if tile_cols is None else tile_cols)
         self.mt = len(self.row_bounds) - 1
         self.nt = len(self.col_bounds) - 1
-        self._blocks: dict[tuple[int, int, int, int], Block] = {}
+        # Handles are held weakly: a handle holds its matrix, so a strong cache would make a cycle that keeps the
+        # array (the caller's factors, or a working copy) alive after the call until the cyclic collector runs.
+        self._blocks: weakref.WeakValueDictionary[tuple[int, int, int, int], Block] = weakref.WeakValueDictionary()
 
     @property
     def itemsize(self) -> int:
@@ -83,7 +86,7 @@ class TiledMatrix:
 
     def block(self, i0: int, i1: int, j0: int, j1: int) -> Block:
         """The handle of tile rows ``i0:i1`` by tile columns ``j0:j1`` (one contiguous view); one object per
-        rectangle, so the runtime's dictionaries find it by identity."""
+        rectangle while any task or dictionary holds it."""
         key = (i0, i1, j0, j1)
         block = self._blocks.get(key)
         if block is None:
@@ -98,7 +101,7 @@ class TiledMatrix:
 class Block:
     """A hashable handle for a rectangle of tiles of a :class:`TiledMatrix`."""
 
-    __slots__ = ("matrix", "i0", "i1", "j0", "j1", "_key", "_hash", "_parts")
+    __slots__ = ("matrix", "i0", "i1", "j0", "j1", "_key", "_hash", "_parts", "__weakref__")
 
     def __init__(self, matrix: TiledMatrix, i0: int, i1: int, j0: int, j1: int) -> None:
         self.matrix, self.i0, self.i1, self.j0, self.j1 = matrix, i0, i1, j0, j1
@@ -119,10 +122,11 @@ class Block:
 
     @property
     def parts(self) -> tuple[Block, ...]:
-        """The single tiles this block covers."""
+        """The single tiles this block covers (a tile's is not kept: it would hold the tile itself, a cycle)."""
+        if self.is_tile:
+            return (self,)
         if self._parts is None:
-            self._parts = (self,) if self.is_tile else tuple(
-                self.matrix(i, j) for j in range(self.j0, self.j1) for i in range(self.i0, self.i1))
+            self._parts = tuple(self.matrix(i, j) for j in range(self.j0, self.j1) for i in range(self.i0, self.i1))
         return self._parts
 
     @property

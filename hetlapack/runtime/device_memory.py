@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from ..devices.base import Device
 from .data import Block
@@ -63,6 +63,11 @@ def outermost(blocks: Sequence[Block]) -> list[Block]:
 def footprint(blocks: Sequence[Block]) -> int:
     """Bytes of the outermost blocks among ``blocks`` (what a task pins)."""
     return sum(b.nbytes for b in outermost(blocks))
+
+
+def _closed(segment: Segment) -> NoReturn:
+    """A closed memory's ``dirty`` and ``vacate``: it holds no segment to ask about."""
+    raise RuntimeError(f"{segment} belongs to a closed device memory")
 
 
 class DeviceMemory:
@@ -137,12 +142,15 @@ class DeviceMemory:
             self.lock.notify_all()
 
     def close(self) -> None:
-        """Give every segment back to the device."""
+        """Give every segment back to the device, and drop the directory's callbacks: they hold the directory,
+        which holds this memory, a cycle that would keep the run's tiles (and the matrix they view) alive after
+        it until the cyclic garbage collector ran."""
         with self.lock:
             segments, self.segments = self.segments, []
             self._by_column.clear()
             self._pins.clear()
             self.used = 0
+            self._dirty = self._vacate = _closed
         for segment in segments:
             self.device.free(segment.data)
 
