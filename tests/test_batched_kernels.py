@@ -130,6 +130,23 @@ def test_getrf_pivots_and_factors_equal_lapack(dtype, shape):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", [5, 16])
+def test_any_matrices_per_buffer_give_the_same_bits(dtype, n):
+    """The matrices per buffer (``lanes``: calibration picks them per machine) change how many matrices one pass
+    factors, never a matrix's arithmetic: every choice gives the default's factors, pivots and info, a ragged last
+    buffer included."""
+    general_stack = random_matrix((77, n, n), dtype, seed=n)
+    general_stack[5] = 0.0
+    hermitian = spd(n, dtype, batch=(77,), seed=n)
+    lu_default, cho_default = kernels.getrf(general_stack), kernels.potrf(hermitian, lower=False, clean=True)
+    for lanes in (8, 16, 24, 64):
+        for ours, default in zip(kernels.getrf(general_stack, lanes=lanes), lu_default):
+            np.testing.assert_array_equal(ours, default)
+        for ours, default in zip(kernels.potrf(hermitian, lower=False, clean=True, lanes=lanes), cho_default):
+            np.testing.assert_array_equal(ours, default)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_getrf_versions_compiled_per_order_equal_the_general_kernel(dtype, n):
     """A stack of at least ``SMALL_ORDER_LANES`` matrices of order 2-4 runs the version compiled for its order; a

@@ -153,6 +153,7 @@ def fast_kernel_tables(monkeypatch):
 
     monkeypatch.setattr(calibration, "kernel_tables", kernel_tables)
     monkeypatch.setattr(crossover, "measure", lambda repeats, progress: {"getrf float64": [[4, 3.0], [8, 0.5]]})
+    monkeypatch.setattr(crossover, "measure_lanes", lambda repeats, progress: {"getrf float64": [[8, 64], [16, 16]]})
     return timed
 
 
@@ -252,6 +253,7 @@ def test_batched_crossover_is_timed_on_this_machine_cached_and_read_by_dispatch(
     out = capsys.readouterr().out
     assert "interleaved up to order: getrf float64 4" in out
     assert load()["cpu"]["batched"] == {"getrf float64": [[4, 3.0], [8, 0.5]]}
+    assert load()["cpu"]["lanes"] == {"getrf float64": [[8, 64], [16, 16]]}
     assert model.interleaved_max_n("getrf", np.dtype(np.float64)) == 4
     assert model.interleaved_max_n("getrf", np.dtype(np.complex128)) == model.INTERLEAVED_MAX_N["getrf"][1]
     assert model.interleaved_max_n("potrf", np.dtype(np.float64)) == model.INTERLEAVED_MAX_N["potrf"][0]
@@ -276,3 +278,66 @@ def test_batched_crossover_times_both_kernels_on_every_case():
     ratios = crossover.measure(repeats=1, orders=(4, 9), progress=done.append)
     assert list(ratios) == list(crossover.CASES) == done
     assert all([row[0] for row in rows] == [4, 9] and all(row[1] > 0 for row in rows) for rows in ratios.values())
+
+
+def test_calibrated_matrices_per_buffer_are_what_the_kernels_run_with(cache_dir, monkeypatch):
+    """Dispatch gives the interleaved Cholesky and LU the matrices per buffer calibration timed fastest, at the
+    timed order nearest in ratio, in the dtype timed, and the batched path runs the kernel with them; orders below
+    the smallest timed (whose kernels are compiled for the rule's buffer), dtypes and kernels not timed and a
+    machine never calibrated keep the buffer-size rule (``lanes`` None)."""
+    import numpy as np
+
+    import hetlapack
+    import hetlapack.linalg as hla
+    from hetlapack.batched import kernels
+    from hetlapack.dispatch.choose import forget_decisions
+    from hetlapack.perf import model
+
+    f64, c128, f32 = np.dtype(np.float64), np.dtype(np.complex128), np.dtype(np.float32)
+    stack = np.random.default_rng(0).standard_normal((500, 16, 16))
+    assert model.batched_lanes("getrf", f64, 16) is None and hetlapack.explain("lu_factor", stack).lanes is None
+    entry = {"lanes": {"getrf float64": [[8, 64], [16, 16]], "potrf complex128": [[16, 8]]}}
+    (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))
+    assert CpuDevice().batched_lanes == {"getrf float64": ((8, 64), (16, 16)), "potrf complex128": ((16, 8),)}
+    assert [model.batched_lanes("getrf", f64, n) for n in (4, 8, 10, 12, 16, 40)] == [None, 64, 64, 16, 16, 16]
+    assert model.batched_lanes("potrf", c128, 24) == 8 and model.batched_lanes("potrf", f64, 16) is None
+    assert model.batched_lanes("getrf", f32, 16) is None
+    forget_decisions()  # dispatch remembers its plans within a process; calibration runs in a process of its own
+    plan = hetlapack.explain("lu_factor", stack)
+    assert plan.kernels == "interleaved" and plan.lanes == 16 and "16 matrices per buffer" in str(plan)
+    assert hetlapack.explain("lu_factor", stack[:, :, :12]).lanes is None
+    ran = []
+    getrf = kernels.getrf
+    monkeypatch.setattr(kernels, "getrf", lambda *args, **kwargs: ran.append(kwargs["lanes"]) or getrf(*args, **kwargs))
+    lu, piv = hla.lu_factor(stack)
+    assert ran == [16]
+    assert np.array_equal(lu, getrf(stack, fortran=True)[0]) and np.array_equal(piv, getrf(stack)[1])
+
+
+def test_matrices_per_buffer_are_timed_for_every_case():
+    from hetlapack.batched import crossover
+    from hetlapack.batched._interleave import lanes_for
+
+    done = []
+    fastest = crossover.measure_lanes(repeats=1, orders=(5, 9), choices=(8, 24), progress=done.append)
+    assert list(fastest) == list(crossover.LANE_CASES) == done
+    rules = {lanes_for(n, n, itemsize, 10**6, small_order=True) for n in (5, 9) for itemsize in (8, 16)}
+    assert all([row[0] for row in rows] == [5, 9] and all(row[1] in {8, 24, *rules} for row in rows)
+               for rows in fastest.values())
+
+
+def test_the_buffer_size_rule_stands_unless_another_choice_is_clearly_faster(monkeypatch):
+    import numpy as np
+
+    from hetlapack.batched import crossover
+    from hetlapack.batched._interleave import lanes_for
+
+    rule = lanes_for(16, 16, 8, 10**6, small_order=True)
+    speed = {rule: 1.0, 8: 1.0 / (crossover.LANE_MARGIN * 1.01), 64: 1.0 / (crossover.LANE_MARGIN * 0.99)}
+    monkeypatch.setattr(crossover, "LANE_CASES", ("getrf float64",))
+    monkeypatch.setattr(crossover, "best_seconds", lambda run, repeats: run())
+    for faster in (8, 64):
+        monkeypatch.setattr(crossover, "_LANE_CALLS", {"getrf": lambda a, lanes: speed[lanes] if lanes in (rule, faster)
+                                                      else np.inf})
+        picked = crossover.measure_lanes(repeats=1, orders=(16,), choices=(faster,))
+        assert picked == {"getrf float64": [[16, 8 if faster == 8 else rule]]}

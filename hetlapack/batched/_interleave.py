@@ -44,16 +44,18 @@ WIDE_LANES = 128
 SMALL_ORDER, SMALL_ORDER_LANES = 4, 32
 
 
-def lanes_for(m: int, n: int, itemsize: int, batch: int, wide: bool = False, small_order: bool = False) -> int:
-    """Matrices per interleaved buffer for a batch of ``m x n`` matrices: ``WIDE_LANES`` for ``wide`` kernels,
-    ``SMALL_ORDER_LANES`` for square orders up to ``SMALL_ORDER`` in ``small_order`` kernels (those with versions
-    compiled per order), else as many as fit ``BUFFER_BYTES`` (a multiple of 8) within ``MIN_LANES`` and
-    ``MAX_LANE_BYTES``; never more than the batch needs (rounded up to 8), so a small batch does not factor a buffer
-    of identity padding."""
-    fitting = BUFFER_BYTES // max(m * n * itemsize, 1) // 8 * 8
-    lanes = WIDE_LANES if wide else min(max(fitting, MIN_LANES), max(MAX_LANE_BYTES // itemsize, MIN_LANES))
-    if small_order and m == n <= SMALL_ORDER:
+def lanes_for(m: int, n: int, itemsize: int, batch: int, wide: bool = False, small_order: bool = False,
+              lanes: int | None = None) -> int:
+    """Matrices per interleaved buffer for a batch of ``m x n`` matrices: ``lanes`` where given (a measured
+    choice), else ``WIDE_LANES`` for ``wide`` kernels, ``SMALL_ORDER_LANES`` for square orders up to
+    ``SMALL_ORDER`` in ``small_order`` kernels (those with versions compiled per order), else as many as fit
+    ``BUFFER_BYTES`` (a multiple of 8) within ``MIN_LANES`` and ``MAX_LANE_BYTES``; never more than the batch needs
+    (rounded up to 8), so a small batch does not factor a buffer of identity padding."""
+    if lanes is None and small_order and m == n <= SMALL_ORDER:
         lanes = SMALL_ORDER_LANES
+    if lanes is None:
+        fitting = BUFFER_BYTES // max(m * n * itemsize, 1) // 8 * 8
+        lanes = WIDE_LANES if wide else min(max(fitting, MIN_LANES), max(MAX_LANE_BYTES // itemsize, MIN_LANES))
     return int(min(lanes, max(MIN_LANES, -(-batch // 8) * 8)))
 
 

@@ -1,4 +1,5 @@
-"""Where the interleaved kernels stop beating the LAPACK loop on this machine, measured for ``hetlapack calibrate``.
+"""What ``hetlapack calibrate`` times of the batched kernels on this machine: where the interleaved kernels stop
+beating the LAPACK loop, and how many matrices per buffer they run fastest with.
 
 The batched path runs a factorization of a stack of small matrices on one of two kernels (:mod:`.kernels`): the
 interleaved one (our own arithmetic, SIMD across matrices) or the LAPACK loop (SciPy's LAPACK on each matrix). The
@@ -6,7 +7,9 @@ interleaved kernel wins at small orders, the loop at larger ones, and where they
 SIMD width, caches and LAPACK. :func:`measure` times both on the same stacks at each of ``ORDERS`` in float64 and
 complex128, and returns for each factorization and dtype the loop's time over the interleaved kernel's per order
 (above 1: interleaved wins), which the cost model turns into the order it switches at
-(:func:`hetlapack.perf.model.interleaved_max_n`).
+(:func:`hetlapack.perf.model.interleaved_max_n`). :func:`measure_lanes` times the interleaved Cholesky and LU with
+each of ``LANE_CHOICES`` matrices per buffer, whose best depends on the caches too
+(:func:`hetlapack.perf.model.batched_lanes`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 from ..perf.calibration import best_seconds
 from ..perf.model import batched_case
 from . import kernels
+from ._interleave import lanes_for
 
 #: Orders timed: from where the interleaved kernels are sure to win to past where the reference machine's loop won.
 ORDERS = (4, 8, 16, 24, 32, 40, 48, 64)
@@ -33,9 +37,9 @@ CASES = tuple(batched_case(op, dtype) for op in ("potrf", "getrf", "geqrf") for 
 STACK_BYTES, MIN_BATCH = 8 << 20, 256
 
 
-def _stack(op: str, n: int, dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:
-    """A stack of general (Hermitian positive definite for ``potrf``) matrices of order ``n``."""
-    batch = max(MIN_BATCH, STACK_BYTES // (n * n * dtype.itemsize))
+def _stack(op: str, n: int, dtype: np.dtype, rng: np.random.Generator, nbytes: int = STACK_BYTES) -> np.ndarray:
+    """A stack of about ``nbytes`` of general (Hermitian positive definite for ``potrf``) matrices of order ``n``."""
+    batch = max(MIN_BATCH, nbytes // (n * n * dtype.itemsize))
     a = rng.standard_normal((batch, n, n))
     if dtype.kind == "c":
         a = a + 1j * rng.standard_normal((batch, n, n))
@@ -73,3 +77,54 @@ def measure(repeats: int = 3, orders: tuple[int, ...] = ORDERS,
         if progress:
             progress(case)
     return ratios
+
+
+#: Matrices per buffer tried by :func:`measure_lanes` (multiples of 8, up to twice the buffer-size rule's 32 for
+#: float64), and the orders it tries them at (past ``SMALL_ORDER``, whose kernels are compiled for their lanes: the
+#: model keeps the rule below the smallest order timed).
+LANE_CHOICES, LANE_ORDERS = (8, 16, 32, 64), (8, 12, 16, 24, 32, 48)
+
+#: Bytes of each stack :func:`measure_lanes` times: past the last-level cache, as the stacks users factor, where
+#: the buffer's size decides how the gather and scatter stream (in cache, the choices differ less: at order 16 on a
+#: 2-core AMD EPYC with AVX-512, 16 matrices per buffer beat 32 by 4-13% on 8 MB, by 18-25% on 80-800 MB).
+LANE_STACK_BYTES = 48 << 20
+
+#: How much faster another choice must run than the buffer-size rule's before :func:`measure_lanes` records it: the
+#: timing's own spread (at order 8 two runs picked 16 and 32 matrices per buffer, 49 against 58 ns a matrix later).
+LANE_MARGIN = 1.05
+
+#: The (factorization, dtype) pairs :func:`measure_lanes` times.
+LANE_CASES = tuple(batched_case(op, dtype) for op in ("potrf", "getrf") for dtype in DTYPES)
+
+#: Each interleaved factorization on a stack with ``lanes`` matrices per buffer.
+_LANE_CALLS: dict[str, Callable[[np.ndarray, int], object]] = {
+    "potrf": lambda a, lanes: kernels.potrf(a, lower=True, clean=True, fortran=True, lanes=lanes),
+    "getrf": lambda a, lanes: kernels.getrf(a, fortran=True, lanes=lanes),
+}
+
+
+def measure_lanes(repeats: int = 3, orders: tuple[int, ...] = LANE_ORDERS, choices: tuple[int, ...] = LANE_CHOICES,
+                  progress: Callable[[str], None] | None = None) -> dict[str, list[list[float]]]:
+    """``{"potrf float64": [[order, fastest matrices per buffer], ...], ...}`` for each of ``LANE_CASES``: the
+    interleaved kernel timed on one stack per order with each of ``choices`` and the buffer-size rule's choice in
+    turn, ``repeats`` rounds after an untimed one, best of each; the rule's choice stands unless another ran
+    ``LANE_MARGIN`` faster. ``progress`` is told each case as it is done."""
+    rng = np.random.default_rng(3)
+    fastest: dict[str, list[list[float]]] = {}
+    for case in LANE_CASES:
+        op, dtype = case.split()
+        for n in orders:
+            a = _stack(op, n, np.dtype(dtype), rng, LANE_STACK_BYTES)
+            rule = lanes_for(n, n, a.itemsize, len(a), small_order=True)
+            tried = sorted({*choices, rule})
+            for lanes in tried:
+                _LANE_CALLS[op](a, lanes)  # untimed: first-touch of the kernel's buffers and outputs
+            seconds = dict.fromkeys(tried, np.inf)
+            for _ in range(repeats):  # in turn, so that a slow moment of the machine does not pick the choice
+                for lanes in tried:
+                    seconds[lanes] = min(seconds[lanes], best_seconds(lambda lanes=lanes: _LANE_CALLS[op](a, lanes), 1))
+            best = min(seconds, key=seconds.get)
+            fastest.setdefault(case, []).append([n, best if seconds[best] * LANE_MARGIN < seconds[rule] else rule])
+        if progress:
+            progress(case)
+    return fastest

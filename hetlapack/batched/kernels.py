@@ -39,14 +39,15 @@ def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.nd
 
 
 def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lapack: bool = False,
-          check_finite: bool = False) -> tuple[np.ndarray, np.ndarray]:
+          check_finite: bool = False, lanes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Cholesky factors of a stack of Hermitian positive definite matrices, and LAPACK's ``info`` per matrix.
 
     The factor is in the ``lower`` (else upper) triangle; the other triangle is zero if ``clean``, else the input's.
     ``info[i] = k > 0`` means the k-th leading minor of matrix ``i`` is not positive definite; the rest of that
     matrix's result is then unspecified. ``lapack`` runs SciPy's LAPACK on each matrix (its results to the bit).
     ``check_finite`` raises SciPy's ValueError for infinities or NaNs anywhere in ``a`` (both triangles, as SciPy
-    checks), read as each kernel reads its input: no pass of its own over memory.
+    checks), read as each kernel reads its input: no pass of its own over memory. ``lanes`` sets the interleaved
+    kernel's matrices per buffer (default: the buffer-size rule; dispatch passes the one calibration timed fastest).
     """
     _check_dtype(a)
     n = a.shape[-1]
@@ -58,16 +59,17 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
                      (stack, bool(lower), bool(clean), out, info))
     elif out.size:
         launch_checked("potrf", check_finite, a.dtype, stack.shape[0], n, n, stack, bool(lower), bool(clean), out,
-                       info)
+                       info, lanes=lanes)
     return out.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
 def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False,
-          lapack: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+          lapack: bool = False, lanes: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """LU with partial pivoting of a stack: packed ``lu``, 0-based LAPACK pivots (int32) and ``info`` per matrix.
 
     ``info[i] = k > 0`` means ``U[k-1, k-1]`` of matrix ``i`` is exactly zero (the factorization is still complete).
-    ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``; ``lapack`` as for :func:`potrf`.
+    ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``; ``lapack`` and ``lanes`` as for
+    :func:`potrf`.
     """
     _check_dtype(a)
     m, n = a.shape[-2:]
@@ -78,7 +80,7 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False,
     if out.size and lapack:
         lapack_loop("getrf_each", a.dtype, stack.shape[0], max(m, n), check_finite, (stack, out, piv, info))
     elif out.size:
-        launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info)
+        launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info, lanes=lanes)
         _refactor_nonfinite(stack, out, piv, info, fortran)
     return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
 

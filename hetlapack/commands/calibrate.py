@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..devices import available
 from ..perf import model
@@ -30,8 +30,9 @@ def register(subparsers) -> None:
                              "reference machine's curve beyond the largest, while a GPU's rate stays flat beyond it, "
                              "so time orders as large as the matrices you factor")
     parser.add_argument("--no-batched", action="store_true",
-                        help="skip timing the batched kernels against the LAPACK loop on stacks of small "
-                             "matrices, which sets the order where dispatch switches from the one to the other")
+                        help="skip timing the batched kernels on stacks of small matrices: against the LAPACK "
+                             "loop, which sets the order where dispatch switches from the one to the other, and "
+                             "with each number of matrices per buffer, which sets the one they run with")
     parser.add_argument("--no-save", action="store_true", help="print the measurement without caching it")
     parser.set_defaults(func=run)
 
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
                         whole_orders=args.orders)
     cpu = next((device for device in devices if device.kind == "cpu"), None)
     if cpu is not None and not args.no_batched:
-        results[cpu.name]["batched"] = _batched_crossover(args.repeats)
+        results[cpu.name]["batched"], results[cpu.name]["lanes"] = _batched_timings(args.repeats)
         apply_measurements(cpu, results[cpu.name])
     _print_results(results, args.tile)
     if not args.no_save:
@@ -71,29 +72,45 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _batched_crossover(repeats: int) -> dict[str, list[list[float]]]:
-    """:func:`~hetlapack.batched.crossover.measure`, with a progress bar over its cases."""
+def _batched_timings(repeats: int) -> tuple[dict[str, list[list[float]]], dict[str, list[list[float]]]]:
+    """:func:`~hetlapack.batched.crossover.measure` and :func:`~hetlapack.batched.crossover.measure_lanes`, with a
+    progress bar over their cases."""
     from tqdm import tqdm  # noqa: PLC0415 - numba (for the kernels) loads only where this runs
 
     from ..batched import crossover  # noqa: PLC0415
 
-    with tqdm(total=len(crossover.CASES), desc="batched kernels", unit="case") as bar:
+    with tqdm(total=len(crossover.CASES) + len(crossover.LANE_CASES), desc="batched kernels", unit="case") as bar:
         def done(case: str) -> None:
             bar.set_postfix_str(case)
             bar.update()
-        return crossover.measure(repeats, progress=done)
+        return crossover.measure(repeats, progress=done), crossover.measure_lanes(repeats, progress=done)
+
+
+def _print_by_order(tables: dict[str, list[list[float]]], cell: Callable[[float], str]) -> None:
+    """One column per case of ``tables`` (``{case: [[order, value], ...]}``), one row per order, each value as
+    ``cell`` writes it in 20 characters."""
+    print(f"\n{'order':>7}" + "".join(f"{case:>20}" for case in tables))
+    orders = sorted({int(order) for rows in tables.values() for order, _ in rows})
+    for order in orders:
+        values = (dict((int(n), value) for n, value in rows).get(order) for rows in tables.values())
+        print(f"{order:>7}" + "".join(f"{'':>20}" if value is None else cell(value) for value in values))
 
 
 def _print_batched(ratios: dict[str, list[list[float]]]) -> None:
     """The LAPACK loop's time over the interleaved kernel's per order, and the order dispatch switches at."""
-    print(f"\n{'order':>7}" + "".join(f"{case:>20}" for case in ratios))
-    orders = sorted({int(order) for rows in ratios.values() for order, _ in rows})
-    for order in orders:
-        cells = (dict((int(n), ratio) for n, ratio in rows).get(order) for rows in ratios.values())
-        print(f"{order:>7}" + "".join(f"{'':>20}" if ratio is None else f"{ratio:>19.2f}x" for ratio in cells))
+    _print_by_order(ratios, lambda ratio: f"{ratio:>19.2f}x")
     switches = (f"{case} {model.crossover_order(rows)}" for case, rows in ratios.items())
     print("stacks: the LAPACK loop's time over the interleaved kernel's (above 1x the interleaved kernel wins); "
           f"interleaved up to order: {', '.join(switches)}")
+
+
+def _print_lanes(fastest: dict[str, list[list[float]]]) -> None:
+    """The matrices per buffer each interleaved kernel ran fastest with, per order."""
+    from ..batched.crossover import LANE_MARGIN  # noqa: PLC0415 - loaded where the batched kernels were timed
+
+    _print_by_order(fastest, lambda lanes: f"{int(lanes):>20}")
+    print("stacks: the matrices per buffer each interleaved kernel runs with, timed fastest (the buffer-size rule's "
+          f"unless another ran {LANE_MARGIN}x faster)")
 
 
 def _print_results(results: dict[str, dict], tile: int) -> None:
@@ -116,3 +133,5 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
     for measured in results.values():
         if "batched" in measured:
             _print_batched(measured["batched"])
+        if "lanes" in measured:
+            _print_lanes(measured["lanes"])

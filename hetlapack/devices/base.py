@@ -90,6 +90,9 @@ class Device(abc.ABC):
         #: interleaved kernel's), ...)`` on stacks, when calibration measured them (a CPU's only): where dispatch
         #: switches from the one to the other.
         self.batched_rates: dict[str, tuple[tuple[float, float], ...]] = {}
+        #: Per batched factorization and dtype, ``((order, matrices per buffer), ...)``: the buffer size its
+        #: interleaved kernel ran fastest with on stacks, when calibration measured it (a CPU's only).
+        self.batched_lanes: dict[str, tuple[tuple[float, float], ...]] = {}
 
     @property
     @abc.abstractmethod

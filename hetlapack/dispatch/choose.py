@@ -214,10 +214,13 @@ def _choose(req: Request, options: Options) -> Plan:
         if layout == "two-level":
             host_cols = simulator.two_level_host_cols(model.modeled(HYBRID.devices(options, gpus)), tile)
     host_rate = model.host_rate_basis(req.op, max(min(req.core), 1), req.dtype) if HOST.name in predicted else None
+    lanes = None
+    if path is BATCHED and kernels == "interleaved" and req.core[0] == req.core[1]:
+        lanes = model.batched_lanes(req.op, req.dtype, req.core[0])
     return Plan(path=path.name, reason=reason, devices=path.devices(options, gpus), tile=tile,
                 placement=options.placement or "owner", forced=forced, kernels=kernels if path is BATCHED else None,
                 predicted_s=predicted, unavailable=unavailable, layout=layout, host_cols=host_cols,
-                layout_s=layouts if path is HYBRID else {}, host_rate=host_rate, **common)
+                layout_s=layouts if path is HYBRID else {}, host_rate=host_rate, lanes=lanes, **common)
 
 
 def _layout(layouts: dict[str, float]) -> str:

@@ -17,7 +17,9 @@ class Plan:
     A hybrid plan names its ``layout``, with ``layout_s`` the predicted seconds of each layout that could run
     it (a layout that cannot is in ``unavailable`` too) and, for the two-level layout, ``host_cols``: the columns
     of each top-level tile of order ``tile`` that the CPU takes. A batched plan on NumPy arrays names its
-    ``kernels``: ``"interleaved"`` (ours, SIMD across matrices) or ``"lapack"`` (SciPy's LAPACK on each matrix).
+    ``kernels``: ``"interleaved"`` (ours, SIMD across matrices) or ``"lapack"`` (SciPy's LAPACK on each matrix),
+    and ``lanes``, the matrices per buffer of the interleaved kernels where ``hetlapack calibrate`` timed them
+    (``None``: the kernels' buffer-size rule).
     ``host_rate`` says at what rate the host path was priced, and where that rate came from.
     """
 
@@ -37,6 +39,7 @@ class Plan:
     layout_s: dict[str, float] = field(default_factory=dict)
     kernels: str | None = None
     host_rate: str | None = None
+    lanes: int | None = None
 
     @property
     def runner(self) -> Path:
@@ -48,7 +51,8 @@ class Plan:
             f"hetlapack plan for {self.op} on {self.dtype} {self.shape}",
             f"  path:    {self.path}{' (forced)' if self.forced else ''}",
             f"  devices: {', '.join(map(str, self.devices))}",
-            *([f"  kernels: {KERNELS[self.kernels]}"] if self.kernels else []),
+            *([f"  kernels: {KERNELS[self.kernels]}" + (f", {self.lanes} matrices per buffer (timed on this machine)"
+                                                         if self.lanes else "")] if self.kernels else []),
             *([f"  layout:  {self.layout}" + (f" (host slice: {self.host_cols} of every {self.tile} columns)"
                                               if self.host_cols is not None else "")] if self.layout else []),
             f"  tile:    {self.tile if self.tile is not None else '-'}"

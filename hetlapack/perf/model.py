@@ -111,6 +111,19 @@ def _calibrated_crossover(op: str, dtype: np.dtype) -> int | None:
     return crossover_order(timed) if timed else None
 
 
+def batched_lanes(op: str, dtype: np.dtype, order: int) -> int | None:
+    """The matrices per buffer ``op``'s interleaved kernel ran fastest with on stacks of ``order`` (its timed order
+    nearest in ratio) in ``dtype``, as ``hetlapack calibrate`` timed them on this machine; ``None`` where it timed
+    none, and below the smallest order it timed (single precision is not timed: its kernels do not run by
+    default; the smallest orders run versions compiled for the rule's buffer). On a 2-core AMD EPYC with AVX-512,
+    order 16 ran 1.1-1.25x faster with 16 than with the 32 the buffer-size rule (``batched._interleave.lanes_for``)
+    gives, which the reference machine measured best."""
+    timed = resolve(("cpu",))[0].batched_lanes.get(f"{op} {np.dtype(dtype).name}")  # float64, complex128 timed
+    if not timed or order < timed[0][0]:
+        return None
+    return int(min(timed, key=lambda row: abs(math.log(row[0] / order)))[1])
+
+
 def interleaved_max_n(op: str, dtype: np.dtype) -> int:
     """The largest order at which ``op``'s interleaved kernel beats the LAPACK loop in ``dtype`` (0: it has none):
     as ``hetlapack calibrate`` measured it on this machine, else as measured on the reference machine."""

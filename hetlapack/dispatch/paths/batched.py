@@ -67,10 +67,11 @@ class BatchedPath(Path):
 
     def potrf(self, plan, a, lower, clean, fortran=False, check_finite=False):
         return _compiled().potrf(a, lower=lower, clean=clean, fortran=fortran, lapack=self._lapack_loop(plan),
-                             check_finite=check_finite)
+                                 check_finite=check_finite, lanes=plan.lanes)
 
     def getrf(self, plan, a, fortran=False, check_finite=False):
-        return _compiled().getrf(a, fortran=fortran, check_finite=check_finite, lapack=self._lapack_loop(plan))
+        return _compiled().getrf(a, fortran=fortran, check_finite=check_finite, lapack=self._lapack_loop(plan),
+                                 lanes=plan.lanes)
 
     def geqrf(self, plan, a, check_finite=False):
         return _compiled().geqrf(a)
