@@ -57,23 +57,33 @@ _CALLS: dict[str, Callable[[np.ndarray, bool], object]] = {
 }
 
 
+def _fastest_in_turn(calls: dict, repeats: int) -> dict:
+    """The best seconds of each of ``calls`` (key -> a call without arguments): one untimed round (first touch of
+    the kernels' buffers and outputs), then ``repeats`` rounds that call each in turn, so that a slow moment of the
+    machine (this VM's hypervisor took up to a third of the CPU) slows every choice, not the one it fell on."""
+    for call in calls.values():
+        call()
+    seconds = dict.fromkeys(calls, np.inf)
+    for _ in range(repeats):
+        for key, call in calls.items():
+            seconds[key] = min(seconds[key], best_seconds(call, 1))
+    return seconds
+
+
 def measure(repeats: int = 3, orders: tuple[int, ...] = ORDERS,
             progress: Callable[[str], None] | None = None) -> dict[str, list[list[float]]]:
     """``{"potrf float64": [[order, loop seconds / interleaved seconds], ...], ...}`` for each of ``CASES``: both
-    kernels timed on the same stack, best of ``repeats`` each after one untimed call; ``progress`` is told each case
-    as it is done."""
+    kernels timed on the same stack in turn (:func:`_fastest_in_turn`); ``progress`` is told each case as it is
+    done."""
     rng = np.random.default_rng(2)
     ratios: dict[str, list[list[float]]] = {}
     for case in CASES:
         op, dtype = case.split()
         for n in orders:
             a = _stack(op, n, np.dtype(dtype), rng)
-            timings = []
-            for lapack in (False, True):
-                _CALLS[op](a, lapack)  # untimed: first-touch of the kernel's buffers and outputs
-                timings.append(best_seconds(lambda lapack=lapack: _CALLS[op](a, lapack), repeats))
-            interleaved, loop = timings
-            ratios.setdefault(case, []).append([n, loop / interleaved])
+            calls = {lapack: lambda lapack=lapack: _CALLS[op](a, lapack) for lapack in (False, True)}
+            seconds = _fastest_in_turn(calls, repeats)
+            ratios.setdefault(case, []).append([n, seconds[True] / seconds[False]])
         if progress:
             progress(case)
     return ratios
@@ -107,8 +117,8 @@ def measure_lanes(repeats: int = 3, orders: tuple[int, ...] = LANE_ORDERS, choic
                   progress: Callable[[str], None] | None = None) -> dict[str, list[list[float]]]:
     """``{"potrf float64": [[order, fastest matrices per buffer], ...], ...}`` for each of ``LANE_CASES``: the
     interleaved kernel timed on one stack per order with each of ``choices`` and the buffer-size rule's choice in
-    turn, ``repeats`` rounds after an untimed one, best of each; the rule's choice stands unless another ran
-    ``LANE_MARGIN`` faster. ``progress`` is told each case as it is done."""
+    turn (:func:`_fastest_in_turn`); the rule's choice stands unless another ran ``LANE_MARGIN`` faster.
+    ``progress`` is told each case as it is done."""
     rng = np.random.default_rng(3)
     fastest: dict[str, list[list[float]]] = {}
     for case in LANE_CASES:
@@ -116,13 +126,8 @@ def measure_lanes(repeats: int = 3, orders: tuple[int, ...] = LANE_ORDERS, choic
         for n in orders:
             a = _stack(op, n, np.dtype(dtype), rng, LANE_STACK_BYTES)
             rule = lanes_for(n, n, a.itemsize, len(a), small_order=True)
-            tried = sorted({*choices, rule})
-            for lanes in tried:
-                _LANE_CALLS[op](a, lanes)  # untimed: first-touch of the kernel's buffers and outputs
-            seconds = dict.fromkeys(tried, np.inf)
-            for _ in range(repeats):  # in turn, so that a slow moment of the machine does not pick the choice
-                for lanes in tried:
-                    seconds[lanes] = min(seconds[lanes], best_seconds(lambda lanes=lanes: _LANE_CALLS[op](a, lanes), 1))
+            seconds = _fastest_in_turn({lanes: lambda lanes=lanes: _LANE_CALLS[op](a, lanes)
+                                        for lanes in sorted({*choices, rule})}, repeats)
             best = min(seconds, key=seconds.get)
             fastest.setdefault(case, []).append([n, best if seconds[best] * LANE_MARGIN < seconds[rule] else rule])
         if progress:
