@@ -19,12 +19,16 @@ if shutil.which("nvidia-smi") is None:
 def pytest_sessionstart(session):
     """An empty calibration cache directory for the session (its processes inherit it), then ``hetlapack compile``
     in a process of its own: this one keeps numba and the kernels unloaded until a test loads them."""
-    os.environ["HETLAPACK_CACHE_DIR"] = tempfile.mkdtemp(prefix="hetlapack-test-cache-")
+    from hetlapack.devices.capability import ENV_CACHE_DIR  # loads neither numba nor the kernels
+
+    os.environ[ENV_CACHE_DIR] = tempfile.mkdtemp(prefix="hetlapack-test-cache-")
     subprocess.run([sys.executable, "-c", "from hetlapack.cli import main; main(['compile'])"], check=True)
 
 
 def pytest_sessionfinish(session):
-    shutil.rmtree(os.environ["HETLAPACK_CACHE_DIR"], ignore_errors=True)
+    from hetlapack.devices.capability import ENV_CACHE_DIR
+
+    shutil.rmtree(os.environ[ENV_CACHE_DIR], ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

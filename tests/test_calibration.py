@@ -315,13 +315,16 @@ def test_calibrated_matrices_per_buffer_are_what_the_kernels_run_with(cache_dir,
 
 
 def test_matrices_per_buffer_are_timed_for_every_case():
+    import numpy as np
+
     from hetlapack.batched import crossover
-    from hetlapack.batched._interleave import lanes_for
+    from hetlapack.batched.threads import kernel_lanes
 
     done = []
     fastest = crossover.measure_lanes(repeats=1, orders=(5, 9), choices=(8, 24), progress=done.append)
     assert list(fastest) == list(crossover.LANE_CASES) == done
-    rules = {lanes_for(n, n, itemsize, 10**6, small_order=True) for n in (5, 9) for itemsize in (8, 16)}
+    rules = {kernel_lanes(case.split()[0], np.dtype(case.split()[1]), 10**6, n, n) for case in crossover.LANE_CASES
+             for n in (5, 9)}
     assert all([row[0] for row in rows] == [5, 9] and all(row[1] in {8, 24, *rules} for row in rows)
                for rows in fastest.values())
 
@@ -330,9 +333,9 @@ def test_the_buffer_size_rule_stands_unless_another_choice_is_clearly_faster(mon
     import numpy as np
 
     from hetlapack.batched import crossover
-    from hetlapack.batched._interleave import lanes_for
+    from hetlapack.batched.threads import kernel_lanes
 
-    rule = lanes_for(16, 16, 8, 10**6, small_order=True)
+    rule = kernel_lanes("getrf", np.dtype(np.float64), 10**6, 16, 16)
     speed = {rule: 1.0, 8: 1.0 / (crossover.LANE_MARGIN * 1.01), 64: 1.0 / (crossover.LANE_MARGIN * 0.99)}
     monkeypatch.setattr(crossover, "LANE_CASES", ("getrf float64",))
     monkeypatch.setattr(crossover, "best_seconds", lambda run, repeats: run())

@@ -21,7 +21,7 @@ import numpy as np
 from ..perf.calibration import best_seconds
 from ..perf.model import batched_case
 from . import kernels
-from ._interleave import lanes_for
+from .threads import kernel_lanes
 
 #: Orders timed: from where the interleaved kernels are sure to win to past where the reference machine's loop won.
 ORDERS = (4, 8, 16, 24, 32, 40, 48, 64)
@@ -125,7 +125,7 @@ def measure_lanes(repeats: int = 3, orders: tuple[int, ...] = LANE_ORDERS, choic
         op, dtype = case.split()
         for n in orders:
             a = _stack(op, n, np.dtype(dtype), rng, LANE_STACK_BYTES)
-            rule = lanes_for(n, n, a.itemsize, len(a), small_order=True)
+            rule = kernel_lanes(op, a.dtype, len(a), n, n)
             seconds = _fastest_in_turn({lanes: lambda lanes=lanes: _LANE_CALLS[op](a, lanes)
                                         for lanes in sorted({*choices, rule})}, repeats)
             best = min(seconds, key=seconds.get)

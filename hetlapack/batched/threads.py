@@ -79,7 +79,7 @@ _WIDE = frozenset({"geqrf", "orgqr", "qr"})
 _SMALL_ORDER = frozenset({"getrf", "potrf"})
 
 
-def _lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int, lanes: int | None = None) -> int:
+def kernel_lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int, lanes: int | None = None) -> int:
     """Matrices per buffer for ``op``'s kernel: :func:`~._interleave.lanes_for` with the kernel's kind, or with
     ``lanes`` (a measured choice) where given."""
     return lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE, small_order=op in _SMALL_ORDER, lanes=lanes)
@@ -88,15 +88,15 @@ def _lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int, lanes: int | No
 def launch(op: str, dtype: np.dtype, batch: int, m: int, n: int, *arguments: object) -> None:
     """Run interleaved kernel ``op`` on ``batch`` matrices of ``m`` by ``n``: its ``arguments``, then the matrices
     per buffer and the threads worth starting for them."""
-    lanes = _lanes(op, dtype, batch, m, n)
+    lanes = kernel_lanes(op, dtype, batch, m, n)
     run(op, dtype, *arguments, lanes, threads_for(batch, lanes))
 
 
 def launch_checked(op: str, check_finite: bool, dtype: np.dtype, batch: int, m: int, n: int,
                    *arguments: object, lanes: int | None = None) -> None:
     """:func:`launch` for a kernel that can check its input for infinities and NaNs as it gathers it; ``lanes``
-    overrides the matrices per buffer (:func:`_lanes`)."""
-    lanes = _lanes(op, dtype, batch, m, n, lanes)
+    overrides the matrices per buffer (:func:`kernel_lanes`)."""
+    lanes = kernel_lanes(op, dtype, batch, m, n, lanes)
     call_checked(op, dtype, check_finite, threads_for(batch, lanes), arguments, lanes)
 
 
