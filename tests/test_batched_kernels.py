@@ -10,7 +10,7 @@ import scipy.linalg as sla
 from scipy.linalg import lapack
 
 from hetlapack.batched import kernels
-from hetlapack.batched._interleave import SMALL_ORDER_LANES, lanes_for
+from hetlapack.batched._interleave import SMALL_ORDER_LANES, WIDE_LANES, lanes_for
 from hetlapack.contract.scipy_rules import cho_factor_cleans, cholesky_as_scipy
 from hetlapack.blas_threads import one_thread_per_call
 from hetlapack.testing import (
@@ -144,6 +144,58 @@ def test_any_matrices_per_buffer_give_the_same_bits(dtype, n):
             np.testing.assert_array_equal(ours, default)
         for ours, default in zip(kernels.potrf(hermitian, lower=False, clean=True, lanes=lanes), cho_default):
             np.testing.assert_array_equal(ours, default)
+
+
+#: Shapes whose full chunks are gathered and scattered in blocks (``BLOCKED_MIN_ELEMENTS``): whole blocks of eight
+#: and ragged ones, square and not.
+BLOCKED_SHAPES = [(24, 24), (25, 25), (33, 33), (40, 17), (17, 40)]
+
+
+def _every_layout(a: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`layouts`, and a stack of Fortran-ordered matrices (each matrix's columns along memory)."""
+    return {**layouts(a), "Fortran matrices": np.swapaxes(np.swapaxes(a, 1, 2).copy(), 1, 2)}
+
+
+def _results(a: np.ndarray, b: np.ndarray) -> dict[str, tuple[np.ndarray, ...]]:
+    """Every kernel's outputs for the stack ``a`` (right-hand sides ``b`` for the solves), each copy in or out of a
+    buffer included: both output orders, both triangles, reflectors gathered back for Q."""
+    m, n = a.shape[1:]
+    k = min(m, n)
+    lu, piv, info = kernels.getrf(a)
+    qr, tau = kernels.geqrf(a)
+    results = {"getrf": (lu, piv, info), "getrf F": kernels.getrf(a, fortran=True), "geqrf": (qr, tau),
+               "orgqr": (kernels.orgqr(qr, tau, m),), "qr F": kernels.qr(a, k, k, fortran=True)}
+    if m == n:
+        hermitian = a @ np.conj(np.swapaxes(a, 1, 2)) + n * np.eye(n, dtype=a.dtype)
+        for lower in (True, False):
+            for clean in (True, False):
+                results[f"potrf {lower} {clean}"] = kernels.potrf(hermitian, lower=lower, clean=clean)
+            c, _ = results[f"potrf {lower} True"]
+            results[f"potrs {lower}"] = (kernels.potrs(c, b, lower=lower),)
+        results["potrf F"] = kernels.potrf(np.asfortranarray(hermitian), lower=False, clean=True, fortran=True)
+        results["getrs"] = (kernels.getrs(lu, piv, b, trans=0),)
+    return results
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", BLOCKED_SHAPES)
+def test_blocked_copies_give_each_matrix_the_bits_it_gets_alone(dtype, shape):
+    """Full chunks of large matrices are copied in and out of the buffers in blocks, along rows or columns as the
+    matrices lie; a lone matrix is copied element by element. In every layout, each matrix of a stack of two full
+    wide chunks and a ragged one gets the bits it gets alone, from every kernel, and the input is untouched."""
+    m, n = shape
+    batch = 2 * WIDE_LANES + 3
+    b = random_matrix((batch, m, 24), dtype, seed=m + 1)
+    for layout, a in _every_layout(random_matrix((batch, m, n), dtype, seed=m)).items():
+        before = a.copy()
+        stacked = _results(a, b)
+        np.testing.assert_array_equal(a, before)
+        for index in (0, 9, WIDE_LANES + 37, batch - 1):
+            alone = _results(a[index:index + 1], b[index:index + 1])
+            for kernel, outputs in stacked.items():
+                for ours, expected in zip(outputs, alone[kernel]):
+                    if ours is not None:
+                        np.testing.assert_array_equal(ours[index], expected[0], err_msg=f"{layout} {kernel} {index}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

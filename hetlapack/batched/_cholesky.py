@@ -14,14 +14,25 @@ import math
 import numba
 import numpy as np
 
-from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range, divide, gather, is_finite, scatter
+from ._interleave import (LOWER, SMALL_ORDER_LANES, JIT_OPTIONS, UPPER, blocked, chunk_range, divide, gather,
+                          gather_blocks, is_finite, rows_along_memory, scatter, scatter_blocks)
 
 
 @numba.njit(**JIT_OPTIONS)
 def _gather_hermitian(a, first, lower, buf, n, lanes):
     """Load the ``lower`` (else upper, conjugate-transposed) triangle of each matrix into lower form in the
-    ``n x n x lanes`` buffer (sizes as arguments, as for :func:`~._interleave.gather`)."""
+    ``n x n x lanes`` buffer (sizes as arguments, as for :func:`~._interleave.gather`). Full chunks of large
+    matrices are copied in blocks along memory, as :func:`~._interleave.gather` copies them: the triangle wanted is
+    read by rows or by columns, whichever lie along memory, into the buffer or its transpose."""
     count = min(lanes, a.shape[0] - first)
+    if blocked(count, n, n, lanes):
+        along = rows_along_memory(a)
+        source = a if along else a.transpose(0, 2, 1)  # its rows lie along memory
+        if along == lower:  # source's rows are the buffer's: its lower triangle holds the one wanted
+            gather_blocks(source, first, buf, n, n, lanes, LOWER, not lower)
+        else:  # source's rows are the buffer's columns
+            gather_blocks(source, first, buf.transpose(1, 0, 2), n, n, lanes, UPPER, not lower)
+        return count
     for lane in range(count):
         for i in range(n):
             for j in range(i + 1):
@@ -85,11 +96,28 @@ FULL_ROW_SCATTER_N = 8
 
 
 @numba.njit(**JIT_OPTIONS)
+def _scatter_factor_blocks(buf, lower, out, first, n, lanes):
+    """The factor's triangle of a full chunk into ``out``, in blocks along memory (as
+    :func:`_gather_hermitian` reads them): the lower factor's rows, or the upper factor's (the buffer's columns),
+    or their transposes where ``out``'s matrices lie column by column."""
+    along = rows_along_memory(out)
+    if along and lower:
+        scatter_blocks(buf, out, first, n, n, lanes, LOWER)
+    elif along:
+        scatter_blocks(buf.transpose(1, 0, 2), out, first, n, n, lanes, UPPER, True)
+    elif lower:
+        scatter_blocks(buf.transpose(1, 0, 2), out.transpose(0, 2, 1), first, n, n, lanes, UPPER)
+    else:
+        scatter_blocks(buf, out.transpose(0, 2, 1), first, n, n, lanes, LOWER, True)
+
+
+@numba.njit(**JIT_OPTIONS)
 def _scatter_triangle(buf, count, a, lower, clean, out, first, n):
     """Write each lane's factor into ``out[first + lane]``: the ``lower`` (else upper, conjugate-transposed)
     triangle from ``buf``, the other triangle zero if ``clean`` else copied from ``a``.
 
-    The triangles are separate loops, not one loop with a per-element branch, so each row is a plain copy. Up to
+    The triangles are separate loops, not one loop with a per-element branch, so each row is a plain copy; full
+    chunks of large matrices write the factor's in blocks (:func:`_scatter_factor_blocks`). Up to
     ``FULL_ROW_SCATTER_N``, a clean factor is copied whole instead, the buffer's upper triangle (zero, never
     written) included: rows of constant length beat two short loops per row there.
     """
@@ -100,12 +128,17 @@ def _scatter_triangle(buf, count, a, lower, clean, out, first, n):
                 for j in range(n):
                     out[m, i, j] = buf[i, j, lane] if lower else np.conj(buf[j, i, lane])
         return
+    lanes = buf.shape[2]
+    in_blocks = blocked(count, n, n, lanes)
+    if in_blocks:
+        _scatter_factor_blocks(buf, lower, out, first, n, lanes)
     for lane in range(count):
         m = first + lane
         for i in range(n):
             start, stop = (0, i + 1) if lower else (i, n)
-            for j in range(start, stop):
-                out[m, i, j] = buf[i, j, lane] if lower else np.conj(buf[j, i, lane])
+            if not in_blocks:
+                for j in range(start, stop):
+                    out[m, i, j] = buf[i, j, lane] if lower else np.conj(buf[j, i, lane])
             for j in range(0, start):
                 out[m, i, j] = 0.0 if clean else a[m, i, j]
             for j in range(stop, n):

@@ -67,15 +67,99 @@ def chunk_range(thread: int, threads: int, chunks: int) -> tuple[int, int]:
     return start, start + per + (1 if thread < extra else 0)
 
 
+#: Matrices and elements moved per block by the blocked copies: eight matrices' runs of eight elements along memory
+#: become eight elements' runs of eight lanes, so that reads and writes both run along cache lines.
+BLOCK = 8
+
+#: Elements per matrix from which :func:`gather` and :func:`scatter` copy full chunks in blocks. An element-by-element
+#: copy of a buffer beyond the L1 cache touches a new cache line per element on one side. Measured (1 thread, float64,
+#: B = 10,000, gather and scatter of each chunk, ns per matrix, plain / 8 x 8 blocks): n = 16 with 16 lanes 242 /
+#: 343, with 32 lanes 537 / 379; n = 24 (16 lanes) 1,150 / 609; n = 32 (16 lanes) 2,021 / 989; n = 48 (8 lanes)
+#: 4,387 / 1,682; n = 64 (8 lanes) 7,090 / 3,077; 4 x 4 blocks ran 1.2-1.6x slower than 8 x 8 from n = 24.
+BLOCKED_MIN_ELEMENTS = 24 * 24
+
+
+@numba.njit(**JIT_OPTIONS)
+def blocked(count: int, m: int, n: int, lanes: int) -> bool:
+    """Whether a chunk is copied in blocks: a full chunk of whole blocks of lanes, of matrices large enough."""
+    return count == lanes and lanes % BLOCK == 0 and m * n >= BLOCKED_MIN_ELEMENTS
+
+
+@numba.njit(**JIT_OPTIONS)
+def rows_along_memory(stack) -> bool:
+    """Whether the matrices of a 3-D stack lie row by row (C order) rather than column by column."""
+    return stack.strides[2] <= stack.strides[1]
+
+
+#: Which places of each row a blocked copy moves: the whole row, or the lower or upper triangle's (diagonal included).
+WHOLE, LOWER, UPPER = 0, 1, 2
+
+
+@numba.njit(**JIT_OPTIONS)
+def _row_span(part: int, i: int, n: int) -> tuple[int, int]:
+    """The columns of row ``i`` (of ``n``) that a blocked copy of ``part`` moves."""
+    if part == LOWER:
+        return 0, i + 1
+    if part == UPPER:
+        return i, n
+    return 0, n
+
+
+@numba.njit(**JIT_OPTIONS)
+def gather_blocks(a, first: int, buf, m: int, n: int, lanes: int, part: int = WHOLE, conjugate: bool = False) -> None:
+    """Blocked gather of a full chunk from matrices whose rows lie along memory: each row's ``part``, conjugated if
+    ``conjugate``, into the same places of ``buf``."""
+    for lane0 in range(0, lanes, BLOCK):
+        for i in range(m):
+            start, stop = _row_span(part, i, n)
+            whole = stop - (stop - start) % BLOCK
+            for j0 in range(start, whole, BLOCK):
+                for w in range(BLOCK):
+                    for q in range(BLOCK):
+                        value = a[first + lane0 + w, i, j0 + q]
+                        buf[i, j0 + q, lane0 + w] = np.conj(value) if conjugate else value
+            for j in range(whole, stop):
+                for w in range(BLOCK):
+                    value = a[first + lane0 + w, i, j]
+                    buf[i, j, lane0 + w] = np.conj(value) if conjugate else value
+
+
+@numba.njit(**JIT_OPTIONS)
+def scatter_blocks(buf, out, first: int, m: int, n: int, lanes: int, part: int = WHOLE,
+                   conjugate: bool = False) -> None:
+    """Blocked scatter of a full chunk into matrices whose rows lie along memory: each row's ``part`` of ``buf``,
+    conjugated if ``conjugate``."""
+    for lane0 in range(0, lanes, BLOCK):
+        for i in range(m):
+            start, stop = _row_span(part, i, n)
+            whole = stop - (stop - start) % BLOCK
+            for j0 in range(start, whole, BLOCK):
+                for q in range(BLOCK):
+                    for w in range(BLOCK):
+                        value = buf[i, j0 + q, lane0 + w]
+                        out[first + lane0 + w, i, j0 + q] = np.conj(value) if conjugate else value
+            for j in range(whole, stop):
+                for w in range(BLOCK):
+                    value = buf[i, j, lane0 + w]
+                    out[first + lane0 + w, i, j] = np.conj(value) if conjugate else value
+
+
 @numba.njit(**JIT_OPTIONS)
 def gather(a, first: int, buf, m: int, n: int, lanes: int) -> int:
     """Copy matrices ``a[first:first + lanes]`` into the ``m x n x lanes`` buffer ``buf[i, j, lane]``; pad missing
-    lanes with identity. The sizes are arguments, not read from the arrays, so that a caller that knows them as
-    constants gets a version compiled for them.
+    lanes with identity. Full chunks of large matrices are copied in blocks (``BLOCKED_MIN_ELEMENTS``), along rows
+    or columns as the matrices lie. The sizes are arguments, not read from the arrays, so that a caller that knows
+    them as constants gets a version compiled for them.
 
     Returns the number of real lanes.
     """
     count = min(lanes, a.shape[0] - first)
+    if blocked(count, m, n, lanes):
+        if rows_along_memory(a):
+            gather_blocks(a, first, buf, m, n, lanes)
+        else:
+            gather_blocks(a.transpose(0, 2, 1), first, buf.transpose(1, 0, 2), n, m, lanes)
+        return count
     for lane in range(count):
         for i in range(m):
             for j in range(n):
@@ -89,60 +173,19 @@ def gather(a, first: int, buf, m: int, n: int, lanes: int) -> int:
 
 @numba.njit(**JIT_OPTIONS)
 def scatter(buf, count: int, out, first: int, m: int, n: int) -> None:
-    """Copy the first ``count`` lanes of the ``m x n`` matrices in ``buf`` back to ``out[first + lane]``."""
+    """Copy the first ``count`` lanes of the ``m x n`` matrices in ``buf`` back to ``out[first + lane]`` (in blocks
+    as :func:`gather` copies them)."""
+    lanes = buf.shape[2]
+    if blocked(count, m, n, lanes):
+        if rows_along_memory(out):
+            scatter_blocks(buf, out, first, m, n, lanes)
+        else:
+            scatter_blocks(buf.transpose(1, 0, 2), out.transpose(0, 2, 1), first, n, m, lanes)
+        return
     for lane in range(count):
         for i in range(m):
             for j in range(n):
                 out[first + lane, i, j] = buf[i, j, lane]
-
-
-#: Matrices and columns moved per block by the blocked copies: a 4 x 4 block of four matrices' rows becomes four
-#: lanes' columns, so reads and writes both run along cache lines.
-BLOCK = 4
-
-#: Columns from which the Householder kernels' wide buffers are copied in blocks. With ``WIDE_LANES`` lanes one
-#: element's lanes span a kilobyte, and the plain copies touch a new cache line per element: measured (2 threads,
-#: ``kernels.qr``, float64 n = 32, ns per matrix) 12,815-12,903 plain against 10,147-11,305 blocked. Below 24
-#: columns the blocked copies were slower (1 thread, 32 lanes: n = 16 627 against 473 ns).
-BLOCKED_MIN_COLUMNS = 24
-
-
-@numba.njit(**JIT_OPTIONS)
-def gather_wide(a, first: int, buf) -> int:
-    """:func:`gather` for a wide buffer: whole chunks of at least ``BLOCKED_MIN_COLUMNS`` columns in 4 x 4 blocks."""
-    lanes, m, n = buf.shape[2], a.shape[1], a.shape[2]
-    if n < BLOCKED_MIN_COLUMNS or a.shape[0] - first < lanes:
-        return gather(a, first, buf, m, n, lanes)
-    blocked = n // BLOCK * BLOCK
-    for lane0 in range(0, lanes, BLOCK):
-        for i in range(m):
-            for j0 in range(0, blocked, BLOCK):
-                for w in range(BLOCK):
-                    for q in range(BLOCK):
-                        buf[i, j0 + q, lane0 + w] = a[first + lane0 + w, i, j0 + q]
-            for j in range(blocked, n):
-                for w in range(BLOCK):
-                    buf[i, j, lane0 + w] = a[first + lane0 + w, i, j]
-    return lanes
-
-
-@numba.njit(**JIT_OPTIONS)
-def scatter_wide(buf, count: int, out, first: int) -> None:
-    """:func:`scatter` for a wide buffer: whole chunks of at least ``BLOCKED_MIN_COLUMNS`` columns in 4 x 4 blocks."""
-    m, n = out.shape[1], out.shape[2]
-    if n < BLOCKED_MIN_COLUMNS or count < buf.shape[2]:
-        scatter(buf, count, out, first, m, n)
-        return
-    blocked = n // BLOCK * BLOCK
-    for lane0 in range(0, count, BLOCK):
-        for i in range(m):
-            for j0 in range(0, blocked, BLOCK):
-                for q in range(BLOCK):
-                    for w in range(BLOCK):
-                        out[first + lane0 + w, i, j0 + q] = buf[i, j0 + q, lane0 + w]
-            for j in range(blocked, n):
-                for w in range(BLOCK):
-                    out[first + lane0 + w, i, j] = buf[i, j, lane0 + w]
 
 
 @numba.njit(**JIT_OPTIONS)

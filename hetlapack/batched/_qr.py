@@ -16,7 +16,7 @@ import math
 import numba
 import numpy as np
 
-from ._interleave import JIT_OPTIONS, all_finite, chunk_range, divide, gather_wide, scatter_wide
+from ._interleave import JIT_OPTIONS, all_finite, chunk_range, divide, gather, scatter
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -124,9 +124,9 @@ def geqrf_stack(a, out, tau, lanes, threads):
         dots = np.empty(lanes, dtype=out.dtype)
         for chunk in range(start, stop):
             first = chunk * lanes
-            count = gather_wide(a, first, buf)
+            count = gather(a, first, buf, m, n, lanes)
             _factor_chunk(buf, chunk_tau, norm, dots)
-            scatter_wide(buf, count, out, first)
+            scatter(buf, count, out, first, m, n)
             for lane in range(count):
                 for k in range(min(m, n)):
                     tau[first + lane, k] = chunk_tau[k, lane]
@@ -175,12 +175,12 @@ def orgqr_stack(qr, tau, out, lanes, threads):
         dots = np.empty(lanes, dtype=out.dtype)
         for chunk in range(start, stop):
             first = chunk * lanes
-            count = gather_wide(qr, first, reflectors)
+            count = gather(qr, first, reflectors, m, k, lanes)
             for lane in range(count):
                 for r in range(k):
                     chunk_tau[r, lane] = tau[first + lane, r]
             _build_q_chunk(reflectors, chunk_tau, q, dots)
-            scatter_wide(q, count, out, first)
+            scatter(q, count, out, first, m, ncols)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -213,11 +213,11 @@ def qr_stack(a, q_out, r_out, nonfinite, lanes, threads):
         dots = np.empty(lanes, dtype=r_out.dtype)
         for chunk in range(start, stop):
             first = chunk * lanes
-            count = gather_wide(a, first, buf)
+            count = gather(a, first, buf, m, n, lanes)
             if nonfinite.size and not all_finite(buf, count, m, n):
                 nonfinite[thread] = 1
             _factor_chunk(buf, chunk_tau, norm, dots)
             _scatter_upper(buf, count, r_out, first)
             if ncols:
                 _build_q_chunk(buf, chunk_tau, q, dots)
-                scatter_wide(q, count, q_out, first)
+                scatter(q, count, q_out, first, m, ncols)
