@@ -11,6 +11,7 @@ from scipy.linalg import lapack
 
 from hetlapack.batched import kernels
 from hetlapack.batched._interleave import SMALL_ORDER_LANES, WIDE_LANES, lanes_for
+from hetlapack.batched._lu import divides_by_pivot
 from hetlapack.contract.scipy_rules import cho_factor_cleans, cholesky_as_scipy
 from hetlapack.blas_threads import one_thread_per_call
 from hetlapack.testing import (
@@ -563,3 +564,17 @@ def test_qr_never_hides_a_nan_or_an_infinity_below_the_diagonal(dtype):
     if np.dtype(dtype).kind == "f":
         b = np.array([[1.0, 2.0], [-np.inf, 4.0]], dtype)
         assert kernels.geqrf(b[None])[0][0, 0, 0] == sla.qr(b, mode="r", check_finite=False)[0][0, 0] == -np.inf
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.float32, np.complex64])
+def test_the_division_rule_is_getf2s_modulus_test(dtype):
+    """getf2 divides by a nonzero pivot of modulus below the smallest normal number; the kernel settles most pivots
+    by their larger part and takes the modulus only near that bound, with the same answer."""
+    tiny = np.finfo(dtype).tiny
+    parts = [0.0, tiny / 3, 0.6 * tiny, 0.8 * tiny, tiny, 2.0, np.inf, np.nan]
+    complex_dtype = np.dtype(dtype).kind == "c"
+    for real in parts:
+        for imag in parts if complex_dtype else [0.0]:
+            pivot = dtype(complex(real, imag) if complex_dtype else real)
+            expected = bool(pivot != 0 and abs(pivot) < tiny)
+            assert divides_by_pivot(pivot, tiny) == expected, pivot

@@ -24,7 +24,10 @@ def _magnitude(value):
 @numba.njit(**JIT_OPTIONS)
 def divides_by_pivot(pivot, tiny) -> bool:
     """Whether getf2 divides by ``pivot`` instead of multiplying by its reciprocal, which would overflow (the CPU
-    kernel's rule, and the GPU kernel's in ``cuda_kernels``)."""
+    kernel's rule, and the GPU kernel's in ``cuda_kernels``). A part of at least ``tiny`` settles it without the
+    modulus, which for a complex pivot is a call of ``hypot`` per matrix and column."""
+    if abs(pivot.real) >= tiny or abs(pivot.imag) >= tiny:
+        return False
     return pivot != 0 and abs(pivot) < tiny
 
 
