@@ -14,8 +14,8 @@ import math
 import numba
 import numpy as np
 
-from ._interleave import (LOWER, SMALL_ORDER_LANES, JIT_OPTIONS, UPPER, blocked, chunk_range, divide, gather,
-                          gather_blocks, is_finite, rows_along_memory, scatter, scatter_blocks)
+from ._interleave import (JIT_OPTIONS, LOWER, SMALL_ORDER_LANES, UPPER, blocked, buffer_as_stack, chunk_as_buffer,
+                          chunk_range, copy_blocks, divide, gather, is_finite, rows_along_memory, scatter)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -29,9 +29,9 @@ def _gather_hermitian(a, first, lower, buf, n, lanes):
         along = rows_along_memory(a)
         source = a if along else a.transpose(0, 2, 1)  # its rows lie along memory
         if along == lower:  # source's rows are the buffer's: its lower triangle holds the one wanted
-            gather_blocks(source, first, buf, n, n, lanes, LOWER, not lower)
+            copy_blocks(source[first:first + lanes], buf, n, n, lanes, LOWER, not lower)
         else:  # source's rows are the buffer's columns
-            gather_blocks(source, first, buf.transpose(1, 0, 2), n, n, lanes, UPPER, not lower)
+            copy_blocks(source[first:first + lanes], buf.transpose(1, 0, 2), n, n, lanes, UPPER, not lower)
         return count
     for lane in range(count):
         for i in range(n):
@@ -97,18 +97,15 @@ FULL_ROW_SCATTER_N = 8
 
 @numba.njit(**JIT_OPTIONS)
 def _scatter_factor_blocks(buf, lower, out, first, n, lanes):
-    """The factor's triangle of a full chunk into ``out``, in blocks along memory (as
-    :func:`_gather_hermitian` reads them): the lower factor's rows, or the upper factor's (the buffer's columns),
-    or their transposes where ``out``'s matrices lie column by column."""
+    """The factor's triangle of a full chunk into ``out``, in blocks along memory: :func:`_gather_hermitian`'s copy
+    the other way, the buffer (or its transpose) seen as a stack, ``out``'s chunk (or its transpose, whose rows
+    lie along memory) as the buffer."""
     along = rows_along_memory(out)
-    if along and lower:
-        scatter_blocks(buf, out, first, n, n, lanes, LOWER)
-    elif along:
-        scatter_blocks(buf.transpose(1, 0, 2), out, first, n, n, lanes, UPPER, True)
-    elif lower:
-        scatter_blocks(buf.transpose(1, 0, 2), out.transpose(0, 2, 1), first, n, n, lanes, UPPER)
-    else:
-        scatter_blocks(buf, out.transpose(0, 2, 1), first, n, n, lanes, LOWER, True)
+    target = chunk_as_buffer(out if along else out.transpose(0, 2, 1), first, lanes)
+    if along == lower:  # the target's rows are the buffer's: its lower triangle holds the factor
+        copy_blocks(buffer_as_stack(buf), target, n, n, lanes, LOWER, not lower)
+    else:  # the target's rows are the buffer's columns
+        copy_blocks(buffer_as_stack(buf.transpose(1, 0, 2)), target, n, n, lanes, UPPER, not lower)
 
 
 @numba.njit(**JIT_OPTIONS)

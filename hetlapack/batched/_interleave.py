@@ -106,9 +106,11 @@ def _row_span(part: int, i: int, n: int) -> tuple[int, int]:
 
 
 @numba.njit(**JIT_OPTIONS)
-def gather_blocks(a, first: int, buf, m: int, n: int, lanes: int, part: int = WHOLE, conjugate: bool = False) -> None:
-    """Blocked gather of a full chunk from matrices whose rows lie along memory: each row's ``part``, conjugated if
-    ``conjugate``, into the same places of ``buf``."""
+def copy_blocks(stack, buf, m: int, n: int, lanes: int, part: int = WHOLE, conjugate: bool = False) -> None:
+    """``buf[i, j, lane] = stack[lane, i, j]`` over each row's ``part`` for a full chunk, conjugated if
+    ``conjugate``, in blocks against the axis ``j`` of ``stack``, which is to lie along memory. A scatter is the same
+    copy with the roles swapped: the buffer seen as a stack (:func:`buffer_as_stack`), the output's chunk as a
+    buffer (:func:`chunk_as_buffer`)."""
     for lane0 in range(0, lanes, BLOCK):
         for i in range(m):
             start, stop = _row_span(part, i, n)
@@ -116,32 +118,24 @@ def gather_blocks(a, first: int, buf, m: int, n: int, lanes: int, part: int = WH
             for j0 in range(start, whole, BLOCK):
                 for w in range(BLOCK):
                     for q in range(BLOCK):
-                        value = a[first + lane0 + w, i, j0 + q]
+                        value = stack[lane0 + w, i, j0 + q]
                         buf[i, j0 + q, lane0 + w] = np.conj(value) if conjugate else value
             for j in range(whole, stop):
                 for w in range(BLOCK):
-                    value = a[first + lane0 + w, i, j]
+                    value = stack[lane0 + w, i, j]
                     buf[i, j, lane0 + w] = np.conj(value) if conjugate else value
 
 
 @numba.njit(**JIT_OPTIONS)
-def scatter_blocks(buf, out, first: int, m: int, n: int, lanes: int, part: int = WHOLE,
-                   conjugate: bool = False) -> None:
-    """Blocked scatter of a full chunk into matrices whose rows lie along memory: each row's ``part`` of ``buf``,
-    conjugated if ``conjugate``."""
-    for lane0 in range(0, lanes, BLOCK):
-        for i in range(m):
-            start, stop = _row_span(part, i, n)
-            whole = stop - (stop - start) % BLOCK
-            for j0 in range(start, whole, BLOCK):
-                for q in range(BLOCK):
-                    for w in range(BLOCK):
-                        value = buf[i, j0 + q, lane0 + w]
-                        out[first + lane0 + w, i, j0 + q] = np.conj(value) if conjugate else value
-            for j in range(whole, stop):
-                for w in range(BLOCK):
-                    value = buf[i, j, lane0 + w]
-                    out[first + lane0 + w, i, j] = np.conj(value) if conjugate else value
+def buffer_as_stack(buf):
+    """The ``m x n x lanes`` buffer seen as a ``lanes x m x n`` stack (a view)."""
+    return buf.transpose(2, 0, 1)
+
+
+@numba.njit(**JIT_OPTIONS)
+def chunk_as_buffer(stack, first: int, lanes: int):
+    """Matrices ``stack[first:first + lanes]`` seen as an ``m x n x lanes`` buffer (a view)."""
+    return stack[first:first + lanes].transpose(1, 2, 0)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -156,9 +150,9 @@ def gather(a, first: int, buf, m: int, n: int, lanes: int) -> int:
     count = min(lanes, a.shape[0] - first)
     if blocked(count, m, n, lanes):
         if rows_along_memory(a):
-            gather_blocks(a, first, buf, m, n, lanes)
+            copy_blocks(a[first:first + lanes], buf, m, n, lanes)
         else:
-            gather_blocks(a.transpose(0, 2, 1), first, buf.transpose(1, 0, 2), n, m, lanes)
+            copy_blocks(a[first:first + lanes].transpose(0, 2, 1), buf.transpose(1, 0, 2), n, m, lanes)
         return count
     for lane in range(count):
         for i in range(m):
@@ -178,9 +172,10 @@ def scatter(buf, count: int, out, first: int, m: int, n: int) -> None:
     lanes = buf.shape[2]
     if blocked(count, m, n, lanes):
         if rows_along_memory(out):
-            scatter_blocks(buf, out, first, m, n, lanes)
+            copy_blocks(buffer_as_stack(buf), chunk_as_buffer(out, first, lanes), m, n, lanes)
         else:
-            scatter_blocks(buf.transpose(1, 0, 2), out.transpose(0, 2, 1), first, n, m, lanes)
+            copy_blocks(buffer_as_stack(buf.transpose(1, 0, 2)), chunk_as_buffer(out.transpose(0, 2, 1), first, lanes),
+                        n, m, lanes)
         return
     for lane in range(count):
         for i in range(m):
