@@ -515,6 +515,35 @@ def test_lapack_loop_solves_are_scipys_bit_for_bit(dtype, n):
             np.testing.assert_array_equal(x, sla.lu_solve((lu, piv), b[..., :2], trans=trans))
 
 
+def test_a_lapack_loop_capped_at_one_thread_runs_on_one_with_the_same_bits(monkeypatch):
+    """``loop_threads=1`` (what dispatch passes where concurrent calls of OpenBLAS's routine ran slower than one
+    thread's) runs each LAPACK loop on one thread, giving what the loop on every thread worth starting gives."""
+    from hetlapack.batched import threads
+
+    a = spd(5, np.float32, seed=5, batch=(BATCH,))
+    b = random_matrix((BATCH, 5, 2), np.float32, seed=6)
+    c, _ = kernels.potrf(a, lower=True, clean=True, lapack=True)
+    lu, piv, _ = kernels.getrf(a, lapack=True)
+    calls = {
+        "potrf": lambda cap: kernels.potrf(a, lower=True, clean=True, lapack=True, loop_threads=cap),
+        "getrf": lambda cap: kernels.getrf(a, lapack=True, loop_threads=cap),
+        "qr": lambda cap: kernels.qr(a, 5, 5, lapack=True, loop_threads=cap),
+        "geqp3": lambda cap: kernels.geqp3(a, 5, 5, loop_threads=cap),
+        "potrs": lambda cap: (kernels.potrs(c, b, lower=True, lapack=True, loop_threads=cap),),
+        "getrs": lambda cap: (kernels.getrs(lu, piv, b, trans=0, lapack=True, loop_threads=cap),),
+    }
+    started = []
+    call_checked = threads.call_checked
+    monkeypatch.setattr(threads, "call_checked",
+                        lambda op, dtype, check, count, *rest: started.append(count) or call_checked(op, dtype, check,
+                                                                                                  count, *rest))
+    for name, call in calls.items():
+        every, one = call(None), call(1)
+        assert started[-2:] == [threads._lapack_threads(BATCH, 5), 1], name
+        for got, want in zip(one, every, strict=True):
+            np.testing.assert_array_equal(got, want, err_msg=name)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_lapack_loop_reports_lapack_info_and_nonfinite_inputs(dtype):
     """Failures are LAPACK's own ``info`` per matrix (a leading minor, an exactly zero pivot), and

@@ -154,6 +154,8 @@ def fast_kernel_tables(monkeypatch):
     monkeypatch.setattr(calibration, "kernel_tables", kernel_tables)
     monkeypatch.setattr(crossover, "measure", lambda repeats, progress: {"getrf float64": [[4, 3.0], [8, 0.5]]})
     monkeypatch.setattr(crossover, "measure_lanes", lambda repeats, progress: {"getrf float64": [[8, 64], [16, 16]]})
+    monkeypatch.setattr(crossover, "measure_loop_threads",
+                        lambda repeats, progress: {"getrf float32": [[4, 1.6], [8, 0.7]]})
     return timed
 
 
@@ -254,6 +256,8 @@ def test_batched_crossover_is_timed_on_this_machine_cached_and_read_by_dispatch(
     assert "interleaved up to order: getrf float64 4" in out
     assert load()["cpu"]["batched"] == {"getrf float64": [[4, 3.0], [8, 0.5]]}
     assert load()["cpu"]["lanes"] == {"getrf float64": [[8, 64], [16, 16]]}
+    assert load()["cpu"]["loop_threads"] == {"getrf float32": [[4, 1.6], [8, 0.7]]}
+    assert "one thread up to order: getrf float32 4" in out
     assert model.interleaved_max_n("getrf", np.dtype(np.float64)) == 4
     assert model.interleaved_max_n("getrf", np.dtype(np.complex128)) == model.INTERLEAVED_MAX_N["getrf"][1]
     assert model.interleaved_max_n("potrf", np.dtype(np.float64)) == model.INTERLEAVED_MAX_N["potrf"][0]
@@ -312,6 +316,54 @@ def test_calibrated_matrices_per_buffer_are_what_the_kernels_run_with(cache_dir,
     lu, piv = hla.lu_factor(stack)
     assert ran == [16]
     assert np.array_equal(lu, getrf(stack, fortran=True)[0]) and np.array_equal(piv, getrf(stack)[1])
+
+
+def test_calibrated_loop_threads_are_what_the_lapack_loops_run_with(cache_dir, monkeypatch):
+    """Dispatch runs a LAPACK loop on one thread up to the last order where one thread beat every core, from the
+    smallest order timed on, in the dtype timed; routines and dtypes not timed keep the reference machine's orders
+    (``LOOP_ONE_THREAD_MAX_N``), and the plan says which, and where from."""
+    import numpy as np
+
+    import hetlapack
+    import hetlapack.linalg as hla
+    from hetlapack.batched import kernels
+    from hetlapack.dispatch.choose import forget_decisions
+    from hetlapack.perf import model
+
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    stack = np.random.default_rng(0).standard_normal((500, 8, 8)).astype(np.float32)
+    default = model.LOOP_ONE_THREAD_MAX_N["getrf"]
+    assert model.lapack_loop_threads("getrf", f32, default) == 1 and model.lapack_loop_threads("getrf", f32, 9) is None
+    assert model.lapack_loop_threads("geqrf", f32, 2) is None
+    assert hetlapack.explain("lu_factor", stack).loop_threads is None
+    entry = {"loop_threads": {"getrf float32": [[4, 1.5], [8, 1.2], [16, 0.8], [32, 1.1]]}}
+    (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))
+    assert CpuDevice().loop_threads == {"getrf float32": ((4, 1.5), (8, 1.2), (16, 0.8), (32, 1.1))}
+    assert [model.lapack_loop_threads("getrf", f32, n) for n in (2, 8, 9, 16, 32)] == [1, 1, None, None, None]
+    assert model.loop_one_thread_max_n("getrf", f64) == default and model.loop_one_thread_max_n("potrs", f32) > 0
+    forget_decisions()  # dispatch remembers its plans within a process; calibration runs in a process of its own
+    plan = hetlapack.explain("lu_factor", stack)
+    assert plan.kernels == "lapack" and plan.loop_threads == 1 and "at most 1 thread" in str(plan)
+    assert "up to n=8 (timed on this machine" in plan.reason
+    assert hetlapack.explain("lu_factor", stack[:, :, :5].repeat(3, axis=2)).loop_threads is None
+    ran = []
+    getrf = kernels.getrf
+    monkeypatch.setattr(kernels, "getrf",
+                        lambda *args, **kwargs: ran.append(kwargs["loop_threads"]) or getrf(*args, **kwargs))
+    lu, piv = hla.lu_factor(stack)
+    assert ran == [1]
+    want_lu, want_piv, _ = getrf(stack, fortran=True, lapack=True)
+    assert np.array_equal(lu, want_lu) and np.array_equal(piv, want_piv)
+
+
+def test_the_lapack_loops_are_timed_on_one_thread_and_every_core_for_every_case():
+    from hetlapack.batched import crossover
+
+    done = []
+    ratios = crossover.measure_loop_threads(repeats=1, orders=(3, 5), progress=done.append)
+    assert list(ratios) == list(crossover.LOOP_CASES) == done
+    assert {case.split()[0] for case in ratios} == {"potrf", "getrf", "geqrf", "geqp3", "potrs", "getrs"}
+    assert all([row[0] for row in rows] == [3, 5] and all(row[1] > 0 for row in rows) for rows in ratios.values())
 
 
 def test_matrices_per_buffer_are_timed_for_every_case():

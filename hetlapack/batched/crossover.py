@@ -9,7 +9,9 @@ complex128, and returns for each factorization and dtype the loop's time over th
 (above 1: interleaved wins), which the cost model turns into the order it switches at
 (:func:`hetlapack.perf.model.interleaved_max_n`). :func:`measure_lanes` times the interleaved Cholesky and LU with
 each of ``LANE_CHOICES`` matrices per buffer, whose best depends on the caches too
-(:func:`hetlapack.perf.model.batched_lanes`).
+(:func:`hetlapack.perf.model.batched_lanes`). :func:`measure_loop_threads` times each LAPACK loop on one thread
+against every core: concurrent calls of some of OpenBLAS's routines run slower than one thread's
+(:func:`hetlapack.perf.model.lapack_loop_threads`).
 """
 
 from __future__ import annotations
@@ -133,3 +135,62 @@ def measure_lanes(repeats: int = 3, orders: tuple[int, ...] = LANE_ORDERS, choic
         if progress:
             progress(case)
     return fastest
+
+
+#: The LAPACK loops :func:`measure_loop_threads` times (every routine the batched path loops over), the dtypes (all
+#: four: single precision runs the loop at every order, double past the interleaved kernels' crossover) and orders.
+LOOP_OPS = ("potrf", "getrf", "geqrf", "geqp3", "potrs", "getrs")
+LOOP_DTYPES = tuple(np.dtype(code) for code in "fdFD")
+LOOP_CASES = tuple(f"{op} {dtype.name}" for op in LOOP_OPS for dtype in LOOP_DTYPES)
+LOOP_ORDERS = (4, 8, 16, 32, 64)
+
+#: Bytes of each stack :func:`measure_loop_threads` times, and its fewest and most matrices (enough for every thread
+#: the loop starts; few enough that the smallest orders take milliseconds, not a second).
+LOOP_STACK_BYTES, LOOP_MIN_BATCH, LOOP_MAX_BATCH = 4 << 20, 256, 20_000
+
+
+def _loop_call(op: str, a: np.ndarray, rng: np.random.Generator) -> Callable[[int | None], object]:
+    """``op``'s LAPACK loop on the stack ``a`` (on its factors for the solves, with one right-hand side each), run
+    with a cap on its threads."""
+    if op in ("potrs", "getrs"):
+        b = rng.standard_normal((*a.shape[:-1], 1)).astype(a.dtype)
+        if op == "potrs":
+            c = kernels.potrf(a, lower=True, clean=True, lapack=True)[0]
+            return lambda threads: kernels.potrs(c, b, lower=True, lapack=True, loop_threads=threads)
+        lu, piv, _ = kernels.getrf(a, lapack=True)
+        return lambda threads: kernels.getrs(lu, piv, b, trans=0, lapack=True, loop_threads=threads)
+    n = a.shape[-1]
+    calls = {
+        "potrf": lambda threads: kernels.potrf(a, lower=True, clean=True, lapack=True, loop_threads=threads),
+        "getrf": lambda threads: kernels.getrf(a, lapack=True, loop_threads=threads),
+        "geqrf": lambda threads: kernels.qr(a, n, n, lapack=True, loop_threads=threads),
+        "geqp3": lambda threads: kernels.geqp3(a, n, n, loop_threads=threads),
+    }
+    return calls[op]
+
+
+def measure_loop_threads(repeats: int = 3, orders: tuple[int, ...] = LOOP_ORDERS,
+                         progress: Callable[[str], None] | None = None) -> dict[str, list[list[float]]]:
+    """``{"getrf float32": [[order, every thread's seconds / one thread's], ...], ...}`` for each of ``LOOP_CASES``
+    (above 1: one thread wins): the loop timed on one stack per order, on one thread and on as many as the batch is
+    worth, in turn (:func:`_fastest_in_turn`). ``progress`` is told each case as it is done.
+
+    OpenBLAS's ``potrf``, ``getrf`` and triangular solves take a buffer from a process-wide pool under a lock on
+    every call (OpenBLAS issues #478, #5589), and on a 2-core AMD EPYC two threads calling them at once ran 1.3-3x
+    slower than one at orders 2-4 (the solves to 8), while ``geqrf``, ``orgqr`` and ``geqp3`` ran 1.9-2.0x faster
+    at every order."""
+    rng = np.random.default_rng(4)
+    ratios: dict[str, list[list[float]]] = {}
+    for case in LOOP_CASES:
+        op, dtype = case.split()
+        matrix_bytes = np.dtype(dtype).itemsize * np.square(orders)
+        for n, nbytes in zip(orders, matrix_bytes, strict=True):
+            batch = min(max(LOOP_STACK_BYTES // nbytes, LOOP_MIN_BATCH), LOOP_MAX_BATCH)
+            a = _stack("potrf" if op in ("potrf", "potrs") else "getrf", n, np.dtype(dtype), rng, batch * nbytes)
+            call = _loop_call(op, a, rng)
+            seconds = _fastest_in_turn({threads: lambda threads=threads: call(threads) for threads in (1, None)},
+                                       repeats)
+            ratios.setdefault(case, []).append([n, seconds[None] / seconds[1]])
+        if progress:
+            progress(case)
+    return ratios

@@ -39,7 +39,8 @@ def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.nd
 
 
 def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lapack: bool = False,
-          check_finite: bool = False, lanes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+          check_finite: bool = False, lanes: int | None = None,
+          loop_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Cholesky factors of a stack of Hermitian positive definite matrices, and LAPACK's ``info`` per matrix.
 
     The factor is in the ``lower`` (else upper) triangle; the other triangle is zero if ``clean``, else the input's.
@@ -47,7 +48,9 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
     matrix's result is then unspecified. ``lapack`` runs SciPy's LAPACK on each matrix (its results to the bit).
     ``check_finite`` raises SciPy's ValueError for infinities or NaNs anywhere in ``a`` (both triangles, as SciPy
     checks), read as each kernel reads its input: no pass of its own over memory. ``lanes`` sets the interleaved
-    kernel's matrices per buffer (default: the buffer-size rule; dispatch passes the one calibration timed fastest).
+    kernel's matrices per buffer (default: the buffer-size rule; dispatch passes the one calibration timed fastest),
+    ``loop_threads`` caps the LAPACK loop's threads (default: as many as the batch is worth; dispatch passes 1 where
+    concurrent calls of the routine ran slower than one thread's).
     """
     _check_dtype(a)
     n = a.shape[-1]
@@ -56,20 +59,20 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
     if out.size and lapack:
         lapack_loop("potrf_each", a.dtype, stack.shape[0], n, check_finite,
-                     (stack, bool(lower), bool(clean), out, info))
+                    (stack, bool(lower), bool(clean), out, info), loop_threads)
     elif out.size:
         launch_checked("potrf", check_finite, a.dtype, stack.shape[0], n, n, stack, bool(lower), bool(clean), out,
                        info, lanes=lanes)
     return out.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
-def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False,
-          lapack: bool = False, lanes: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, lapack: bool = False,
+          lanes: int | None = None, loop_threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """LU with partial pivoting of a stack: packed ``lu``, 0-based LAPACK pivots (int32) and ``info`` per matrix.
 
     ``info[i] = k > 0`` means ``U[k-1, k-1]`` of matrix ``i`` is exactly zero (the factorization is still complete).
-    ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``; ``lapack`` and ``lanes`` as for
-    :func:`potrf`.
+    ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``; ``lapack``, ``lanes`` and
+    ``loop_threads`` as for :func:`potrf`.
     """
     _check_dtype(a)
     m, n = a.shape[-2:]
@@ -78,7 +81,8 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False,
     piv = np.empty((stack.shape[0], min(m, n)), dtype=INDEX_DTYPE)
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
     if out.size and lapack:
-        lapack_loop("getrf_each", a.dtype, stack.shape[0], max(m, n), check_finite, (stack, out, piv, info))
+        lapack_loop("getrf_each", a.dtype, stack.shape[0], max(m, n), check_finite, (stack, out, piv, info),
+                    loop_threads)
     elif out.size:
         launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info, lanes=lanes)
         _refactor_nonfinite(stack, out, piv, info, fortran)
@@ -166,29 +170,33 @@ def _shaped_qr(a: np.ndarray, q: np.ndarray, r: np.ndarray) -> tuple[np.ndarray 
 
 
 def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_finite: bool = False,
-       lapack: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
+       lapack: bool = False, loop_threads: int | None = None) -> tuple[np.ndarray | None, np.ndarray]:
     """``Q`` (the first ``ncols`` columns; ``None`` when ``ncols`` is 0) and ``R`` (the first ``rows`` rows of the
     upper triangle) of a stack, in one pass: what ``orgqr(*geqrf(a), ncols)`` and ``triu(geqrf(a)[0][..., :rows, :])``
     give, without writing the reflectors out and reading them back. ``fortran`` orders Q's matrices (R is C-ordered,
     as SciPy returns it); ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``; ``lapack`` runs
-    SciPy's ``geqrf`` and ``orgqr`` on each matrix (its results to the bit)."""
+    SciPy's ``geqrf`` and ``orgqr`` on each matrix (its results to the bit), on at most ``loop_threads`` threads
+    where given."""
     stack, q, r = _qr_outputs(a, ncols, rows, fortran)
     if (q.size or r.size) and lapack:
-        lapack_loop("qr_each", a.dtype, stack.shape[0], max(a.shape[-2:]), check_finite, (stack, q, r))
+        lapack_loop("qr_each", a.dtype, stack.shape[0], max(a.shape[-2:]), check_finite, (stack, q, r),
+                    loop_threads)
     elif q.size or r.size:
         launch_checked("qr", check_finite, a.dtype, *stack.shape, stack, q, r)
     return _shaped_qr(a, q, r)
 
 
-def geqp3(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False,
-          check_finite: bool = False) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+def geqp3(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_finite: bool = False,
+          loop_threads: int | None = None) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
     """QR with column pivoting of a stack, as ``scipy.linalg.qr(pivoting=True)`` computes it for each matrix (by the
     same LAPACK calls, so bit for bit): ``Q``'s first ``ncols`` columns (``None`` when 0), ``R``'s first ``rows``
-    rows and the 0-based pivots (int32), shaped and ordered as :func:`qr`'s."""
+    rows and the 0-based pivots (int32), shaped and ordered as :func:`qr`'s; ``loop_threads`` as for :func:`potrf`.
+    """
     stack, q, r = _qr_outputs(a, ncols, rows, fortran)
     p = np.empty(stack.shape[::2], dtype=INDEX_DTYPE)
     if r.size:
-        lapack_loop("geqp3_each", a.dtype, stack.shape[0], max(a.shape[-2:]), check_finite, (stack, q, r, p))
+        lapack_loop("geqp3_each", a.dtype, stack.shape[0], max(a.shape[-2:]), check_finite, (stack, q, r, p),
+                    loop_threads)
     else:  # matrices of no rows keep their columns in place, as SciPy returns them
         p[:] = np.arange(a.shape[-1])
     return (*_shaped_qr(a, q, r), p.reshape((*a.shape[:-2], a.shape[-1])))
@@ -264,9 +272,11 @@ def _solve_pieces(count: int, *operands: tuple[np.ndarray, int]) -> Iterator[tup
         yield systems, [a[index] for a, _ in operands]
 
 
-def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False, lapack: bool = False) -> np.ndarray:
+def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False, lapack: bool = False,
+          loop_threads: int | None = None) -> np.ndarray:
     """Solve ``A X = B`` per matrix from the Cholesky factor ``c`` of ``A``; ``b`` is ``(..., n, k)``. ``lapack``
-    runs SciPy's ``potrs`` on each system (its results to the bit)."""
+    runs SciPy's ``potrs`` on each system (its results to the bit), on at most ``loop_threads`` threads where given.
+    """
     _check_solve(c, b)
     batch, dtype, c, b, _ = _broadcast_solve(c, b)
     _check_dtype(c)
@@ -277,7 +287,8 @@ def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False, l
     for systems, (factors, rhs) in _solve_pieces(out.shape[0], (c, 2), (b, 2)):
         target = out[systems]
         if lapack:
-            lapack_loop("potrs_each", dtype, target.shape[0], n, False, (factors, bool(lower), rhs, target))
+            lapack_loop("potrs_each", dtype, target.shape[0], n, False, (factors, bool(lower), rhs, target),
+                        loop_threads)
         elif _interleaved_solve("potrs", dtype, n):
             launch("potrs", dtype, target.shape[0], n, n, factors, bool(lower), rhs, target)
         else:
@@ -287,10 +298,11 @@ def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False, l
 
 
 def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int, fortran: bool = False,
-          check_finite: bool = False, lapack: bool = False) -> np.ndarray:
+          check_finite: bool = False, lapack: bool = False, loop_threads: int | None = None) -> np.ndarray:
     """Solve ``op(A) X = B`` per matrix from ``getrf``'s ``lu`` and 0-based ``piv``; ``op`` is ``A``, ``A^T``,
     ``A^H`` for ``trans`` 0, 1, 2 (as ``scipy.linalg.lu_solve``). ``check_finite`` raises SciPy's ValueError for
-    infinities or NaNs in ``b`` (SciPy's ``lu_solve`` checks ``b`` only); ``lapack`` as for :func:`potrs`."""
+    infinities or NaNs in ``b`` (SciPy's ``lu_solve`` checks ``b`` only); ``lapack`` and ``loop_threads`` as for
+    :func:`potrs`."""
     if trans not in (0, 1, 2):
         raise ValueError("trans must be 0, 1 or 2")
     _check_solve(lu, b, np.asarray(piv))
@@ -304,7 +316,7 @@ def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int, fortran
         target = out[systems]
         arrays = (factors, np.asarray(pivots, dtype=INDEX_DTYPE), rhs, int(trans), target)
         if lapack:
-            lapack_loop("getrs_each", dtype, target.shape[0], n, check_finite, arrays)
+            lapack_loop("getrs_each", dtype, target.shape[0], n, check_finite, arrays, loop_threads)
         elif _interleaved_solve("getrs", dtype, n):
             launch_checked("getrs", check_finite, dtype, target.shape[0], n, n, *arrays)
         else:  # LAPACK's trans codes are _solve's LU system codes

@@ -110,11 +110,16 @@ def call_checked(op: str, dtype: np.dtype, check_finite: bool, threads: int, arr
         raise ValueError("array must not contain infs or NaNs")
 
 
-def lapack_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite: bool, arrays: tuple) -> None:
+def lapack_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite: bool, arrays: tuple,
+                most_threads: int | None = None) -> None:
     """Run the LAPACK loop ``op`` (``_lapack_each``) on ``batch`` matrices of ``order``: threads share the matrices,
     and each LAPACK call runs on one BLAS thread. Measured: a Cholesky of order 128 that threads inside the kernel's
-    thread took 8 ms for 16 matrices instead of 1.5 (its threads and the kernel's spin for the same two cores)."""
+    thread took 8 ms for 16 matrices instead of 1.5 (its threads and the kernel's spin for the same two cores).
+    ``most_threads`` caps the threads (dispatch passes 1 where concurrent calls of the routine ran slower than one
+    thread's: :func:`hetlapack.perf.model.lapack_loop_threads`)."""
     threads = _lapack_threads(batch, order)
+    if most_threads is not None:
+        threads = min(threads, most_threads)
     with one_thread_per_call():
         call_checked(op, dtype, check_finite, threads, arrays, *lapack_routines(op, dtype))
 

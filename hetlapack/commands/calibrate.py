@@ -31,8 +31,9 @@ def register(subparsers) -> None:
                              "so time orders as large as the matrices you factor")
     parser.add_argument("--no-batched", action="store_true",
                         help="skip timing the batched kernels on stacks of small matrices: against the LAPACK "
-                             "loop, which sets the order where dispatch switches from the one to the other, and "
-                             "with each number of matrices per buffer, which sets the one they run with")
+                             "loop, which sets the order where dispatch switches from the one to the other, with "
+                             "each number of matrices per buffer, which sets the one they run with, and the LAPACK "
+                             "loop on one thread against every core, which sets up to where it runs on one")
     parser.add_argument("--no-save", action="store_true", help="print the measurement without caching it")
     parser.set_defaults(func=run)
 
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
                         whole_orders=args.orders)
     cpu = next((device for device in devices if device.kind == "cpu"), None)
     if cpu is not None and not args.no_batched:
-        results[cpu.name]["batched"], results[cpu.name]["lanes"] = _batched_timings(args.repeats)
+        results[cpu.name].update(_batched_timings(args.repeats))
         apply_measurements(cpu, results[cpu.name])
     _print_results(results, args.tile)
     if not args.no_save:
@@ -72,18 +73,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _batched_timings(repeats: int) -> tuple[dict[str, list[list[float]]], dict[str, list[list[float]]]]:
-    """:func:`~hetlapack.batched.crossover.measure` and :func:`~hetlapack.batched.crossover.measure_lanes`, with a
-    progress bar over their cases."""
+def _batched_timings(repeats: int) -> dict[str, dict[str, list[list[float]]]]:
+    """:func:`~hetlapack.batched.crossover.measure`, :func:`~hetlapack.batched.crossover.measure_lanes` and
+    :func:`~hetlapack.batched.crossover.measure_loop_threads` as a device entry's ``"batched"``, ``"lanes"`` and
+    ``"loop_threads"`` tables, with a progress bar over their cases."""
     from tqdm import tqdm  # noqa: PLC0415 - numba (for the kernels) loads only where this runs
 
     from ..batched import crossover  # noqa: PLC0415
 
-    with tqdm(total=len(crossover.CASES) + len(crossover.LANE_CASES), desc="batched kernels", unit="case") as bar:
+    cases = len(crossover.CASES) + len(crossover.LANE_CASES) + len(crossover.LOOP_CASES)
+    with tqdm(total=cases, desc="batched kernels", unit="case") as bar:
         def done(case: str) -> None:
             bar.set_postfix_str(case)
             bar.update()
-        return crossover.measure(repeats, progress=done), crossover.measure_lanes(repeats, progress=done)
+        return {"batched": crossover.measure(repeats, progress=done),
+                "lanes": crossover.measure_lanes(repeats, progress=done),
+                "loop_threads": crossover.measure_loop_threads(repeats, progress=done)}
 
 
 def _print_by_order(tables: dict[str, list[list[float]]], cell: Callable[[float], str]) -> None:
@@ -96,12 +101,12 @@ def _print_by_order(tables: dict[str, list[list[float]]], cell: Callable[[float]
         print(f"{order:>7}" + "".join(f"{'':>20}" if value is None else cell(value) for value in values))
 
 
-def _print_batched(ratios: dict[str, list[list[float]]]) -> None:
-    """The LAPACK loop's time over the interleaved kernel's per order, and the order dispatch switches at."""
+def _print_ratios(ratios: dict[str, list[list[float]]], meaning: str, choice: str) -> None:
+    """Ratios of two choices' times per order (``meaning`` says which), and up to which order dispatch takes the
+    ``choice`` they favour above 1."""
     _print_by_order(ratios, lambda ratio: f"{ratio:>19.2f}x")
     switches = (f"{case} {model.crossover_order(rows)}" for case, rows in ratios.items())
-    print("stacks: the LAPACK loop's time over the interleaved kernel's (above 1x the interleaved kernel wins); "
-          f"interleaved up to order: {', '.join(switches)}")
+    print(f"stacks: {meaning}; {choice} up to order: {', '.join(switches)}")
 
 
 def _print_lanes(fastest: dict[str, list[list[float]]]) -> None:
@@ -132,6 +137,10 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
     print("whole matrices, float64: the host path's LAPACK call on every core, a GPU's library call")
     for measured in results.values():
         if "batched" in measured:
-            _print_batched(measured["batched"])
+            _print_ratios(measured["batched"], "the LAPACK loop's time over the interleaved kernel's (above 1x the "
+                          "interleaved kernel wins)", "interleaved")
         if "lanes" in measured:
             _print_lanes(measured["lanes"])
+        if "loop_threads" in measured:
+            _print_ratios(measured["loop_threads"], "the LAPACK loop's time on every core over one thread's (above "
+                          "1x one thread wins)", "one thread")

@@ -93,6 +93,9 @@ class Device(abc.ABC):
         #: Per batched factorization and dtype, ``((order, matrices per buffer), ...)``: the buffer size its
         #: interleaved kernel ran fastest with on stacks, when calibration measured it (a CPU's only).
         self.batched_lanes: dict[str, tuple[tuple[float, float], ...]] = {}
+        #: Per LAPACK loop and dtype (``"getrf float32"``), ``((order, every thread's time over one thread's), ...)``
+        #: on stacks, when calibration measured them (a CPU's only): up to where the loop runs on one thread.
+        self.loop_threads: dict[str, tuple[tuple[float, float], ...]] = {}
 
     @property
     @abc.abstractmethod

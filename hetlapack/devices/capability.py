@@ -65,7 +65,7 @@ def load() -> dict[str, dict]:
 PLAUSIBLE_RANGE = (1e-9, 1e9)
 
 #: Keys of a device's entry that hold tables (``{name: [[x, rate], ...]}``) rather than scalars.
-TABLE_KEYS = ("kernels", "whole", "batched", "lanes")
+TABLE_KEYS = ("kernels", "whole", "batched", "lanes", "loop_threads")
 
 
 def _measured(value) -> bool:
@@ -108,7 +108,7 @@ def _as_tuples(tables: dict[str, list[list[float]]]) -> dict[str, tuple[tuple[fl
 def apply_measurements(device: Device, measured: dict) -> None:
     """Give ``device`` a measurement (fresh, or read from the cache): its measured scalars go into ``capability``,
     its tables, where any row was measured, into ``kernel_rates`` (``"kernels"``), ``whole_rates`` (``"whole"``),
-    ``batched_rates`` (``"batched"``) and ``batched_lanes`` (``"lanes"``)."""
+    ``batched_rates`` (``"batched"``), ``batched_lanes`` (``"lanes"``) and ``loop_threads``."""
     measurements = _measurements(measured)
     device.capability.update({k: v for k, v in measurements.items() if k not in TABLE_KEYS})
     if "kernels" in measurements:
@@ -119,11 +119,13 @@ def apply_measurements(device: Device, measured: dict) -> None:
         device.batched_rates = _as_tuples(measurements["batched"])
     if "lanes" in measurements:
         device.batched_lanes = _as_tuples(measurements["lanes"])
+    if "loop_threads" in measurements:
+        device.loop_threads = _as_tuples(measurements["loop_threads"])
 
 
 def load_capability(device: Device) -> None:
     """Overwrite ``device.capability`` (and its ``kernel_rates``, ``whole_rates``, ``batched_rates``,
-    ``batched_lanes``) with its cached measurements, if any."""
+    ``batched_lanes``, ``loop_threads``) with its cached measurements, if any."""
     apply_measurements(device, load().get(device.name, {}))
 
 

@@ -214,13 +214,16 @@ def _choose(req: Request, options: Options) -> Plan:
         if layout == "two-level":
             host_cols = simulator.two_level_host_cols(model.modeled(HYBRID.devices(options, gpus)), tile)
     host_rate = model.host_rate_basis(req.op, max(min(req.core), 1), req.dtype) if HOST.name in predicted else None
-    lanes = None
+    lanes = loop_threads = None
     if path is BATCHED and kernels == "interleaved" and req.core[0] == req.core[1]:
         lanes = model.batched_lanes(req.op, req.dtype, req.core[0])
+    if path is BATCHED and kernels == "lapack":
+        loop_threads = model.lapack_loop_threads(req.op, req.dtype, max(req.core))
     return Plan(path=path.name, reason=reason, devices=path.devices(options, gpus), tile=tile,
                 placement=options.placement or "owner", forced=forced, kernels=kernels if path is BATCHED else None,
                 predicted_s=predicted, unavailable=unavailable, layout=layout, host_cols=host_cols,
-                layout_s=layouts if path is HYBRID else {}, host_rate=host_rate, lanes=lanes, **common)
+                layout_s=layouts if path is HYBRID else {}, host_rate=host_rate, lanes=lanes,
+                loop_threads=loop_threads, **common)
 
 
 def _layout(layouts: dict[str, float]) -> str:
@@ -249,9 +252,9 @@ def _reason(path: Path, req: Request, predicted: dict[str, float], kernels: str 
     others = {p: s for p, s in predicted.items() if p != path.name}
     if path is BATCHED and kernels == "lapack":
         return (f"a stack of {req.batch} matrices: LAPACK's {req.op} on each from compiled code, one BLAS thread a "
-                f"call while threads share the matrices (SciPy's results, bit for bit, as SciPy gives them on one "
-                f"BLAS thread), beats {req.batch} calls from Python ({_ratio(path.name, predicted)}; measured up to "
-                f"n={model.LAPACK_LOOP_MAX_N[req.op]})")
+                f"call (SciPy's results, bit for bit, as SciPy gives them on one BLAS thread), beats {req.batch} "
+                f"calls from Python ({_ratio(path.name, predicted)}; measured up to "
+                f"n={model.LAPACK_LOOP_MAX_N[req.op]}); {_loop_threads_reason(req)}")
     if path is BATCHED:
         return (f"a stack of {req.batch} small matrices: one interleaved batched kernel beats {req.batch} LAPACK "
                 f"calls (it beats the LAPACK loop up to n={model.interleaved_max_n(req.op, req.dtype)}, "
@@ -270,6 +273,15 @@ def _reason(path: Path, req: Request, predicted: dict[str, float], kernels: str 
     if len(req.shape) > 2:
         return f"a LAPACK call per matrix is cheapest for this stack ({_ratio(path.name, predicted)})"
     return f"one LAPACK call is cheapest at this size ({_ratio(path.name, predicted)})"
+
+
+def _loop_threads_reason(req: Request) -> str:
+    """How a LAPACK loop's calls share the cores, and why."""
+    one_thread_max = model.loop_one_thread_max_n(req.op, req.dtype)
+    if max(req.core) > one_thread_max:
+        return "threads share the matrices"
+    return (f"one thread makes every call: concurrent calls of OpenBLAS's {req.op} ran slower than one thread's up "
+            f"to n={one_thread_max} ({model.loop_threads_basis(req.op, req.dtype)})")
 
 
 def _ratio(path: str, predicted: dict[str, float]) -> str:

@@ -19,7 +19,8 @@ class Plan:
     of each top-level tile of order ``tile`` that the CPU takes. A batched plan on NumPy arrays names its
     ``kernels``: ``"interleaved"`` (ours, SIMD across matrices) or ``"lapack"`` (SciPy's LAPACK on each matrix),
     and ``lanes``, the matrices per buffer of the interleaved kernels where ``hetlapack calibrate`` timed them
-    (``None``: the kernels' buffer-size rule).
+    (``None``: the kernels' buffer-size rule), or ``loop_threads``, the most threads the LAPACK loop runs on (1
+    where concurrent calls of the routine ran slower; ``None``: as many as the batch is worth).
     ``host_rate`` says at what rate the host path was priced, and where that rate came from.
     """
 
@@ -40,6 +41,7 @@ class Plan:
     kernels: str | None = None
     host_rate: str | None = None
     lanes: int | None = None
+    loop_threads: int | None = None
 
     @property
     def runner(self) -> Path:
@@ -52,7 +54,9 @@ class Plan:
             f"  path:    {self.path}{' (forced)' if self.forced else ''}",
             f"  devices: {', '.join(map(str, self.devices))}",
             *([f"  kernels: {KERNELS[self.kernels]}" + (f", {self.lanes} matrices per buffer (timed on this machine)"
-                                                         if self.lanes else "")] if self.kernels else []),
+                                                         if self.lanes else "")
+               + (f", on at most {self.loop_threads} thread{'' if self.loop_threads == 1 else 's'}"
+                  if self.loop_threads else "")] if self.kernels else []),
             *([f"  layout:  {self.layout}" + (f" (host slice: {self.host_cols} of every {self.tile} columns)"
                                               if self.host_cols is not None else "")] if self.layout else []),
             f"  tile:    {self.tile if self.tile is not None else '-'}"

@@ -81,6 +81,15 @@ INTERLEAVED_MAX_N = {"potrf": (48, 24), "getrf": (40, 24), "geqrf": (40, 32), "p
 #: (0.5-0.9x).
 LAPACK_LOOP_MAX_N = {"potrf": 384, "getrf": 384, "geqrf": 384, "geqp3": 384, "potrs": 64, "getrs": 64}
 
+#: Largest order at which a LAPACK loop runs on one thread where ``hetlapack calibrate`` has not timed it
+#: (:func:`lapack_loop_threads`; routines not named run on every core worth starting). OpenBLAS's ``potrf``,
+#: ``getrf`` and triangular solves (``potrs``, ``getrs``) take a buffer from a process-wide pool under a lock on every
+#: call (OpenBLAS issues #478, #5589). Measured on the reference machine (2-core AMD EPYC, AVX-512, OpenBLAS 0.3.30,
+#: quiet, ns per matrix on one thread / on both): float32 ``getrf`` n = 2 57 / 95-182 (each call alone, no copies),
+#: ``potrf`` n = 4 107 / 229, ``potrs`` n = 8 218-223 / 366-391; at n = 8 the factorizations ran 0.6-1.6x faster on
+#: both from one run to the next, and ``geqrf``, ``orgqr`` and ``geqp3`` ran 1.9-2.0x faster on both at every order.
+LOOP_ONE_THREAD_MAX_N = {"potrf": 4, "getrf": 4, "potrs": 8, "getrs": 8}
+
 #: Seconds a LAPACK loop pays per call whatever the batch (starting threads, capping BLAS at one thread per call:
 #: 13 µs measured) and per matrix on top of LAPACK's own time (0.2-0.7 µs in all at orders 2-4, most of it LAPACK's).
 LAPACK_LOOP_START_S = 1.5e-5
@@ -88,8 +97,9 @@ LAPACK_LOOP_CALL_S = 5e-7
 
 
 def crossover_order(timed) -> int:
-    """From ``((order, LAPACK loop's time over the interleaved kernel's), ...)`` by increasing order: the largest
-    order up to which the interleaved kernel won at every order timed (0 where it lost at the first)."""
+    """From ``((order, the other choice's time over this one's), ...)`` by increasing order (the LAPACK loop's over
+    the interleaved kernel's, or a loop on every thread over one on one thread): the largest order up to which this
+    choice won at every order timed (0 where it lost at the first)."""
     crossover = 0
     for order, loop_over_interleaved in timed:
         if loop_over_interleaved < 1.0:
@@ -122,6 +132,27 @@ def batched_lanes(op: str, dtype: np.dtype, order: int) -> int | None:
     if not timed or order < timed[0][0]:
         return None
     return int(min(timed, key=lambda row: abs(math.log(row[0] / order)))[1])
+
+
+def loop_one_thread_max_n(op: str, dtype: np.dtype) -> int:
+    """The largest order up to which ``op``'s LAPACK loop in ``dtype`` runs on one thread (0: none): as ``hetlapack
+    calibrate`` timed it on this machine (the last order before the first where every core beat one), else
+    ``LOOP_ONE_THREAD_MAX_N``."""
+    timed = resolve(("cpu",))[0].loop_threads.get(f"{op} {np.dtype(dtype).name}")
+    return crossover_order(timed) if timed else LOOP_ONE_THREAD_MAX_N.get(op, 0)
+
+
+def lapack_loop_threads(op: str, dtype: np.dtype, order: int) -> int | None:
+    """The most threads ``op``'s LAPACK loop runs on for matrices of ``order``: 1 up to
+    :func:`loop_one_thread_max_n`, where concurrent calls ran slower than one thread's; else ``None`` (as many as
+    the batch is worth)."""
+    return 1 if order <= loop_one_thread_max_n(op, dtype) else None
+
+
+def loop_threads_basis(op: str, dtype: np.dtype) -> str:
+    """Where :func:`loop_one_thread_max_n`'s order comes from."""
+    timed = f"{op} {np.dtype(dtype).name}" in resolve(("cpu",))[0].loop_threads
+    return "timed on this machine by `hetlapack calibrate`" if timed else "measured on the reference machine"
 
 
 def interleaved_max_n(op: str, dtype: np.dtype) -> int:
