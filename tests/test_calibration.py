@@ -273,6 +273,9 @@ def test_crossover_order_is_the_last_order_won_before_the_first_loss():
     assert model.crossover_order(((4, 2.0), (8, 1.1), (16, 0.9), (24, 1.2))) == 8
     assert model.crossover_order(((4, 0.8), (8, 1.5))) == 0
     assert model.crossover_order(((4, 2.0), (64, 1.0))) == 64
+    assert model.crossover_order(((4, 2.0), (8, 0.9), (16, 0.7)), at_least=0.8) == 8
+    margin = model.LOOP_THREADS_MARGIN  # one thread stands until every core ran that much faster
+    assert model.one_thread_order(((4, 2.0), (8, 1.01 / margin), (16, 0.99 / margin))) == 8
 
 
 def test_batched_crossover_times_both_kernels_on_every_case():
@@ -336,9 +339,10 @@ def test_calibrated_loop_threads_are_what_the_lapack_loops_run_with(cache_dir, m
     assert model.lapack_loop_threads("getrf", f32, default) == 1 and model.lapack_loop_threads("getrf", f32, 9) is None
     assert model.lapack_loop_threads("geqrf", f32, 2) is None
     assert hetlapack.explain("lu_factor", stack).loop_threads is None
-    entry = {"loop_threads": {"getrf float32": [[4, 1.5], [8, 1.2], [16, 0.8], [32, 1.1]]}}
+    clearly_faster = 0.99 / model.LOOP_THREADS_MARGIN  # every core's time over one thread's
+    entry = {"loop_threads": {"getrf float32": [[4, 1.5], [8, 0.9], [16, clearly_faster], [32, 1.1]]}}
     (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))
-    assert CpuDevice().loop_threads == {"getrf float32": ((4, 1.5), (8, 1.2), (16, 0.8), (32, 1.1))}
+    assert CpuDevice().loop_threads == {"getrf float32": ((4, 1.5), (8, 0.9), (16, clearly_faster), (32, 1.1))}
     assert [model.lapack_loop_threads("getrf", f32, n) for n in (2, 8, 9, 16, 32)] == [1, 1, None, None, None]
     assert model.loop_one_thread_max_n("getrf", f64) == default and model.loop_one_thread_max_n("potrs", f32) > 0
     forget_decisions()  # dispatch remembers its plans within a process; calibration runs in a process of its own

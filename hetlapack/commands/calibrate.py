@@ -101,11 +101,12 @@ def _print_by_order(tables: dict[str, list[list[float]]], cell: Callable[[float]
         print(f"{order:>7}" + "".join(f"{'':>20}" if value is None else cell(value) for value in values))
 
 
-def _print_ratios(ratios: dict[str, list[list[float]]], meaning: str, choice: str) -> None:
-    """Ratios of two choices' times per order (``meaning`` says which), and up to which order dispatch takes the
-    ``choice`` they favour above 1."""
+def _print_ratios(ratios: dict[str, list[list[float]]], meaning: str, choice: str,
+                  up_to: Callable[[list[list[float]]], int]) -> None:
+    """Ratios of two choices' times per order (``meaning`` says which), and the order up to which dispatch takes the
+    ``choice`` (``up_to`` of a case's rows)."""
     _print_by_order(ratios, lambda ratio: f"{ratio:>19.2f}x")
-    switches = (f"{case} {model.crossover_order(rows)}" for case, rows in ratios.items())
+    switches = (f"{case} {up_to(rows)}" for case, rows in ratios.items())
     print(f"stacks: {meaning}; {choice} up to order: {', '.join(switches)}")
 
 
@@ -138,9 +139,9 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
     for measured in results.values():
         if "batched" in measured:
             _print_ratios(measured["batched"], "the LAPACK loop's time over the interleaved kernel's (above 1x the "
-                          "interleaved kernel wins)", "interleaved")
+                          "interleaved kernel wins)", "interleaved", model.crossover_order)
         if "lanes" in measured:
             _print_lanes(measured["lanes"])
         if "loop_threads" in measured:
-            _print_ratios(measured["loop_threads"], "the LAPACK loop's time on every core over one thread's (above "
-                          "1x one thread wins)", "one thread")
+            _print_ratios(measured["loop_threads"], "the LAPACK loop's time on every core over one thread's (every "
+                          f"core from {1 / model.LOOP_THREADS_MARGIN:.2f}x down)", "one thread", model.one_thread_order)

@@ -90,22 +90,36 @@ LAPACK_LOOP_MAX_N = {"potrf": 384, "getrf": 384, "geqrf": 384, "geqp3": 384, "po
 #: both from one run to the next, and ``geqrf``, ``orgqr`` and ``geqp3`` ran 1.9-2.0x faster on both at every order.
 LOOP_ONE_THREAD_MAX_N = {"potrf": 4, "getrf": 4, "potrs": 8, "getrs": 8}
 
+#: How much faster a LAPACK loop must have run on every core than on one thread, where ``hetlapack calibrate``
+#: timed it, before dispatch starts more than one: one thread's time does not depend on where the threads run, every
+#: core's does. On the reference machine (a VM) float32 ``getrf`` of order 8, each call alone, ran 1.17-1.56x faster
+#: on both cores for a minute or so, then 0.58-0.70x for the next, alternating over ten minutes (16 of 40 samples
+#: slow), while plain arithmetic on both cores ran 1.95-2.02x faster throughout (likely the lock's cache line
+#: crossing between cores, at a cost that depends on where the hypervisor places them).
+LOOP_THREADS_MARGIN = 1.25
+
 #: Seconds a LAPACK loop pays per call whatever the batch (starting threads, capping BLAS at one thread per call:
 #: 13 µs measured) and per matrix on top of LAPACK's own time (0.2-0.7 µs in all at orders 2-4, most of it LAPACK's).
 LAPACK_LOOP_START_S = 1.5e-5
 LAPACK_LOOP_CALL_S = 5e-7
 
 
-def crossover_order(timed) -> int:
+def crossover_order(timed, at_least: float = 1.0) -> int:
     """From ``((order, the other choice's time over this one's), ...)`` by increasing order (the LAPACK loop's over
-    the interleaved kernel's, or a loop on every thread over one on one thread): the largest order up to which this
-    choice won at every order timed (0 where it lost at the first)."""
+    the interleaved kernel's, or a loop on every core over one on one thread): the largest order up to which the
+    ratio was ``at_least`` (this choice won) at every order timed (0 where it was not at the first)."""
     crossover = 0
-    for order, loop_over_interleaved in timed:
-        if loop_over_interleaved < 1.0:
+    for order, other_over_this in timed:
+        if other_over_this < at_least:
             break
         crossover = int(order)
     return crossover
+
+
+def one_thread_order(timed) -> int:
+    """From ``((order, a LAPACK loop's time on every core over one thread's), ...)`` by increasing order: the largest
+    order up to which every core never ran ``LOOP_THREADS_MARGIN`` times faster than one thread."""
+    return crossover_order(timed, 1 / LOOP_THREADS_MARGIN)
 
 
 def batched_case(op: str, dtype: np.dtype) -> str:
@@ -136,16 +150,15 @@ def batched_lanes(op: str, dtype: np.dtype, order: int) -> int | None:
 
 def loop_one_thread_max_n(op: str, dtype: np.dtype) -> int:
     """The largest order up to which ``op``'s LAPACK loop in ``dtype`` runs on one thread (0: none): as ``hetlapack
-    calibrate`` timed it on this machine (the last order before the first where every core beat one), else
-    ``LOOP_ONE_THREAD_MAX_N``."""
+    calibrate`` timed it on this machine (:func:`one_thread_order`), else ``LOOP_ONE_THREAD_MAX_N``."""
     timed = resolve(("cpu",))[0].loop_threads.get(f"{op} {np.dtype(dtype).name}")
-    return crossover_order(timed) if timed else LOOP_ONE_THREAD_MAX_N.get(op, 0)
+    return one_thread_order(timed) if timed else LOOP_ONE_THREAD_MAX_N.get(op, 0)
 
 
 def lapack_loop_threads(op: str, dtype: np.dtype, order: int) -> int | None:
     """The most threads ``op``'s LAPACK loop runs on for matrices of ``order``: 1 up to
-    :func:`loop_one_thread_max_n`, where concurrent calls ran slower than one thread's; else ``None`` (as many as
-    the batch is worth)."""
+    :func:`loop_one_thread_max_n`, where concurrent calls ran slower than one thread's or not clearly faster; else
+    ``None`` (as many as the batch is worth)."""
     return 1 if order <= loop_one_thread_max_n(op, dtype) else None
 
 
