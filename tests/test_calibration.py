@@ -1,6 +1,7 @@
 """Calibration: measured rates per kernel class, the per-machine JSON cache, devices loading it, refinement."""
 
 import json
+import math
 
 import pytest
 
@@ -331,6 +332,7 @@ def test_calibrated_loop_threads_are_what_the_lapack_loops_run_with(cache_dir, m
     import hetlapack.linalg as hla
     from hetlapack.batched import kernels
     from hetlapack.dispatch.choose import forget_decisions
+    from hetlapack.machine import usable_cores
     from hetlapack.perf import model
 
     f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -339,6 +341,11 @@ def test_calibrated_loop_threads_are_what_the_lapack_loops_run_with(cache_dir, m
     assert model.lapack_loop_threads("getrf", f32, default) == 1 and model.lapack_loop_threads("getrf", f32, 9) is None
     assert model.lapack_loop_threads("geqrf", f32, 2) is None
     assert hetlapack.explain("lu_factor", stack).loop_threads is None
+    on_one = model.predict_batched("getrf", default, default, 1200, f32, "lapack") - model.LAPACK_LOOP_START_S
+    with monkeypatch.context() as patch:  # the model prices the cores the loop runs on
+        patch.setitem(model.LOOP_ONE_THREAD_MAX_N, "getrf", 0)
+        on_every = model.predict_batched("getrf", default, default, 1200, f32, "lapack") - model.LAPACK_LOOP_START_S
+    assert on_one == pytest.approx(on_every * 1200 / math.ceil(1200 / usable_cores()))
     clearly_faster = 0.99 / model.LOOP_THREADS_MARGIN  # every core's time over one thread's
     entry = {"loop_threads": {"getrf float32": [[4, 1.5], [8, 0.9], [16, clearly_faster], [32, 1.1]]}}
     (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))

@@ -325,9 +325,11 @@ def _predict_tiled(op: str, m: int, n: int, dtype_char: str, tile: int, devices:
 def predict_batched(op: str, m: int, n: int, batch: int, dtype: np.dtype, kernels: str) -> float:
     """Seconds for the batched path: for the interleaved kernels, the memory-bandwidth roofline (read + write every
     matrix) times the measured distance from it; for the LAPACK loop, the host's LAPACK calls without Python's cost
-    per call, shared by the cores, plus the loop's fixed cost."""
+    per call, shared by the cores (one, where the loop runs on one thread: :func:`lapack_loop_threads`), plus the
+    loop's fixed cost."""
     if kernels == "lapack":
         per_call = predict_host(op, m, n, 1, dtype) - HOST_CALL_OVERHEAD_S + LAPACK_LOOP_CALL_S
-        return LAPACK_LOOP_START_S + math.ceil(batch / usable_cores()) * per_call
+        cores = lapack_loop_threads(op, dtype, max(m, n)) or usable_cores()
+        return LAPACK_LOOP_START_S + math.ceil(batch / cores) * per_call
     bytes_moved = 2 * batch * m * n * dtype.itemsize
     return BATCHED_OVER_BOUND[op] * bytes_moved / MEMORY_BANDWIDTH_BPS
