@@ -262,6 +262,32 @@ def test_an_interrupt_while_waiting_stops_the_workers_before_it_goes_on(matrix):
     assert _blas_threads_now() == before
 
 
+def test_an_interrupt_after_the_wait_lets_the_lock_go_still_stops_everything(matrix, monkeypatch):
+    """``Condition.wait`` releases the lock before the ``try`` that takes it back: Ctrl-C landing in between left
+    the runtime's lock released inside ``with``, whose exit raised RuntimeError in place of the interrupt (a CI
+    run). The interrupt reaches the caller, the workers stop and BLAS's limits come back."""
+
+    class Interrupted(BaseException):
+        pass
+
+    before = _blas_threads_now()
+    rt = Runtime([EmulatedDevice(0), CpuDevice(workers=2)])
+    waits = []
+
+    def interrupted_after_release(timeout=None):
+        waits.append(timeout)
+        if len(waits) == 1:
+            rt._lock._release_save()  # what Condition.wait does before its try
+            raise Interrupted
+        return threading.Condition.wait(rt._idle_signal, timeout)
+
+    monkeypatch.setattr(rt._idle_signal, "wait", interrupted_after_release)
+    with pytest.raises(Interrupted):
+        with rt:
+            rt.insert(record([], "running", 0.05), writes=[matrix(0, 0)])
+    assert waits and worker_threads() == [] and _blas_threads_now() == before
+
+
 @pytest.mark.parametrize("moment", ["as wait is called", "as wait gives BLAS's limits back"])
 def test_an_interrupt_outside_waits_own_handling_still_stops_everything(matrix, monkeypatch, moment):
     """Python runs a signal's handler as a function is entered: Ctrl-C can land as ``__exit__`` calls ``wait``,

@@ -168,7 +168,7 @@ class Runtime:
                 for task in {t for t in self._tracker.last_writer.values() if t.done}:
                     self._write_back(task)
             while not self._quiescent():
-                self._idle_signal.wait()
+                self._wait_for_idle()
             self._stopping = True
             for waiting in (*self._ready_signal, *self._fetch_signal):
                 waiting.notify_all()
@@ -176,6 +176,19 @@ class Runtime:
             with contextlib.suppress(RuntimeError):  # an interrupt came before it started: nothing to join
                 thread.join()
         self._threads.clear()
+
+    def _wait_for_idle(self) -> None:
+        """Wait on the idle signal, holding the lock again whatever interrupts the wait: ``Condition.wait`` lets the
+        lock go before the ``try`` that takes it back, so Ctrl-C landing in between left it released inside
+        ``with self._lock`` (whose exit then raised RuntimeError in place of the interrupt: a CI run, 1 of 80
+        interrupted hybrid calls)."""
+        try:
+            self._idle_signal.wait()
+        except BaseException:
+            with signals_held():
+                if not self._lock._is_owned():
+                    self._lock.acquire()
+            raise
 
     @property
     def transfers(self) -> list:
