@@ -143,5 +143,6 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
         if "lanes" in measured:
             _print_lanes(measured["lanes"])
         if "loop_threads" in measured:
-            _print_ratios(measured["loop_threads"], "the LAPACK loop's time on every core over one thread's (every "
-                          f"core from {1 / model.LOOP_THREADS_MARGIN:.2f}x down)", "one thread", model.one_thread_order)
+            _print_ratios(measured["loop_threads"], "the LAPACK loop's time on every core over one thread's (one "
+                          f"thread unless every core took {1 / model.LOOP_THREADS_MARGIN:.2f}x its time or less)",
+                          "one thread", model.one_thread_order)
