@@ -516,9 +516,13 @@ def test_lapack_loop_solves_are_scipys_bit_for_bit(dtype, n):
 
 
 def test_a_lapack_loop_capped_at_one_thread_runs_on_one_with_the_same_bits(monkeypatch):
-    """``loop_threads=1`` (what dispatch passes where concurrent calls of OpenBLAS's routine ran slower than one
-    thread's) runs each LAPACK loop on one thread, giving what the loop on every thread worth starting gives."""
+    """``loop_threads=1`` (the model's cap where concurrent calls of OpenBLAS's routine ran slower than one thread's)
+    runs each LAPACK loop on one thread, giving what the loop on every thread worth starting gives; without a cap
+    given, each loop takes the model's (``model.lapack_loop_threads``), whoever calls it."""
+    import numba
+
     from hetlapack.batched import threads
+    from hetlapack.perf import model
 
     a = spd(5, np.float32, seed=5, batch=(BATCH,))
     b = random_matrix((BATCH, 5, 2), np.float32, seed=6)
@@ -538,10 +542,14 @@ def test_a_lapack_loop_capped_at_one_thread_runs_on_one_with_the_same_bits(monke
                         lambda op, dtype, check, count, *rest: started.append(count) or call_checked(op, dtype, check,
                                                                                                   count, *rest))
     for name, call in calls.items():
-        every, one = call(None), call(1)
+        every, one = call(numba.get_num_threads()), call(1)
         assert started[-2:] == [threads._lapack_threads(BATCH, 5), 1], name
         for got, want in zip(one, every, strict=True):
             np.testing.assert_array_equal(got, want, err_msg=name)
+    for one_thread_to, want in ((5, 1), (4, threads._lapack_threads(BATCH, 5))):
+        monkeypatch.setitem(model.LOOP_ONE_THREAD_MAX_N, "getrf", one_thread_to)
+        calls["getrf"](None)
+        assert started[-1] == want
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -330,7 +330,7 @@ def test_calibrated_loop_threads_are_what_the_lapack_loops_run_with(cache_dir, m
 
     import hetlapack
     import hetlapack.linalg as hla
-    from hetlapack.batched import kernels
+    from hetlapack.batched import kernels, threads
     from hetlapack.dispatch.choose import forget_decisions
     from hetlapack.machine import usable_cores
     from hetlapack.perf import model
@@ -357,13 +357,13 @@ def test_calibrated_loop_threads_are_what_the_lapack_loops_run_with(cache_dir, m
     assert plan.kernels == "lapack" and plan.loop_threads == 1 and "at most 1 thread" in str(plan)
     assert "up to n=8 (timed on this machine" in plan.reason
     assert hetlapack.explain("lu_factor", stack[:, :, :5].repeat(3, axis=2)).loop_threads is None
-    ran = []
-    getrf = kernels.getrf
-    monkeypatch.setattr(kernels, "getrf",
-                        lambda *args, **kwargs: ran.append(kwargs["loop_threads"]) or getrf(*args, **kwargs))
+    started = []
+    call_checked = threads.call_checked
+    monkeypatch.setattr(threads, "call_checked",
+                        lambda op, *rest: started.append((op, rest[2])) or call_checked(op, *rest))
     lu, piv = hla.lu_factor(stack)
-    assert ran == [1]
-    want_lu, want_piv, _ = getrf(stack, fortran=True, lapack=True)
+    assert started == [("getrf_each", 1)]
+    want_lu, want_piv, _ = kernels.getrf(stack, fortran=True, lapack=True, loop_threads=2)
     assert np.array_equal(lu, want_lu) and np.array_equal(piv, want_piv)
 
 

@@ -14,24 +14,20 @@ import math
 import numba
 import numpy as np
 
-from ._interleave import (JIT_OPTIONS, LOWER, SMALL_ORDER_LANES, UPPER, blocked, buffer_as_stack, chunk_as_buffer,
-                          chunk_range, copy_blocks, divide, gather, is_finite, rows_along_memory, scatter)
+from ._interleave import (JIT_OPTIONS, LOWER, SMALL_ORDER_LANES, blocked, buffer_as_stack, chunk_as_buffer,
+                          chunk_range, copy_blocks_along, divide, gather, is_finite, rows_along_memory, scatter)
 
 
 @numba.njit(**JIT_OPTIONS)
 def _gather_hermitian(a, first, lower, buf, n, lanes):
     """Load the ``lower`` (else upper, conjugate-transposed) triangle of each matrix into lower form in the
     ``n x n x lanes`` buffer (sizes as arguments, as for :func:`~._interleave.gather`). Full chunks of large
-    matrices are copied in blocks along memory, as :func:`~._interleave.gather` copies them: the triangle wanted is
-    read by rows or by columns, whichever lie along memory, into the buffer or its transpose."""
+    matrices are copied in blocks along memory, as :func:`~._interleave.gather` copies them: the lower triangle of
+    the matrices as they are, or conjugate-transposed."""
     count = min(lanes, a.shape[0] - first)
     if blocked(count, n, n, lanes):
-        along = rows_along_memory(a)
-        source = a if along else a.transpose(0, 2, 1)  # its rows lie along memory
-        if along == lower:  # source's rows are the buffer's: its lower triangle holds the one wanted
-            copy_blocks(source[first:first + lanes], buf, n, n, lanes, LOWER, not lower)
-        else:  # source's rows are the buffer's columns
-            copy_blocks(source[first:first + lanes], buf.transpose(1, 0, 2), n, n, lanes, UPPER, not lower)
+        source = a if lower else a.transpose(0, 2, 1)
+        copy_blocks_along(source[first:first + lanes], buf, n, n, lanes, rows_along_memory(source), LOWER, not lower)
         return count
     for lane in range(count):
         for i in range(n):
@@ -96,25 +92,12 @@ FULL_ROW_SCATTER_N = 8
 
 
 @numba.njit(**JIT_OPTIONS)
-def _scatter_factor_blocks(buf, lower, out, first, n, lanes):
-    """The factor's triangle of a full chunk into ``out``, in blocks along memory: :func:`_gather_hermitian`'s copy
-    the other way, the buffer (or its transpose) seen as a stack, ``out``'s chunk (or its transpose, whose rows
-    lie along memory) as the buffer."""
-    along = rows_along_memory(out)
-    target = chunk_as_buffer(out if along else out.transpose(0, 2, 1), first, lanes)
-    if along == lower:  # the target's rows are the buffer's: its lower triangle holds the factor
-        copy_blocks(buffer_as_stack(buf), target, n, n, lanes, LOWER, not lower)
-    else:  # the target's rows are the buffer's columns
-        copy_blocks(buffer_as_stack(buf.transpose(1, 0, 2)), target, n, n, lanes, UPPER, not lower)
-
-
-@numba.njit(**JIT_OPTIONS)
 def _scatter_triangle(buf, count, a, lower, clean, out, first, n):
     """Write each lane's factor into ``out[first + lane]``: the ``lower`` (else upper, conjugate-transposed)
     triangle from ``buf``, the other triangle zero if ``clean`` else copied from ``a``.
 
     The triangles are separate loops, not one loop with a per-element branch, so each row is a plain copy; full
-    chunks of large matrices write the factor's in blocks (:func:`_scatter_factor_blocks`). Up to
+    chunks of large matrices write the factor's in blocks, as :func:`_gather_hermitian` reads it. Up to
     ``FULL_ROW_SCATTER_N``, a clean factor is copied whole instead, the buffer's upper triangle (zero, never
     written) included: rows of constant length beat two short loops per row there.
     """
@@ -127,8 +110,10 @@ def _scatter_triangle(buf, count, a, lower, clean, out, first, n):
         return
     lanes = buf.shape[2]
     in_blocks = blocked(count, n, n, lanes)
-    if in_blocks:
-        _scatter_factor_blocks(buf, lower, out, first, n, lanes)
+    if in_blocks:  # the lower triangle of out's matrices as they are, or conjugate-transposed
+        target = out if lower else out.transpose(0, 2, 1)
+        copy_blocks_along(buffer_as_stack(buf), chunk_as_buffer(target, first, lanes), n, n, lanes,
+                          rows_along_memory(target), LOWER, not lower)
     for lane in range(count):
         m = first + lane
         for i in range(n):

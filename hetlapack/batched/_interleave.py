@@ -127,6 +127,18 @@ def copy_blocks(stack, buf, m: int, n: int, lanes: int, part: int = WHOLE, conju
 
 
 @numba.njit(**JIT_OPTIONS)
+def copy_blocks_along(stack, buf, m: int, n: int, lanes: int, along_rows: bool, part: int = WHOLE,
+                      conjugate: bool = False) -> None:
+    """:func:`copy_blocks` with its inner loop along the rows of the matrices (``along_rows``: the side that lies
+    along memory has its rows there) or along their columns (both sides transposed, the part mirrored)."""
+    if along_rows:
+        copy_blocks(stack, buf, m, n, lanes, part, conjugate)
+    else:
+        mirrored = UPPER if part == LOWER else LOWER if part == UPPER else WHOLE
+        copy_blocks(stack.transpose(0, 2, 1), buf.transpose(1, 0, 2), n, m, lanes, mirrored, conjugate)
+
+
+@numba.njit(**JIT_OPTIONS)
 def buffer_as_stack(buf):
     """The ``m x n x lanes`` buffer seen as a ``lanes x m x n`` stack (a view)."""
     return buf.transpose(2, 0, 1)
@@ -149,10 +161,7 @@ def gather(a, first: int, buf, m: int, n: int, lanes: int) -> int:
     """
     count = min(lanes, a.shape[0] - first)
     if blocked(count, m, n, lanes):
-        if rows_along_memory(a):
-            copy_blocks(a[first:first + lanes], buf, m, n, lanes)
-        else:
-            copy_blocks(a[first:first + lanes].transpose(0, 2, 1), buf.transpose(1, 0, 2), n, m, lanes)
+        copy_blocks_along(a[first:first + lanes], buf, m, n, lanes, rows_along_memory(a))
         return count
     for lane in range(count):
         for i in range(m):
@@ -171,11 +180,7 @@ def scatter(buf, count: int, out, first: int, m: int, n: int) -> None:
     as :func:`gather` copies them)."""
     lanes = buf.shape[2]
     if blocked(count, m, n, lanes):
-        if rows_along_memory(out):
-            copy_blocks(buffer_as_stack(buf), chunk_as_buffer(out, first, lanes), m, n, lanes)
-        else:
-            copy_blocks(buffer_as_stack(buf.transpose(1, 0, 2)), chunk_as_buffer(out.transpose(0, 2, 1), first, lanes),
-                        n, m, lanes)
+        copy_blocks_along(buffer_as_stack(buf), chunk_as_buffer(out, first, lanes), m, n, lanes, rows_along_memory(out))
         return
     for lane in range(count):
         for i in range(m):

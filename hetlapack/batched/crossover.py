@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numba
 import numpy as np
 
 from ..perf.calibration import best_seconds
@@ -51,11 +52,14 @@ def _stack(op: str, n: int, dtype: np.dtype, rng: np.random.Generator, nbytes: i
     return a
 
 
-#: Each factorization on a stack, on the LAPACK loop (``True``) or the interleaved kernel.
-_CALLS: dict[str, Callable[[np.ndarray, bool], object]] = {
-    "potrf": lambda a, lapack: kernels.potrf(a, lower=True, clean=True, fortran=True, lapack=lapack),
-    "getrf": lambda a, lapack: kernels.getrf(a, fortran=True, lapack=lapack),
-    "geqrf": lambda a, lapack: kernels.qr(a, a.shape[-1], a.shape[-1], fortran=True, lapack=lapack),
+#: Each factorization on a stack, on the LAPACK loop (``True``, on at most ``threads`` threads where given) or the
+#: interleaved kernel.
+_CALLS: dict[str, Callable[[np.ndarray, bool, int | None], object]] = {
+    "potrf": lambda a, lapack, threads=None: kernels.potrf(a, lower=True, clean=True, fortran=True, lapack=lapack,
+                                                           loop_threads=threads),
+    "getrf": lambda a, lapack, threads=None: kernels.getrf(a, fortran=True, lapack=lapack, loop_threads=threads),
+    "geqrf": lambda a, lapack, threads=None: kernels.qr(a, a.shape[-1], a.shape[-1], fortran=True, lapack=lapack,
+                                                        loop_threads=threads),
 }
 
 
@@ -149,37 +153,33 @@ LOOP_ORDERS = (4, 8, 16, 32, 64)
 LOOP_STACK_BYTES, LOOP_MIN_BATCH, LOOP_MAX_BATCH = 4 << 20, 256, 20_000
 
 
-def _loop_call(op: str, a: np.ndarray, rng: np.random.Generator) -> Callable[[int | None], object]:
+def _loop_call(op: str, a: np.ndarray, rng: np.random.Generator) -> Callable[[int], object]:
     """``op``'s LAPACK loop on the stack ``a`` (on its factors for the solves, with one right-hand side each), run
-    with a cap on its threads."""
-    if op in ("potrs", "getrs"):
-        b = rng.standard_normal((*a.shape[:-1], 1)).astype(a.dtype)
-        if op == "potrs":
-            c = kernels.potrf(a, lower=True, clean=True, lapack=True)[0]
-            return lambda threads: kernels.potrs(c, b, lower=True, lapack=True, loop_threads=threads)
-        lu, piv, _ = kernels.getrf(a, lapack=True)
-        return lambda threads: kernels.getrs(lu, piv, b, trans=0, lapack=True, loop_threads=threads)
-    n = a.shape[-1]
-    calls = {
-        "potrf": lambda threads: kernels.potrf(a, lower=True, clean=True, lapack=True, loop_threads=threads),
-        "getrf": lambda threads: kernels.getrf(a, lapack=True, loop_threads=threads),
-        "geqrf": lambda threads: kernels.qr(a, n, n, lapack=True, loop_threads=threads),
-        "geqp3": lambda threads: kernels.geqp3(a, n, n, loop_threads=threads),
-    }
-    return calls[op]
+    on at most the threads it is given."""
+    if op in _CALLS:
+        return lambda threads: _CALLS[op](a, True, threads)
+    if op == "geqp3":
+        return lambda threads: kernels.geqp3(a, a.shape[-1], a.shape[-1], loop_threads=threads)
+    b = rng.standard_normal((*a.shape[:-1], 1)).astype(a.dtype)
+    if op == "potrs":
+        c = kernels.potrf(a, lower=True, clean=True, lapack=True)[0]
+        return lambda threads: kernels.potrs(c, b, lower=True, lapack=True, loop_threads=threads)
+    lu, piv, _ = kernels.getrf(a, lapack=True)
+    return lambda threads: kernels.getrs(lu, piv, b, trans=0, lapack=True, loop_threads=threads)
 
 
 def measure_loop_threads(repeats: int = 3, orders: tuple[int, ...] = LOOP_ORDERS,
                          progress: Callable[[str], None] | None = None) -> dict[str, list[list[float]]]:
     """``{"getrf float32": [[order, every thread's seconds / one thread's], ...], ...}`` for each of ``LOOP_CASES``
     (above 1: one thread wins): the loop timed on one stack per order, on one thread and on as many as the batch is
-    worth, in turn (:func:`_fastest_in_turn`). ``progress`` is told each case as it is done.
+    worth (up to numba's pool), in turn (:func:`_fastest_in_turn`). ``progress`` is told each case as it is done.
 
     OpenBLAS's ``potrf``, ``getrf`` and triangular solves take a buffer from a process-wide pool under a lock on
     every call (OpenBLAS issues #478, #5589), and on a 2-core AMD EPYC two threads calling them at once ran 1.3-3x
     slower than one at orders 2-4 (the solves to 8), while ``geqrf``, ``orgqr`` and ``geqp3`` ran 1.9-2.0x faster
     at every order."""
     rng = np.random.default_rng(4)
+    every = numba.get_num_threads()
     ratios: dict[str, list[list[float]]] = {}
     for case in LOOP_CASES:
         op, dtype = case.split()
@@ -188,9 +188,9 @@ def measure_loop_threads(repeats: int = 3, orders: tuple[int, ...] = LOOP_ORDERS
             batch = min(max(LOOP_STACK_BYTES // nbytes, LOOP_MIN_BATCH), LOOP_MAX_BATCH)
             a = _stack("potrf" if op in ("potrf", "potrs") else "getrf", n, np.dtype(dtype), rng, batch * nbytes)
             call = _loop_call(op, a, rng)
-            seconds = _fastest_in_turn({threads: lambda threads=threads: call(threads) for threads in (1, None)},
+            seconds = _fastest_in_turn({threads: lambda threads=threads: call(threads) for threads in {1, every}},
                                        repeats)
-            ratios.setdefault(case, []).append([n, seconds[None] / seconds[1]])
+            ratios.setdefault(case, []).append([n, seconds[every] / seconds[1]])
         if progress:
             progress(case)
     return ratios

@@ -49,8 +49,8 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
     ``check_finite`` raises SciPy's ValueError for infinities or NaNs anywhere in ``a`` (both triangles, as SciPy
     checks), read as each kernel reads its input: no pass of its own over memory. ``lanes`` sets the interleaved
     kernel's matrices per buffer (default: the buffer-size rule; dispatch passes the one calibration timed fastest),
-    ``loop_threads`` caps the LAPACK loop's threads (default: as many as the batch is worth; dispatch passes 1 where
-    concurrent calls of the routine ran slower than one thread's).
+    ``loop_threads`` caps the LAPACK loop's threads (default: the cost model's cap for the routine, dtype and order,
+    1 where concurrent calls of OpenBLAS's routine ran slower than one thread's; else as many as the batch is worth).
     """
     _check_dtype(a)
     n = a.shape[-1]
@@ -175,8 +175,8 @@ def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_fin
     upper triangle) of a stack, in one pass: what ``orgqr(*geqrf(a), ncols)`` and ``triu(geqrf(a)[0][..., :rows, :])``
     give, without writing the reflectors out and reading them back. ``fortran`` orders Q's matrices (R is C-ordered,
     as SciPy returns it); ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``; ``lapack`` runs
-    SciPy's ``geqrf`` and ``orgqr`` on each matrix (its results to the bit), on at most ``loop_threads`` threads
-    where given."""
+    SciPy's ``geqrf`` and ``orgqr`` on each matrix (its results to the bit); ``loop_threads`` as for :func:`potrf`.
+    """
     stack, q, r = _qr_outputs(a, ncols, rows, fortran)
     if (q.size or r.size) and lapack:
         lapack_loop("qr_each", a.dtype, stack.shape[0], max(a.shape[-2:]), check_finite, (stack, q, r),
@@ -275,8 +275,7 @@ def _solve_pieces(count: int, *operands: tuple[np.ndarray, int]) -> Iterator[tup
 def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False, lapack: bool = False,
           loop_threads: int | None = None) -> np.ndarray:
     """Solve ``A X = B`` per matrix from the Cholesky factor ``c`` of ``A``; ``b`` is ``(..., n, k)``. ``lapack``
-    runs SciPy's ``potrs`` on each system (its results to the bit), on at most ``loop_threads`` threads where given.
-    """
+    runs SciPy's ``potrs`` on each system (its results to the bit); ``loop_threads`` as for :func:`potrf`."""
     _check_solve(c, b)
     batch, dtype, c, b, _ = _broadcast_solve(c, b)
     _check_dtype(c)

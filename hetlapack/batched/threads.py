@@ -17,6 +17,7 @@ import numba
 import numpy as np
 
 from ..blas_threads import one_thread_per_call
+from ..perf import model
 from ._interleave import lanes_for
 from .compiling import lapack_routines, run
 
@@ -110,16 +111,24 @@ def call_checked(op: str, dtype: np.dtype, check_finite: bool, threads: int, arr
         raise ValueError("array must not contain infs or NaNs")
 
 
+#: The LAPACK routine each loop calls per matrix (the cost model's name for it).
+_LOOP_ROUTINE = {"potrf_each": "potrf", "getrf_each": "getrf", "qr_each": "geqrf", "geqp3_each": "geqp3",
+                 "potrs_each": "potrs", "getrs_each": "getrs"}
+
+
 def lapack_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite: bool, arrays: tuple,
-                most_threads: int | None = None) -> None:
+                loop_threads: int | None = None) -> None:
     """Run the LAPACK loop ``op`` (``_lapack_each``) on ``batch`` matrices of ``order``: threads share the matrices,
     and each LAPACK call runs on one BLAS thread. Measured: a Cholesky of order 128 that threads inside the kernel's
     thread took 8 ms for 16 matrices instead of 1.5 (its threads and the kernel's spin for the same two cores).
-    ``most_threads`` caps the threads (dispatch passes 1 where concurrent calls of the routine ran slower than one
-    thread's: :func:`hetlapack.perf.model.lapack_loop_threads`)."""
+    The threads are capped at ``loop_threads``, by default at the model's for the routine, dtype and order (1 where
+    concurrent calls of OpenBLAS's routine ran slower than one thread's: :func:`~hetlapack.perf.model.
+    lapack_loop_threads`)."""
+    if loop_threads is None:
+        loop_threads = model.lapack_loop_threads(_LOOP_ROUTINE[op], dtype, order)
     threads = _lapack_threads(batch, order)
-    if most_threads is not None:
-        threads = min(threads, most_threads)
+    if loop_threads is not None:
+        threads = min(threads, loop_threads)
     with one_thread_per_call():
         call_checked(op, dtype, check_finite, threads, arrays, *lapack_routines(op, dtype))
 

@@ -19,8 +19,9 @@ class Plan:
     of each top-level tile of order ``tile`` that the CPU takes. A batched plan on NumPy arrays names its
     ``kernels``: ``"interleaved"`` (ours, SIMD across matrices) or ``"lapack"`` (SciPy's LAPACK on each matrix),
     and ``lanes``, the matrices per buffer of the interleaved kernels where ``hetlapack calibrate`` timed them
-    (``None``: the kernels' buffer-size rule), or ``loop_threads``, the most threads the LAPACK loop runs on (1
-    where concurrent calls of the routine ran slower; ``None``: as many as the batch is worth).
+    (``None``: the kernels' buffer-size rule), or ``loop_threads``, the most threads the LAPACK loop runs on (the
+    cost model's cap, which the loop takes itself: 1 where concurrent calls of the routine ran slower; ``None``: as
+    many as the batch is worth).
     ``host_rate`` says at what rate the host path was priced, and where that rate came from.
     """
 

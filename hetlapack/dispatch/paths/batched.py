@@ -67,11 +67,11 @@ class BatchedPath(Path):
 
     def potrf(self, plan, a, lower, clean, fortran=False, check_finite=False):
         return _compiled().potrf(a, lower=lower, clean=clean, fortran=fortran, lapack=self._lapack_loop(plan),
-                                 check_finite=check_finite, lanes=plan.lanes, loop_threads=plan.loop_threads)
+                                 check_finite=check_finite, lanes=plan.lanes)
 
     def getrf(self, plan, a, fortran=False, check_finite=False):
         return _compiled().getrf(a, fortran=fortran, check_finite=check_finite, lapack=self._lapack_loop(plan),
-                                 lanes=plan.lanes, loop_threads=plan.loop_threads)
+                                 lanes=plan.lanes)
 
     def geqrf(self, plan, a, check_finite=False):
         return _compiled().geqrf(a)
@@ -82,19 +82,17 @@ class BatchedPath(Path):
     def qr(self, plan, a, ncols, rows, fortran=False, check_finite=False):
         """Q and R in one pass over memory."""
         return _compiled().qr(a, ncols, rows, fortran=fortran, check_finite=check_finite,
-                              lapack=self._lapack_loop(plan), loop_threads=plan.loop_threads)
+                              lapack=self._lapack_loop(plan))
 
     def qr_pivoted(self, plan, a, ncols, rows, fortran=False, check_finite=False):
-        return _compiled().geqp3(a, ncols, rows, fortran=fortran, check_finite=check_finite,
-                                 loop_threads=plan.loop_threads)
+        return _compiled().geqp3(a, ncols, rows, fortran=fortran, check_finite=check_finite)
 
     def potrs(self, plan, c, b, lower):
-        return _compiled().potrs(c, b, lower=lower, fortran=True, lapack=self._lapack_loop(plan),
-                                 loop_threads=plan.loop_threads)
+        return _compiled().potrs(c, b, lower=lower, fortran=True, lapack=self._lapack_loop(plan))
 
     def getrs(self, plan, lu, piv, b, trans, check_finite=False):
         return _compiled().getrs(lu, piv, b, trans=trans, fortran=True, check_finite=check_finite,
-                                 lapack=self._lapack_loop(plan), loop_threads=plan.loop_threads)
+                             lapack=self._lapack_loop(plan))
 
 
 BATCHED = BatchedPath()
