@@ -25,7 +25,7 @@ def _gather_hermitian(a, first, lower, buf, n, lanes):
     matrices are copied in blocks along memory, as :func:`~._interleave.gather` copies them: the lower triangle of
     the matrices as they are, or conjugate-transposed."""
     count = min(lanes, a.shape[0] - first)
-    if blocked(count, n, n, lanes):
+    if blocked(count, n, n, lanes, buf.itemsize):
         source = a if lower else a.transpose(0, 2, 1)
         copy_blocks_along(source[first:first + lanes], buf, n, n, lanes, rows_along_memory(source), LOWER, not lower)
         return count
@@ -109,7 +109,7 @@ def _scatter_triangle(buf, count, a, lower, clean, out, first, n):
                     out[m, i, j] = buf[i, j, lane] if lower else np.conj(buf[j, i, lane])
         return
     lanes = buf.shape[2]
-    in_blocks = blocked(count, n, n, lanes)
+    in_blocks = blocked(count, n, n, lanes, buf.itemsize)
     if in_blocks:  # the lower triangle of out's matrices as they are, or conjugate-transposed
         target = out if lower else out.transpose(0, 2, 1)
         copy_blocks_along(buffer_as_stack(buf), chunk_as_buffer(target, first, lanes), n, n, lanes,

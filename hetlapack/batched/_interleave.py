@@ -13,6 +13,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from ..machine import l1_data_cache
+
 #: Bytes of one thread's interleaved buffer: a quarter megabyte, half a core's L2 cache. Measured (1 thread,
 #: float64): LU at n = 32 runs 1.7x faster with 32 lanes (256 KiB) than with 64, at n = 16 1.7x faster with 64
 #: lanes than with 128; Cholesky and QR are within 10% across 32..128 lanes.
@@ -71,18 +73,20 @@ def chunk_range(thread: int, threads: int, chunks: int) -> tuple[int, int]:
 #: become eight elements' runs of eight lanes, so that reads and writes both run along cache lines.
 BLOCK = 8
 
-#: Elements per matrix from which :func:`gather` and :func:`scatter` copy full chunks in blocks. An element-by-element
-#: copy of a buffer beyond the L1 cache touches a new cache line per element on one side. Measured (1 thread, float64,
-#: B = 10,000, gather and scatter of each chunk, ns per matrix, plain / 8 x 8 blocks): n = 16 with 16 lanes 242 /
-#: 343, with 32 lanes 537 / 379; n = 24 (16 lanes) 1,150 / 609; n = 32 (16 lanes) 2,021 / 989; n = 48 (8 lanes)
-#: 4,387 / 1,682; n = 64 (8 lanes) 7,090 / 3,077; 4 x 4 blocks ran 1.2-1.6x slower than 8 x 8 from n = 24.
-BLOCKED_MIN_ELEMENTS = 24 * 24
+#: Bytes of buffer beyond which :func:`gather` and :func:`scatter` copy full chunks in blocks: this machine's L1 data
+#: cache. An element-by-element copy of a buffer beyond the L1 cache touches a new cache line per element on one side
+#: and evicts what it wrote before it is filled. Measured (1 thread, float64, B = 10,000, gather and scatter of each
+#: chunk, ns per matrix, plain / 8 x 8 blocks, L1 of 32 KiB): n = 16 with 16 lanes (32 KiB) 242 / 343, with 32 lanes
+#: (64 KiB) 537 / 379; n = 24 (16 lanes) 1,150 / 609; n = 32 (16 lanes) 2,021 / 989; n = 48 (8 lanes) 4,387 / 1,682;
+#: n = 64 (8 lanes) 7,090 / 3,077; 4 x 4 blocks ran 1.2-1.6x slower than 8 x 8 from n = 24. Read when the kernels
+#: compile; numba's disk cache keeps a version per CPU model.
+BLOCKED_MIN_BYTES = l1_data_cache()[0]
 
 
 @numba.njit(**JIT_OPTIONS)
-def blocked(count: int, m: int, n: int, lanes: int) -> bool:
-    """Whether a chunk is copied in blocks: a full chunk of whole blocks of lanes, of matrices large enough."""
-    return count == lanes and lanes % BLOCK == 0 and m * n >= BLOCKED_MIN_ELEMENTS
+def blocked(count: int, m: int, n: int, lanes: int, itemsize: int) -> bool:
+    """Whether a chunk is copied in blocks: a full chunk of whole blocks of lanes, in a buffer beyond the L1 cache."""
+    return count == lanes and lanes % BLOCK == 0 and m * n * lanes * itemsize > BLOCKED_MIN_BYTES
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -153,14 +157,14 @@ def chunk_as_buffer(stack, first: int, lanes: int):
 @numba.njit(**JIT_OPTIONS)
 def gather(a, first: int, buf, m: int, n: int, lanes: int) -> int:
     """Copy matrices ``a[first:first + lanes]`` into the ``m x n x lanes`` buffer ``buf[i, j, lane]``; pad missing
-    lanes with identity. Full chunks of large matrices are copied in blocks (``BLOCKED_MIN_ELEMENTS``), along rows
-    or columns as the matrices lie. The sizes are arguments, not read from the arrays, so that a caller that knows
-    them as constants gets a version compiled for them.
+    lanes with identity. Full chunks in a buffer beyond the L1 cache (``BLOCKED_MIN_BYTES``) are copied in blocks,
+    along rows or columns as the matrices lie. The sizes are arguments, not read from the arrays, so that a caller
+    that knows them as constants gets a version compiled for them.
 
     Returns the number of real lanes.
     """
     count = min(lanes, a.shape[0] - first)
-    if blocked(count, m, n, lanes):
+    if blocked(count, m, n, lanes, buf.itemsize):
         copy_blocks_along(a[first:first + lanes], buf, m, n, lanes, rows_along_memory(a))
         return count
     for lane in range(count):
@@ -179,7 +183,7 @@ def scatter(buf, count: int, out, first: int, m: int, n: int) -> None:
     """Copy the first ``count`` lanes of the ``m x n`` matrices in ``buf`` back to ``out[first + lane]`` (in blocks
     as :func:`gather` copies them)."""
     lanes = buf.shape[2]
-    if blocked(count, m, n, lanes):
+    if blocked(count, m, n, lanes, buf.itemsize):
         copy_blocks_along(buffer_as_stack(buf), chunk_as_buffer(out, first, lanes), m, n, lanes, rows_along_memory(out))
         return
     for lane in range(count):

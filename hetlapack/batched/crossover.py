@@ -102,7 +102,8 @@ LANE_CHOICES, LANE_ORDERS = (8, 16, 32, 64), (8, 12, 16, 24, 32, 48)
 
 #: Bytes of each stack :func:`measure_lanes` times: past the last-level cache, as the stacks users factor, where
 #: the buffer's size decides how the gather and scatter stream (in cache, the choices differ less: at order 16 on a
-#: 2-core AMD EPYC with AVX-512, 16 matrices per buffer beat 32 by 4-13% on 8 MB, by 18-25% on 80-800 MB).
+#: 2-core AMD EPYC with AVX-512, 16 matrices per buffer beat 32 by 4-13% on 8 MB, by 18-25% on 80-800 MB, while
+#: a buffer beyond the L1 cache was copied element by element).
 LANE_STACK_BYTES = 48 << 20
 
 #: How much faster another choice must run than the buffer-size rule's before :func:`measure_lanes` records it: the
