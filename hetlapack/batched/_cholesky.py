@@ -14,38 +14,54 @@ import math
 import numba
 import numpy as np
 
-from ._interleave import (JIT_OPTIONS, LOWER, SMALL_ORDER_LANES, blocked, buffer_as_stack, chunk_as_buffer,
-                          chunk_range, copy_blocks_along, divide, gather, is_finite, rows_along_memory, scatter)
+from ._interleave import (JIT_OPTIONS, LOWER, SMALL_ORDER_LANES, WHOLE, all_finite, blocked, buffer_as_stack,
+                          chunk_as_buffer, chunk_range, copy_blocks_along, divide, gather, is_finite,
+                          rows_along_memory, scatter)
 
 
 @numba.njit(**JIT_OPTIONS)
-def _gather_hermitian(a, first, lower, buf, n, lanes):
+def _gather_hermitian(a, first, lower, buf, n, lanes, whole):
     """Load the ``lower`` (else upper, conjugate-transposed) triangle of each matrix into lower form in the
-    ``n x n x lanes`` buffer (sizes as arguments, as for :func:`~._interleave.gather`). Full chunks of large
+    ``n x n x lanes`` buffer (sizes as arguments, as for :func:`~._interleave.gather`), and the other triangle
+    mirrored above it if ``whole`` (for :func:`_chunk_finite`; nothing else reads it). Full chunks of large
     matrices are copied in blocks along memory, as :func:`~._interleave.gather` copies them: the lower triangle of
     the matrices as they are, or conjugate-transposed."""
     count = min(lanes, a.shape[0] - first)
     if blocked(count, n, n, lanes, buf.itemsize):
         source = a if lower else a.transpose(0, 2, 1)
-        copy_blocks_along(source[first:first + lanes], buf, n, n, lanes, rows_along_memory(source), LOWER, not lower)
+        copy_blocks_along(source[first:first + lanes], buf, n, n, lanes, rows_along_memory(source),
+                          WHOLE if whole else LOWER, not lower)
         return count
     for lane in range(count):
         for i in range(n):
-            for j in range(i + 1):
+            for j in range(n if whole else i + 1):
                 buf[i, j, lane] = a[first + lane, i, j] if lower else np.conj(a[first + lane, j, i])
     for lane in range(count, lanes):
         for i in range(n):
-            for j in range(i + 1):
+            for j in range(n if whole else i + 1):
                 buf[i, j, lane] = 1.0 if i == j else 0.0
     return count
 
 
 @numba.njit(**JIT_OPTIONS)
-def _matrices_finite(a, first, count, n):
+def _gathers_whole(count, n, lanes, itemsize) -> bool:
+    """Whether a checked chunk is gathered whole (both triangles) and checked in the buffer: where it is copied
+    element by element. There the rows of ``a`` are short and a check of ``a`` itself costs more than the chunk's
+    factorization (float64, order 8, kernel alone: 51-74 ns a matrix checked that way, 29-51 checked in the buffer,
+    23-43 unchecked); a blocked copy of the other triangle costs more than that check of ``a``'s long rows (order
+    32: 1,819 ns a matrix against 1,306)."""
+    return not blocked(count, n, n, lanes, itemsize)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _chunk_finite(a, first, buf, count, n, whole):
     """Whether the ``count`` matrices from ``a[first]`` hold only finite numbers, both triangles (SciPy checks both,
-    while the gather reads one): read right after the gather, while their cache lines are still held, so the stack
-    crosses memory once. One plain loop nest, the same in every per-order version of the kernel (their compile
-    time grows with each loop they inline)."""
+    while the factorization reads one): in the buffer where the chunk was gathered ``whole`` (one SIMD loop over
+    the lanes), else from ``a`` right after the gather, while its cache lines are still held, so the stack crosses
+    memory once. Plain loop nests, the same in every per-order version of the kernel (their compile time grows
+    with each loop they inline)."""
+    if whole:
+        return all_finite(buf, count, n, n)
     finite = True
     for lane in range(count):
         for i in range(n):
@@ -98,15 +114,16 @@ def _scatter_triangle(buf, count, a, lower, clean, out, first, n):
 
     The triangles are separate loops, not one loop with a per-element branch, so each row is a plain copy; full
     chunks of large matrices write the factor's in blocks, as :func:`_gather_hermitian` reads it. Up to
-    ``FULL_ROW_SCATTER_N``, a clean factor is copied whole instead, the buffer's upper triangle (zero, never
-    written) included: rows of constant length beat two short loops per row there.
+    ``FULL_ROW_SCATTER_N``, a clean factor is written as whole rows instead, zero chosen over the buffer's upper
+    triangle: rows of constant length beat two short loops per row there.
     """
     if clean and n <= FULL_ROW_SCATTER_N:
         for lane in range(count):
             m = first + lane
             for i in range(n):
                 for j in range(n):
-                    out[m, i, j] = buf[i, j, lane] if lower else np.conj(buf[j, i, lane])
+                    factor = buf[i, j, lane] if lower else np.conj(buf[j, i, lane])
+                    out[m, i, j] = factor if (j <= i if lower else j >= i) else 0.0
         return
     lanes = buf.shape[2]
     in_blocks = blocked(count, n, n, lanes, buf.itemsize)
@@ -132,13 +149,14 @@ def _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n,
     """Factorize chunks ``start:stop`` of the stack in ``n x n x lanes`` buffers (one thread's share); where
     ``nonfinite`` holds a flag per thread, check each chunk's input as it is gathered and set ``thread``'s flag on
     an infinity or NaN."""
-    buf = np.zeros((n, n, lanes), dtype=out.dtype)  # the upper triangle stays zero: nothing writes it
+    buf = np.empty((n, n, lanes), dtype=out.dtype)
     chunk_info = np.empty(lanes, dtype=np.int64)
     recip = np.empty(lanes, dtype=out.real.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
-        count = _gather_hermitian(a, first, lower, buf, n, lanes)
-        if nonfinite.size and not _matrices_finite(a, first, count, n):
+        whole = nonfinite.size > 0 and _gathers_whole(min(lanes, a.shape[0] - first), n, lanes, buf.itemsize)
+        count = _gather_hermitian(a, first, lower, buf, n, lanes, whole)
+        if nonfinite.size and not _chunk_finite(a, first, buf, count, n, whole):
             nonfinite[thread] = 1
         _factor_chunk(buf, chunk_info, recip, n, lanes)
         for lane in range(count):
@@ -177,7 +195,7 @@ def potrs_stack(c, lower, b, out, lanes, threads):
         rhs = np.empty((n, nrhs, lanes), dtype=out.dtype)
         for chunk in range(start, stop):
             first = chunk * lanes
-            count = _gather_hermitian(c, first, lower, factor, n, lanes)
+            count = _gather_hermitian(c, first, lower, factor, n, lanes, False)
             gather(b, first, rhs, n, nrhs, lanes)
             for r in range(nrhs):
                 for i in range(n):
