@@ -14,54 +14,46 @@ import math
 import numba
 import numpy as np
 
-from ._interleave import (JIT_OPTIONS, LOWER, SMALL_ORDER_LANES, WHOLE, all_finite, blocked, buffer_as_stack,
+from ._interleave import (JIT_OPTIONS, LOWER, SMALL_ORDER_LANES, all_finite, blocked, buffer_as_stack,
                           chunk_as_buffer, chunk_range, copy_blocks_along, divide, gather, is_finite,
                           rows_along_memory, scatter)
 
 
 @numba.njit(**JIT_OPTIONS)
-def _gather_hermitian(a, first, lower, buf, n, lanes, whole):
+def _gather_hermitian(a, first, lower, buf, n, lanes, check):
     """Load the ``lower`` (else upper, conjugate-transposed) triangle of each matrix into lower form in the
-    ``n x n x lanes`` buffer (sizes as arguments, as for :func:`~._interleave.gather`), and the other triangle
-    mirrored above it if ``whole`` (for :func:`_chunk_finite`; nothing else reads it). Full chunks of large
-    matrices are copied in blocks along memory, as :func:`~._interleave.gather` copies them: the lower triangle of
-    the matrices as they are, or conjugate-transposed."""
+    ``n x n x lanes`` buffer (sizes as arguments, as for :func:`~._interleave.gather`); return the number of real
+    lanes and, if ``check``, whether the matrices hold only finite numbers in both triangles (SciPy checks both,
+    the factorization reads one), else ``True``.
+
+    Full chunks in a buffer beyond the L1 cache are copied in blocks along memory, as :func:`~._interleave.gather`
+    copies them (the lower triangle of the matrices as they are, or conjugate-transposed), and checked from ``a``
+    right after, whose long rows vectorize while their cache lines are still held. Chunks copied element by element
+    are copied whole when checked, the other triangle mirrored above the one factored (nothing else reads it), and
+    checked in the buffer by one SIMD loop over the lanes: there a check of ``a``'s short rows cost more than the
+    factorization (float64, order 8, kernel alone: 51-74 ns a matrix checked that way, 29-51 checked in the buffer,
+    23-43 unchecked), while a blocked copy of the other triangle costs more than the check of ``a`` (order 32:
+    1,819 ns a matrix against 1,306)."""
     count = min(lanes, a.shape[0] - first)
     if blocked(count, n, n, lanes, buf.itemsize):
         source = a if lower else a.transpose(0, 2, 1)
-        copy_blocks_along(source[first:first + lanes], buf, n, n, lanes, rows_along_memory(source),
-                          WHOLE if whole else LOWER, not lower)
-        return count
+        copy_blocks_along(source[first:first + lanes], buf, n, n, lanes, rows_along_memory(source), LOWER, not lower)
+        return count, not check or _matrices_finite(a, first, count, n)
     for lane in range(count):
         for i in range(n):
-            for j in range(n if whole else i + 1):
+            for j in range(n if check else i + 1):
                 buf[i, j, lane] = a[first + lane, i, j] if lower else np.conj(a[first + lane, j, i])
     for lane in range(count, lanes):
         for i in range(n):
-            for j in range(n if whole else i + 1):
+            for j in range(n if check else i + 1):
                 buf[i, j, lane] = 1.0 if i == j else 0.0
-    return count
+    return count, not check or all_finite(buf, count, n, n)
 
 
 @numba.njit(**JIT_OPTIONS)
-def _gathers_whole(count, n, lanes, itemsize) -> bool:
-    """Whether a checked chunk is gathered whole (both triangles) and checked in the buffer: where it is copied
-    element by element. There the rows of ``a`` are short and a check of ``a`` itself costs more than the chunk's
-    factorization (float64, order 8, kernel alone: 51-74 ns a matrix checked that way, 29-51 checked in the buffer,
-    23-43 unchecked); a blocked copy of the other triangle costs more than that check of ``a``'s long rows (order
-    32: 1,819 ns a matrix against 1,306)."""
-    return not blocked(count, n, n, lanes, itemsize)
-
-
-@numba.njit(**JIT_OPTIONS)
-def _chunk_finite(a, first, buf, count, n, whole):
-    """Whether the ``count`` matrices from ``a[first]`` hold only finite numbers, both triangles (SciPy checks both,
-    while the factorization reads one): in the buffer where the chunk was gathered ``whole`` (one SIMD loop over
-    the lanes), else from ``a`` right after the gather, while its cache lines are still held, so the stack crosses
-    memory once. Plain loop nests, the same in every per-order version of the kernel (their compile time grows
-    with each loop they inline)."""
-    if whole:
-        return all_finite(buf, count, n, n)
+def _matrices_finite(a, first, count, n):
+    """Whether the ``count`` matrices from ``a[first]`` hold only finite numbers. One plain loop nest, the same in
+    every per-order version of the kernel (their compile time grows with each loop they inline)."""
     finite = True
     for lane in range(count):
         for i in range(n):
@@ -154,9 +146,8 @@ def _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n,
     recip = np.empty(lanes, dtype=out.real.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
-        whole = nonfinite.size > 0 and _gathers_whole(min(lanes, a.shape[0] - first), n, lanes, buf.itemsize)
-        count = _gather_hermitian(a, first, lower, buf, n, lanes, whole)
-        if nonfinite.size and not _chunk_finite(a, first, buf, count, n, whole):
+        count, finite = _gather_hermitian(a, first, lower, buf, n, lanes, nonfinite.size > 0)
+        if not finite:
             nonfinite[thread] = 1
         _factor_chunk(buf, chunk_info, recip, n, lanes)
         for lane in range(count):
@@ -195,7 +186,7 @@ def potrs_stack(c, lower, b, out, lanes, threads):
         rhs = np.empty((n, nrhs, lanes), dtype=out.dtype)
         for chunk in range(start, stop):
             first = chunk * lanes
-            count = _gather_hermitian(c, first, lower, factor, n, lanes, False)
+            count, _ = _gather_hermitian(c, first, lower, factor, n, lanes, False)
             gather(b, first, rhs, n, nrhs, lanes)
             for r in range(nrhs):
                 for i in range(n):

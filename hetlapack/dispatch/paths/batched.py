@@ -92,7 +92,7 @@ class BatchedPath(Path):
 
     def getrs(self, plan, lu, piv, b, trans, check_finite=False):
         return _compiled().getrs(lu, piv, b, trans=trans, fortran=True, check_finite=check_finite,
-                             lapack=self._lapack_loop(plan))
+                                 lapack=self._lapack_loop(plan))
 
 
 BATCHED = BatchedPath()
