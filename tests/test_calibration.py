@@ -35,6 +35,23 @@ def test_devices_created_later_load_the_cache_and_unknown_ones_keep_defaults():
     assert EmulatedDevice(7).capability == DEFAULT_CAPABILITY
 
 
+def test_the_cache_is_parsed_once_a_version_and_a_new_version_is_seen(cache_dir, monkeypatch):
+    """Dispatch creates a device on every call to look up a calibrated choice: the file is parsed once for each
+    version of it (parsing it each time cost half a millisecond a call), and a calibration written later is seen."""
+    from hetlapack.devices import capability
+
+    parses, parse = [], json.loads
+    monkeypatch.setattr(capability.json, "loads", lambda text: parses.append(text) or parse(text))
+    (cache_dir / "calibration.json").write_text(json.dumps({"devices": {"cpu": {"blas3": 50.0, "lanes": {
+        "getrf float64": [[16, 64], [8, 32]]}}}}))
+    first, second = CpuDevice(), CpuDevice()
+    assert first.capability["blas3"] == second.capability["blas3"] == 50.0 and len(parses) == 1
+    assert first.batched_lanes == {"getrf float64": ((8, 32), (16, 64))}
+    assert first.batched_lanes is not second.batched_lanes
+    (cache_dir / "calibration.json").write_text(json.dumps({"devices": {"cpu": {"blas3": 61.25}}}))
+    assert CpuDevice().capability["blas3"] == 61.25 and len(parses) == 2
+
+
 def test_a_second_calibration_keeps_other_devices_entries():
     calibrate([EmulatedDevice(0)], tile=16, repeats=1, link_bytes=1 << 16, whole_orders=(), kernels=False)
     calibrate([CpuDevice(workers=1)], tile=16, repeats=1, whole_orders=(), kernels=False)
@@ -176,7 +193,7 @@ def test_a_cache_whose_devices_or_entries_are_not_objects_is_ignored_and_overwri
     assert main(["info"]) == 0
     assert "(defaults" in next(line for line in capsys.readouterr().out.splitlines() if line.startswith("Device cpu"))
     assert main(["calibrate", "--devices", "cpu", "--tile", "16", "--repeats", "1", "--orders", "16"]) == 0
-    assert set(load()) == {"cpu"} and load()["cpu"]["kernels"] == {"gemm": [[128, 30.0]]}
+    assert set(load()) == {"cpu"} and load()["cpu"]["kernels"] == {"gemm": ((128, 30.0),)}
 
 
 def test_calibrate_refuses_an_unwritable_cache_before_measuring(cache_dir, monkeypatch, capsys, fast_kernel_tables):
@@ -255,9 +272,9 @@ def test_batched_crossover_is_timed_on_this_machine_cached_and_read_by_dispatch(
     assert main(["calibrate", "--devices", "cpu", "--tile", "16", "--repeats", "1", "--orders", "16"]) == 0
     out = capsys.readouterr().out
     assert "interleaved up to order: getrf float64 4" in out
-    assert load()["cpu"]["batched"] == {"getrf float64": [[4, 3.0], [8, 0.5]]}
-    assert load()["cpu"]["lanes"] == {"getrf float64": [[8, 64], [16, 16]]}
-    assert load()["cpu"]["loop_threads"] == {"getrf float32": [[4, 1.6], [8, 0.7]]}
+    assert load()["cpu"]["batched"] == {"getrf float64": ((4, 3.0), (8, 0.5))}
+    assert load()["cpu"]["lanes"] == {"getrf float64": ((8, 64), (16, 16))}
+    assert load()["cpu"]["loop_threads"] == {"getrf float32": ((4, 1.6), (8, 0.7))}
     assert "one thread up to order: getrf float32 4" in out
     assert model.interleaved_max_n("getrf", np.dtype(np.float64)) == 4
     assert model.interleaved_max_n("getrf", np.dtype(np.complex128)) == model.INTERLEAVED_MAX_N["getrf"][1]

@@ -36,27 +36,30 @@ def cache_path() -> Path:
 
 
 @functools.lru_cache(maxsize=4)
-def _read(path: Path, modified_ns: int, size: int) -> str:
-    """The text of the calibration file as of that modification (every device created reads it: one stat then)."""
-    return path.read_text()
-
-
-def load() -> dict[str, dict]:
-    """The cached calibration, device name -> its measurements (:func:`_measurements`); empty when none was made or
-    it is unreadable. Damaged parts (``"devices"`` not an object, an entry not an object, values that are no
-    measurement) are left out, and so is an entry left with nothing, so that they cannot make every later call fail
-    and a new calibration overwrites them."""
-    path = cache_path()
-    try:
-        stat = path.stat()
-        data = json.loads(_read(path, stat.st_mtime_ns, stat.st_size))
-    except (OSError, ValueError, RecursionError):  # unreadable, not JSON, or nested past the parser's depth
-        return {}
+def _parsed(path: Path, modified_ns: int, size: int) -> dict[str, dict]:
+    """The calibration file as of that modification, parsed and its measurements kept (:func:`load`). Every device
+    created reads it, and dispatch creates one to look up a calibrated choice on every call: parsed once a version,
+    a lookup costs one stat (parsing a 20 KB file each time added half a millisecond to each call)."""
+    data = json.loads(path.read_text())
     devices = data.get("devices") if isinstance(data, dict) else None
     if not isinstance(devices, dict):
         return {}
-    entries = {name: _measurements(entry) for name, entry in devices.items()}
+    entries = {name: _frozen(_measurements(entry)) for name, entry in devices.items()}
     return {name: entry for name, entry in entries.items() if entry}
+
+
+def load() -> dict[str, dict]:
+    """The cached calibration, device name -> its measurements (:func:`_measurements`, tables as ``{name: ((x,
+    rate), ...)}``); empty when none was made or it is unreadable. Damaged parts (``"devices"`` not an object, an
+    entry not an object, values that are no measurement) are left out, and so is an entry left with nothing, so that
+    they cannot make every later call fail and a new calibration overwrites them. The entries are shared between
+    calls: read them, do not change them."""
+    path = cache_path()
+    try:
+        stat = path.stat()
+        return dict(_parsed(path, stat.st_mtime_ns, stat.st_size))
+    except (OSError, ValueError, RecursionError):  # unreadable, not JSON, or nested past the parser's depth
+        return {}
 
 
 #: The range a cached value must lie in to count as a measurement (GFLOP/s, GB/s, seconds, tile or matrix orders):
@@ -64,8 +67,11 @@ def load() -> dict[str, dict]:
 #: overflows the device weights and the cost model into NaN.
 PLAUSIBLE_RANGE = (1e-9, 1e9)
 
-#: Keys of a device's entry that hold tables (``{name: [[x, rate], ...]}``) rather than scalars.
-TABLE_KEYS = ("kernels", "whole", "batched", "lanes", "loop_threads")
+#: Keys of a device's entry that hold tables (``{name: [[x, rate], ...]}``) rather than scalars, and the device
+#: attribute each goes into.
+TABLE_ATTRIBUTES = {"kernels": "kernel_rates", "whole": "whole_rates", "batched": "batched_rates",
+                    "lanes": "batched_lanes", "loop_threads": "loop_threads"}
+TABLE_KEYS = tuple(TABLE_ATTRIBUTES)
 
 
 def _measured(value) -> bool:
@@ -100,33 +106,31 @@ def _measurements(entry) -> dict:
     return scalars | {key: table for key, table in tables.items() if table}
 
 
-def _as_tuples(tables: dict[str, list[list[float]]]) -> dict[str, tuple[tuple[float, float], ...]]:
-    """``{name: ((x, rate), ...)}``: the immutable form devices hold their tables in."""
-    return {name: tuple((x, rate) for x, rate in rows) for name, rows in tables.items()}
+def _frozen(measurements: dict) -> dict:
+    """``measurements`` with each table as ``{name: ((x, rate), ...)}``: the immutable form devices hold them in."""
+    return {key: {name: tuple((x, rate) for x, rate in rows) for name, rows in value.items()}
+            if key in TABLE_KEYS else value for key, value in measurements.items()}
 
 
 def apply_measurements(device: Device, measured: dict) -> None:
     """Give ``device`` a measurement (fresh, or read from the cache): its measured scalars go into ``capability``,
     its tables, where any row was measured, into ``kernel_rates`` (``"kernels"``), ``whole_rates`` (``"whole"``),
     ``batched_rates`` (``"batched"``), ``batched_lanes`` (``"lanes"``) and ``loop_threads``."""
-    measurements = _measurements(measured)
+    _apply(device, _frozen(_measurements(measured)))
+
+
+def _apply(device: Device, measurements: dict) -> None:
+    """:func:`apply_measurements` of what :func:`_measurements` kept, its tables :func:`_frozen`."""
     device.capability.update({k: v for k, v in measurements.items() if k not in TABLE_KEYS})
-    if "kernels" in measurements:
-        device.kernel_rates = _as_tuples(measurements["kernels"])
-    if "whole" in measurements:
-        device.whole_rates = _as_tuples(measurements["whole"])
-    if "batched" in measurements:
-        device.batched_rates = _as_tuples(measurements["batched"])
-    if "lanes" in measurements:
-        device.batched_lanes = _as_tuples(measurements["lanes"])
-    if "loop_threads" in measurements:
-        device.loop_threads = _as_tuples(measurements["loop_threads"])
+    for key, attribute in TABLE_ATTRIBUTES.items():
+        if key in measurements:
+            setattr(device, attribute, dict(measurements[key]))
 
 
 def load_capability(device: Device) -> None:
     """Overwrite ``device.capability`` (and its ``kernel_rates``, ``whole_rates``, ``batched_rates``,
     ``batched_lanes``, ``loop_threads``) with its cached measurements, if any."""
-    apply_measurements(device, load().get(device.name, {}))
+    _apply(device, load().get(device.name, {}))
 
 
 def check_writable() -> Path:
