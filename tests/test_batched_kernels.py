@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+import numba
 import numpy as np
 import pytest
 import scipy.linalg as sla
@@ -12,6 +13,7 @@ from scipy.linalg import lapack
 from hetlapack.batched import kernels
 from hetlapack.batched._interleave import SMALL_ORDER_LANES, WIDE_LANES, lanes_for
 from hetlapack.batched._lu import divides_by_pivot
+from hetlapack.batched._transpose import transpose_block
 from hetlapack.contract.scipy_rules import cho_factor_cleans, cholesky_as_scipy
 from hetlapack.blas_threads import one_thread_per_call
 from hetlapack.testing import (
@@ -177,6 +179,35 @@ def _results(a: np.ndarray, b: np.ndarray) -> dict[str, tuple[np.ndarray, ...]]:
         results["potrf F"] = kernels.potrf(np.asfortranarray(hermitian), lower=False, clean=True, fortran=True)
         results["getrs"] = (kernels.getrs(lu, piv, b, trans=0),)
     return results
+
+
+@numba.njit
+def _transpose_blocks(source, source_offset, source_stride, target, target_offset, target_stride, conjugate):
+    transpose_block(source, source_offset, source_stride, target, target_offset, target_stride, conjugate)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_a_block_transposed_in_registers_moves_every_bit(dtype):
+    """``transpose_block`` writes ``target[c][r] = source[r][c]`` for rows anywhere in memory (strides of either
+    sign, rows of another array's layout), conjugated when asked, bit for bit: NaN payloads, signed zeros and
+    infinities arrive as they left, and nothing beside the block is written."""
+    rng = np.random.default_rng(7)
+    real = np.dtype(dtype.char.lower())
+    words = rng.integers(0, 256, size=(12, 10 * dtype.itemsize), dtype=np.uint8)
+    source = words.view(dtype)  # every bit pattern, NaNs with payloads among them
+    source.view(real)[0, :4] = [np.nan, -0.0, np.inf, -np.inf]
+    for flipped in (False, True):
+        rows = source[::-1] if flipped else source
+        for conjugate in (False, True):
+            target = np.zeros((10, 11), dtype=dtype)
+            # rows 2..9 of ``rows`` from column 1; target rows 1..8 from column 2
+            _transpose_blocks(rows, 2 * rows.strides[0] + dtype.itemsize, rows.strides[0],
+                              target, target.strides[0] + 2 * dtype.itemsize, target.strides[0], conjugate)
+            block = rows[2:10, 1:9].T
+            expected = np.conj(block) if conjugate else block
+            assert target[1:9, 2:10].tobytes() == np.ascontiguousarray(expected).tobytes()
+            target[1:9, 2:10] = 0
+            assert not target.view(np.uint8).any()
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -1,0 +1,74 @@
+"""One 8 x 8 block of elements transposed in SIMD registers: the inner step of the batched kernels' blocked copies.
+
+A gather turns eight matrices' runs of eight elements along memory into eight elements' runs of eight lanes in the
+interleaved buffer, and a scatter the reverse: an 8 x 8 transpose. Written as loops over strided arrays, the
+compiler moves it one element at a time (a load and a store each); here it is eight vector loads, the three rounds
+of pairwise shuffles of the textbook transpose, and eight vector stores. The elements move as integers of their
+size, so every bit (NaN payloads, signed zeros) arrives as it left.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+#: Elements on each side of a block.
+SIZE = 8
+
+
+def _shuffle_round(builder: ir.IRBuilder, rows: list, step: int, parts: int) -> list:
+    """One round of the transpose: rows ``i`` and ``i + step`` exchange their elements ``p`` with ``p & step`` set
+    and ``p + step`` (with ``p & step`` clear), pairwise; after rounds 1, 2 and 4, row ``c`` holds column ``c``.
+    Each element is ``parts`` words (a complex number's real and imaginary parts), moved together."""
+    low = [p if not p & step else SIZE + p - step for p in range(SIZE)]
+    high = [p + step if not p & step else SIZE + p for p in range(SIZE)]
+    mask = ir.VectorType(ir.IntType(32), SIZE * parts)
+    low, high = ([parts * p + k for p in picks for k in range(parts)] for picks in (low, high))
+    result = list(rows)
+    for i in range(SIZE):
+        if not i & step:
+            first, second = rows[i], rows[i + step]
+            result[i] = builder.shuffle_vector(first, second, ir.Constant(mask, low))
+            result[i + step] = builder.shuffle_vector(first, second, ir.Constant(mask, high))
+    return result
+
+
+@intrinsic
+def transpose_block(typingctx, source, source_offset, source_stride, target, target_offset, target_stride,
+                    conjugate):
+    """``target[c][r] = source[r][c]`` (its complex conjugate if ``conjugate``) for ``r, c < 8``, where row ``r`` of
+    ``source`` is the eight elements from byte ``source_offset + r * source_stride`` of ``source``'s data, and row
+    ``c`` of ``target`` likewise: each row lies along memory, the rows anywhere (strides in bytes, negative ones
+    too). Both arrays hold the same dtype. A conjugate flips the sign bit of the imaginary part, as negation does."""
+    if not (isinstance(source, types.Array) and isinstance(target, types.Array) and source.dtype == target.dtype):
+        return None
+    signature = types.none(source, types.intp, types.intp, target, types.intp, types.intp, types.boolean)
+    parts = 2 if isinstance(source.dtype, types.Complex) else 1
+    bits = np.dtype(numba.np.numpy_support.as_dtype(source.dtype)).itemsize * 8 // parts
+
+    def codegen(context, builder, sig, args):
+        source_array = context.make_array(sig.args[0])(context, builder, args[0])
+        target_array = context.make_array(sig.args[3])(context, builder, args[3])
+        word = ir.IntType(bits)
+        row_type = ir.VectorType(word, SIZE * parts)
+        byte = ir.IntType(8).as_pointer()
+
+        def row_pointer(array, offset, stride, row):
+            start = builder.add(offset, builder.mul(stride, ir.Constant(stride.type, row)))
+            address = builder.gep(builder.bitcast(array.data, byte), [start])
+            return builder.bitcast(address, row_type.as_pointer())
+
+        rows = [builder.load(row_pointer(source_array, args[1], args[2], r), align=1) for r in range(SIZE)]
+        for step in (1, 2, 4):
+            rows = _shuffle_round(builder, rows, step, parts)
+        if parts == 2:  # the sign bits of the imaginary parts, every second word
+            sign = ir.Constant(row_type, [word(0), word(1 << (bits - 1))] * SIZE)
+            rows = [builder.select(args[6], builder.xor(row, sign), row) for row in rows]
+        for c, row in enumerate(rows):
+            builder.store(row, row_pointer(target_array, args[4], args[5], c), align=1)
+        return context.get_dummy_value()
+
+    return signature, codegen
