@@ -149,9 +149,9 @@ def test_any_matrices_per_buffer_give_the_same_bits(dtype, n):
             np.testing.assert_array_equal(ours, default)
 
 
-#: Shapes whose full chunks are gathered and scattered in blocks (buffers beyond an L1 cache of up to 48 KiB,
-#: ``BLOCKED_MIN_BYTES``): whole blocks of eight and ragged ones, square and not; (16, 16) in double precision and
-#: (8, 8) in the Householder kernels' wide buffers of double and complex precision.
+#: Shapes whose full chunks are gathered and scattered in blocks (in registers where runs of eight lie along memory;
+#: in strided layouts and Cholesky's triangles, buffers beyond an L1 cache of up to 48 KiB, ``BLOCKED_MIN_BYTES``):
+#: whole blocks of eight and ragged ones, square and not; (8, 8) and (16, 16) at every buffer size.
 BLOCKED_SHAPES = [(8, 8), (16, 16), (24, 24), (25, 25), (33, 33), (40, 17), (17, 40)]
 
 

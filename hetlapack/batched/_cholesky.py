@@ -35,7 +35,7 @@ def _gather_hermitian(a, first, lower, buf, n, lanes, check):
     23-43 unchecked), while a blocked copy of the other triangle costs more than the check of ``a`` (order 32:
     1,819 ns a matrix against 1,306)."""
     count = min(lanes, a.shape[0] - first)
-    if blocked(a, count, n, n, lanes, buf.itemsize, True):
+    if blocked(a, count, n, n, lanes, triangle=True):
         source = a if lower else a.transpose(0, 2, 1)
         copy_blocks_along(source[first:first + lanes], buf, n, n, lanes, rows_along_memory(source), LOWER, not lower)
         return count, not check or _matrices_finite(a, first, count, n)
@@ -118,7 +118,7 @@ def _scatter_triangle(buf, count, a, lower, clean, out, first, n):
                     out[m, i, j] = factor if (j <= i if lower else j >= i) else 0.0
         return
     lanes = buf.shape[2]
-    in_blocks = blocked(out, count, n, n, lanes, buf.itemsize, True)
+    in_blocks = blocked(out, count, n, n, lanes, triangle=True)
     if in_blocks:  # the lower triangle of out's matrices as they are, or conjugate-transposed
         target = out if lower else out.transpose(0, 2, 1)
         copy_blocks_along(buffer_as_stack(buf), chunk_as_buffer(target, first, lanes), n, n, lanes,

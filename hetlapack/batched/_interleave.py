@@ -14,7 +14,7 @@ from numba import types
 from numba.extending import overload
 
 from ..machine import l1_data_cache
-from ._transpose import transpose_block
+from ._transpose import SIZE, transpose_block
 
 #: Bytes of one thread's interleaved buffer: a quarter megabyte, half a core's L2 cache. Measured (1 thread,
 #: float64): LU at n = 32 runs 1.7x faster with 32 lanes (256 KiB) than with 64, at n = 16 1.7x faster with 64
@@ -72,14 +72,15 @@ def chunk_range(thread: int, threads: int, chunks: int) -> tuple[int, int]:
 
 #: Matrices and elements moved per block by the blocked copies: eight matrices' runs of eight elements along memory
 #: become eight elements' runs of eight lanes, so that reads and writes both run along cache lines.
-BLOCK = 8
+BLOCK = SIZE
 
 #: Bytes of buffer beyond which :func:`gather` and :func:`scatter` copy full chunks in blocks even where the blocks
 #: cannot be transposed in registers (strided views, short runs, Cholesky's triangles): this machine's L1 data
 #: cache. Where they can, blocks win at every size: gather and scatter alone, 1 thread, float64, ns per element, in
 #: cache / from memory, element by element -> blocks in registers: n = 8 (64 lanes) 0.67 / 0.77 -> 0.31 / 0.43,
-#: n = 16 (32 lanes, blocks element by element 0.77 / 1.16) -> 0.27 / 0.89. An element-by-element copy of a buffer beyond the L1 cache touches a new cache line per element on one side
-#: and evicts what it wrote before it is filled. Measured (1 thread, float64, B = 10,000, gather and scatter of each
+#: n = 16 (32 lanes, blocks element by element 0.77 / 1.16) -> 0.27 / 0.89. An element-by-element copy of a buffer
+#: beyond the L1 cache touches a new cache line per element on one side and evicts what it wrote before it is
+#: filled. Measured (1 thread, float64, B = 10,000, gather and scatter of each
 #: chunk, ns per matrix, plain / 8 x 8 blocks, L1 of 32 KiB): n = 16 with 16 lanes (32 KiB) 242 / 343, with 32 lanes
 #: (64 KiB) 537 / 379; n = 24 (16 lanes) 1,150 / 609; n = 32 (16 lanes) 2,021 / 989; n = 48 (8 lanes) 4,387 / 1,682;
 #: n = 64 (8 lanes) 7,090 / 3,077; 4 x 4 blocks ran 1.2-1.6x slower than 8 x 8 from n = 24. Read when the kernels
@@ -88,8 +89,7 @@ BLOCKED_MIN_BYTES = l1_data_cache()[0]
 
 
 @numba.njit(**JIT_OPTIONS)
-def blocked(stack, count: int, m: int, n: int, lanes: int, itemsize: int,
-            triangle: bool = False) -> bool:
+def blocked(stack, count: int, m: int, n: int, lanes: int, triangle: bool = False) -> bool:
     """Whether a chunk of ``stack`` (the input of a gather, the output of a scatter) is copied in blocks: a full
     chunk of whole blocks of lanes, whose matrices' runs along memory hold a block and lie next to one another (their
     blocks are transposed in registers: :func:`copy_blocks`), or whose buffer exceeds the L1 cache. A ``triangle``
@@ -99,7 +99,8 @@ def blocked(stack, count: int, m: int, n: int, lanes: int, itemsize: int,
     along_rows = rows_along_memory(stack)
     runs = stack.strides[2] if along_rows else stack.strides[1]
     in_registers = not triangle and runs == stack.itemsize and (n if along_rows else m) >= BLOCK
-    return count == lanes and lanes % BLOCK == 0 and (in_registers or m * n * lanes * itemsize > BLOCKED_MIN_BYTES)
+    buffer_bytes = m * n * lanes * stack.itemsize
+    return count == lanes and lanes % BLOCK == 0 and (in_registers or buffer_bytes > BLOCKED_MIN_BYTES)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -191,7 +192,7 @@ def gather(a, first: int, buf, m: int, n: int, lanes: int) -> int:
     Returns the number of real lanes.
     """
     count = min(lanes, a.shape[0] - first)
-    if blocked(a, count, m, n, lanes, buf.itemsize):
+    if blocked(a, count, m, n, lanes):
         copy_blocks_along(a[first:first + lanes], buf, m, n, lanes, rows_along_memory(a))
         return count
     for lane in range(count):
@@ -210,7 +211,7 @@ def scatter(buf, count: int, out, first: int, m: int, n: int) -> None:
     """Copy the first ``count`` lanes of the ``m x n`` matrices in ``buf`` back to ``out[first + lane]`` (in blocks
     as :func:`gather` copies them)."""
     lanes = buf.shape[2]
-    if blocked(out, count, m, n, lanes, buf.itemsize):
+    if blocked(out, count, m, n, lanes):
         copy_blocks_along(buffer_as_stack(buf), chunk_as_buffer(out, first, lanes), m, n, lanes, rows_along_memory(out))
         return
     for lane in range(count):
