@@ -10,10 +10,12 @@ import pytest
 import scipy.linalg as sla
 from scipy.linalg import lapack
 
-from hetlapack.batched import kernels
+from hetlapack.batched import _lu, kernels
 from hetlapack.batched._interleave import SMALL_ORDER_LANES, WIDE_LANES, lanes_for
 from hetlapack.batched._lu import divides_by_pivot
+from hetlapack.batched._simd import WIDTH
 from hetlapack.batched._transpose import transpose_block
+from hetlapack.batched.threads import kernel_lanes
 from hetlapack.contract.scipy_rules import cho_factor_cleans, cholesky_as_scipy
 from hetlapack.blas_threads import one_thread_per_call
 from hetlapack.testing import (
@@ -250,6 +252,52 @@ def test_getrf_versions_compiled_per_order_equal_the_general_kernel(dtype, n):
     for stack in (a, a[BATCH - 8:]):
         with pytest.raises(ValueError, match="infs or NaNs"):
             kernels.getrf(stack, check_finite=True)
+
+
+def _buffers_for_lu(m, n, lanes, dtype, seed):
+    """Interleaved ``m x n x lanes`` buffers that reach every branch of the LU kernels: random matrices, a zero
+    column, a zero matrix, subnormal pivots (divided by, not multiplied by their reciprocal), an infinity and a NaN,
+    and matrices of -1, 0 and 1 (pivot candidates tying)."""
+    rng = np.random.default_rng(seed)
+    plain = rng.standard_normal((m, n, lanes)).astype(dtype)
+    special = plain.copy()
+    tiny = np.finfo(dtype).tiny
+    special[:, 0, 1] = 0
+    special[:, :, 3] = 0
+    special[:, 0, 2] *= tiny / 4
+    special[0, 0, 5] = tiny / 8
+    special[0, 0, 6] = np.nan
+    special[m - 1, n - 1, 7] = np.inf
+    return plain, special, rng.integers(-1, 2, size=(m, n, lanes)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)
+@pytest.mark.parametrize("shape", [(1, 1), (5, 5), (8, 8), (13, 13), (16, 16), (32, 32), (7, 3), (3, 7), (9, 1)])
+@pytest.mark.parametrize("lanes", [8, 24])
+def test_real_lu_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shape, lanes):
+    """``_factor_real_chunk`` (the real kernel written on ``_simd`` vectors, one group of 8 lanes at a time) and
+    ``_factor_chunk`` (loops over the lanes) round the same operations in the same order: same factors, pivots and
+    info codes, every bit (NaNs' included), on every kind of buffer."""
+    m, n = shape
+    for buf in _buffers_for_lu(m, n, lanes, dtype, seed=m * n + lanes):
+        results = []
+        for kernel in (_lu._factor_chunk, _lu._factor_real_chunk):
+            work = buf.copy()
+            piv, info = np.empty((min(m, n), lanes), np.int64), np.empty(lanes, np.int64)
+            kernel(work, piv, info, np.empty(lanes, dtype), np.empty(lanes, dtype), m, n, lanes)
+            results.append((work.view(np.uint8), piv, info))
+        for scalar, vector in zip(*results):
+            np.testing.assert_array_equal(vector, scalar)
+
+
+def test_real_lu_takes_one_vector_of_matrices_per_buffer():
+    """Past the orders compiled one by one, a real LU buffer holds one SIMD vector of matrices (its rows then lie
+    together); complex ones keep the buffer-size rule."""
+    assert kernel_lanes("getrf", np.dtype(np.float64), BATCH, 16, 16) == WIDTH
+    assert kernel_lanes("getrf", np.dtype(np.float32), BATCH, 9, 5) == WIDTH
+    assert kernel_lanes("getrf", np.dtype(np.float64), BATCH, 16, 16, lanes=32) == 32
+    assert kernel_lanes("getrf", np.dtype(np.float64), BATCH, 3, 3) == SMALL_ORDER_LANES
+    assert kernel_lanes("getrf", np.dtype(np.complex128), BATCH, 16, 16) == lanes_for(16, 16, 16, BATCH)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -9,8 +9,6 @@ size, so every bit (NaN payloads, signed zeros) arrives as it left.
 
 from __future__ import annotations
 
-import numba
-import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
@@ -47,7 +45,7 @@ def transpose_block(typingctx, source, source_offset, source_stride, target, tar
         return None
     signature = types.none(source, types.intp, types.intp, target, types.intp, types.intp, types.boolean)
     parts = 2 if isinstance(source.dtype, types.Complex) else 1
-    bits = np.dtype(numba.np.numpy_support.as_dtype(source.dtype)).itemsize * 8 // parts
+    bits = source.dtype.bitwidth // parts
 
     def codegen(context, builder, sig, args):
         source_array = context.make_array(sig.args[0])(context, builder, args[0])

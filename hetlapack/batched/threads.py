@@ -18,7 +18,8 @@ import numpy as np
 
 from ..blas_threads import one_thread_per_call
 from ..perf import model
-from ._interleave import lanes_for
+from ._interleave import SMALL_ORDER, lanes_for
+from ._simd import WIDTH
 from .compiling import lapack_routines, run
 
 _forked_after_gnu_openmp = False
@@ -79,10 +80,18 @@ _WIDE = frozenset({"geqrf", "orgqr", "qr"})
 #: Kernels with versions compiled for each square order up to ``SMALL_ORDER`` (in buffers of that many lanes).
 _SMALL_ORDER = frozenset({"getrf", "potrf"})
 
+#: Kernels written on SIMD vectors for real matrices (``_simd``), which factor one vector of lanes at a time: their
+#: buffer is that one vector, whose elements then lie next to one another, a cache line each. In a wider buffer a
+#: group's elements lie ``8 x lanes`` bytes apart, and at 16-64 lanes a column's rows share one set of the L1 cache.
+_VECTOR = frozenset({"getrf"})
+
 
 def kernel_lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int, lanes: int | None = None) -> int:
     """Matrices per buffer for ``op``'s kernel: :func:`~._interleave.lanes_for` with the kernel's kind, or with
-    ``lanes`` (a measured choice) where given."""
+    ``lanes`` (a measured choice) where given. Real matrices past ``SMALL_ORDER`` in a kernel written on SIMD vectors
+    take one vector of lanes (:data:`~._simd.WIDTH`) unless measured otherwise."""
+    if lanes is None and op in _VECTOR and dtype.kind == "f" and not m == n <= SMALL_ORDER:
+        lanes = WIDTH
     return lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE, small_order=op in _SMALL_ORDER, lanes=lanes)
 
 

@@ -1,0 +1,153 @@
+"""SIMD vectors of ``WIDTH`` lanes for the interleaved kernels, as numba values (one LLVM vector each).
+
+The kernels' loops over the lanes of a buffer, written as loops over array elements, reach the compiler with every
+row of the buffer possibly overlapping every other: it guards each short loop with run-time overlap checks and a
+scalar copy, and keeps nothing in registers across loops. Written on these vectors (a load, arithmetic, a store,
+each one instruction on ``WIDTH`` matrices), a kernel says which values stay in registers and in what order each
+element is rounded. Vectors of real numbers only: a complex element is two words, which these do not shuffle.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic, models, register_model
+
+#: Lanes of a vector: eight matrices, one AVX-512 register of float64 (two AVX2 ones; float32 fills half).
+WIDTH = 8
+
+
+class Vector(types.Type):
+    """``WIDTH`` values of one numba scalar type, one per lane."""
+
+    def __init__(self, dtype: types.Type):
+        self.dtype = dtype
+        super().__init__(name=f"Vector({dtype} x {WIDTH})")
+
+
+@register_model(Vector)
+class _VectorModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, ir.VectorType(dmm.lookup(fe_type.dtype).get_value_type(), WIDTH))
+
+
+def _llvm_function(builder: ir.IRBuilder, name: str, vector: ir.VectorType, arity: int) -> ir.Function:
+    """The LLVM intrinsic ``name`` on vectors of floating-point ``vector``'s type (``llvm.fma.v8f64`` and so on)."""
+    bits = 64 if isinstance(vector.element, ir.DoubleType) else 32
+    return cgutils.get_or_insert_function(builder.module, ir.FunctionType(vector, [vector] * arity),
+                                          f"llvm.{name}.v{WIDTH}f{bits}")
+
+
+def _address(context, builder, array_type, array, offset):
+    """A vector pointer to element ``offset`` of a C-contiguous array's data."""
+    data = context.make_array(array_type)(context, builder, array).data
+    vector = ir.VectorType(context.get_value_type(array_type.dtype), WIDTH)
+    return builder.bitcast(builder.gep(data, [offset]), vector.as_pointer())
+
+
+@intrinsic
+def load(typingctx, array, offset):
+    """Elements ``offset`` to ``offset + WIDTH`` of a C-contiguous array (flat index)."""
+    if not (isinstance(array, types.Array) and array.layout == "C"):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.load(_address(context, builder, sig.args[0], args[0], args[1]), align=array.dtype.bitwidth // 8)
+
+    return Vector(array.dtype)(array, types.intp), codegen
+
+
+@intrinsic
+def store(typingctx, array, offset, value):
+    """Write ``value`` to elements ``offset`` to ``offset + WIDTH`` of a C-contiguous array (flat index)."""
+    if not (isinstance(array, types.Array) and array.layout == "C" and value == Vector(array.dtype)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        builder.store(args[2], _address(context, builder, sig.args[0], args[0], args[1]),
+                      align=array.dtype.bitwidth // 8)
+        return context.get_dummy_value()
+
+    return types.none(array, types.intp, value), codegen
+
+
+@intrinsic
+def splat(typingctx, value):
+    """``value`` in every lane."""
+    value = types.unliteral(value)
+    if not isinstance(value, (types.Float, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        vector = context.get_value_type(sig.return_type)
+        undefined = ir.Constant(vector, ir.Undefined)
+        first = builder.insert_element(undefined, args[0], ir.Constant(ir.IntType(32), 0))
+        return builder.shuffle_vector(first, undefined, ir.Constant(ir.VectorType(ir.IntType(32), WIDTH), [0] * WIDTH))
+
+    return Vector(value)(value), codegen
+
+
+def _is_real(vector) -> bool:
+    return isinstance(vector, Vector) and isinstance(vector.dtype, types.Float)
+
+
+@intrinsic
+def subtract_product(typingctx, a, b, c):
+    """``c - a * b``, contracted to one fused multiply-add as the kernels' scalar ``c -= a * b`` is (the same
+    instruction: an ``llvm.fma`` of ``-a`` would give a NaN ``a`` the other sign)."""
+    if not (_is_real(a) and a == b == c):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fsub(args[2], builder.fmul(args[0], args[1], flags=["contract"]), flags=["contract"])
+
+    return a(a, b, c), codegen
+
+
+@intrinsic
+def add(typingctx, a, b):
+    """``a + b``, lane by lane."""
+    if not (_is_real(a) and a == b):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fadd(args[0], args[1], flags=["contract"])
+
+    return a(a, b), codegen
+
+
+@intrinsic
+def multiply(typingctx, a, b):
+    """``a * b``, lane by lane."""
+    if not (_is_real(a) and a == b):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fmul(args[0], args[1], flags=["contract"])
+
+    return a(a, b), codegen
+
+
+@intrinsic
+def magnitude(typingctx, a):
+    """``|a|``, lane by lane."""
+    if not _is_real(a):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.call(_llvm_function(builder, "fabs", args[0].type, 1), [args[0]])
+
+    return a(a), codegen
+
+
+@intrinsic
+def where_greater(typingctx, a, b, chosen, otherwise):
+    """``chosen`` in the lanes where ``a > b`` (false where either is NaN), ``otherwise`` in the others."""
+    if not (_is_real(a) and a == b and isinstance(chosen, Vector) and chosen == otherwise):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.select(builder.fcmp_ordered(">", args[0], args[1]), args[2], args[3])
+
+    return chosen(a, b, chosen, otherwise), codegen
