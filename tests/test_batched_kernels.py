@@ -273,15 +273,15 @@ def _buffers_for_lu(m, n, lanes, dtype, seed):
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)
 @pytest.mark.parametrize("shape", [(1, 1), (5, 5), (8, 8), (13, 13), (16, 16), (32, 32), (7, 3), (3, 7), (9, 1)])
-@pytest.mark.parametrize("lanes", [8, 24])
-def test_real_lu_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shape, lanes):
-    """``_factor_real_chunk`` (the real kernel written on ``_simd`` vectors, one group of 8 lanes at a time) and
+def test_real_lu_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shape):
+    """``_factor_vector`` (a buffer of one vector of real matrices, written on ``_simd`` vectors) and
     ``_factor_chunk`` (loops over the lanes) round the same operations in the same order: same factors, pivots and
     info codes, every bit (NaNs' included), on every kind of buffer."""
     m, n = shape
-    for buf in _buffers_for_lu(m, n, lanes, dtype, seed=m * n + lanes):
+    lanes = WIDTH
+    for buf in _buffers_for_lu(m, n, lanes, dtype, seed=m * n):
         results = []
-        for kernel in (_lu._factor_chunk, _lu._factor_real_chunk):
+        for kernel in (_lu._factor_chunk, _lu._factor_vector):
             work = buf.copy()
             piv, info = np.empty((min(m, n), lanes), np.int64), np.empty(lanes, np.int64)
             kernel(work, piv, info, np.empty(lanes, dtype), np.empty(lanes, dtype), m, n, lanes)
@@ -291,8 +291,8 @@ def test_real_lu_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shap
 
 
 def test_real_lu_takes_one_vector_of_matrices_per_buffer():
-    """Past the orders compiled one by one, a real LU buffer holds one SIMD vector of matrices (its rows then lie
-    together); complex ones keep the buffer-size rule."""
+    """Past the orders compiled one by one, a real LU buffer holds one SIMD vector of matrices unless calibrated
+    otherwise; complex ones keep the buffer-size rule."""
     assert kernel_lanes("getrf", np.dtype(np.float64), BATCH, 16, 16) == WIDTH
     assert kernel_lanes("getrf", np.dtype(np.float32), BATCH, 9, 5) == WIDTH
     assert kernel_lanes("getrf", np.dtype(np.float64), BATCH, 16, 16, lanes=32) == 32

@@ -6,20 +6,21 @@ The search and the update are SIMD loops over the lanes; only the row swap, whic
 loop (without a branch: a row that is its own pivot is swapped with itself). An exactly zero pivot sets ``info``
 and leaves its (all-zero) column unscaled, as LAPACK does.
 
-Real matrices past the orders compiled one by one take :func:`_factor_real_chunk`, the same arithmetic in the same
-order written on ``_simd`` vectors (bitwise the same results): written as loops over the lanes, each row-and-column
-step of the update reached the compiler as a loop guarded by run-time overlap checks, nothing held in registers.
+A buffer of one vector of real matrices takes :func:`_factor_vector`, the same arithmetic in the same order written
+on ``_simd`` vectors (bitwise the same results): written as loops over the lanes, each row-and-column step of the
+update reached the compiler as a loop guarded by run-time overlap checks, nothing held in registers. Wider buffers
+keep the loops: there a vector's rows lie ``8 x lanes`` bytes apart, at 16-64 lanes in one set of the L1 cache.
+``hetlapack calibrate``'s choice of matrices per buffer therefore picks the kernel, order by order.
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
-
 from numba import types
 from numba.extending import overload
 
-from ._interleave import SMALL_ORDER, SMALL_ORDER_LANES, JIT_OPTIONS, all_finite, chunk_range, divide, gather, scatter
+from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, all_finite, chunk_range, divide, gather, scatter
 from ._simd import WIDTH, add, load, magnitude, multiply, splat, store, subtract_product, where_greater
 
 
@@ -129,80 +130,79 @@ def _factor_chunk(buf, piv, info, best, recip, m, n, lanes):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _pivot_group_column(buf, k, group, piv, info, recip, m, n, lanes):
-    """:func:`_pivot_column` on the ``WIDTH`` lanes from ``group`` of a real buffer: the search and the scaling on
-    vectors, the row swap (a different row in each lane) element by element."""
-    at = (k * n + k) * lanes + group
+def _pivot_vector_column(buf, k, piv, info, recip, m, n):
+    """:func:`_pivot_column` on a buffer of one vector of real matrices: the search and the scaling on vectors, the
+    row swap (a different row in each lane) element by element."""
+    at = (k * n + k) * WIDTH
     best = magnitude(load(buf, at))
     rows = splat(k)
     for i in range(k + 1, m):
-        size = magnitude(load(buf, at + (i - k) * n * lanes))
+        size = magnitude(load(buf, at + (i - k) * n * WIDTH))
         rows = where_greater(size, best, splat(i), rows)
         best = where_greater(size, best, size, best)
-    store(piv, k * lanes + group, rows)
-    subnormal = _swap_rows(buf, k, piv, info, recip, n, group, group + WIDTH)
-    scale = load(recip, group)
+    store(piv, k * WIDTH, rows)
+    subnormal = _swap_rows(buf, k, piv, info, recip, n, 0, WIDTH)
+    scale = load(recip, 0)
     for i in range(k + 1, m):
-        store(buf, at + (i - k) * n * lanes, multiply(load(buf, at + (i - k) * n * lanes), scale))
+        store(buf, at + (i - k) * n * WIDTH, multiply(load(buf, at + (i - k) * n * WIDTH), scale))
     if subnormal:
-        _divide_by_subnormal_pivots(buf, k, m, group, group + WIDTH)
+        _divide_by_subnormal_pivots(buf, k, m, 0, WIDTH)
 
 
 @numba.njit(**JIT_OPTIONS)
-def _update_column(buf, k, j, group, first, m, n, lanes):
-    """``A[first:, j] -= A[first:, k] * A[k, j]`` on one group of lanes (``first > k``)."""
-    above = load(buf, (k * n + j) * lanes + group)
+def _update_column(buf, k, j, first, m, n):
+    """``A[first:, j] -= A[first:, k] * A[k, j]`` in a buffer of one vector of matrices (``first > k``)."""
+    above = load(buf, (k * n + j) * WIDTH)
     for i in range(first, m):
-        at = (i * n + j) * lanes + group
-        store(buf, at, subtract_product(load(buf, (i * n + k) * lanes + group), above, load(buf, at)))
+        at = (i * n + j) * WIDTH
+        store(buf, at, subtract_product(load(buf, (i * n + k) * WIDTH), above, load(buf, at)))
 
 
 @numba.njit(**JIT_OPTIONS)
-def _factor_real_chunk(buf, piv, info, best, recip, m, n, lanes):
-    """:func:`_factor_chunk` for real buffers on SIMD vectors, ``WIDTH`` lanes at a time (each group of lanes is
-    factored whole before the next, so its rows stay in cache), with the same roundings in the same order: the
-    results are bitwise those of :func:`_factor_chunk`. The trailing update takes two columns of the pass at once,
-    their four multipliers held in registers while it runs down the rows (4 FMAs to 4 loads and 2 stores).
-    ``best`` is not used (the signature is :func:`_factor_chunk`'s)."""
-    for lane in range(lanes):
+def _factor_vector(buf, piv, info, best, recip, m, n, lanes):
+    """:func:`_factor_chunk` for a buffer of one SIMD vector of real matrices (``lanes`` is ``WIDTH``), written on
+    ``_simd`` vectors, with the same roundings in the same order: bitwise its results. The trailing update takes two
+    columns of the pass at once, their four multipliers held in registers while it runs down the rows (4 FMAs to 4
+    loads and 2 stores). ``best`` is not used (the signature is :func:`_factor_chunk`'s)."""
+    for lane in range(WIDTH):
         info[lane] = 0
     steps = min(m, n)
-    stride = n * lanes
-    for group in range(0, lanes, WIDTH):
-        for k in range(0, steps, 2):
-            _pivot_group_column(buf, k, group, piv, info, recip, m, n, lanes)
-            if k + 1 == steps:
-                for j in range(k + 1, n):
-                    _update_column(buf, k, j, group, k + 1, m, n, lanes)
-                break
-            _update_column(buf, k, k + 1, group, k + 1, m, n, lanes)
-            _pivot_group_column(buf, k + 1, group, piv, info, recip, m, n, lanes)
-            below = load(buf, ((k + 1) * n + k) * lanes + group)
-            for j in range(k + 2, n, 2):
-                second = min(j + 1, n - 1)  # a last column alone is taken twice: same loads, same results
-                top = (k * n + j) * lanes + group
-                u0, v0 = load(buf, top), load(buf, top + (second - j) * lanes)
-                u1 = subtract_product(below, u0, load(buf, top + stride))
-                v1 = subtract_product(below, v0, load(buf, top + stride + (second - j) * lanes))
-                store(buf, top + stride + (second - j) * lanes, v1)
-                store(buf, top + stride, u1)
-                for i in range(k + 2, m):
-                    row = (i * n + k) * lanes + group
-                    l0, l1 = load(buf, row), load(buf, row + lanes)
-                    at = row + (j - k) * lanes
-                    other = at + (second - j) * lanes
-                    u, v = load(buf, at), load(buf, other)
-                    store(buf, other, subtract_product(l1, v1, subtract_product(l0, v0, v)))
-                    store(buf, at, subtract_product(l1, u1, subtract_product(l0, u0, u)))
+    stride = n * WIDTH
+    for k in range(0, steps, 2):
+        _pivot_vector_column(buf, k, piv, info, recip, m, n)
+        if k + 1 == steps:
+            for j in range(k + 1, n):
+                _update_column(buf, k, j, k + 1, m, n)
+            break
+        _update_column(buf, k, k + 1, k + 1, m, n)
+        _pivot_vector_column(buf, k + 1, piv, info, recip, m, n)
+        below = load(buf, ((k + 1) * n + k) * WIDTH)
+        for j in range(k + 2, n, 2):
+            second = min(j + 1, n - 1)  # a last column alone is taken twice: same loads, same results
+            top = (k * n + j) * WIDTH
+            u0, v0 = load(buf, top), load(buf, top + (second - j) * WIDTH)
+            u1 = subtract_product(below, u0, load(buf, top + stride))
+            v1 = subtract_product(below, v0, load(buf, top + stride + (second - j) * WIDTH))
+            store(buf, top + stride + (second - j) * WIDTH, v1)
+            store(buf, top + stride, u1)
+            for i in range(k + 2, m):
+                row = (i * n + k) * WIDTH
+                l0, l1 = load(buf, row), load(buf, row + WIDTH)
+                at = row + (j - k) * WIDTH
+                other = at + (second - j) * WIDTH
+                u, v = load(buf, at), load(buf, other)
+                store(buf, other, subtract_product(l1, v1, subtract_product(l0, v0, v)))
+                store(buf, at, subtract_product(l1, u1, subtract_product(l0, u0, u)))
 
 
-def _factor(buf, piv, info, best, recip, m, n, lanes):
-    """LU of an interleaved chunk: :func:`_factor_real_chunk` for real buffers, :func:`_factor_chunk` otherwise."""
+def _factor_one_vector(buf, piv, info, best, recip, m, n, lanes):
+    """LU of a buffer of one vector of matrices: :func:`_factor_vector` for real ones, :func:`_factor_chunk`
+    otherwise."""
 
 
-@overload(_factor, jit_options=JIT_OPTIONS)
-def _factor_for(buf, piv, info, best, recip, m, n, lanes):
-    chunk = _factor_chunk if isinstance(buf.dtype, types.Complex) else _factor_real_chunk
+@overload(_factor_one_vector, jit_options=JIT_OPTIONS)
+def _factor_one_vector_for(buf, piv, info, best, recip, m, n, lanes):
+    chunk = _factor_chunk if isinstance(buf.dtype, types.Complex) else _factor_vector
     return lambda buf, piv, info, best, recip, m, n, lanes: chunk(buf, piv, info, best, recip, m, n, lanes)
 
 
@@ -224,26 +224,36 @@ def _poison_any(buf, poison, m, n, lanes):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _poison_real(buf, poison, m, n, lanes):
-    """:func:`_poison_any` on SIMD vectors, for real buffers (at 8 lanes, too few for the compiler's own vector
-    loop, the plain loop cost a quarter of the factorization at n = 16)."""
-    for group in range(0, lanes, WIDTH):
-        poison[group] = 0
-        zero = splat(poison[group])
-        total = zero
-        for at in range(group, m * n * lanes, lanes):
-            total = add(total, multiply(magnitude(load(buf, at)), zero))
-        store(poison, group, total)
+def _poison_vector(buf, poison, m, n, lanes):
+    """:func:`_poison_any` on SIMD vectors, for a buffer of one vector of real matrices (``lanes`` is ``WIDTH``:
+    there the loop over the lanes is too short for the compiler's own vector loop, and cost a quarter of the
+    factorization at n = 16)."""
+    poison[0] = 0
+    zero = splat(poison[0])
+    total = zero
+    for at in range(0, m * n * WIDTH, WIDTH):
+        total = add(total, multiply(magnitude(load(buf, at)), zero))
+    store(poison, 0, total)
 
 
-def _poison(buf, poison, m, n, lanes):
-    """:func:`_poison_real` for real buffers, :func:`_poison_any` otherwise."""
+def _poison_one_vector(buf, poison, m, n, lanes):
+    """:func:`_poison_vector` for a buffer of one vector of real matrices, :func:`_poison_any` otherwise."""
 
 
-@overload(_poison, jit_options=JIT_OPTIONS)
-def _poison_for(buf, poison, m, n, lanes):
-    kernel = _poison_any if isinstance(buf.dtype, types.Complex) else _poison_real
+@overload(_poison_one_vector, jit_options=JIT_OPTIONS)
+def _poison_one_vector_for(buf, poison, m, n, lanes):
+    kernel = _poison_any if isinstance(buf.dtype, types.Complex) else _poison_vector
     return lambda buf, poison, m, n, lanes: kernel(buf, poison, m, n, lanes)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _poison(buf, poison, m, n, lanes):
+    """``poison[lane]`` as :func:`_poison_any` gives it, on SIMD vectors where the buffer is one vector of real
+    matrices."""
+    if lanes == WIDTH:
+        _poison_one_vector(buf, poison, m, n, lanes)
+    else:
+        _poison_any(buf, poison, m, n, lanes)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -262,10 +272,10 @@ def _getrf_chunks(a, out, piv, info, nonfinite, thread, start, stop, m, n, lanes
             for lane in range(count):
                 if best[lane] != 0:
                     nonfinite[thread] = 1
-        if m == n <= SMALL_ORDER:  # compiled for its order and lanes: faster (float64, n = 2: 8 against 11 ns)
-            _factor_chunk(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
+        if lanes == WIDTH:  # a buffer of one vector: real matrices on SIMD vectors (rows a cache line apart)
+            _factor_one_vector(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
         else:
-            _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
+            _factor_chunk(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
         _poison(buf, best, m, n, lanes)
         for lane in range(count):
             if best[lane] != 0:

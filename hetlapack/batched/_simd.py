@@ -33,7 +33,7 @@ class _VectorModel(models.PrimitiveModel):
 
 
 def _llvm_function(builder: ir.IRBuilder, name: str, vector: ir.VectorType, arity: int) -> ir.Function:
-    """The LLVM intrinsic ``name`` on vectors of floating-point ``vector``'s type (``llvm.fma.v8f64`` and so on)."""
+    """The LLVM intrinsic ``name`` on vectors of floating-point ``vector``'s type (``llvm.fabs.v8f64`` and so on)."""
     bits = 64 if isinstance(vector.element, ir.DoubleType) else 32
     return cgutils.get_or_insert_function(builder.module, ir.FunctionType(vector, [vector] * arity),
                                           f"llvm.{name}.v{WIDTH}f{bits}")

@@ -80,16 +80,16 @@ _WIDE = frozenset({"geqrf", "orgqr", "qr"})
 #: Kernels with versions compiled for each square order up to ``SMALL_ORDER`` (in buffers of that many lanes).
 _SMALL_ORDER = frozenset({"getrf", "potrf"})
 
-#: Kernels written on SIMD vectors for real matrices (``_simd``), which factor one vector of lanes at a time: their
-#: buffer is that one vector, whose elements then lie next to one another, a cache line each. In a wider buffer a
-#: group's elements lie ``8 x lanes`` bytes apart, and at 16-64 lanes a column's rows share one set of the L1 cache.
+#: Kernels with a version on SIMD vectors (``_simd``) for a buffer of one vector of real matrices, whose elements
+#: then lie next to one another, a cache line each (wider buffers run the loops over lanes): such buffers are their
+#: default, and ``hetlapack calibrate``'s measured choice of lanes picks between the two versions per order.
 _VECTOR = frozenset({"getrf"})
 
 
 def kernel_lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int, lanes: int | None = None) -> int:
     """Matrices per buffer for ``op``'s kernel: :func:`~._interleave.lanes_for` with the kernel's kind, or with
-    ``lanes`` (a measured choice) where given. Real matrices past ``SMALL_ORDER`` in a kernel written on SIMD vectors
-    take one vector of lanes (:data:`~._simd.WIDTH`) unless measured otherwise."""
+    ``lanes`` (a measured choice) where given. Real matrices past ``SMALL_ORDER`` in a kernel with a version on SIMD
+    vectors take one vector of lanes (:data:`~._simd.WIDTH`) unless measured otherwise."""
     if lanes is None and op in _VECTOR and dtype.kind == "f" and not m == n <= SMALL_ORDER:
         lanes = WIDTH
     return lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE, small_order=op in _SMALL_ORDER, lanes=lanes)
