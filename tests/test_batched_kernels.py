@@ -281,10 +281,13 @@ def test_real_lu_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shap
     lanes = WIDTH
     for buf in _buffers_for_lu(m, n, lanes, dtype, seed=m * n):
         results = []
-        for kernel in (_lu._factor_chunk, _lu._factor_vector):
+        for vector in (False, True):
             work = buf.copy()
-            piv, info = np.empty((min(m, n), lanes), np.int64), np.empty(lanes, np.int64)
-            kernel(work, piv, info, np.empty(lanes, dtype), np.empty(lanes, dtype), m, n, lanes)
+            piv, info, recip = np.empty((min(m, n), lanes), np.int64), np.empty(lanes, np.int64), np.empty(lanes, dtype)
+            if vector:
+                _lu._factor_vector(work, piv, info, recip, m, n)
+            else:
+                _lu._factor_chunk(work, piv, info, np.empty(lanes, dtype), recip, m, n, lanes)
             results.append((work.view(np.uint8), piv, info))
         for scalar, vector in zip(*results):
             np.testing.assert_array_equal(vector, scalar)

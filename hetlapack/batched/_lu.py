@@ -21,7 +21,7 @@ from numba import types
 from numba.extending import overload
 
 from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, all_finite, chunk_range, divide, gather, scatter
-from ._simd import WIDTH, add, load, magnitude, multiply, splat, store, subtract_product, where_greater
+from ._simd import WIDTH, load, magnitude, multiply, splat, store, subtract_product, where_greater
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -159,11 +159,11 @@ def _update_column(buf, k, j, first, m, n):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _factor_vector(buf, piv, info, best, recip, m, n, lanes):
-    """:func:`_factor_chunk` for a buffer of one SIMD vector of real matrices (``lanes`` is ``WIDTH``), written on
-    ``_simd`` vectors, with the same roundings in the same order: bitwise its results. The trailing update takes two
-    columns of the pass at once, their four multipliers held in registers while it runs down the rows (4 FMAs to 4
-    loads and 2 stores). ``best`` is not used (the signature is :func:`_factor_chunk`'s)."""
+def _factor_vector(buf, piv, info, recip, m, n):
+    """:func:`_factor_chunk` for a buffer of one SIMD vector of real matrices (``WIDTH`` lanes), written on ``_simd``
+    vectors, with the same roundings in the same order: bitwise its results. The trailing update takes two columns
+    of the pass at once, their four multipliers held in registers while it runs down the rows (4 FMAs to 4 loads and
+    2 stores)."""
     for lane in range(WIDTH):
         info[lane] = 0
     steps = min(m, n)
@@ -195,15 +195,23 @@ def _factor_vector(buf, piv, info, best, recip, m, n, lanes):
                 store(buf, at, subtract_product(l1, u1, subtract_product(l0, u0, u)))
 
 
-def _factor_one_vector(buf, piv, info, best, recip, m, n, lanes):
-    """LU of a buffer of one vector of matrices: :func:`_factor_vector` for real ones, :func:`_factor_chunk`
-    otherwise."""
+def _factor(buf, piv, info, best, recip, m, n, lanes):
+    """LU of an interleaved chunk: :func:`_factor_vector` where the buffer is one vector of real matrices,
+    :func:`_factor_chunk` otherwise."""
 
 
-@overload(_factor_one_vector, jit_options=JIT_OPTIONS)
-def _factor_one_vector_for(buf, piv, info, best, recip, m, n, lanes):
-    chunk = _factor_chunk if isinstance(buf.dtype, types.Complex) else _factor_vector
-    return lambda buf, piv, info, best, recip, m, n, lanes: chunk(buf, piv, info, best, recip, m, n, lanes)
+@overload(_factor, jit_options=JIT_OPTIONS)
+def _factor_for(buf, piv, info, best, recip, m, n, lanes):
+    if isinstance(buf.dtype, types.Complex):
+        return lambda buf, piv, info, best, recip, m, n, lanes: _factor_chunk(buf, piv, info, best, recip, m, n, lanes)
+
+    def factor(buf, piv, info, best, recip, m, n, lanes):
+        if lanes == WIDTH:
+            _factor_vector(buf, piv, info, recip, m, n)
+        else:
+            _factor_chunk(buf, piv, info, best, recip, m, n, lanes)
+
+    return factor
 
 
 #: ``info`` of a matrix whose factors hold an infinity or NaN: its pivots are LAPACK's to choose (OpenBLAS's SIMD
@@ -224,36 +232,33 @@ def _poison_any(buf, poison, m, n, lanes):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _poison_vector(buf, poison, m, n, lanes):
-    """:func:`_poison_any` on SIMD vectors, for a buffer of one vector of real matrices (``lanes`` is ``WIDTH``:
-    there the loop over the lanes is too short for the compiler's own vector loop, and cost a quarter of the
-    factorization at n = 16)."""
+def _poison_vector(buf, poison, m, n):
+    """:func:`_poison_any` on SIMD vectors, for a buffer of one vector of real matrices (there the loop over the
+    lanes is too short for the compiler's own vector loop, and cost a quarter of the factorization at n = 16)."""
     poison[0] = 0
-    zero = splat(poison[0])
-    total = zero
+    total = zero = splat(poison[0])  # a zero of the buffer's type
     for at in range(0, m * n * WIDTH, WIDTH):
-        total = add(total, multiply(magnitude(load(buf, at)), zero))
+        total = subtract_product(magnitude(load(buf, at)), zero, total)
     store(poison, 0, total)
 
 
-def _poison_one_vector(buf, poison, m, n, lanes):
-    """:func:`_poison_vector` for a buffer of one vector of real matrices, :func:`_poison_any` otherwise."""
-
-
-@overload(_poison_one_vector, jit_options=JIT_OPTIONS)
-def _poison_one_vector_for(buf, poison, m, n, lanes):
-    kernel = _poison_any if isinstance(buf.dtype, types.Complex) else _poison_vector
-    return lambda buf, poison, m, n, lanes: kernel(buf, poison, m, n, lanes)
-
-
-@numba.njit(**JIT_OPTIONS)
 def _poison(buf, poison, m, n, lanes):
-    """``poison[lane]`` as :func:`_poison_any` gives it, on SIMD vectors where the buffer is one vector of real
+    """``poison[lane]`` as :func:`_poison_any` gives it: on SIMD vectors where the buffer is one vector of real
     matrices."""
-    if lanes == WIDTH:
-        _poison_one_vector(buf, poison, m, n, lanes)
-    else:
-        _poison_any(buf, poison, m, n, lanes)
+
+
+@overload(_poison, jit_options=JIT_OPTIONS)
+def _poison_for(buf, poison, m, n, lanes):
+    if isinstance(buf.dtype, types.Complex):
+        return lambda buf, poison, m, n, lanes: _poison_any(buf, poison, m, n, lanes)
+
+    def poison_lanes(buf, poison, m, n, lanes):
+        if lanes == WIDTH:
+            _poison_vector(buf, poison, m, n)
+        else:
+            _poison_any(buf, poison, m, n, lanes)
+
+    return poison_lanes
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -272,10 +277,7 @@ def _getrf_chunks(a, out, piv, info, nonfinite, thread, start, stop, m, n, lanes
             for lane in range(count):
                 if best[lane] != 0:
                     nonfinite[thread] = 1
-        if lanes == WIDTH:  # a buffer of one vector: real matrices on SIMD vectors (rows a cache line apart)
-            _factor_one_vector(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
-        else:
-            _factor_chunk(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
+        _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
         _poison(buf, best, m, n, lanes)
         for lane in range(count):
             if best[lane] != 0:

@@ -106,18 +106,6 @@ def subtract_product(typingctx, a, b, c):
 
 
 @intrinsic
-def add(typingctx, a, b):
-    """``a + b``, lane by lane."""
-    if not (_is_real(a) and a == b):
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.fadd(args[0], args[1], flags=["contract"])
-
-    return a(a, b), codegen
-
-
-@intrinsic
 def multiply(typingctx, a, b):
     """``a * b``, lane by lane."""
     if not (_is_real(a) and a == b):
