@@ -19,6 +19,7 @@ SHAPES: dict[str, tuple[str | None, ...]] = {
     "potrf": ("bnn", None, None, "bnn", "b", "t", None, None),
     "potrs": ("bnn", None, "bnr", "bnr", None, None),
     "getrf": ("bmn", "bmn", "bk", "b", "t", None, None),
+    "getrf_replay": ("bmn", "bmn", "bk", "b", None, "t", None, None),
     "getrs": ("bnn", "bn", "bnr", None, "bnr", "t", None, None),
     "solve_each": ("bnn", "bn?", "bnr", None, "bnr", "t", None),
     "plu": ("bmn", "bk", None, "bm", "bmk", "bkn", None),

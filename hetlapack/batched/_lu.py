@@ -75,9 +75,9 @@ def _divide_by_subnormal_pivots(buf, k, m, first, stop):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _pivot_column(buf, k, piv, info, best, recip, m, n, lanes):
-    """Pivot search, row swap and scaling of column ``k`` (already updated by every earlier column) in the
-    ``m x n x lanes`` buffer."""
+def search_pivot(buf, k, piv, best, m, lanes):
+    """``piv[k, lane]``: the row of the first largest magnitude in column ``k`` from the diagonal down (LAPACK's
+    ``i?amax``); ``best`` is scratch of ``lanes`` real numbers."""
     for lane in range(lanes):
         best[lane] = _magnitude(buf[k, k, lane])
         piv[k, lane] = k
@@ -87,6 +87,13 @@ def _pivot_column(buf, k, piv, info, best, recip, m, n, lanes):
             if size > best[lane]:
                 best[lane] = size
                 piv[k, lane] = i
+
+
+@numba.njit(**JIT_OPTIONS)
+def _pivot_column(buf, k, piv, info, best, recip, m, n, lanes):
+    """Pivot search, row swap and scaling of column ``k`` (already updated by every earlier column) in the
+    ``m x n x lanes`` buffer."""
+    search_pivot(buf, k, piv, best, m, lanes)
     subnormal = _swap_rows(buf, k, piv, info, recip, n, 0, lanes)
     for i in range(k + 1, m):
         for lane in range(lanes):
@@ -214,9 +221,10 @@ def _factor_for(buf, piv, info, best, recip, m, n, lanes):
     return factor
 
 
-#: ``info`` of a matrix whose factors hold an infinity or NaN: its pivots are LAPACK's to choose (OpenBLAS's SIMD
-#: ``i?amax`` kernels each place a NaN by a rule of their own), so the caller factors it again with LAPACK.
-NONFINITE_INFO = -1
+#: ``info`` of a matrix the caller factors again with LAPACK: one whose factors hold an infinity or NaN, whose pivots
+#: are LAPACK's to choose (OpenBLAS's SIMD ``i?amax`` kernels each place a NaN by a rule of their own), or one that
+#: ``_lu_replay`` leaves to it.
+REDO_INFO = -1
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -262,6 +270,34 @@ def _poison_for(buf, poison, m, n, lanes):
 
 
 @numba.njit(**JIT_OPTIONS)
+def gather_checked(a, first, buf, poison, nonfinite, thread, m, n, lanes):
+    """:func:`gather` chunk ``first`` into ``buf``, setting ``thread``'s ``nonfinite`` flag (where asked) if it holds
+    an infinity or NaN; ``poison`` is scratch of ``lanes`` real numbers. Returns the number of real lanes."""
+    count = gather(a, first, buf, m, n, lanes)
+    if nonfinite.size:
+        _poison(buf, poison, m, n, lanes)
+        for lane in range(count):
+            if poison[lane] != 0:
+                nonfinite[thread] = 1
+    return count
+
+
+@numba.njit(**JIT_OPTIONS)
+def scatter_factored(buf, chunk_piv, chunk_info, poison, count, out, piv, info, first, m, n, lanes):
+    """Write a factored chunk's LU, pivots and ``info`` to the stack's, with ``REDO_INFO`` for each matrix whose
+    factors hold an infinity or NaN."""
+    _poison(buf, poison, m, n, lanes)
+    for lane in range(count):
+        if poison[lane] != 0:
+            chunk_info[lane] = REDO_INFO
+    scatter(buf, count, out, first, m, n)
+    for lane in range(count):
+        info[first + lane] = chunk_info[lane]
+        for k in range(min(m, n)):
+            piv[first + lane, k] = chunk_piv[k, lane]
+
+
+@numba.njit(**JIT_OPTIONS)
 def _getrf_chunks(a, out, piv, info, nonfinite, thread, start, stop, m, n, lanes):
     """Factorize chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share)."""
     buf = np.empty((m, n, lanes), dtype=out.dtype)
@@ -271,28 +307,15 @@ def _getrf_chunks(a, out, piv, info, nonfinite, thread, start, stop, m, n, lanes
     recip = np.empty(lanes, dtype=out.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
-        count = gather(a, first, buf, m, n, lanes)
-        if nonfinite.size:
-            _poison(buf, best, m, n, lanes)
-            for lane in range(count):
-                if best[lane] != 0:
-                    nonfinite[thread] = 1
+        count = gather_checked(a, first, buf, best, nonfinite, thread, m, n, lanes)
         _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
-        _poison(buf, best, m, n, lanes)
-        for lane in range(count):
-            if best[lane] != 0:
-                chunk_info[lane] = NONFINITE_INFO
-        scatter(buf, count, out, first, m, n)
-        for lane in range(count):
-            info[first + lane] = chunk_info[lane]
-            for k in range(min(m, n)):
-                piv[first + lane, k] = chunk_piv[k, lane]
+        scatter_factored(buf, chunk_piv, chunk_info, best, count, out, piv, info, first, m, n, lanes)
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
 def getrf_stack(a, out, piv, info, nonfinite, lanes, threads):
     """Factorize every matrix of the 3-D stack ``a`` into ``out``; ``piv`` (batch, min(m, n)), ``info`` (batch,),
-    ``NONFINITE_INFO`` for a matrix whose factors hold an infinity or NaN.
+    ``REDO_INFO`` for a matrix whose factors hold an infinity or NaN.
     Given a ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a``
     sets its own. Square orders up to ``SMALL_ORDER`` in buffers of ``SMALL_ORDER_LANES`` run versions compiled for
     their sizes (given as constants, numba compiles one version each)."""

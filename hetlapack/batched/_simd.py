@@ -32,11 +32,18 @@ class _VectorModel(models.PrimitiveModel):
         super().__init__(dmm, fe_type, ir.VectorType(dmm.lookup(fe_type.dtype).get_value_type(), WIDTH))
 
 
-def _llvm_function(builder: ir.IRBuilder, name: str, vector: ir.VectorType, arity: int) -> ir.Function:
-    """The LLVM intrinsic ``name`` on vectors of floating-point ``vector``'s type (``llvm.fabs.v8f64`` and so on)."""
-    bits = 64 if isinstance(vector.element, ir.DoubleType) else 32
-    return cgutils.get_or_insert_function(builder.module, ir.FunctionType(vector, [vector] * arity),
-                                          f"llvm.{name}.v{WIDTH}f{bits}")
+def _llvm_suffix(value: ir.Type) -> str:
+    """An LLVM intrinsic's type suffix for a floating-point scalar or vector type (``f32``, ``v8f64``)."""
+    if isinstance(value, ir.VectorType):
+        return f"v{value.count}{_llvm_suffix(value.element)}"
+    return "f64" if isinstance(value, ir.DoubleType) else "f32"
+
+
+def _llvm_function(builder: ir.IRBuilder, name: str, value: ir.Type, arity: int) -> ir.Function:
+    """The LLVM intrinsic ``name`` on floating-point scalars or vectors of ``value``'s type (``llvm.fabs.v8f64``,
+    ``llvm.fma.f32`` and so on)."""
+    return cgutils.get_or_insert_function(builder.module, ir.FunctionType(value, [value] * arity),
+                                          f"llvm.{name}.{_llvm_suffix(value)}")
 
 
 def _address(context, builder, array_type, array, offset):
@@ -101,6 +108,20 @@ def subtract_product(typingctx, a, b, c):
 
     def codegen(context, builder, sig, args):
         return builder.fsub(args[2], builder.fmul(args[0], args[1], flags=["contract"]), flags=["contract"])
+
+    return a(a, b, c), codegen
+
+
+@intrinsic
+def fused_multiply_add(typingctx, a, b, c):
+    """``a * b + c`` rounded once (``llvm.fma``), on real scalars or vectors alike, whatever the kernel's options
+    allow the compiler to contract: for kernels that replay another library's roundings, instruction by
+    instruction."""
+    if not ((_is_real(a) or isinstance(a, types.Float)) and a == b == c):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.call(_llvm_function(builder, "fma", args[0].type, 3), args)
 
     return a(a, b, c), codegen
 

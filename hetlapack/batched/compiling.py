@@ -19,7 +19,7 @@ from numba import types
 
 from ..devices import lapack_pointers
 from ..imports import importing
-from . import _cholesky, _lapack_each, _lu, _qr, _solve
+from . import _cholesky, _lapack_each, _lu, _lu_replay, _qr, _solve
 from ._boundary import check_arguments
 
 #: The dtypes the kernels compute in (LAPACK's s, d, c, z).
@@ -38,6 +38,8 @@ KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "flags", "count", "count")),
     "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
     "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "flags", "count", "count")),
+    "getrf_replay": (_lu_replay.getrf_replay_stack,
+                     ("in3", "out3", "piv_out", "info", "count", "flags", "count", "count")),
     "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "flags", "count", "count")),
     "solve_each": (_solve.solve_each, ("in3", "piv_in", "in3", "count", "out3", "flags", "count")),
     "plu": (_lu.plu_stack, ("in3", "piv_in", "bool", "piv_out", "out3", "out3", "count")),
@@ -53,6 +55,15 @@ KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "geqp3_each": (_lapack_each.geqp3_each,
                    ("in3", "out3", "out3", "piv_out", "flags", "lapack:geqp3", "lapack:orgqr", "count")),
 }
+
+
+#: Kernels written for some of ``LAPACK_DTYPES`` only (replays of one precision's LAPACK), and those dtypes.
+_ONLY_DTYPES = {"getrf_replay": (np.dtype(np.float32),)}
+
+
+def kernel_dtypes(op: str) -> tuple[np.dtype, ...]:
+    """The dtypes kernel ``op`` is compiled for."""
+    return _ONLY_DTYPES.get(op, LAPACK_DTYPES)
 
 
 def _lapack_routine(kind: str, dtype: np.dtype) -> Callable:

@@ -5,7 +5,8 @@ inputs, and returns C-ordered outputs, or Fortran-ordered matrices where asked (
 SciPy's batch loop gives, written directly instead of copied afterwards). This module shapes the stacks, allocates
 the outputs and picks the kernel for the operation, dtype and order; the kernels are compiled in :mod:`.compiling`
 (our own interleaved arithmetic, or SciPy's LAPACK on each matrix) and run on numba's threads by :mod:`.threads`.
-Each entry point runs the LAPACK loop where asked (``lapack=True``): SciPy's results to the bit. Beside them,
+Each entry point runs the LAPACK loop where asked (``lapack=True``): SciPy's results to the bit; ``getrf`` runs the
+replay of LAPACK's own roundings instead where :mod:`.replay` found it gives them in this process. Beside them,
 dispatch asks :func:`~.threads.unusable_after_fork` here whether this process can run the kernels at all.
 """
 
@@ -20,6 +21,7 @@ from ..pivots import check_pivots
 from . import _lu, _solve
 from ._interleave import as_stack
 from .compiling import INDEX_DTYPE, LAPACK_DTYPES, run
+from .replay import getrf_kernels
 from .threads import (MIN_BATCH_PER_THREAD, call_checked, lapack_loop, launch, launch_checked, threads_for,
                       unusable_after_fork)
 
@@ -72,7 +74,8 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, l
 
     ``info[i] = k > 0`` means ``U[k-1, k-1]`` of matrix ``i`` is exactly zero (the factorization is still complete).
     ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``; ``lapack``, ``lanes`` and
-    ``loop_threads`` as for :func:`potrf`.
+    ``loop_threads`` as for :func:`potrf`, except that ``lapack`` runs the replay of LAPACK's roundings (its results
+    to the bit, :mod:`._lu_replay`) where this process's LAPACK is one it replays.
     """
     _check_dtype(a)
     m, n = a.shape[-2:]
@@ -80,19 +83,23 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, l
     out = _output(*stack.shape, a.dtype, fortran)
     piv = np.empty((stack.shape[0], min(m, n)), dtype=INDEX_DTYPE)
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
-    if out.size and lapack:
+    replayed = getrf_kernels(a.dtype, m, n) if lapack else None
+    if out.size and replayed is not None:
+        launch_checked("getrf_replay", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info, replayed)
+        _refactor_marked(stack, out, piv, info, fortran)
+    elif out.size and lapack:
         lapack_loop("getrf_each", a.dtype, stack.shape[0], max(m, n), check_finite, (stack, out, piv, info),
                     loop_threads)
     elif out.size:
         launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info, lanes=lanes)
-        _refactor_nonfinite(stack, out, piv, info, fortran)
+        _refactor_marked(stack, out, piv, info, fortran)
     return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
 
 
-def _refactor_nonfinite(stack: np.ndarray, out: np.ndarray, piv: np.ndarray, info: np.ndarray, fortran: bool) -> None:
-    """Factor again with LAPACK the matrices the interleaved kernel marked (``_lu.NONFINITE_INFO``: infinities or
-    NaNs in their factors), so that their pivots and factors are SciPy's."""
-    marked = np.flatnonzero(info == _lu.NONFINITE_INFO)
+def _refactor_marked(stack: np.ndarray, out: np.ndarray, piv: np.ndarray, info: np.ndarray, fortran: bool) -> None:
+    """Factor again with LAPACK the matrices the interleaved kernel marked (``_lu.REDO_INFO``: infinities or NaNs in
+    their factors, or pivots the replay leaves to LAPACK), so that their pivots and factors are SciPy's."""
+    marked = np.flatnonzero(info == _lu.REDO_INFO)
     if not marked.size:
         return
     m, n = stack.shape[1:]

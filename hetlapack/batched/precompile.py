@@ -38,7 +38,7 @@ def _cached(op: str, dtype: np.dtype) -> bool:
 def missing() -> dict[str, list[str]]:
     """The dtypes (by character) whose kernel the cache lacks, per kernel, longest compilations first."""
     ops = sorted(compiling.KERNELS, key=lambda op: (_LONGEST_FIRST + (op,)).index(op))
-    wanted = {op: [dtype.char for dtype in compiling.LAPACK_DTYPES if not _cached(op, dtype)] for op in ops}
+    wanted = {op: [dtype.char for dtype in compiling.kernel_dtypes(op) if not _cached(op, dtype)] for op in ops}
     return {op: chars for op, chars in wanted.items() if chars}
 
 

@@ -254,7 +254,7 @@ def _reason(path: Path, req: Request, predicted: dict[str, float], kernels: str 
         return (f"a stack of {req.batch} matrices: LAPACK's {req.op} on each from compiled code, one BLAS thread a "
                 f"call (SciPy's results, bit for bit, as SciPy gives them on one BLAS thread), beats {req.batch} "
                 f"calls from Python ({_ratio(path.name, predicted)}; measured up to "
-                f"n={model.LAPACK_LOOP_MAX_N[req.op]}); {_loop_threads_reason(req)}")
+                f"n={model.LAPACK_LOOP_MAX_N[req.op]}); {_loop_threads_reason(req)}{_replay_reason(req)}")
     if path is BATCHED:
         return (f"a stack of {req.batch} small matrices: one interleaved batched kernel beats {req.batch} LAPACK "
                 f"calls (it beats the LAPACK loop up to n={model.interleaved_max_n(req.op, req.dtype)}, "
@@ -282,6 +282,14 @@ def _loop_threads_reason(req: Request) -> str:
         return "threads share the matrices"
     return (f"one thread makes every call: concurrent calls of OpenBLAS's {req.op} ran slower than one thread's up "
             f"to n={one_thread_max} ({model.loop_threads_basis(req.op, req.dtype)})")
+
+
+def _replay_reason(req: Request) -> str:
+    """Where the batched kernels may run a replay of the LAPACK loop's roundings instead of the loop."""
+    if req.op != "getrf" or req.dtype != np.float32:
+        return ""
+    return ("; for min(m, n) <= 16, a replay of OpenBLAS's own roundings over interleaved matrices runs instead, "
+            "where this process found on first use that it gives the loop's results bit for bit")
 
 
 def _ratio(path: str, predicted: dict[str, float]) -> str:

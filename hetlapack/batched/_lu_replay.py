@@ -1,0 +1,217 @@
+"""OpenBLAS's LU of a small single-precision matrix, replayed over the interleaved lanes: its results to the bit,
+many at a time.
+
+SciPy's ``lu_factor`` of one single-precision matrix is OpenBLAS's ``sgetrf``, which for ``min(m, n) <= 16`` runs
+its unblocked ``getf2`` (``lapack/getf2/getf2_k.c``): column by column, left-looking. Column ``j`` takes the earlier
+row swaps, then each of its entries above the diagonal is reduced by a dot product with the row of ``L`` to its left
+(``sdot`` on a strided row: pairs of products, the first fused onto the second, summed in double precision), the
+entries from the diagonal down by a matrix-vector product with the columns to its left (``sgemv_n``), the first
+largest magnitude is the pivot, its row is swapped in and the column below it multiplied by its reciprocal.
+
+The kernel here does the same operations in the same order, each rounding where OpenBLAS's kernel rounds (every
+fused multiply-add written as one, nothing else contracted): on the machines whose kernels it replays, its results
+are the LAPACK loop's bit for bit, at the interleaved kernels' speed. :mod:`.replay` checks that in each process
+before it is used. ``sgemv_n`` is OpenBLAS's SkylakeX kernel for every column count but four (one chain of fused
+multiply-adds per row, the sum subtracted at the end, ``sgemv_n_microk_skylakex-8.c``) and its Haswell one for four
+(two chains per row in blocks of four and eight rows, ``sgemv_n_microk_haswell-4.c``).
+
+What OpenBLAS does its own way is left to LAPACK (``REDO_INFO``): a matrix whose factors hold an infinity or NaN
+(``isamax``'s rule for a NaN), and one with a nonzero pivot below the smallest normal number, which OpenBLAS neither
+swaps in nor divides by.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range
+from ._lu import REDO_INFO, gather_checked, scatter_factored, search_pivot
+from ._simd import fused_multiply_add
+
+#: No contraction: each fused multiply-add is written as one (``fused_multiply_add``), each other product rounded.
+REPLAY_JIT_OPTIONS = {**JIT_OPTIONS, "fastmath": False}
+
+#: OpenBLAS's kernels a replay can follow (``kernels`` arguments): its SkylakeX ones (AVX-512) and its Haswell ones
+#: (AVX2; also its Zen kernels', which are the same files).
+SKYLAKEX, HASWELL = 0, 1
+KERNEL_NAMES = {SKYLAKEX: "SkylakeX", HASWELL: "Haswell"}
+
+#: Largest ``min(m, n)`` for which OpenBLAS's ``getrf`` runs ``getf2`` alone (its block size, half the order rounded
+#: up to the GEMM kernel's four columns, at most twice that).
+REPLAY_MAX_ORDER = 16
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def _substitute(buf, i, j, dot, lanes, kernels):
+    """``A[i, j] -= A[i, :i] . A[:i, j]``, as ``sdot`` on a strided row sums it: the products in pairs (SkylaKeX's
+    build fuses the first onto the second, Haswell's rounds both and adds), each pair added in double precision, a
+    last odd product alone, the sum rounded to single precision once."""
+    for lane in range(lanes):
+        dot[lane] = 0.0
+    k = 0
+    while k + 1 < i:
+        for lane in range(lanes):
+            second = buf[i, k + 1, lane] * buf[k + 1, j, lane]
+            if kernels == SKYLAKEX:
+                pair = fused_multiply_add(buf[i, k, lane], buf[k, j, lane], second)
+            else:
+                pair = buf[i, k, lane] * buf[k, j, lane] + second
+            dot[lane] += np.float64(pair)
+        k += 2
+    if k < i:
+        for lane in range(lanes):
+            dot[lane] += np.float64(buf[i, k, lane] * buf[k, j, lane])
+    for lane in range(lanes):
+        buf[i, j, lane] -= np.float32(dot[lane])
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def _columns_in_two_chains(buf, j, first, stop, rows, lanes):
+    """Rows ``rows`` of ``A[:, j] -= A[:, first:stop] @ A[first:stop, j]`` as OpenBLAS's Haswell kernels take a group
+    of four or eight columns in their blocks of four and eight rows: the even and the odd columns in a chain of fused
+    multiply-adds each, their sum negated and added."""
+    zero, minus_one = np.float32(0), np.float32(-1)
+    for r in rows:
+        for lane in range(lanes):
+            even = odd = zero
+            for k in range(first, stop, 2):
+                even = fused_multiply_add(buf[r, k, lane], buf[k, j, lane], even)
+                odd = fused_multiply_add(buf[r, k + 1, lane], buf[k + 1, j, lane], odd)
+            buf[r, j, lane] = (even + odd) * minus_one + buf[r, j, lane]
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def _columns_in_one_chain(buf, j, first, stop, rows, acc, lanes):
+    """Rows ``rows`` of ``A[:, j] -= A[:, first:stop] @ A[first:stop, j]`` as one chain of fused multiply-adds per
+    row from zero, subtracted at the end (OpenBLAS's SkylakeX kernel, and its Haswell ones in blocks of 16 rows)."""
+    for r in rows:
+        for lane in range(lanes):
+            acc[lane] = 0
+        for k in range(first, stop):
+            for lane in range(lanes):
+                acc[lane] = fused_multiply_add(buf[r, k, lane], buf[k, j, lane], acc[lane])
+        for lane in range(lanes):
+            buf[r, j, lane] = fused_multiply_add(acc[lane], np.float32(-1), buf[r, j, lane])
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def _update(buf, j, acc, m, lanes, kernels):
+    """``A[j:, j] -= A[j:, :j] @ A[:j, j]``, as ``sgemv_n`` rounds it on OpenBLAS's ``kernels``. Its rows in blocks
+    of four (``blocked``), the first ``blocked & 12`` of them in the Haswell kernels' blocks of four and eight rows,
+    the others in blocks of 16, the last ``(m - j) % 4`` one by one."""
+    rows = m - j
+    blocked = rows - rows % 4
+    split = blocked & 12
+    if kernels == SKYLAKEX and j != 4:
+        _columns_in_one_chain(buf, j, 0, j, range(j, m), acc, lanes)
+        return
+    first = 0
+    while j - first >= 4:  # groups of eight columns, then one of four
+        stop = first + (8 if j - first >= 8 else 4)
+        _columns_in_two_chains(buf, j, first, stop, range(j, j + split), lanes)
+        _columns_in_one_chain(buf, j, first, stop, range(j + split, j + blocked), acc, lanes)
+        first = stop
+    minus_one = np.float32(-1)
+    for r in range(j, j + blocked):  # the SSE kernels of the last two columns and the last one: nothing fused
+        for k in range(first, j):
+            for lane in range(lanes):
+                buf[r, j, lane] = buf[r, j, lane] + buf[r, k, lane] * (buf[k, j, lane] * minus_one)
+    for r in range(j + blocked, m):
+        for lane in range(lanes):
+            acc[lane] = 0
+        for k in range(j):
+            for lane in range(lanes):
+                if kernels == SKYLAKEX:
+                    acc[lane] = fused_multiply_add(buf[r, k, lane], buf[k, j, lane], acc[lane])
+                else:
+                    acc[lane] = acc[lane] + buf[r, k, lane] * buf[k, j, lane]
+        for lane in range(lanes):
+            buf[r, j, lane] = buf[r, j, lane] + minus_one * acc[lane]
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def _swap_pivot_rows(buf, j, piv, m, n, lanes):
+    """Swap row ``j`` with the pivot row ``piv[j, lane]`` in every lane, whole rows at once (OpenBLAS swaps the
+    columns to the right as it reaches them: the same values). Written as a select per row below and column, one
+    vector operation across the lanes, not a swap per matrix: 1.3-2.2x faster at orders 2-16."""
+    for r in range(j + 1, m):
+        for c in range(n):
+            for lane in range(lanes):
+                take = piv[j, lane] == r
+                below, top = buf[r, c, lane], buf[j, c, lane]
+                buf[r, c, lane] = top if take else below
+                buf[j, c, lane] = below if take else top
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def _scale_below_pivot(buf, j, info, recip, m, lanes):
+    """Multiply column ``j`` below the diagonal by the pivot's reciprocal; an exactly zero pivot sets ``info`` and
+    leaves the column, a subnormal one (which OpenBLAS neither swaps in nor divides by) ``REDO_INFO``."""
+    tiny = np.finfo(buf.dtype).tiny
+    for lane in range(lanes):
+        pivot = buf[j, j, lane]
+        size = abs(pivot)
+        usable = size >= tiny
+        recip[lane] = np.float32(1) / pivot if usable else np.float32(1)
+        if pivot == 0 and info[lane] == 0:
+            info[lane] = j + 1
+        if 0 < size < tiny:
+            info[lane] = REDO_INFO
+    for r in range(j + 1, m):
+        for lane in range(lanes):
+            buf[r, j, lane] = recip[lane] * buf[r, j, lane]
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def _replay_chunk(buf, piv, info, acc, dot, recip, m, n, lanes, kernels):
+    """OpenBLAS's ``getf2`` on the interleaved ``m x n`` matrices of ``buf``: ``piv[k, lane]`` 0-based, ``info[lane]``
+    as LAPACK, ``REDO_INFO`` where a pivot is subnormal."""
+    for lane in range(lanes):
+        info[lane] = 0
+    for j in range(n):
+        for i in range(1, min(j, m)):
+            _substitute(buf, i, j, dot, lanes, kernels)
+        if j >= m:
+            continue
+        if j:
+            _update(buf, j, acc, m, lanes, kernels)
+        search_pivot(buf, j, piv, acc, m, lanes)
+        _swap_pivot_rows(buf, j, piv, m, n, lanes)
+        _scale_below_pivot(buf, j, info, recip, m, lanes)
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, m, n, lanes):
+    """Replay chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share; the sizes as
+    arguments, so that the small orders get versions compiled for them)."""
+    buf = np.empty((m, n, lanes), dtype=out.dtype)
+    chunk_piv = np.empty((min(m, n), lanes), dtype=np.int32)
+    chunk_info = np.empty(lanes, dtype=np.int32)
+    acc = np.empty(lanes, dtype=out.dtype)
+    recip = np.empty(lanes, dtype=out.dtype)
+    dot = np.empty(lanes, dtype=np.float64)
+    for chunk in range(start, stop):
+        first = chunk * lanes
+        count = gather_checked(a, first, buf, acc, nonfinite, thread, m, n, lanes)
+        _replay_chunk(buf, chunk_piv, chunk_info, acc, dot, recip, m, n, lanes, kernels)
+        scatter_factored(buf, chunk_piv, chunk_info, acc, count, out, piv, info, first, m, n, lanes)
+
+
+@numba.njit(parallel=True, **REPLAY_JIT_OPTIONS)
+def getrf_replay_stack(a, out, piv, info, kernels, nonfinite, lanes, threads):
+    """:func:`~._lu.getrf_stack`'s contract with OpenBLAS's roundings (:func:`_replay_chunk`), for matrices with
+    ``min(m, n) <= REPLAY_MAX_ORDER``."""
+    batch, m, n = a.shape
+    chunks = (batch + lanes - 1) // lanes
+    small = lanes == SMALL_ORDER_LANES and m == n
+    for thread in numba.prange(threads):
+        start, stop = chunk_range(thread, threads, chunks)
+        if small and m == 2:
+            _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, 2, 2, SMALL_ORDER_LANES)
+        elif small and m == 3:
+            _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, 3, 3, SMALL_ORDER_LANES)
+        elif small and m == 4:
+            _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, 4, 4, SMALL_ORDER_LANES)
+        else:
+            _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, m, n, lanes)
