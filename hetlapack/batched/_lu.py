@@ -41,19 +41,51 @@ def divides_by_pivot(pivot, tiny) -> bool:
 
 
 @numba.njit(**JIT_OPTIONS)
-def _swap_rows(buf, k, piv, info, recip, n, first, stop):
-    """For lanes ``first:stop``: swap row ``k`` with the pivot row ``piv[k, lane]`` (a different row in each lane,
-    element by element), record a zero pivot in ``info``, and set ``recip[lane]`` to what column ``k`` is to be
-    multiplied by: the pivot's reciprocal, or 1 where the pivot is zero or divided by instead. Returns whether any
-    lane divides."""
-    tiny = np.finfo(recip.real.dtype).tiny
-    subnormal = False
-    for lane in range(first, stop):
+def _swap_each_lane(buf, k, piv, n, lanes):
+    """Swap row ``k`` with the pivot row ``piv[k, lane]`` lane by lane, element by element."""
+    for lane in range(lanes):
         row = piv[k, lane]
         for j in range(n):
             held = buf[row, j, lane]
             buf[row, j, lane] = buf[k, j, lane]
             buf[k, j, lane] = held
+
+
+#: Bytes of lanes per row below the pivot up to which a row swap is done by selects: a select costs about seven
+#: vector operations (compare, two loads, two blends, two stores) a row below and column per 64 bytes of lanes, a
+#: swap element by element four memory operations a lane and column, so selects are cheaper while the rows below
+#: hold fewer than 4 / 7 of a 64-byte vector's elements: 4 rows for float64, 9 for float32. Measured
+#: (``kernels.getrf``, float64, B = 10^4, 2 threads, ns per matrix, 32 / 64 lanes, before / after): n = 2 12 / 13 ->
+#: 9-10 / 10-11, n = 4 23 / 24 -> 18-19 / 18-19, n = 8 70-73 / 54-62 -> 56-69 / 42-51, n = 12-24 within the spread;
+#: selects at every step took n = 16 from 290-323 to 307-394 and n = 32 from 1,944-2,261 to 2,690-2,768 (64 lanes).
+SELECT_BYTES = 36
+
+
+@numba.njit(**JIT_OPTIONS)
+def swap_pivot_rows(buf, k, piv, m, n, lanes):
+    """Swap row ``k`` with the pivot row ``piv[k, lane]`` in every lane (a different row in each): by a select per
+    row below ``k`` and column, one vector operation across the lanes, where few rows are left below (up to
+    ``SELECT_BYTES`` of lanes), element by element in each lane otherwise."""
+    if (m - k - 1) * buf.itemsize > SELECT_BYTES:
+        _swap_each_lane(buf, k, piv, n, lanes)
+        return
+    for row in range(k + 1, m):
+        for j in range(n):
+            for lane in range(lanes):
+                take = piv[k, lane] == row
+                below, top = buf[row, j, lane], buf[k, j, lane]
+                buf[row, j, lane] = top if take else below
+                buf[k, j, lane] = below if take else top
+
+
+@numba.njit(**JIT_OPTIONS)
+def _take_pivots(buf, k, info, recip, lanes):
+    """With the pivots swapped in: record a zero pivot in ``info`` and set ``recip[lane]``
+    to what column ``k`` is to be multiplied by: the pivot's reciprocal, or 1 where the pivot is zero or divided by
+    instead. Returns whether any lane divides."""
+    tiny = np.finfo(recip.real.dtype).tiny
+    subnormal = False
+    for lane in range(lanes):
         pivot = buf[k, k, lane]
         if pivot == 0 and info[lane] == 0:
             info[lane] = k + 1
@@ -64,11 +96,11 @@ def _swap_rows(buf, k, piv, info, recip, n, first, stop):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _divide_by_subnormal_pivots(buf, k, m, first, stop):
-    """Divide column ``k`` below the diagonal by its pivot in the lanes ``first:stop`` whose pivot is too small for
+def _divide_by_subnormal_pivots(buf, k, m, lanes):
+    """Divide column ``k`` below the diagonal by its pivot in the lanes whose pivot is too small for
     its reciprocal (multiplied by 1 so far)."""
     tiny = np.finfo(buf.real.dtype).tiny
-    for lane in range(first, stop):
+    for lane in range(lanes):
         if divides_by_pivot(buf[k, k, lane], tiny):
             for i in range(k + 1, m):
                 buf[i, k, lane] = divide(buf[i, k, lane], buf[k, k, lane])
@@ -94,12 +126,13 @@ def _pivot_column(buf, k, piv, info, best, recip, m, n, lanes):
     """Pivot search, row swap and scaling of column ``k`` (already updated by every earlier column) in the
     ``m x n x lanes`` buffer."""
     search_pivot(buf, k, piv, best, m, lanes)
-    subnormal = _swap_rows(buf, k, piv, info, recip, n, 0, lanes)
+    swap_pivot_rows(buf, k, piv, m, n, lanes)
+    subnormal = _take_pivots(buf, k, info, recip, lanes)
     for i in range(k + 1, m):
         for lane in range(lanes):
             buf[i, k, lane] *= recip[lane]
     if subnormal:
-        _divide_by_subnormal_pivots(buf, k, m, 0, lanes)
+        _divide_by_subnormal_pivots(buf, k, m, lanes)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -148,12 +181,13 @@ def _pivot_vector_column(buf, k, piv, info, recip, m, n):
         rows = where_greater(size, best, splat(i), rows)
         best = where_greater(size, best, size, best)
     store(piv, k * WIDTH, rows)
-    subnormal = _swap_rows(buf, k, piv, info, recip, n, 0, WIDTH)
+    _swap_each_lane(buf, k, piv, n, WIDTH)  # selects across its one vector ran slower (n = 24: 769 -> 843 ns)
+    subnormal = _take_pivots(buf, k, info, recip, WIDTH)
     scale = load(recip, 0)
     for i in range(k + 1, m):
         store(buf, at + (i - k) * n * WIDTH, multiply(load(buf, at + (i - k) * n * WIDTH), scale))
     if subnormal:
-        _divide_by_subnormal_pivots(buf, k, m, 0, WIDTH)
+        _divide_by_subnormal_pivots(buf, k, m, WIDTH)
 
 
 @numba.njit(**JIT_OPTIONS)

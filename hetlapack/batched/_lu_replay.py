@@ -26,7 +26,7 @@ import numba
 import numpy as np
 
 from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range
-from ._lu import REDO_INFO, gather_checked, scatter_factored, search_pivot
+from ._lu import REDO_INFO, gather_checked, scatter_factored, search_pivot, swap_pivot_rows
 from ._simd import fused_multiply_add
 
 #: No contraction: each fused multiply-add is written as one (``fused_multiply_add``), each other product rounded.
@@ -131,20 +131,6 @@ def _update(buf, j, acc, m, lanes, kernels):
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
-def _swap_pivot_rows(buf, j, piv, m, n, lanes):
-    """Swap row ``j`` with the pivot row ``piv[j, lane]`` in every lane, whole rows at once (OpenBLAS swaps the
-    columns to the right as it reaches them: the same values). Written as a select per row below and column, one
-    vector operation across the lanes, not a swap per matrix: 1.3-2.2x faster at orders 2-16."""
-    for r in range(j + 1, m):
-        for c in range(n):
-            for lane in range(lanes):
-                take = piv[j, lane] == r
-                below, top = buf[r, c, lane], buf[j, c, lane]
-                buf[r, c, lane] = top if take else below
-                buf[j, c, lane] = below if take else top
-
-
-@numba.njit(**REPLAY_JIT_OPTIONS)
 def _scale_below_pivot(buf, j, info, recip, m, lanes):
     """Multiply column ``j`` below the diagonal by the pivot's reciprocal; an exactly zero pivot sets ``info`` and
     leaves the column, a subnormal one (which OpenBLAS neither swaps in nor divides by) ``REDO_INFO``."""
@@ -177,7 +163,7 @@ def _replay_chunk(buf, piv, info, acc, dot, recip, m, n, lanes, kernels):
         if j:
             _update(buf, j, acc, m, lanes, kernels)
         search_pivot(buf, j, piv, acc, m, lanes)
-        _swap_pivot_rows(buf, j, piv, m, n, lanes)
+        swap_pivot_rows(buf, j, piv, m, n, lanes)
         _scale_below_pivot(buf, j, info, recip, m, lanes)
 
 
