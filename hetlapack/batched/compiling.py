@@ -19,7 +19,7 @@ from numba import types
 
 from ..devices import lapack_pointers
 from ..imports import importing
-from . import _cholesky, _lapack_each, _lu, _lu_replay, _qr, _solve
+from . import _cholesky, _cholesky_replay, _lapack_each, _lu, _lu_replay, _qr, _solve
 from ._boundary import check_arguments
 
 #: The dtypes the kernels compute in (LAPACK's s, d, c, z).
@@ -36,6 +36,8 @@ _COUNT = types.intp
 #: routine NAME in the kernel's precision (:func:`lapack_routines`).
 KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "flags", "count", "count")),
+    "potrf_replay": (_cholesky_replay.potrf_replay_stack,
+                     ("in3", "bool", "out3", "info", "count", "flags", "count", "count")),
     "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
     "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "flags", "count", "count")),
     "getrf_replay": (_lu_replay.getrf_replay_stack,
@@ -58,7 +60,7 @@ KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
 
 
 #: Kernels written for some of ``LAPACK_DTYPES`` only (replays of one precision's LAPACK), and those dtypes.
-_ONLY_DTYPES = {"getrf_replay": (np.dtype(np.float32),)}
+_ONLY_DTYPES = {"getrf_replay": (np.dtype(np.float32),), "potrf_replay": (np.dtype(np.float32),)}
 
 
 def kernel_dtypes(op: str) -> tuple[np.dtype, ...]:

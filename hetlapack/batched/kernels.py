@@ -5,9 +5,10 @@ inputs, and returns C-ordered outputs, or Fortran-ordered matrices where asked (
 SciPy's batch loop gives, written directly instead of copied afterwards). This module shapes the stacks, allocates
 the outputs and picks the kernel for the operation, dtype and order; the kernels are compiled in :mod:`.compiling`
 (our own interleaved arithmetic, or SciPy's LAPACK on each matrix) and run on numba's threads by :mod:`.threads`.
-Each entry point runs the LAPACK loop where asked (``lapack=True``): SciPy's results to the bit; ``getrf`` runs the
-replay of LAPACK's own roundings instead where :mod:`.replay` found it gives them in this process. Beside them,
-dispatch asks :func:`~.threads.unusable_after_fork` here whether this process can run the kernels at all.
+Each entry point runs the LAPACK loop where asked (``lapack=True``): SciPy's results to the bit; ``getrf`` and
+``potrf`` (upper factors) run a replay of LAPACK's own roundings instead where :mod:`.replay` found it gives them in
+this process. Beside them, dispatch asks :func:`~.threads.unusable_after_fork` here whether this process can run the
+kernels at all.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..pivots import check_pivots
 from . import _lu, _solve
 from ._interleave import as_stack
 from .compiling import INDEX_DTYPE, LAPACK_DTYPES, run
-from .replay import getrf_kernels
+from .replay import getrf_kernels, potrf_kernels
 from .threads import (MIN_BATCH_PER_THREAD, call_checked, lapack_loop, launch, launch_checked, threads_for,
                       unusable_after_fork)
 
@@ -47,7 +48,9 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
 
     The factor is in the ``lower`` (else upper) triangle; the other triangle is zero if ``clean``, else the input's.
     ``info[i] = k > 0`` means the k-th leading minor of matrix ``i`` is not positive definite; the rest of that
-    matrix's result is then unspecified. ``lapack`` runs SciPy's LAPACK on each matrix (its results to the bit).
+    matrix's result is then unspecified. ``lapack`` runs SciPy's LAPACK on each matrix (its results to the bit), or
+    for an upper factor the replay of its roundings (:mod:`._cholesky_replay`) where this process's LAPACK is one it
+    replays.
     ``check_finite`` raises SciPy's ValueError for infinities or NaNs anywhere in ``a`` (both triangles, as SciPy
     checks), read as each kernel reads its input: no pass of its own over memory. ``lanes`` sets the interleaved
     kernel's matrices per buffer (default: the buffer-size rule; dispatch passes the one calibration timed fastest),
@@ -59,7 +62,17 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
     stack = as_stack(a)
     out = _output(*stack.shape, a.dtype, fortran)
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
-    if out.size and lapack:
+    replayed = potrf_kernels(a.dtype, n, lower) if lapack else None
+    if out.size and replayed is not None:
+        launch_checked("potrf_replay", check_finite, a.dtype, stack.shape[0], n, n, stack, bool(clean), out, info,
+                       replayed)
+        marked = np.flatnonzero(info == _lu.REDO_INFO)
+        if marked.size:
+            again, again_info = _output(marked.size, n, n, a.dtype, fortran), np.zeros(marked.size, INDEX_DTYPE)
+            lapack_loop("potrf_each", a.dtype, marked.size, n, False, (stack[marked], False, bool(clean), again,
+                                                                        again_info))
+            out[marked], info[marked] = again, again_info
+    elif out.size and lapack:
         lapack_loop("potrf_each", a.dtype, stack.shape[0], n, check_finite,
                     (stack, bool(lower), bool(clean), out, info), loop_threads)
     elif out.size:

@@ -1,14 +1,16 @@
 """Whether the replay kernels give this process's LAPACK results, bit for bit.
 
-:mod:`._lu_replay` replays the roundings of OpenBLAS's own kernels on some CPUs (which kernels OpenBLAS picks depends
-on the CPU, on ``OPENBLAS_CORETYPE``, on its version and build). Rather than guess from those, the first call that
-could use it factors the same matrices both ways, every shape class the replay distinguishes, and uses it only if
-every bit and pivot agrees; otherwise the LAPACK loop runs as before. The answer is kept for the process.
+:mod:`._lu_replay` and :mod:`._cholesky_replay` replay the roundings of OpenBLAS's own kernels on some CPUs (which
+kernels OpenBLAS picks depends on the CPU, on ``OPENBLAS_CORETYPE``, on its version and build). Rather than guess from
+those, the first call that could use a replay factors the same matrices both ways, every shape class the replay
+distinguishes, and uses it only if every bit, pivot and ``info`` agrees; otherwise the LAPACK loop runs as before.
+The answer is kept for the process.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -16,12 +18,13 @@ from ._lu_replay import KERNEL_NAMES, REPLAY_MAX_ORDER
 from .compiling import INDEX_DTYPE, kernel_dtypes
 from .threads import launch_checked, lapack_loop
 
-#: Shapes factored both ways: every square order the replay takes, and tall and wide ones whose matrix-vector
+#: Shapes LU factors both ways: every square order the replay takes, and tall and wide ones whose matrix-vector
 #: products run OpenBLAS's blocks of 4, 8 and 16 rows and its odd rows.
 CHECKED_SHAPES = (tuple((n, n) for n in range(1, REPLAY_MAX_ORDER + 1))
                   + ((17, 16), (16, 17), (24, 5), (40, 4), (37, 16), (5, 24), (3, 1), (1, 3)))
 
-#: Matrices of each shape and kind (normally distributed; entries in {-1, 0, 1}, with ties and zero pivots).
+#: Matrices of each shape and kind (LU: normally distributed, and entries in {-1, 0, 1} with ties and zero pivots;
+#: Cholesky: Gram matrices, and diagonally dominant ones of small integers).
 CHECKED_MATRICES = 32
 
 #: Elements below which OpenBLAS's ``getrf`` factors on one thread (``interface/lapack/getrf.c``); above, its
@@ -38,6 +41,14 @@ def getrf_kernels(dtype: np.dtype, m: int, n: int) -> int | None:
     return None
 
 
+def potrf_kernels(dtype: np.dtype, n: int, lower: bool) -> int | None:
+    """As :func:`getrf_kernels`, for the Cholesky factor of order-``n`` matrices: the upper one only (SciPy's
+    default), whose replay :func:`replayed_potrf_kernels` checked."""
+    if np.dtype(dtype) in kernel_dtypes("potrf_replay") and not lower and 0 < n <= REPLAY_MAX_ORDER:
+        return replayed_potrf_kernels()
+    return None
+
+
 @functools.cache
 def replayed_getrf_kernels() -> int | None:
     """The kernels whose replay gave LAPACK's LU, bit for bit, on every :data:`CHECKED_SHAPES` in this process, or
@@ -47,9 +58,29 @@ def replayed_getrf_kernels() -> int | None:
     for m, n in CHECKED_SHAPES:
         size = (CHECKED_MATRICES, m, n)
         stacks.append(np.concatenate([rng.standard_normal(size), rng.integers(-1, 2, size)]).astype(np.float32))
-    expected = [_factored(a, None) for a in stacks]
+    return _replaying_kernels(stacks, _factored_lu)
+
+
+@functools.cache
+def replayed_potrf_kernels() -> int | None:
+    """The kernels whose replay gave LAPACK's upper Cholesky factor, bit for bit, at every order it takes in this
+    process, or ``None``."""
+    rng = np.random.default_rng(2026)
+    stacks = []
+    for n in range(1, REPLAY_MAX_ORDER + 1):
+        g = rng.standard_normal((CHECKED_MATRICES, n, n))
+        dominant = rng.integers(-2, 3, (CHECKED_MATRICES, n, n))
+        dominant = dominant + dominant.transpose(0, 2, 1) + 5 * n * np.eye(n)
+        stacks.append(np.concatenate([g @ g.transpose(0, 2, 1) + n * np.eye(n), dominant]).astype(np.float32))
+    return _replaying_kernels(stacks, _factored_cholesky)
+
+
+def _replaying_kernels(stacks: list[np.ndarray], factored: Callable) -> int | None:
+    """The first kernels whose replay (``factored(a, kernels)``) gives what LAPACK does (``factored(a, None)``) on
+    every stack, or ``None``."""
+    expected = [factored(a, None) for a in stacks]
     for kernels in KERNEL_NAMES:
-        if all(_same(_factored(a, kernels), lapack) for a, lapack in zip(stacks, expected)):
+        if all(_same(factored(a, kernels), lapack) for a, lapack in zip(stacks, expected)):
             return kernels
     return None
 
@@ -58,7 +89,7 @@ def _same(ours: tuple[np.ndarray, ...], theirs: tuple[np.ndarray, ...]) -> bool:
     return all(np.array_equal(mine, other) for mine, other in zip(ours, theirs))
 
 
-def _factored(a: np.ndarray, kernels: int | None) -> tuple[np.ndarray, ...]:
+def _factored_lu(a: np.ndarray, kernels: int | None) -> tuple[np.ndarray, ...]:
     """The packed LU's bits, the pivots and ``info`` of each matrix of ``a``: by the replay of ``kernels``, or by
     the LAPACK loop where ``None``."""
     out = np.empty_like(a)
@@ -69,3 +100,15 @@ def _factored(a: np.ndarray, kernels: int | None) -> tuple[np.ndarray, ...]:
     else:
         launch_checked("getrf_replay", False, a.dtype, *a.shape, a, out, piv, info, kernels)
     return out.view(np.uint32), piv, info
+
+
+def _factored_cholesky(a: np.ndarray, kernels: int | None) -> tuple[np.ndarray, ...]:
+    """The upper Cholesky factor's bits (the lower triangle zero) and ``info`` of each matrix of ``a``, as
+    :func:`_factored_lu` computes the LU."""
+    out = np.empty_like(a)
+    info = np.zeros(a.shape[0], dtype=INDEX_DTYPE)
+    if kernels is None:
+        lapack_loop("potrf_each", a.dtype, a.shape[0], a.shape[1], False, (a, False, True, out, info), 1)
+    else:
+        launch_checked("potrf_replay", False, a.dtype, *a.shape, a, True, out, info, kernels)
+    return out.view(np.uint32), info

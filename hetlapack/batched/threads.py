@@ -78,7 +78,7 @@ def _lapack_threads(batch: int, order: int) -> int:
 _WIDE = frozenset({"geqrf", "orgqr", "qr"})
 
 #: Kernels with versions compiled for each square order up to ``SMALL_ORDER`` (in buffers of that many lanes).
-_SMALL_ORDER = frozenset({"getrf", "getrf_replay", "potrf"})
+_SMALL_ORDER = frozenset({"getrf", "getrf_replay", "potrf", "potrf_replay"})
 
 #: Kernels with a version on SIMD vectors (``_simd``) for a buffer of one vector of real matrices, whose elements
 #: then lie next to one another, a cache line each (wider buffers run the loops over lanes): such buffers are their

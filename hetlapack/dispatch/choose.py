@@ -286,10 +286,11 @@ def _loop_threads_reason(req: Request) -> str:
 
 def _replay_reason(req: Request) -> str:
     """Where the batched kernels may run a replay of the LAPACK loop's roundings instead of the loop."""
-    if req.op != "getrf" or req.dtype != np.float32:
+    if req.op not in ("getrf", "potrf") or req.dtype != np.float32:
         return ""
-    return ("; for min(m, n) <= 16, a replay of OpenBLAS's own roundings over interleaved matrices runs instead, "
-            "where this process found on first use that it gives the loop's results bit for bit")
+    which = "min(m, n) <= 16" if req.op == "getrf" else "upper factors of order <= 16"
+    return (f"; for {which}, a replay of OpenBLAS's own roundings over interleaved matrices runs instead, where "
+            "this process found on first use that it gives the loop's results bit for bit")
 
 
 def _ratio(path: str, predicted: dict[str, float]) -> str:

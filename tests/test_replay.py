@@ -1,0 +1,166 @@
+"""The replays of OpenBLAS's single-precision LU and Cholesky over interleaved matrices: LAPACK's results to the bit,
+or not used."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+import threadpoolctl
+
+from hetlapack.batched import kernels, replay
+from hetlapack.batched._lu_replay import HASWELL, KERNEL_NAMES, REPLAY_MAX_ORDER, SKYLAKEX
+from hetlapack.blas_threads import one_thread_per_call
+
+#: Shapes on either side of every block boundary of OpenBLAS's kernels: orders 1-16 (and past them, where the loop
+#: runs), four-column products, tall matrices with blocks of 16 rows and odd rows, wide ones.
+SHAPES = [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (8, 8), (9, 9), (13, 13), (16, 16), (17, 17), (17, 16), (16, 17),
+          (40, 4), (37, 16), (24, 5), (3, 1), (1, 3), (6, 9)]
+
+#: OpenBLAS's kernel families (threadpoolctl's ``architecture``) and the kernels whose roundings they share.
+REPLAYED_ARCHITECTURES = {"SkylakeX": SKYLAKEX, "Cooperlake": SKYLAKEX, "SapphireRapids": SKYLAKEX,
+                          "Haswell": HASWELL, "Zen": HASWELL}
+
+
+def _hard_stacks(m: int, n: int, seed: int) -> dict[str, np.ndarray]:
+    """float32 stacks of ``m x n`` matrices that test every rule the replay follows: ties and exact zeros, graded
+    columns, a zero column, subnormal and negative zero entries, infinities and NaNs, huge entries."""
+    rng = np.random.default_rng(seed)
+    normal = rng.standard_normal((24, m, n))
+    stacks = {"normal": normal, "ties": rng.integers(-1, 2, (24, m, n)),
+              "graded": normal * np.logspace(-30, 30, n), "huge": normal * 1e37}
+    zero_column = normal.copy()
+    zero_column[:, :, n // 2] = 0
+    zero_column[::2, :, n // 2] = -0.0
+    stacks["zero column"] = zero_column
+    subnormal = normal.copy()
+    subnormal[::3] *= 1e-40
+    subnormal[1::3, :, 0] = 1e-42
+    stacks["subnormal"] = subnormal
+    nonfinite = normal.copy()
+    nonfinite[3, m // 2, n // 2] = np.nan
+    nonfinite[5, m - 1, 0] = np.inf
+    nonfinite[7, 0, n - 1] = -np.inf
+    stacks["nonfinite"] = nonfinite
+    return {name: stack.astype(np.float32) for name, stack in stacks.items()}
+
+
+def _lapack(a: np.ndarray) -> tuple[np.ndarray, ...]:
+    """SciPy's ``sgetrf`` on each matrix, one BLAS thread a call."""
+    getrf = sla.lapack.get_lapack_funcs("getrf", dtype=np.float32)
+    with one_thread_per_call(), np.errstate(all="ignore"):
+        results = [getrf(matrix) for matrix in a]
+    return tuple(np.stack(part) for part in zip(*results))
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_single_precision_lu_is_lapacks_bit_for_bit(shape):
+    """Where the replay runs (this process's LAPACK is one it replays) and where the loop does, ``getrf``'s
+    factors, pivots and ``info`` are SciPy's ``sgetrf``'s bit for bit: matrices the replay leaves to LAPACK (a NaN,
+    an infinity, a subnormal pivot) included, and the input untouched."""
+    for name, a in _hard_stacks(*shape, seed=sum(shape)).items():
+        before = a.copy()
+        lu, piv, info = kernels.getrf(a, fortran=True, lapack=True)
+        want_lu, want_piv, want_info = _lapack(a)
+        np.testing.assert_array_equal(lu.view(np.uint32), want_lu.view(np.uint32), err_msg=name)
+        np.testing.assert_array_equal(piv, want_piv, err_msg=name)
+        np.testing.assert_array_equal(info, want_info, err_msg=name)
+        np.testing.assert_array_equal(a.view(np.uint32), before.view(np.uint32), err_msg=name)
+
+
+def _spd_stacks(n: int, seed: int) -> dict[str, np.ndarray]:
+    """float32 stacks of order-``n`` symmetric matrices: positive definite, badly scaled, not positive definite, with
+    a NaN or an infinity."""
+    rng = np.random.default_rng(seed)
+    g = rng.standard_normal((24, n, n))
+    spd = g @ g.transpose(0, 2, 1) + n * np.eye(n)
+    scale = np.logspace(-15, 15, n)
+    stacks = {"spd": spd, "graded": spd * scale[:, None] * scale, "integers": rng.integers(-3, 4, (24, n, n)) + 0.0}
+    stacks["integers"] = stacks["integers"] + stacks["integers"].transpose(0, 2, 1) + 6 * n * np.eye(n)
+    indefinite = spd.copy()
+    indefinite[::3, n - 1, n - 1] = -1.0
+    indefinite[1::3, n // 2, n // 2] = 0.0
+    stacks["indefinite"] = indefinite
+    nonfinite = spd.copy()
+    nonfinite[2, 0, n - 1] = nonfinite[2, n - 1, 0] = np.nan
+    nonfinite[4, n - 1, n - 1] = np.inf
+    stacks["nonfinite"] = nonfinite
+    return {name: stack.astype(np.float32) for name, stack in stacks.items()}
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17])
+def test_single_precision_upper_cholesky_is_lapacks_bit_for_bit(n):
+    """``potrf`` of upper factors (SciPy's ``cholesky`` and ``cho_factor`` default), where the replay runs and where
+    the loop does: every bit and ``info`` SciPy's ``spotrf`` gives, with the lower triangle zero or kept, in C and
+    Fortran order, failing matrices and NaNs included, the input untouched; lower factors run the loop."""
+    potrf = sla.lapack.get_lapack_funcs("potrf", dtype=np.float32)
+    for name, a in _spd_stacks(n, seed=n).items():
+        before = a.copy()
+        for clean in (True, False):
+            with one_thread_per_call(), np.errstate(all="ignore"):
+                want = [potrf(matrix, lower=False, clean=clean) for matrix in a]
+            for stack in (a, np.asfortranarray(a.transpose(1, 2, 0)).transpose(2, 0, 1)):
+                c, info = kernels.potrf(stack, lower=False, clean=clean, lapack=True)
+                np.testing.assert_array_equal(c.view(np.uint32), np.stack([w[0] for w in want]).view(np.uint32),
+                                              err_msg=f"{name} clean={clean}")
+                np.testing.assert_array_equal(info, [w[1] for w in want], err_msg=name)
+        np.testing.assert_array_equal(a.view(np.uint32), before.view(np.uint32), err_msg=name)
+
+
+def test_the_openblas_kernels_of_avx2_and_avx512_machines_are_replayed():
+    """On OpenBLAS's SkylakeX kernels (AVX-512) and its Haswell and Zen ones (AVX2), the checks find the replays of
+    those kernels, and ``getrf`` and upper ``potrf`` on single precision run them."""
+    scipy_openblas = [pool for pool in threadpoolctl.threadpool_info()
+                      if pool["internal_api"] == "openblas" and "scipy" in pool["filepath"].split("site-packages")[-1]
+                      and "numpy" not in pool["filepath"].split("site-packages")[-1]]
+    if not scipy_openblas or scipy_openblas[0]["architecture"] not in REPLAYED_ARCHITECTURES:
+        pytest.skip("SciPy's LAPACK is not OpenBLAS on kernels the replay follows")
+    expected = REPLAYED_ARCHITECTURES[scipy_openblas[0]["architecture"]]
+    assert replay.replayed_getrf_kernels() == expected, KERNEL_NAMES.get(replay.replayed_getrf_kernels())
+    assert replay.replayed_potrf_kernels() == expected, KERNEL_NAMES.get(replay.replayed_potrf_kernels())
+    f32 = np.dtype(np.float32)
+    assert replay.getrf_kernels(f32, REPLAY_MAX_ORDER, 3) == replay.potrf_kernels(f32, REPLAY_MAX_ORDER, False)
+    assert replay.getrf_kernels(f32, REPLAY_MAX_ORDER + 1, REPLAY_MAX_ORDER + 1) is None
+    assert replay.potrf_kernels(f32, REPLAY_MAX_ORDER + 1, False) is replay.potrf_kernels(f32, 4, True) is None
+    assert replay.getrf_kernels(np.dtype(np.float64), 8, 8) is replay.potrf_kernels(np.float64, 8, False) is None
+
+
+@pytest.mark.parametrize("op", ["lu", "cholesky"])
+def test_a_replay_that_differs_from_lapack_in_one_bit_is_not_used(monkeypatch, op):
+    """The two kernel families' replays differ (the check tells them apart), and where neither gives LAPACK's bits
+    the check finds none and the LAPACK loop runs."""
+    g = np.random.default_rng(1).standard_normal((64, 9, 9))
+    a = (g @ g.transpose(0, 2, 1) + 9 * np.eye(9)).astype(np.float32)
+    name = "_factored_lu" if op == "lu" else "_factored_cholesky"
+    factored = getattr(replay, name)
+    assert not np.array_equal(factored(a, SKYLAKEX)[0], factored(a, HASWELL)[0])
+
+    def off_by_one_bit(stack, kernels_):
+        bits, *rest = factored(stack, kernels_)
+        return (bits ^ np.uint32(1) if kernels_ is None else bits, *rest)
+
+    monkeypatch.setattr(replay, name, off_by_one_bit)
+    check = replay.replayed_getrf_kernels if op == "lu" else replay.replayed_potrf_kernels
+    assert check.__wrapped__() is None
+    monkeypatch.setattr(replay, check.__name__, lambda: None)
+    ran = []
+    lapack_loop = kernels.lapack_loop
+    monkeypatch.setattr(kernels, "lapack_loop", lambda loop, *rest: ran.append(loop) or lapack_loop(loop, *rest))
+    if op == "lu":
+        kernels.getrf(a, lapack=True)
+    else:
+        kernels.potrf(a, lower=False, clean=True, lapack=True)
+    assert ran == ["getrf_each" if op == "lu" else "potrf_each"]
+
+
+def test_the_replays_check_their_input_as_they_read_it():
+    """``check_finite`` raises SciPy's ValueError for an infinity or NaN in any matrix a replay reads (for the
+    Cholesky, in either triangle)."""
+    a = np.random.default_rng(2).standard_normal((100, 6, 6)).astype(np.float32)
+    a[99, 5, 0] = np.inf
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        kernels.getrf(a, check_finite=True, lapack=True)
+    spd = np.repeat(np.eye(6, dtype=np.float32)[None] * 2, 100, axis=0)
+    spd[99, 5, 0] = np.nan  # below the diagonal: the upper factor does not read it
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        kernels.potrf(spd, lower=False, clean=True, check_finite=True, lapack=True)
