@@ -89,18 +89,19 @@ def _spd_stacks(n: int, seed: int) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17])
-def test_single_precision_upper_cholesky_is_lapacks_bit_for_bit(n):
-    """``potrf`` of upper factors (SciPy's ``cholesky`` and ``cho_factor`` default), where the replay runs and where
-    the loop does: every bit and ``info`` SciPy's ``spotrf`` gives, with the lower triangle zero or kept, in C and
-    Fortran order, failing matrices and NaNs included, the input untouched; lower factors run the loop."""
+@pytest.mark.parametrize("lower", [False, True], ids=["upper", "lower"])
+def test_single_precision_cholesky_is_lapacks_bit_for_bit(n, lower):
+    """``potrf``, where the replay runs and where the loop does: every bit and ``info`` SciPy's ``spotrf`` gives, with
+    the other triangle zero or kept, in C and Fortran order, failing matrices and NaNs included, the input
+    untouched."""
     potrf = sla.lapack.get_lapack_funcs("potrf", dtype=np.float32)
     for name, a in _spd_stacks(n, seed=n).items():
         before = a.copy()
         for clean in (True, False):
             with one_thread_per_call(), np.errstate(all="ignore"):
-                want = [potrf(matrix, lower=False, clean=clean) for matrix in a]
+                want = [potrf(matrix, lower=lower, clean=clean) for matrix in a]
             for stack in (a, np.asfortranarray(a.transpose(1, 2, 0)).transpose(2, 0, 1)):
-                c, info = kernels.potrf(stack, lower=False, clean=clean, lapack=True)
+                c, info = kernels.potrf(stack, lower=lower, clean=clean, lapack=True)
                 np.testing.assert_array_equal(c.view(np.uint32), np.stack([w[0] for w in want]).view(np.uint32),
                                               err_msg=f"{name} clean={clean}")
                 np.testing.assert_array_equal(info, [w[1] for w in want], err_msg=name)
@@ -109,7 +110,7 @@ def test_single_precision_upper_cholesky_is_lapacks_bit_for_bit(n):
 
 def test_the_openblas_kernels_of_avx2_and_avx512_machines_are_replayed():
     """On OpenBLAS's SkylakeX kernels (AVX-512) and its Haswell and Zen ones (AVX2), the checks find the replays of
-    those kernels, and ``getrf`` and upper ``potrf`` on single precision run them."""
+    those kernels, and ``getrf`` and ``potrf`` on single precision run them."""
     scipy_openblas = [pool for pool in threadpoolctl.threadpool_info()
                       if pool["internal_api"] == "openblas" and "scipy" in pool["filepath"].split("site-packages")[-1]
                       and "numpy" not in pool["filepath"].split("site-packages")[-1]]
@@ -119,10 +120,10 @@ def test_the_openblas_kernels_of_avx2_and_avx512_machines_are_replayed():
     assert replay.replayed_getrf_kernels() == expected, KERNEL_NAMES.get(replay.replayed_getrf_kernels())
     assert replay.replayed_potrf_kernels() == expected, KERNEL_NAMES.get(replay.replayed_potrf_kernels())
     f32 = np.dtype(np.float32)
-    assert replay.getrf_kernels(f32, REPLAY_MAX_ORDER, 3) == replay.potrf_kernels(f32, REPLAY_MAX_ORDER, False)
+    assert replay.getrf_kernels(f32, REPLAY_MAX_ORDER, 3) == replay.potrf_kernels(f32, REPLAY_MAX_ORDER) == expected
     assert replay.getrf_kernels(f32, REPLAY_MAX_ORDER + 1, REPLAY_MAX_ORDER + 1) is None
-    assert replay.potrf_kernels(f32, REPLAY_MAX_ORDER + 1, False) is replay.potrf_kernels(f32, 4, True) is None
-    assert replay.getrf_kernels(np.dtype(np.float64), 8, 8) is replay.potrf_kernels(np.float64, 8, False) is None
+    assert replay.potrf_kernels(f32, REPLAY_MAX_ORDER + 1) is None
+    assert replay.getrf_kernels(np.dtype(np.float64), 8, 8) is replay.potrf_kernels(np.float64, 8) is None
 
 
 @pytest.mark.parametrize("op", ["lu", "cholesky"])
@@ -155,7 +156,7 @@ def test_a_replay_that_differs_from_lapack_in_one_bit_is_not_used(monkeypatch, o
 
 def test_the_replays_check_their_input_as_they_read_it():
     """``check_finite`` raises SciPy's ValueError for an infinity or NaN in any matrix a replay reads (for the
-    Cholesky, in either triangle)."""
+    Cholesky, in the triangle it does not read too)."""
     a = np.random.default_rng(2).standard_normal((100, 6, 6)).astype(np.float32)
     a[99, 5, 0] = np.inf
     with pytest.raises(ValueError, match="infs or NaNs"):

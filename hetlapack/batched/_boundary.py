@@ -17,7 +17,7 @@ import numpy as np
 #: an empty array (a Cholesky solve's pivots), and ``t`` is a flag per thread (any length).
 SHAPES: dict[str, tuple[str | None, ...]] = {
     "potrf": ("bnn", None, None, "bnn", "b", "t", None, None),
-    "potrf_replay": ("bnn", None, "bnn", "b", None, "t", None, None),
+    "potrf_replay": ("bnn", None, None, "bnn", "b", None, "t", None, None),
     "potrs": ("bnn", None, "bnr", "bnr", None, None),
     "getrf": ("bmn", "bmn", "bk", "b", "t", None, None),
     "getrf_replay": ("bmn", "bmn", "bk", "b", None, "t", None, None),

@@ -1,5 +1,5 @@
-"""OpenBLAS's upper Cholesky of a small single-precision matrix, replayed over the interleaved lanes: its results to
-the bit, many at a time.
+"""OpenBLAS's Cholesky of a small single-precision matrix, replayed over the interleaved lanes: its results to the
+bit, many at a time.
 
 SciPy's ``cholesky`` and ``cho_factor`` of one single-precision matrix (upper, their default) are OpenBLAS's
 ``spotrf``, which for orders up to 16 runs its unblocked ``potf2_U`` (``lapack/potf2/potf2_U.c``): for each column
@@ -9,6 +9,9 @@ right against that column, times the root's reciprocal. ``sgemv_t`` (``sgemv_t_4
 four, the columns four at a time (the Haswell kernel, in both builds: eight partial sums per column in the order the
 rows come, added pairwise), then two (four partial sums, nothing fused) and one (two sets of four), and adds the last
 ``j % 4`` rows after every column's blocks, in C whose products the SkylakeX build fuses and the Haswell one does not.
+
+A lower factor is ``potf2_L``: row by row, the strided ``sdot`` and the ``sgemv_n`` of :mod:`._lu_replay` (its ``x``
+strided, so the Haswell kernels take the columns four at a time rather than eight).
 
 The buffer holds each matrix's upper triangle transposed (lower form, as :mod:`._cholesky` keeps it): ``U[r, c]`` is
 ``buf[c, r]``. A matrix whose factorization fails (a diagonal not above zero, or NaN) is left to LAPACK
@@ -23,19 +26,14 @@ import numpy as np
 from ._cholesky import _gather_hermitian, _scatter_triangle
 from ._interleave import SMALL_ORDER_LANES, chunk_range
 from ._lu import REDO_INFO
-from ._lu_replay import REPLAY_JIT_OPTIONS, SKYLAKEX
+from ._lu_replay import REPLAY_JIT_OPTIONS, SKYLAKEX, matrix_vector_update, strided_dot
 from ._simd import fused_multiply_add
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
-def _diagonal(buf, j, info, dot, lanes):
-    """``U[j, j] = sqrt(A[j, j] - U[:j, j] . U[:j, j])`` (unit-stride ``sdot``: products rounded, summed in double);
-    ``REDO_INFO`` where the difference is not above zero. Returns the reciprocals of the roots in ``dot``'s lanes."""
-    for lane in range(lanes):
-        dot[lane] = 0.0
-    for r in range(j):
-        for lane in range(lanes):
-            dot[lane] += np.float64(buf[j, r, lane] * buf[j, r, lane])
+def _take_root(buf, j, info, dot, lanes):
+    """``A[j, j] = sqrt(A[j, j] - dot)`` (``dot`` rounded to single precision first), ``REDO_INFO`` where the
+    difference is not above zero; leaves the roots' reciprocals in ``dot``."""
     for lane in range(lanes):
         diagonal = buf[j, j, lane] - np.float32(dot[lane])
         if not diagonal > 0:
@@ -44,6 +42,17 @@ def _diagonal(buf, j, info, dot, lanes):
         root = np.sqrt(diagonal)
         buf[j, j, lane] = root
         dot[lane] = np.float32(1) / root
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def _unit_stride_dot(buf, j, dot, lanes):
+    """``dot = U[:j, j] . U[:j, j]`` as ``sdot`` sums two contiguous vectors shorter than 32: each product rounded
+    to single precision, summed in double."""
+    for lane in range(lanes):
+        dot[lane] = 0.0
+    for r in range(j):
+        for lane in range(lanes):
+            dot[lane] += np.float64(buf[j, r, lane] * buf[j, r, lane])
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
@@ -110,7 +119,8 @@ def _replay_chunk(buf, info, dot, sums, n, lanes, kernels):
     for lane in range(lanes):
         info[lane] = 0
     for j in range(n):
-        _diagonal(buf, j, info, dot, lanes)
+        _unit_stride_dot(buf, j, dot, lanes)
+        _take_root(buf, j, info, dot, lanes)
         blocked = j - j % 4
         columns = n - j - 1
         if blocked:
@@ -127,7 +137,24 @@ def _replay_chunk(buf, info, dot, sums, n, lanes, kernels):
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
-def _replay_chunks(a, clean, out, info, kernels, nonfinite, thread, start, stop, n, lanes):
+def _replay_lower_chunk(buf, info, dot, acc, n, lanes, kernels):
+    """OpenBLAS's ``potf2_L`` on the interleaved matrices of ``buf``: for each row ``j``, the diagonal less the
+    strided ``sdot`` of the row to its left with itself, its root, the column below less ``sgemv_n`` of the rows below
+    against that row (a strided ``x``: the Haswell kernels take its columns four at a time), times the reciprocal."""
+    for lane in range(lanes):
+        info[lane] = 0
+    for j in range(n):
+        strided_dot(buf[j], buf[j], j, dot, lanes, kernels)
+        _take_root(buf, j, info, dot, lanes)
+        if j:
+            matrix_vector_update(buf, buf[j], j, j + 1, acc, n, lanes, kernels, 4)
+        for r in range(j + 1, n):
+            for lane in range(lanes):
+                buf[r, j, lane] = np.float32(dot[lane]) * buf[r, j, lane]
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, n, lanes):
     """Replay chunks ``start:stop`` of the stack in ``n x n x lanes`` buffers (one thread's share; the order as an
     argument, so that the small orders get versions compiled for them)."""
     buf = np.empty((n, n, lanes), dtype=out.dtype)
@@ -136,29 +163,32 @@ def _replay_chunks(a, clean, out, info, kernels, nonfinite, thread, start, stop,
     sums = np.empty((8, lanes), dtype=out.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
-        count, finite = _gather_hermitian(a, first, False, buf, n, lanes, nonfinite.size > 0)
+        count, finite = _gather_hermitian(a, first, lower, buf, n, lanes, nonfinite.size > 0)
         if not finite:
             nonfinite[thread] = 1
-        _replay_chunk(buf, chunk_info, dot, sums, n, lanes, kernels)
+        if lower:
+            _replay_lower_chunk(buf, chunk_info, dot, sums[0], n, lanes, kernels)
+        else:
+            _replay_chunk(buf, chunk_info, dot, sums, n, lanes, kernels)
         for lane in range(count):
             info[first + lane] = chunk_info[lane]
-        _scatter_triangle(buf, count, a, False, clean, out, first, n)
+        _scatter_triangle(buf, count, a, lower, clean, out, first, n)
 
 
 @numba.njit(parallel=True, **REPLAY_JIT_OPTIONS)
-def potrf_replay_stack(a, clean, out, info, kernels, nonfinite, lanes, threads):
-    """The upper Cholesky factor of every matrix of the 3-D stack ``a`` with OpenBLAS's roundings, in the contract of
-    :func:`~._cholesky.potrf_stack` (``lower`` False), ``REDO_INFO`` where it fails."""
+def potrf_replay_stack(a, lower, clean, out, info, kernels, nonfinite, lanes, threads):
+    """The Cholesky factor of every matrix of the 3-D stack ``a`` with OpenBLAS's roundings, in the contract of
+    :func:`~._cholesky.potrf_stack`, ``REDO_INFO`` where it fails."""
     batch, n = a.shape[0], a.shape[1]
     chunks = (batch + lanes - 1) // lanes
     small = lanes == SMALL_ORDER_LANES
     for thread in numba.prange(threads):
         start, stop = chunk_range(thread, threads, chunks)
         if small and n == 2:
-            _replay_chunks(a, clean, out, info, kernels, nonfinite, thread, start, stop, 2, SMALL_ORDER_LANES)
+            _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, 2, SMALL_ORDER_LANES)
         elif small and n == 3:
-            _replay_chunks(a, clean, out, info, kernels, nonfinite, thread, start, stop, 3, SMALL_ORDER_LANES)
+            _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, 3, SMALL_ORDER_LANES)
         elif small and n == 4:
-            _replay_chunks(a, clean, out, info, kernels, nonfinite, thread, start, stop, 4, SMALL_ORDER_LANES)
+            _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, 4, SMALL_ORDER_LANES)
         else:
-            _replay_chunks(a, clean, out, info, kernels, nonfinite, thread, start, stop, n, lanes)
+            _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, n, lanes)

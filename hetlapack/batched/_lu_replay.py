@@ -43,32 +43,30 @@ REPLAY_MAX_ORDER = 16
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
-def _substitute(buf, i, j, dot, lanes, kernels):
-    """``A[i, j] -= A[i, :i] . A[:i, j]``, as ``sdot`` on a strided row sums it: the products in pairs (SkylaKeX's
-    build fuses the first onto the second, Haswell's rounds both and adds), each pair added in double precision, a
-    last odd product alone, the sum rounded to single precision once."""
+def strided_dot(x, y, count, dot, lanes, kernels):
+    """``dot[lane] = x[:count, lane] . y[:count, lane]`` as ``sdot`` sums vectors of which one is strided: the
+    products in pairs (the SkylakeX build fuses the first onto the second, the Haswell one rounds both and adds),
+    each pair added in double precision, a last odd product alone; the caller rounds the sum to single precision."""
     for lane in range(lanes):
         dot[lane] = 0.0
     k = 0
-    while k + 1 < i:
+    while k + 1 < count:
         for lane in range(lanes):
-            second = buf[i, k + 1, lane] * buf[k + 1, j, lane]
+            second = x[k + 1, lane] * y[k + 1, lane]
             if kernels == SKYLAKEX:
-                pair = fused_multiply_add(buf[i, k, lane], buf[k, j, lane], second)
+                pair = fused_multiply_add(x[k, lane], y[k, lane], second)
             else:
-                pair = buf[i, k, lane] * buf[k, j, lane] + second
+                pair = x[k, lane] * y[k, lane] + second
             dot[lane] += np.float64(pair)
         k += 2
-    if k < i:
+    if k < count:
         for lane in range(lanes):
-            dot[lane] += np.float64(buf[i, k, lane] * buf[k, j, lane])
-    for lane in range(lanes):
-        buf[i, j, lane] -= np.float32(dot[lane])
+            dot[lane] += np.float64(x[k, lane] * y[k, lane])
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
-def _columns_in_two_chains(buf, j, first, stop, rows, lanes):
-    """Rows ``rows`` of ``A[:, j] -= A[:, first:stop] @ A[first:stop, j]`` as OpenBLAS's Haswell kernels take a group
+def _columns_in_two_chains(buf, x, j, first, stop, rows, lanes):
+    """Rows ``rows`` of ``A[:, j] -= A[:, first:stop] @ x[first:stop]`` as OpenBLAS's Haswell kernels take a group
     of four or eight columns in their blocks of four and eight rows: the even and the odd columns in a chain of fused
     multiply-adds each, their sum negated and added."""
     zero, minus_one = np.float32(0), np.float32(-1)
@@ -76,56 +74,57 @@ def _columns_in_two_chains(buf, j, first, stop, rows, lanes):
         for lane in range(lanes):
             even = odd = zero
             for k in range(first, stop, 2):
-                even = fused_multiply_add(buf[r, k, lane], buf[k, j, lane], even)
-                odd = fused_multiply_add(buf[r, k + 1, lane], buf[k + 1, j, lane], odd)
+                even = fused_multiply_add(buf[r, k, lane], x[k, lane], even)
+                odd = fused_multiply_add(buf[r, k + 1, lane], x[k + 1, lane], odd)
             buf[r, j, lane] = (even + odd) * minus_one + buf[r, j, lane]
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
-def _columns_in_one_chain(buf, j, first, stop, rows, acc, lanes):
-    """Rows ``rows`` of ``A[:, j] -= A[:, first:stop] @ A[first:stop, j]`` as one chain of fused multiply-adds per
-    row from zero, subtracted at the end (OpenBLAS's SkylakeX kernel, and its Haswell ones in blocks of 16 rows)."""
+def _columns_in_one_chain(buf, x, j, first, stop, rows, acc, lanes):
+    """Rows ``rows`` of ``A[:, j] -= A[:, first:stop] @ x[first:stop]`` as one chain of fused multiply-adds per row
+    from zero, subtracted at the end (OpenBLAS's SkylakeX kernel, and its Haswell ones in blocks of 16 rows)."""
     for r in rows:
         for lane in range(lanes):
             acc[lane] = 0
         for k in range(first, stop):
             for lane in range(lanes):
-                acc[lane] = fused_multiply_add(buf[r, k, lane], buf[k, j, lane], acc[lane])
+                acc[lane] = fused_multiply_add(buf[r, k, lane], x[k, lane], acc[lane])
         for lane in range(lanes):
             buf[r, j, lane] = fused_multiply_add(acc[lane], np.float32(-1), buf[r, j, lane])
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
-def _update(buf, j, acc, m, lanes, kernels):
-    """``A[j:, j] -= A[j:, :j] @ A[:j, j]``, as ``sgemv_n`` rounds it on OpenBLAS's ``kernels``. Its rows in blocks
+def matrix_vector_update(buf, x, j, top, acc, m, lanes, kernels, widest):
+    """``A[top:, j] -= A[top:, :j] @ x[:j]``, as ``sgemv_n`` rounds it on OpenBLAS's ``kernels``: its rows in blocks
     of four (``blocked``), the first ``blocked & 12`` of them in the Haswell kernels' blocks of four and eight rows,
-    the others in blocks of 16, the last ``(m - j) % 4`` one by one."""
-    rows = m - j
+    the others in blocks of 16, the last ``(m - top) % 4`` one by one; its columns in groups of ``widest`` (8 for a
+    contiguous ``x``, 4 for a strided one), then four, then one by one."""
+    rows = m - top
     blocked = rows - rows % 4
     split = blocked & 12
     if kernels == SKYLAKEX and j != 4:
-        _columns_in_one_chain(buf, j, 0, j, range(j, m), acc, lanes)
+        _columns_in_one_chain(buf, x, j, 0, j, range(top, m), acc, lanes)
         return
     first = 0
-    while j - first >= 4:  # groups of eight columns, then one of four
-        stop = first + (8 if j - first >= 8 else 4)
-        _columns_in_two_chains(buf, j, first, stop, range(j, j + split), lanes)
-        _columns_in_one_chain(buf, j, first, stop, range(j + split, j + blocked), acc, lanes)
+    while j - first >= 4:
+        stop = first + (8 if widest == 8 and j - first >= 8 else 4)
+        _columns_in_two_chains(buf, x, j, first, stop, range(top, top + split), lanes)
+        _columns_in_one_chain(buf, x, j, first, stop, range(top + split, top + blocked), acc, lanes)
         first = stop
     minus_one = np.float32(-1)
-    for r in range(j, j + blocked):  # the SSE kernels of the last two columns and the last one: nothing fused
+    for r in range(top, top + blocked):  # the SSE kernels of the last columns: nothing fused
         for k in range(first, j):
             for lane in range(lanes):
-                buf[r, j, lane] = buf[r, j, lane] + buf[r, k, lane] * (buf[k, j, lane] * minus_one)
-    for r in range(j + blocked, m):
+                buf[r, j, lane] = buf[r, j, lane] + buf[r, k, lane] * (x[k, lane] * minus_one)
+    for r in range(top + blocked, m):
         for lane in range(lanes):
             acc[lane] = 0
         for k in range(j):
             for lane in range(lanes):
                 if kernels == SKYLAKEX:
-                    acc[lane] = fused_multiply_add(buf[r, k, lane], buf[k, j, lane], acc[lane])
+                    acc[lane] = fused_multiply_add(buf[r, k, lane], x[k, lane], acc[lane])
                 else:
-                    acc[lane] = acc[lane] + buf[r, k, lane] * buf[k, j, lane]
+                    acc[lane] = acc[lane] + buf[r, k, lane] * x[k, lane]
         for lane in range(lanes):
             buf[r, j, lane] = buf[r, j, lane] + minus_one * acc[lane]
 
@@ -150,18 +149,24 @@ def _scale_below_pivot(buf, j, info, recip, m, lanes):
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
-def _replay_chunk(buf, piv, info, acc, dot, recip, m, n, lanes, kernels):
+def _replay_chunk(buf, piv, info, acc, dot, recip, column, m, n, lanes, kernels):
     """OpenBLAS's ``getf2`` on the interleaved ``m x n`` matrices of ``buf``: ``piv[k, lane]`` 0-based, ``info[lane]``
-    as LAPACK, ``REDO_INFO`` where a pivot is subnormal."""
+    as LAPACK, ``REDO_INFO`` where a pivot is subnormal; ``column`` is scratch of ``m x lanes``."""
     for lane in range(lanes):
         info[lane] = 0
     for j in range(n):
-        for i in range(1, min(j, m)):
-            _substitute(buf, i, j, dot, lanes, kernels)
+        for k in range(min(j, m)):  # column j above the diagonal, contiguous for the products below
+            for lane in range(lanes):
+                column[k, lane] = buf[k, j, lane]
+        for i in range(1, min(j, m)):  # U[i, j] -= L[i, :i] . U[:i, j]
+            strided_dot(buf[i], column, i, dot, lanes, kernels)
+            for lane in range(lanes):
+                column[i, lane] -= np.float32(dot[lane])
+                buf[i, j, lane] = column[i, lane]
         if j >= m:
             continue
         if j:
-            _update(buf, j, acc, m, lanes, kernels)
+            matrix_vector_update(buf, column, j, j, acc, m, lanes, kernels, 8)
         search_pivot(buf, j, piv, acc, m, lanes)
         swap_pivot_rows(buf, j, piv, m, n, lanes)
         _scale_below_pivot(buf, j, info, recip, m, lanes)
@@ -177,10 +182,11 @@ def _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, m
     acc = np.empty(lanes, dtype=out.dtype)
     recip = np.empty(lanes, dtype=out.dtype)
     dot = np.empty(lanes, dtype=np.float64)
+    column = np.empty((m, lanes), dtype=out.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
         count = gather_checked(a, first, buf, acc, nonfinite, thread, m, n, lanes)
-        _replay_chunk(buf, chunk_piv, chunk_info, acc, dot, recip, m, n, lanes, kernels)
+        _replay_chunk(buf, chunk_piv, chunk_info, acc, dot, recip, column, m, n, lanes, kernels)
         scatter_factored(buf, chunk_piv, chunk_info, acc, count, out, piv, info, first, m, n, lanes)
 
 

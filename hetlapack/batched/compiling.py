@@ -37,7 +37,7 @@ _COUNT = types.intp
 KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "flags", "count", "count")),
     "potrf_replay": (_cholesky_replay.potrf_replay_stack,
-                     ("in3", "bool", "out3", "info", "count", "flags", "count", "count")),
+                     ("in3", "bool", "bool", "out3", "info", "count", "flags", "count", "count")),
     "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
     "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "flags", "count", "count")),
     "getrf_replay": (_lu_replay.getrf_replay_stack,

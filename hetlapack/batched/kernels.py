@@ -6,7 +6,7 @@ SciPy's batch loop gives, written directly instead of copied afterwards). This m
 the outputs and picks the kernel for the operation, dtype and order; the kernels are compiled in :mod:`.compiling`
 (our own interleaved arithmetic, or SciPy's LAPACK on each matrix) and run on numba's threads by :mod:`.threads`.
 Each entry point runs the LAPACK loop where asked (``lapack=True``): SciPy's results to the bit; ``getrf`` and
-``potrf`` (upper factors) run a replay of LAPACK's own roundings instead where :mod:`.replay` found it gives them in
+``potrf`` run a replay of LAPACK's own roundings instead where :mod:`.replay` found it gives them in
 this process. Beside them, dispatch asks :func:`~.threads.unusable_after_fork` here whether this process can run the
 kernels at all.
 """
@@ -49,8 +49,7 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
     The factor is in the ``lower`` (else upper) triangle; the other triangle is zero if ``clean``, else the input's.
     ``info[i] = k > 0`` means the k-th leading minor of matrix ``i`` is not positive definite; the rest of that
     matrix's result is then unspecified. ``lapack`` runs SciPy's LAPACK on each matrix (its results to the bit), or
-    for an upper factor the replay of its roundings (:mod:`._cholesky_replay`) where this process's LAPACK is one it
-    replays.
+    the replay of its roundings (:mod:`._cholesky_replay`) where this process's LAPACK is one it replays.
     ``check_finite`` raises SciPy's ValueError for infinities or NaNs anywhere in ``a`` (both triangles, as SciPy
     checks), read as each kernel reads its input: no pass of its own over memory. ``lanes`` sets the interleaved
     kernel's matrices per buffer (default: the buffer-size rule; dispatch passes the one calibration timed fastest),
@@ -62,14 +61,14 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
     stack = as_stack(a)
     out = _output(*stack.shape, a.dtype, fortran)
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
-    replayed = potrf_kernels(a.dtype, n, lower) if lapack else None
+    replayed = potrf_kernels(a.dtype, n) if lapack else None
     if out.size and replayed is not None:
-        launch_checked("potrf_replay", check_finite, a.dtype, stack.shape[0], n, n, stack, bool(clean), out, info,
-                       replayed)
+        launch_checked("potrf_replay", check_finite, a.dtype, stack.shape[0], n, n, stack, bool(lower), bool(clean),
+                       out, info, replayed)
         marked = np.flatnonzero(info == _lu.REDO_INFO)
         if marked.size:
             again, again_info = _output(marked.size, n, n, a.dtype, fortran), np.zeros(marked.size, INDEX_DTYPE)
-            lapack_loop("potrf_each", a.dtype, marked.size, n, False, (stack[marked], False, bool(clean), again,
+            lapack_loop("potrf_each", a.dtype, marked.size, n, False, (stack[marked], bool(lower), bool(clean), again,
                                                                         again_info))
             out[marked], info[marked] = again, again_info
     elif out.size and lapack:

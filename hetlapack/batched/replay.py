@@ -41,10 +41,9 @@ def getrf_kernels(dtype: np.dtype, m: int, n: int) -> int | None:
     return None
 
 
-def potrf_kernels(dtype: np.dtype, n: int, lower: bool) -> int | None:
-    """As :func:`getrf_kernels`, for the Cholesky factor of order-``n`` matrices: the upper one only (SciPy's
-    default), whose replay :func:`replayed_potrf_kernels` checked."""
-    if np.dtype(dtype) in kernel_dtypes("potrf_replay") and not lower and 0 < n <= REPLAY_MAX_ORDER:
+def potrf_kernels(dtype: np.dtype, n: int) -> int | None:
+    """As :func:`getrf_kernels`, for the Cholesky factors of order-``n`` matrices (:func:`replayed_potrf_kernels`)."""
+    if np.dtype(dtype) in kernel_dtypes("potrf_replay") and 0 < n <= REPLAY_MAX_ORDER:
         return replayed_potrf_kernels()
     return None
 
@@ -63,8 +62,8 @@ def replayed_getrf_kernels() -> int | None:
 
 @functools.cache
 def replayed_potrf_kernels() -> int | None:
-    """The kernels whose replay gave LAPACK's upper Cholesky factor, bit for bit, at every order it takes in this
-    process, or ``None``."""
+    """The kernels whose replay gave LAPACK's lower and upper Cholesky factors, bit for bit, at every order it takes
+    in this process, or ``None``."""
     rng = np.random.default_rng(2026)
     stacks = []
     for n in range(1, REPLAY_MAX_ORDER + 1):
@@ -103,12 +102,15 @@ def _factored_lu(a: np.ndarray, kernels: int | None) -> tuple[np.ndarray, ...]:
 
 
 def _factored_cholesky(a: np.ndarray, kernels: int | None) -> tuple[np.ndarray, ...]:
-    """The upper Cholesky factor's bits (the lower triangle zero) and ``info`` of each matrix of ``a``, as
-    :func:`_factored_lu` computes the LU."""
-    out = np.empty_like(a)
-    info = np.zeros(a.shape[0], dtype=INDEX_DTYPE)
-    if kernels is None:
-        lapack_loop("potrf_each", a.dtype, a.shape[0], a.shape[1], False, (a, False, True, out, info), 1)
-    else:
-        launch_checked("potrf_replay", False, a.dtype, *a.shape, a, True, out, info, kernels)
-    return out.view(np.uint32), info
+    """The lower and the upper Cholesky factors' bits (the other triangle zero) and ``info`` of each matrix of ``a``,
+    as :func:`_factored_lu` computes the LU."""
+    results = []
+    for lower in (True, False):
+        out = np.empty_like(a)
+        info = np.zeros(a.shape[0], dtype=INDEX_DTYPE)
+        if kernels is None:
+            lapack_loop("potrf_each", a.dtype, a.shape[0], a.shape[1], False, (a, lower, True, out, info), 1)
+        else:
+            launch_checked("potrf_replay", False, a.dtype, *a.shape, a, lower, True, out, info, kernels)
+        results += [out.view(np.uint32), info]
+    return tuple(results)

@@ -288,7 +288,7 @@ def _replay_reason(req: Request) -> str:
     """Where the batched kernels may run a replay of the LAPACK loop's roundings instead of the loop."""
     if req.op not in ("getrf", "potrf") or req.dtype != np.float32:
         return ""
-    which = "min(m, n) <= 16" if req.op == "getrf" else "upper factors of order <= 16"
+    which = "min(m, n) <= 16" if req.op == "getrf" else "orders <= 16"
     return (f"; for {which}, a replay of OpenBLAS's own roundings over interleaved matrices runs instead, where "
             "this process found on first use that it gives the loop's results bit for bit")
 
