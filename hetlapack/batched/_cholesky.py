@@ -20,7 +20,7 @@ from ._interleave import (JIT_OPTIONS, LOWER, SMALL_ORDER_LANES, all_finite, blo
 
 
 @numba.njit(**JIT_OPTIONS)
-def _gather_hermitian(a, first, lower, buf, n, lanes, check):
+def gather_hermitian(a, first, lower, buf, n, lanes, check):
     """Load the ``lower`` (else upper, conjugate-transposed) triangle of each matrix into lower form in the
     ``n x n x lanes`` buffer (sizes as arguments, as for :func:`~._interleave.gather`); return the number of real
     lanes and, if ``check``, whether the matrices hold only finite numbers in both triangles (SciPy checks both,
@@ -93,19 +93,19 @@ def _factor_chunk(buf, info, recip, n, lanes):
                 buf[i, j, lane] *= recip[lane]
 
 
-#: Largest order whose clean factors are scattered as whole rows (see :func:`_scatter_triangle`). Measured (1
+#: Largest order whose clean factors are scattered as whole rows (see :func:`scatter_triangle`). Measured (1
 #: thread, 32 lanes, in cache, ns per matrix, lower / upper factor): n = 8, Fortran-ordered output 95 -> 59 /
 #: 107 -> 43, C-ordered 87 -> 40 / 71 -> 66; at n = 16 and 32 whole rows were slower (up to 2.3x).
 FULL_ROW_SCATTER_N = 8
 
 
 @numba.njit(**JIT_OPTIONS)
-def _scatter_triangle(buf, count, a, lower, clean, out, first, n):
+def scatter_triangle(buf, count, a, lower, clean, out, first, n):
     """Write each lane's factor into ``out[first + lane]``: the ``lower`` (else upper, conjugate-transposed)
     triangle from ``buf``, the other triangle zero if ``clean`` else copied from ``a``.
 
     The triangles are separate loops, not one loop with a per-element branch, so each row is a plain copy; full
-    chunks of large matrices write the factor's in blocks, as :func:`_gather_hermitian` reads it. Up to
+    chunks of large matrices write the factor's in blocks, as :func:`gather_hermitian` reads it. Up to
     ``FULL_ROW_SCATTER_N``, a clean factor is written as whole rows instead, zero chosen over the buffer's upper
     triangle: rows of constant length beat two short loops per row there.
     """
@@ -146,13 +146,13 @@ def _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n,
     recip = np.empty(lanes, dtype=out.real.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
-        count, finite = _gather_hermitian(a, first, lower, buf, n, lanes, nonfinite.size > 0)
+        count, finite = gather_hermitian(a, first, lower, buf, n, lanes, nonfinite.size > 0)
         if not finite:
             nonfinite[thread] = 1
         _factor_chunk(buf, chunk_info, recip, n, lanes)
         for lane in range(count):
             info[first + lane] = chunk_info[lane]
-        _scatter_triangle(buf, count, a, lower, clean, out, first, n)
+        scatter_triangle(buf, count, a, lower, clean, out, first, n)
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
@@ -186,7 +186,7 @@ def potrs_stack(c, lower, b, out, lanes, threads):
         rhs = np.empty((n, nrhs, lanes), dtype=out.dtype)
         for chunk in range(start, stop):
             first = chunk * lanes
-            count, _ = _gather_hermitian(c, first, lower, factor, n, lanes, False)
+            count, _ = gather_hermitian(c, first, lower, factor, n, lanes, False)
             gather(b, first, rhs, n, nrhs, lanes)
             for r in range(nrhs):
                 for i in range(n):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._cholesky import _gather_hermitian, _scatter_triangle
+from ._cholesky import gather_hermitian, scatter_triangle
 from ._interleave import SMALL_ORDER_LANES, chunk_range
 from ._lu import REDO_INFO
 from ._lu_replay import REPLAY_JIT_OPTIONS, SKYLAKEX, matrix_vector_update, strided_dot
@@ -163,7 +163,7 @@ def _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start
     sums = np.empty((8, lanes), dtype=out.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
-        count, finite = _gather_hermitian(a, first, lower, buf, n, lanes, nonfinite.size > 0)
+        count, finite = gather_hermitian(a, first, lower, buf, n, lanes, nonfinite.size > 0)
         if not finite:
             nonfinite[thread] = 1
         if lower:
@@ -172,7 +172,7 @@ def _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start
             _replay_chunk(buf, chunk_info, dot, sums, n, lanes, kernels)
         for lane in range(count):
             info[first + lane] = chunk_info[lane]
-        _scatter_triangle(buf, count, a, lower, clean, out, first, n)
+        scatter_triangle(buf, count, a, lower, clean, out, first, n)
 
 
 @numba.njit(parallel=True, **REPLAY_JIT_OPTIONS)

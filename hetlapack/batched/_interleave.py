@@ -95,7 +95,7 @@ def blocked(stack, count: int, m: int, n: int, lanes: int, triangle: bool = Fals
     blocks are transposed in registers: :func:`copy_blocks`), or whose buffer exceeds the L1 cache. A ``triangle``
     (Cholesky's) goes by the cache alone: its rows reach a block's length only from its eighth, and at order 8 the
     blocked copy ran slower (float64, kernel alone, checked: 48-50 ns a matrix against 33-43, Cholesky's check then
-    reading ``a``'s rows: ``_cholesky._gather_hermitian``)."""
+    reading ``a``'s rows: ``_cholesky.gather_hermitian``)."""
     along_rows = rows_along_memory(stack)
     runs = stack.strides[2] if along_rows else stack.strides[1]
     in_registers = not triangle and runs == stack.itemsize and (n if along_rows else m) >= BLOCK

@@ -3,17 +3,16 @@ many at a time.
 
 SciPy's ``lu_factor`` of one single-precision matrix is OpenBLAS's ``sgetrf``, which for ``min(m, n) <= 16`` runs
 its unblocked ``getf2`` (``lapack/getf2/getf2_k.c``): column by column, left-looking. Column ``j`` takes the earlier
-row swaps, then each of its entries above the diagonal is reduced by a dot product with the row of ``L`` to its left
-(``sdot`` on a strided row: pairs of products, the first fused onto the second, summed in double precision), the
-entries from the diagonal down by a matrix-vector product with the columns to its left (``sgemv_n``), the first
-largest magnitude is the pivot, its row is swapped in and the column below it multiplied by its reciprocal.
+row swaps, then each of its entries above the diagonal is reduced by ``sdot`` with the row of ``L`` to its left, the
+entries from the diagonal down by ``sgemv_n`` of the columns to its left against the column above, the first largest
+magnitude is the pivot, its row is swapped in and the column below it multiplied by its reciprocal.
 
-The kernel here does the same operations in the same order, each rounding where OpenBLAS's kernel rounds (every
-fused multiply-add written as one, nothing else contracted): on the machines whose kernels it replays, its results
-are the LAPACK loop's bit for bit, at the interleaved kernels' speed. :mod:`.replay` checks that in each process
-before it is used. ``sgemv_n`` is OpenBLAS's SkylakeX kernel for every column count but four (one chain of fused
-multiply-adds per row, the sum subtracted at the end, ``sgemv_n_microk_skylakex-8.c``) and its Haswell one for four
-(two chains per row in blocks of four and eight rows, ``sgemv_n_microk_haswell-4.c``).
+The kernel here does the same operations in the same order, each rounding where OpenBLAS's kernels round (every
+fused multiply-add written as one, nothing else contracted), as its SkylakeX kernels (AVX-512) or its Haswell ones
+(AVX2, and Zen's, the same files) do: on machines running those, its results are the LAPACK loop's bit for bit, at
+the interleaved kernels' speed. :mod:`.replay` checks that in each process before it is used. How ``sdot`` and
+``sgemv_n`` round is in :func:`strided_dot` and :func:`matrix_vector_update` (docs/batched.md, "Single precision:
+replays of OpenBLAS's own roundings", has the whole account). :mod:`._cholesky_replay` uses both.
 
 What OpenBLAS does its own way is left to LAPACK (``REDO_INFO``): a matrix whose factors hold an infinity or NaN
 (``isamax``'s rule for a NaN), and one with a nonzero pivot below the smallest normal number, which OpenBLAS neither
@@ -37,8 +36,9 @@ REPLAY_JIT_OPTIONS = {**JIT_OPTIONS, "fastmath": False}
 SKYLAKEX, HASWELL = 0, 1
 KERNEL_NAMES = {SKYLAKEX: "SkylakeX", HASWELL: "Haswell"}
 
-#: Largest ``min(m, n)`` for which OpenBLAS's ``getrf`` runs ``getf2`` alone (its block size, half the order rounded
-#: up to the GEMM kernel's four columns, at most twice that).
+#: Largest ``min(m, n)`` the replays take: where OpenBLAS's ``getrf`` runs ``getf2`` alone (its block size, half the
+#: order rounded up to the GEMM kernel's four columns, is at most twice that), and ``potrf`` ``potf2`` (up to half its
+#: ``DTB_ENTRIES``, 32 on these kernels).
 REPLAY_MAX_ORDER = 16
 
 
