@@ -51,6 +51,16 @@ def l1_data_cache() -> tuple[int, int]:
 
 
 @functools.cache
+def vector_bytes() -> int:
+    """Bytes of this CPU's widest SIMD register the compiled kernels use: 64 with AVX-512, 32 with AVX, else 16
+    (LLVM's view of the host, the one numba compiles for)."""
+    from llvmlite import binding  # noqa: PLC0415 - numba's compiler, loaded only by the compiled kernels
+
+    features = binding.get_host_cpu_features()
+    return 64 if features.get("avx512f") else 32 if features.get("avx") else 16
+
+
+@functools.cache
 def last_level_cache() -> int:
     """Bytes of this machine's largest cache (the last level, shared by its cores)."""
     caches = _caches()

@@ -9,8 +9,9 @@ import scipy.linalg as sla
 import threadpoolctl
 
 from hetlapack.batched import kernels, replay
-from hetlapack.batched._lu_replay import HASWELL, KERNEL_NAMES, REPLAY_MAX_ORDER, SKYLAKEX
+from hetlapack.batched._lu_replay import HASWELL, KERNEL_NAMES, SKYLAKEX
 from hetlapack.blas_threads import one_thread_per_call
+from hetlapack.perf.model import REPLAY_MAX_N
 
 #: Shapes on either side of every block boundary of OpenBLAS's kernels: orders 1-16 (and past them, where the loop
 #: runs), four-column products, tall matrices with blocks of 16 rows and odd rows, wide ones.
@@ -120,9 +121,9 @@ def test_the_openblas_kernels_of_avx2_and_avx512_machines_are_replayed():
     assert replay.replayed_getrf_kernels() == expected, KERNEL_NAMES.get(replay.replayed_getrf_kernels())
     assert replay.replayed_potrf_kernels() == expected, KERNEL_NAMES.get(replay.replayed_potrf_kernels())
     f32 = np.dtype(np.float32)
-    assert replay.getrf_kernels(f32, REPLAY_MAX_ORDER, 3) == replay.potrf_kernels(f32, REPLAY_MAX_ORDER) == expected
-    assert replay.getrf_kernels(f32, REPLAY_MAX_ORDER + 1, REPLAY_MAX_ORDER + 1) is None
-    assert replay.potrf_kernels(f32, REPLAY_MAX_ORDER + 1) is None
+    lu_max, cholesky_max = REPLAY_MAX_N["getrf"], REPLAY_MAX_N["potrf"]
+    assert replay.getrf_kernels(f32, lu_max, 3) == replay.potrf_kernels(f32, cholesky_max) == expected
+    assert replay.getrf_kernels(f32, lu_max + 1, lu_max + 1) is replay.potrf_kernels(f32, cholesky_max + 1) is None
     assert replay.getrf_kernels(np.dtype(np.float64), 8, 8) is replay.potrf_kernels(np.float64, 8) is None
 
 

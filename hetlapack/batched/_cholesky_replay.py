@@ -31,9 +31,9 @@ from ._simd import fused_multiply_add
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
-def _take_root(buf, j, info, dot, lanes):
-    """``A[j, j] = sqrt(A[j, j] - dot)`` (``dot`` rounded to single precision first), ``REDO_INFO`` where the
-    difference is not above zero; leaves the roots' reciprocals in ``dot``."""
+def _take_root(buf, j, info, dot, recip, lanes):
+    """``A[j, j] = sqrt(A[j, j] - dot)`` (``dot`` rounded to single precision first) and ``recip`` its reciprocal,
+    ``REDO_INFO`` where the difference is not above zero."""
     for lane in range(lanes):
         diagonal = buf[j, j, lane] - np.float32(dot[lane])
         if not diagonal > 0:
@@ -41,7 +41,7 @@ def _take_root(buf, j, info, dot, lanes):
             diagonal = np.float32(1)
         root = np.sqrt(diagonal)
         buf[j, j, lane] = root
-        dot[lane] = np.float32(1) / root
+        recip[lane] = np.float32(1) / root
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
@@ -84,43 +84,37 @@ def _subtract_blocked_sum(buf, j, c, blocked, sums, lanes, fused, eight):
 @numba.njit(**REPLAY_JIT_OPTIONS)
 def _subtract_tail_rows(buf, j, c, blocked, lanes, kernels):
     """``U[j, c] -= U[blocked:j, c] . U[blocked:j, j]`` for the last ``j % 4`` rows, as ``sgemv_t_4.c``'s C adds
-    them: the column's entries times ``-x``, summed left to right, the SkylakeX build fusing each product but the
-    second into the sum (and a lone product into the update)."""
+    them: the column's entries times ``-x``, summed left to right and added. The SkylakeX build fuses each product
+    but the second into the sum, and a lone product into the update; the Haswell build rounds every product."""
     minus_one = np.float32(-1)
     tail = j - blocked
     for lane in range(lanes):
         y = buf[c, j, lane]
-        p0 = buf[c, blocked, lane] * (buf[j, blocked, lane] * minus_one) if kernels != SKYLAKEX else np.float32(0)
-        if tail == 1:
-            if kernels == SKYLAKEX:
-                y = fused_multiply_add(buf[c, blocked, lane], buf[j, blocked, lane] * minus_one, y)
-            else:
-                y = y + p0
-        else:
-            second = buf[c, blocked + 1, lane] * (buf[j, blocked + 1, lane] * minus_one)
-            if kernels == SKYLAKEX:
-                total = fused_multiply_add(buf[c, blocked, lane], buf[j, blocked, lane] * minus_one, second)
-            else:
-                total = p0 + second
+        a0, x0 = buf[c, blocked, lane], buf[j, blocked, lane] * minus_one
+        if kernels == SKYLAKEX and tail == 1:
+            y = fused_multiply_add(a0, x0, y)
+        elif kernels == SKYLAKEX:
+            total = fused_multiply_add(a0, x0, buf[c, blocked + 1, lane] * (buf[j, blocked + 1, lane] * minus_one))
             if tail == 3:
-                x2 = buf[j, blocked + 2, lane] * minus_one
-                if kernels == SKYLAKEX:
-                    total = fused_multiply_add(buf[c, blocked + 2, lane], x2, total)
-                else:
-                    total = total + buf[c, blocked + 2, lane] * x2
+                total = fused_multiply_add(buf[c, blocked + 2, lane], buf[j, blocked + 2, lane] * minus_one, total)
+            y = y + total
+        else:
+            total = a0 * x0
+            for r in range(blocked + 1, j):
+                total = total + buf[c, r, lane] * (buf[j, r, lane] * minus_one)
             y = y + total
         buf[c, j, lane] = y
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
-def _replay_chunk(buf, info, dot, sums, n, lanes, kernels):
+def _replay_chunk(buf, info, dot, recip, sums, n, lanes, kernels):
     """OpenBLAS's ``potf2_U`` on the interleaved matrices of ``buf`` (lower form); ``info[lane]`` 0, or
     ``REDO_INFO`` where the factorization fails."""
     for lane in range(lanes):
         info[lane] = 0
     for j in range(n):
         _unit_stride_dot(buf, j, dot, lanes)
-        _take_root(buf, j, info, dot, lanes)
+        _take_root(buf, j, info, dot, recip, lanes)
         blocked = j - j % 4
         columns = n - j - 1
         if blocked:
@@ -133,11 +127,11 @@ def _replay_chunk(buf, info, dot, sums, n, lanes, kernels):
                 _subtract_tail_rows(buf, j, c, blocked, lanes, kernels)
         for c in range(j + 1, n):
             for lane in range(lanes):
-                buf[c, j, lane] = np.float32(dot[lane]) * buf[c, j, lane]
+                buf[c, j, lane] = recip[lane] * buf[c, j, lane]
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
-def _replay_lower_chunk(buf, info, dot, acc, n, lanes, kernels):
+def _replay_lower_chunk(buf, info, dot, recip, acc, n, lanes, kernels):
     """OpenBLAS's ``potf2_L`` on the interleaved matrices of ``buf``: for each row ``j``, the diagonal less the
     strided ``sdot`` of the row to its left with itself, its root, the column below less ``sgemv_n`` of the rows below
     against that row (a strided ``x``: the Haswell kernels take its columns four at a time), times the reciprocal."""
@@ -145,12 +139,12 @@ def _replay_lower_chunk(buf, info, dot, acc, n, lanes, kernels):
         info[lane] = 0
     for j in range(n):
         strided_dot(buf[j], buf[j], j, dot, lanes, kernels)
-        _take_root(buf, j, info, dot, lanes)
+        _take_root(buf, j, info, dot, recip, lanes)
         if j:
             matrix_vector_update(buf, buf[j], j, j + 1, acc, n, lanes, kernels, 4)
         for r in range(j + 1, n):
             for lane in range(lanes):
-                buf[r, j, lane] = np.float32(dot[lane]) * buf[r, j, lane]
+                buf[r, j, lane] = recip[lane] * buf[r, j, lane]
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
@@ -160,6 +154,7 @@ def _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start
     buf = np.empty((n, n, lanes), dtype=out.dtype)
     chunk_info = np.empty(lanes, dtype=np.int32)
     dot = np.empty(lanes, dtype=np.float64)
+    recip = np.empty(lanes, dtype=out.dtype)
     sums = np.empty((8, lanes), dtype=out.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
@@ -167,9 +162,9 @@ def _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start
         if not finite:
             nonfinite[thread] = 1
         if lower:
-            _replay_lower_chunk(buf, chunk_info, dot, sums[0], n, lanes, kernels)
+            _replay_lower_chunk(buf, chunk_info, dot, recip, sums[0], n, lanes, kernels)  # a row of sums: scratch
         else:
-            _replay_chunk(buf, chunk_info, dot, sums, n, lanes, kernels)
+            _replay_chunk(buf, chunk_info, dot, recip, sums, n, lanes, kernels)
         for lane in range(count):
             info[first + lane] = chunk_info[lane]
         scatter_triangle(buf, count, a, lower, clean, out, first, n)

@@ -20,6 +20,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from ..machine import vector_bytes
 from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, all_finite, chunk_range, divide, gather, scatter
 from ._simd import WIDTH, load, magnitude, multiply, splat, store, subtract_product, where_greater
 
@@ -52,13 +53,13 @@ def _swap_each_lane(buf, k, piv, n, lanes):
 
 
 #: Bytes of lanes per row below the pivot up to which a row swap is done by selects: a select costs about seven
-#: vector operations (compare, two loads, two blends, two stores) a row below and column per 64 bytes of lanes, a
-#: swap element by element four memory operations a lane and column, so selects are cheaper while the rows below
-#: hold fewer than 4 / 7 of a 64-byte vector's elements: 4 rows for float64, 9 for float32. Measured
-#: (``kernels.getrf``, float64, B = 10^4, 2 threads, ns per matrix, 32 / 64 lanes, before / after): n = 2 12 / 13 ->
-#: 9-10 / 10-11, n = 4 23 / 24 -> 18-19 / 18-19, n = 8 70-73 / 54-62 -> 56-69 / 42-51, n = 12-24 within the spread;
-#: selects at every step took n = 16 from 290-323 to 307-394 and n = 32 from 1,944-2,261 to 2,690-2,768 (64 lanes).
-SELECT_BYTES = 36
+#: vector operations (compare, two loads, two blends, two stores) a row below and column per vector of lanes, a swap
+#: element by element four memory operations a lane and column, so selects are cheaper while the rows below hold
+#: fewer than 4 / 7 of a vector's elements: with AVX-512 (64-byte vectors) 4 rows of float64, 9 of float32. Measured
+#: there (``kernels.getrf``, float64, B = 10^4, 2 threads, ns per matrix, 32 / 64 lanes, before / after): n = 2 12 /
+#: 13 -> 9-10 / 10-11, n = 4 23 / 24 -> 18-19 / 18-19, n = 8 70-73 / 54-62 -> 56-69 / 42-51, n = 12-24 within the
+#: spread; selects at every step took n = 16 from 290-323 to 307-394 and n = 32 from 1,944-2,261 to 2,690-2,768.
+SELECT_BYTES = 4 * vector_bytes() // 7
 
 
 @numba.njit(**JIT_OPTIONS)

@@ -36,12 +36,6 @@ REPLAY_JIT_OPTIONS = {**JIT_OPTIONS, "fastmath": False}
 SKYLAKEX, HASWELL = 0, 1
 KERNEL_NAMES = {SKYLAKEX: "SkylakeX", HASWELL: "Haswell"}
 
-#: Largest ``min(m, n)`` the replays take: where OpenBLAS's ``getrf`` runs ``getf2`` alone (its block size, half the
-#: order rounded up to the GEMM kernel's four columns, is at most twice that), and ``potrf`` ``potf2`` (up to half its
-#: ``DTB_ENTRIES``, 32 on these kernels).
-REPLAY_MAX_ORDER = 16
-
-
 @numba.njit(**REPLAY_JIT_OPTIONS)
 def strided_dot(x, y, count, dot, lanes, kernels):
     """``dot[lane] = x[:count, lane] . y[:count, lane]`` as ``sdot`` sums vectors of which one is strided: the
@@ -193,7 +187,7 @@ def _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, m
 @numba.njit(parallel=True, **REPLAY_JIT_OPTIONS)
 def getrf_replay_stack(a, out, piv, info, kernels, nonfinite, lanes, threads):
     """:func:`~._lu.getrf_stack`'s contract with OpenBLAS's roundings (:func:`_replay_chunk`), for matrices with
-    ``min(m, n) <= REPLAY_MAX_ORDER``."""
+    ``min(m, n)`` up to ``model.REPLAY_MAX_N["getrf"]``."""
     batch, m, n = a.shape
     chunks = (batch + lanes - 1) // lanes
     small = lanes == SMALL_ORDER_LANES and m == n

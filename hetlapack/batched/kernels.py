@@ -65,12 +65,7 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
     if out.size and replayed is not None:
         launch_checked("potrf_replay", check_finite, a.dtype, stack.shape[0], n, n, stack, bool(lower), bool(clean),
                        out, info, replayed)
-        marked = np.flatnonzero(info == _lu.REDO_INFO)
-        if marked.size:
-            again, again_info = _output(marked.size, n, n, a.dtype, fortran), np.zeros(marked.size, INDEX_DTYPE)
-            lapack_loop("potrf_each", a.dtype, marked.size, n, False, (stack[marked], bool(lower), bool(clean), again,
-                                                                        again_info))
-            out[marked], info[marked] = again, again_info
+        _refactor_marked("potrf_each", stack, (bool(lower), bool(clean)), (out, info), fortran)
     elif out.size and lapack:
         lapack_loop("potrf_each", a.dtype, stack.shape[0], n, check_finite,
                     (stack, bool(lower), bool(clean), out, info), loop_threads)
@@ -98,28 +93,32 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, l
     replayed = getrf_kernels(a.dtype, m, n) if lapack else None
     if out.size and replayed is not None:
         launch_checked("getrf_replay", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info, replayed)
-        _refactor_marked(stack, out, piv, info, fortran)
+        _refactor_marked("getrf_each", stack, (), (out, piv, info), fortran)
     elif out.size and lapack:
         lapack_loop("getrf_each", a.dtype, stack.shape[0], max(m, n), check_finite, (stack, out, piv, info),
                     loop_threads)
     elif out.size:
         launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info, lanes=lanes)
-        _refactor_marked(stack, out, piv, info, fortran)
+        _refactor_marked("getrf_each", stack, (), (out, piv, info), fortran)
     return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
 
 
-def _refactor_marked(stack: np.ndarray, out: np.ndarray, piv: np.ndarray, info: np.ndarray, fortran: bool) -> None:
-    """Factor again with LAPACK the matrices the interleaved kernel marked (``_lu.REDO_INFO``: infinities or NaNs in
-    their factors, or pivots the replay leaves to LAPACK), so that their pivots and factors are SciPy's."""
+def _refactor_marked(loop: str, stack: np.ndarray, options: tuple, results: tuple[np.ndarray, ...],
+                     fortran: bool) -> None:
+    """Factor again by the LAPACK loop ``loop`` the matrices a kernel marked (``_lu.REDO_INFO`` in ``info``, the
+    last of ``results``: infinities or NaNs in their factors, or matrices a replay leaves to LAPACK), so that their
+    results are SciPy's. ``results`` are the stack's outputs, the factors first, in the loop's order after its
+    ``options``."""
+    info = results[-1]
     marked = np.flatnonzero(info == _lu.REDO_INFO)
     if not marked.size:
         return
     m, n = stack.shape[1:]
-    again = _output(marked.size, m, n, stack.dtype, fortran)
-    again_piv, again_info = np.empty((marked.size, min(m, n)), dtype=INDEX_DTYPE), np.zeros(marked.size, INDEX_DTYPE)
-    arrays = (stack[marked], again, again_piv, again_info)
-    lapack_loop("getrf_each", stack.dtype, marked.size, max(m, n), False, arrays)
-    out[marked], piv[marked], info[marked] = again, again_piv, again_info
+    again = (_output(marked.size, m, n, stack.dtype, fortran),
+             *(np.zeros((marked.size, *result.shape[1:]), result.dtype) for result in results[1:]))
+    lapack_loop(loop, stack.dtype, marked.size, max(m, n), False, (stack[marked], *options, *again))
+    for result, redone in zip(results, again, strict=True):
+        result[marked] = redone
 
 
 def plu(lu: np.ndarray, piv: np.ndarray, *, permute_l: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -14,13 +14,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._lu_replay import KERNEL_NAMES, REPLAY_MAX_ORDER
+from ..perf.model import REPLAY_MAX_N
+from ._lu_replay import KERNEL_NAMES
 from .compiling import INDEX_DTYPE, kernel_dtypes
 from .threads import launch_checked, lapack_loop
 
 #: Shapes LU factors both ways: every square order the replay takes, and tall and wide ones whose matrix-vector
 #: products run OpenBLAS's blocks of 4, 8 and 16 rows and its odd rows.
-CHECKED_SHAPES = (tuple((n, n) for n in range(1, REPLAY_MAX_ORDER + 1))
+CHECKED_SHAPES = (tuple((n, n) for n in range(1, REPLAY_MAX_N["getrf"] + 1))
                   + ((17, 16), (16, 17), (24, 5), (40, 4), (37, 16), (5, 24), (3, 1), (1, 3)))
 
 #: Matrices of each shape and kind (LU: normally distributed, and entries in {-1, 0, 1} with ties and zero pivots;
@@ -36,14 +37,14 @@ def getrf_kernels(dtype: np.dtype, m: int, n: int) -> int | None:
     """OpenBLAS's kernels (``_lu_replay.SKYLAKEX`` or ``HASWELL``) whose roundings ``getrf`` of ``m x n`` matrices in
     ``dtype`` replays, or ``None`` where it runs the LAPACK loop: a shape the replay takes, and a LAPACK whose
     results it gave in this process (:func:`replayed_getrf_kernels`)."""
-    if np.dtype(dtype) in kernel_dtypes("getrf_replay") and 0 < min(m, n) <= REPLAY_MAX_ORDER:
+    if np.dtype(dtype) in kernel_dtypes("getrf_replay") and 0 < min(m, n) <= REPLAY_MAX_N["getrf"]:
         return replayed_getrf_kernels() if m * n < ONE_THREAD_ELEMENTS else None
     return None
 
 
 def potrf_kernels(dtype: np.dtype, n: int) -> int | None:
     """As :func:`getrf_kernels`, for the Cholesky factors of order-``n`` matrices (:func:`replayed_potrf_kernels`)."""
-    if np.dtype(dtype) in kernel_dtypes("potrf_replay") and 0 < n <= REPLAY_MAX_ORDER:
+    if np.dtype(dtype) in kernel_dtypes("potrf_replay") and 0 < n <= REPLAY_MAX_N["potrf"]:
         return replayed_potrf_kernels()
     return None
 
@@ -66,7 +67,7 @@ def replayed_potrf_kernels() -> int | None:
     in this process, or ``None``."""
     rng = np.random.default_rng(2026)
     stacks = []
-    for n in range(1, REPLAY_MAX_ORDER + 1):
+    for n in range(1, REPLAY_MAX_N["potrf"] + 1):
         g = rng.standard_normal((CHECKED_MATRICES, n, n))
         dominant = rng.integers(-2, 3, (CHECKED_MATRICES, n, n))
         dominant = dominant + dominant.transpose(0, 2, 1) + 5 * n * np.eye(n)

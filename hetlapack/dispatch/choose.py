@@ -286,9 +286,9 @@ def _loop_threads_reason(req: Request) -> str:
 
 def _replay_reason(req: Request) -> str:
     """Where the batched kernels may run a replay of the LAPACK loop's roundings instead of the loop."""
-    if req.op not in ("getrf", "potrf") or req.dtype != np.float32:
+    if req.op not in model.REPLAY_MAX_N or req.dtype != np.float32:
         return ""
-    which = "min(m, n) <= 16" if req.op == "getrf" else "orders <= 16"
+    which = f"{'min(m, n)' if req.op == 'getrf' else 'orders'} <= {model.REPLAY_MAX_N[req.op]}"
     return (f"; for {which}, a replay of OpenBLAS's own roundings over interleaved matrices runs instead, where "
             "this process found on first use that it gives the loop's results bit for bit")
 

@@ -81,6 +81,13 @@ INTERLEAVED_MAX_N = {"potrf": (48, 24), "getrf": (40, 24), "geqrf": (40, 32), "p
 #: (0.5-0.9x).
 LAPACK_LOOP_MAX_N = {"potrf": 384, "getrf": 384, "geqrf": 384, "geqp3": 384, "potrs": 64, "getrs": 64}
 
+#: Largest order (``min(m, n)`` for LU) at which a single-precision LAPACK loop runs as a replay of OpenBLAS's own
+#: roundings (``batched/_lu_replay``, ``_cholesky_replay``) where the process found it gives the loop's bits:
+#: where OpenBLAS's ``getrf`` runs its unblocked ``getf2`` alone (its block size, half the order rounded up to the
+#: GEMM kernel's four columns, is at most twice that) and ``potrf`` its ``potf2`` (up to half its ``DTB_ENTRIES``,
+#: 32 on the kernels replayed).
+REPLAY_MAX_N = {"getrf": 16, "potrf": 16}
+
 #: Largest order at which a LAPACK loop runs on one thread where ``hetlapack calibrate`` has not timed it
 #: (:func:`lapack_loop_threads`; routines not named run on every core worth starting). OpenBLAS's ``potrf``,
 #: ``getrf`` and triangular solves (``potrs``, ``getrs``) take a buffer from a process-wide pool under a lock on every
