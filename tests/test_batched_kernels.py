@@ -626,6 +626,7 @@ def test_a_lapack_loop_capped_at_one_thread_runs_on_one_with_the_same_bits(monke
                                                                                                   count, *rest))
     monkeypatch.setattr(kernels, "getrf_kernels", lambda *shape: None)  # the LAPACK loops, not their replays
     monkeypatch.setattr(kernels, "potrf_kernels", lambda *shape: None)
+    monkeypatch.setattr(kernels, "qr_kernels", lambda *shape: None)
     for name, call in calls.items():
         every, one = call(numba.get_num_threads()), call(1)
         assert started[-2:] == [threads._lapack_threads(BATCH, 5), 1], name

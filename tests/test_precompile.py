@@ -31,4 +31,4 @@ def test_every_kernel_is_handed_out(monkeypatch):
     todo = precompile.missing()
     assert set(todo) == set(compiling.KERNELS) and list(todo)[:2] == ["getrf", "potrf"]
     assert all(chars == ["f", "d", "F", "D"] for op, chars in todo.items() if not op.endswith("_replay"))
-    assert todo["getrf_replay"] == todo["potrf_replay"] == ["f"]  # replays of single precision's LAPACK
+    assert todo["getrf_replay"] == todo["potrf_replay"] == todo["qr_replay"] == ["f"]  # replays of float32 LAPACK

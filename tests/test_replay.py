@@ -1,5 +1,4 @@
-"""The replays of OpenBLAS's single-precision LU and Cholesky over interleaved matrices: LAPACK's results to the bit,
-or not used."""
+"""The replays of OpenBLAS's single-precision LU, Cholesky and QR: LAPACK's results to the bit, or not used."""
 
 from __future__ import annotations
 
@@ -109,9 +108,38 @@ def test_single_precision_cholesky_is_lapacks_bit_for_bit(n, lower):
         np.testing.assert_array_equal(a.view(np.uint32), before.view(np.uint32), err_msg=name)
 
 
+#: QR's shapes: square and tall ones the replay takes (SkylakeX's small kernels at up to 8 rows, the blocks of four
+#: rows, norms of columns at either address parity), and past its orders and wide ones, where the loop runs.
+QR_SHAPES = [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9), (12, 12), (13, 13), (16, 16),
+             (2, 1), (6, 5), (7, 3), (8, 2), (11, 4), (16, 9), (16, 1), (17, 17), (20, 3), (3, 5)]
+
+
+@pytest.mark.parametrize("shape", QR_SHAPES, ids=str)
+def test_single_precision_qr_is_lapacks_bit_for_bit(shape):
+    """``qr``, where the replay runs and where the loop does: every bit of SciPy's economic and full Q and its R
+    (``sgeqrf`` and ``sorgqr``), from C- and Fortran-ordered stacks, with zero columns (no reflector), columns small
+    enough that LAPACK rescales them, overflow, NaNs and infinities (left to LAPACK), the input untouched."""
+    stacks = _hard_stacks(*shape, seed=sum(shape))
+    stacks["tiny"] = stacks["normal"] * np.float32(1e-33)
+    for name, a in stacks.items():
+        before = a.copy()
+        for mode in ("economic", "full"):
+            with one_thread_per_call(), np.errstate(all="ignore"):
+                want = [sla.qr(matrix, mode=mode, check_finite=False) for matrix in a]
+            ncols = min(shape) if mode == "economic" else shape[0]
+            for stack in (a, np.asfortranarray(a.transpose(1, 2, 0)).transpose(2, 0, 1)):
+                with np.errstate(all="ignore"):
+                    q, r = kernels.qr(stack, ncols, ncols, fortran=True, lapack=True)
+                np.testing.assert_array_equal(q.view(np.uint32), np.stack([w[0] for w in want]).view(np.uint32),
+                                              err_msg=f"{name} {mode} Q")
+                np.testing.assert_array_equal(r.view(np.uint32), np.stack([w[1] for w in want]).view(np.uint32),
+                                              err_msg=f"{name} {mode} R")
+        np.testing.assert_array_equal(a.view(np.uint32), before.view(np.uint32), err_msg=name)
+
+
 def test_the_openblas_kernels_of_avx2_and_avx512_machines_are_replayed():
     """On OpenBLAS's SkylakeX kernels (AVX-512) and its Haswell and Zen ones (AVX2), the checks find the replays of
-    those kernels, and ``getrf`` and ``potrf`` on single precision run them."""
+    those kernels, and ``getrf``, ``potrf`` and ``qr`` on single precision run them."""
     scipy_openblas = [pool for pool in threadpoolctl.threadpool_info()
                       if pool["internal_api"] == "openblas" and "scipy" in pool["filepath"].split("site-packages")[-1]
                       and "numpy" not in pool["filepath"].split("site-packages")[-1]]
@@ -120,20 +148,30 @@ def test_the_openblas_kernels_of_avx2_and_avx512_machines_are_replayed():
     expected = REPLAYED_ARCHITECTURES[scipy_openblas[0]["architecture"]]
     assert replay.replayed_getrf_kernels() == expected, KERNEL_NAMES.get(replay.replayed_getrf_kernels())
     assert replay.replayed_potrf_kernels() == expected, KERNEL_NAMES.get(replay.replayed_potrf_kernels())
+    assert replay.replayed_qr_kernels() == expected, KERNEL_NAMES.get(replay.replayed_qr_kernels())
     f32 = np.dtype(np.float32)
     lu_max, cholesky_max = REPLAY_MAX_N["getrf"], REPLAY_MAX_N["potrf"]
     assert replay.getrf_kernels(f32, lu_max, 3) == replay.potrf_kernels(f32, cholesky_max) == expected
     assert replay.getrf_kernels(f32, lu_max + 1, lu_max + 1) is replay.potrf_kernels(f32, cholesky_max + 1) is None
     assert replay.getrf_kernels(np.dtype(np.float64), 8, 8) is replay.potrf_kernels(np.float64, 8) is None
+    qr_max = REPLAY_MAX_N["geqrf"]
+    assert replay.qr_kernels(f32, qr_max, qr_max) == replay.qr_kernels(f32, qr_max, 1) == expected
+    assert replay.qr_kernels(f32, qr_max + 1, 2) is replay.qr_kernels(f32, 3, 4) is None
+    assert replay.qr_kernels(np.dtype(np.float64), 4, 4) is None
 
 
-@pytest.mark.parametrize("op", ["lu", "cholesky"])
+_CHECKS = {"lu": ("_factored_lu", "replayed_getrf_kernels", "getrf_each"),
+           "cholesky": ("_factored_cholesky", "replayed_potrf_kernels", "potrf_each"),
+           "qr": ("_factored_qr", "replayed_qr_kernels", "qr_each")}
+
+
+@pytest.mark.parametrize("op", list(_CHECKS))
 def test_a_replay_that_differs_from_lapack_in_one_bit_is_not_used(monkeypatch, op):
     """The two kernel families' replays differ (the check tells them apart), and where neither gives LAPACK's bits
     the check finds none and the LAPACK loop runs."""
     g = np.random.default_rng(1).standard_normal((64, 9, 9))
     a = (g @ g.transpose(0, 2, 1) + 9 * np.eye(9)).astype(np.float32)
-    name = "_factored_lu" if op == "lu" else "_factored_cholesky"
+    name, check_name, loop = _CHECKS[op]
     factored = getattr(replay, name)
     assert not np.array_equal(factored(a, SKYLAKEX)[0], factored(a, HASWELL)[0])
 
@@ -142,17 +180,18 @@ def test_a_replay_that_differs_from_lapack_in_one_bit_is_not_used(monkeypatch, o
         return (bits ^ np.uint32(1) if kernels_ is None else bits, *rest)
 
     monkeypatch.setattr(replay, name, off_by_one_bit)
-    check = replay.replayed_getrf_kernels if op == "lu" else replay.replayed_potrf_kernels
-    assert check.__wrapped__() is None
-    monkeypatch.setattr(replay, check.__name__, lambda: None)
+    assert getattr(replay, check_name).__wrapped__() is None
+    monkeypatch.setattr(replay, check_name, lambda: None)
     ran = []
     lapack_loop = kernels.lapack_loop
     monkeypatch.setattr(kernels, "lapack_loop", lambda loop, *rest: ran.append(loop) or lapack_loop(loop, *rest))
     if op == "lu":
         kernels.getrf(a, lapack=True)
-    else:
+    elif op == "cholesky":
         kernels.potrf(a, lower=False, clean=True, lapack=True)
-    assert ran == ["getrf_each" if op == "lu" else "potrf_each"]
+    else:
+        kernels.qr(a, 9, 9, lapack=True)
+    assert ran == [loop]
 
 
 def test_the_replays_check_their_input_as_they_read_it():
@@ -162,6 +201,8 @@ def test_the_replays_check_their_input_as_they_read_it():
     a[99, 5, 0] = np.inf
     with pytest.raises(ValueError, match="infs or NaNs"):
         kernels.getrf(a, check_finite=True, lapack=True)
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        kernels.qr(a, 6, 6, check_finite=True, lapack=True)
     spd = np.repeat(np.eye(6, dtype=np.float32)[None] * 2, 100, axis=0)
     spd[99, 5, 0] = np.nan  # below the diagonal: the upper factor does not read it
     with pytest.raises(ValueError, match="infs or NaNs"):

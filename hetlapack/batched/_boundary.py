@@ -32,6 +32,7 @@ SHAPES: dict[str, tuple[str | None, ...]] = {
     "potrs_each": ("bnn", None, "bnr", "bnr", "t", None, None),
     "getrs_each": ("bnn", "bn", "bnr", None, "bnr", "t", None, None),
     "qr_each": ("bmn", "bmc", "bwn", "t", None, None, None),
+    "qr_replay": ("bmn", "bmc", "bwn", "t", None, None, None, None),
     "geqp3_each": ("bmn", "bmc", "bwn", "bn", "t", None, None, None),
 }
 
@@ -40,8 +41,9 @@ _RELATIONS: dict[str, tuple[tuple[str, Callable[[dict[str, int]], bool]], ...]] 
     "orgqr": (("j <= c <= m", lambda d: d["j"] <= d["c"] <= d["m"]),),
     **{op: (("min(m, n) <= w <= m", lambda d: min(d["m"], d["n"]) <= d["w"] <= d["m"]),
             ("c = 0 or min(m, n) <= c <= m", lambda d: d["c"] == 0 or min(d["m"], d["n"]) <= d["c"] <= d["m"]))
-       for op in ("qr", "qr_each", "geqp3_each")},
+       for op in ("qr", "qr_each", "qr_replay", "geqp3_each")},
 }
+_RELATIONS["qr_replay"] += (("n <= m", lambda d: d["n"] <= d["m"]),)
 
 #: The dtype an array kind holds (``None``: the kernel's own) and whether the kernel writes it.
 _ARRAY_KINDS: dict[str, tuple[np.dtype | None, bool]] = {

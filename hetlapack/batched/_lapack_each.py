@@ -129,7 +129,7 @@ def _query_orgqr(orgqr, m_, ncols_, k_, q, tau, size, info):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _workspaces(size, orgqr, m_, ncols_, k_, q, tau, info):
+def workspaces(size, orgqr, m_, ncols_, k_, q, tau, info):
     """The factorization's workspace size (its query's answer, in ``size``) and ``orgqr``'s, as LAPACK integers, and
     a workspace large enough for both."""
     factor_lwork = _integer(int(size[0].real))
@@ -138,7 +138,7 @@ def _workspaces(size, orgqr, m_, ncols_, k_, q, tau, info):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _write_qr(buf, tau, q, work, lwork_, orgqr, m_, ncols_, k_, info, q_out, r_out, b):
+def write_qr(buf, tau, q, work, lwork_, orgqr, m_, ncols_, k_, info, q_out, r_out, b):
     """R's first ``r_out.shape[1]`` rows from a factored ``buf`` into ``r_out[b]``, and Q's first
     ``q_out.shape[2]`` columns (none when that is 0) by ``orgqr`` into ``q_out[b]``."""
     n, k = buf.shape[1], tau.shape[0]
@@ -153,7 +153,7 @@ def _write_qr(buf, tau, q, work, lwork_, orgqr, m_, ncols_, k_, info, q_out, r_o
 
 
 @numba.njit(**JIT_OPTIONS)
-def _qr_arguments(a, ncols):
+def qr_arguments(a, ncols):
     """One thread's arguments for the QR loops: ``m``, ``n``, ``k = min(m, n)`` and Q's columns as LAPACK
     integers, ``info``, the matrix's Fortran buffer, Q's, ``tau``, a one-element workspace for LAPACK's queries and
     the query flag."""
@@ -170,15 +170,15 @@ def qr_each(a, q_out, r_out, nonfinite, geqrf, orgqr, threads):
     that is 0) and R's first ``r_out.shape[1]`` rows."""
     for thread in numba.prange(threads):
         start, stop = chunk_range(thread, threads, a.shape[0])
-        m_, n_, k_, ncols_, info, buf, q, tau, size, query = _qr_arguments(a, q_out.shape[2])
+        m_, n_, k_, ncols_, info, buf, q, tau, size, query = qr_arguments(a, q_out.shape[2])
         geqrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, tau.ctypes, size.ctypes, query.ctypes, info.ctypes)
-        factor_lwork, orgqr_lwork, work = _workspaces(size, orgqr, m_, ncols_, k_, q, tau, info)
+        factor_lwork, orgqr_lwork, work = workspaces(size, orgqr, m_, ncols_, k_, q, tau, info)
         for b in range(start, stop):
             if not copy_checked(a, b, buf) and flag_nonfinite(nonfinite, thread):
                 continue
             geqrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, tau.ctypes, work.ctypes, factor_lwork.ctypes,
                   info.ctypes)
-            _write_qr(buf, tau, q, work, orgqr_lwork, orgqr, m_, ncols_, k_, info, q_out, r_out, b)
+            write_qr(buf, tau, q, work, orgqr_lwork, orgqr, m_, ncols_, k_, info, q_out, r_out, b)
 
 
 def _call_geqp3(geqp3, m, n, a, lda, jpvt, tau, work, lwork, rwork, info):
@@ -210,12 +210,12 @@ def geqp3_each(a, q_out, r_out, p_out, nonfinite, geqp3, orgqr, threads):
     n = a.shape[2]
     for thread in numba.prange(threads):
         start, stop = chunk_range(thread, threads, a.shape[0])
-        m_, n_, k_, ncols_, info, buf, q, tau, size, query = _qr_arguments(a, q_out.shape[2])
+        m_, n_, k_, ncols_, info, buf, q, tau, size, query = qr_arguments(a, q_out.shape[2])
         jpvt = np.empty(n, dtype=np.int32)
         rwork = np.empty(2 * n, dtype=buf.real.dtype)
         _call_geqp3(geqp3, m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, jpvt.ctypes, tau.ctypes, size.ctypes,
                     query.ctypes, rwork.ctypes, info.ctypes)
-        factor_lwork, orgqr_lwork, work = _workspaces(size, orgqr, m_, ncols_, k_, q, tau, info)
+        factor_lwork, orgqr_lwork, work = workspaces(size, orgqr, m_, ncols_, k_, q, tau, info)
         for b in range(start, stop):
             if not copy_checked(a, b, buf) and flag_nonfinite(nonfinite, thread):
                 continue
@@ -224,4 +224,4 @@ def geqp3_each(a, q_out, r_out, p_out, nonfinite, geqp3, orgqr, threads):
                         factor_lwork.ctypes, rwork.ctypes, info.ctypes)
             for j in range(n):
                 p_out[b, j] = jpvt[j] - 1
-            _write_qr(buf, tau, q, work, orgqr_lwork, orgqr, m_, ncols_, k_, info, q_out, r_out, b)
+            write_qr(buf, tau, q, work, orgqr_lwork, orgqr, m_, ncols_, k_, info, q_out, r_out, b)

@@ -3,8 +3,9 @@
 Right-looking ``getf2`` order, two columns a step: pivot search in column ``k`` (first maximum of ``|re| + |im|``,
 as LAPACK's ``i?amax``), row swap, column scaled by the pivot's reciprocal, rank-1 update of the trailing matrix.
 The search and the update are SIMD loops over the lanes; the row swap, a different row in each matrix, is a select
-across the lanes where few rows are left below the pivot, a scalar loop per lane otherwise (:func:`swap_pivot_rows`). An exactly zero pivot sets ``info``
-and leaves its (all-zero) column unscaled, as LAPACK does.
+across the lanes where few rows are left below the pivot, a scalar loop per lane otherwise
+(:func:`swap_pivot_rows`). An exactly zero pivot sets ``info`` and leaves its (all-zero) column unscaled, as LAPACK
+does.
 
 A buffer of one vector of real matrices takes :func:`_factor_vector`, the same arithmetic in the same order written
 on ``_simd`` vectors (bitwise the same results): written as loops over the lanes, each row-and-column step of the

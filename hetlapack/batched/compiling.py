@@ -19,7 +19,7 @@ from numba import types
 
 from ..devices import lapack_pointers
 from ..imports import importing
-from . import _cholesky, _cholesky_replay, _lapack_each, _lu, _lu_replay, _qr, _solve
+from . import _cholesky, _cholesky_replay, _lapack_each, _lu, _lu_replay, _qr, _qr_replay, _solve
 from ._boundary import check_arguments
 
 #: The dtypes the kernels compute in (LAPACK's s, d, c, z).
@@ -54,13 +54,16 @@ KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "getrs_each": (_lapack_each.getrs_each,
                    ("in3", "piv_in", "in3", "count", "out3", "flags", "lapack:getrs", "count")),
     "qr_each": (_lapack_each.qr_each, ("in3", "out3", "out3", "flags", "lapack:geqrf", "lapack:orgqr", "count")),
+    "qr_replay": (_qr_replay.qr_replay_each,
+                  ("in3", "out3", "out3", "flags", "lapack:geqrf", "lapack:orgqr", "count", "count")),
     "geqp3_each": (_lapack_each.geqp3_each,
                    ("in3", "out3", "out3", "piv_out", "flags", "lapack:geqp3", "lapack:orgqr", "count")),
 }
 
 
 #: Kernels written for some of ``LAPACK_DTYPES`` only (replays of one precision's LAPACK), and those dtypes.
-_ONLY_DTYPES = {"getrf_replay": (np.dtype(np.float32),), "potrf_replay": (np.dtype(np.float32),)}
+_ONLY_DTYPES = {"getrf_replay": (np.dtype(np.float32),), "potrf_replay": (np.dtype(np.float32),),
+                "qr_replay": (np.dtype(np.float32),)}
 
 
 def kernel_dtypes(op: str) -> tuple[np.dtype, ...]:

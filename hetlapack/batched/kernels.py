@@ -5,8 +5,8 @@ inputs, and returns C-ordered outputs, or Fortran-ordered matrices where asked (
 SciPy's batch loop gives, written directly instead of copied afterwards). This module shapes the stacks, allocates
 the outputs and picks the kernel for the operation, dtype and order; the kernels are compiled in :mod:`.compiling`
 (our own interleaved arithmetic, or SciPy's LAPACK on each matrix) and run on numba's threads by :mod:`.threads`.
-Each entry point runs the LAPACK loop where asked (``lapack=True``): SciPy's results to the bit; ``getrf`` and
-``potrf`` run a replay of LAPACK's own roundings instead where :mod:`.replay` found it gives them in
+Each entry point runs the LAPACK loop where asked (``lapack=True``): SciPy's results to the bit; ``getrf``,
+``potrf`` and ``qr`` run a replay of LAPACK's own roundings instead where :mod:`.replay` found it gives them in
 this process. Beside them, dispatch asks :func:`~.threads.unusable_after_fork` here whether this process can run the
 kernels at all.
 """
@@ -22,9 +22,9 @@ from ..pivots import check_pivots
 from . import _lu, _solve
 from ._interleave import as_stack
 from .compiling import INDEX_DTYPE, LAPACK_DTYPES, run
-from .replay import getrf_kernels, potrf_kernels
-from .threads import (MIN_BATCH_PER_THREAD, call_checked, lapack_loop, launch, launch_checked, threads_for,
-                      unusable_after_fork)
+from .replay import getrf_kernels, potrf_kernels, qr_kernels
+from .threads import (MIN_BATCH_PER_THREAD, call_checked, lapack_loop, launch, launch_checked, replay_loop,
+                      threads_for, unusable_after_fork)
 
 __all__ = ["geqp3", "geqrf", "getrf", "getrs", "orgqr", "plu", "potrf", "potrs", "qr", "unusable_after_fork"]
 
@@ -193,10 +193,14 @@ def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_fin
     upper triangle) of a stack, in one pass: what ``orgqr(*geqrf(a), ncols)`` and ``triu(geqrf(a)[0][..., :rows, :])``
     give, without writing the reflectors out and reading them back. ``fortran`` orders Q's matrices (R is C-ordered,
     as SciPy returns it); ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``; ``lapack`` runs
-    SciPy's ``geqrf`` and ``orgqr`` on each matrix (its results to the bit); ``loop_threads`` as for :func:`potrf`.
+    SciPy's ``geqrf`` and ``orgqr`` on each matrix (its results to the bit), or the replay of their roundings
+    (:mod:`._qr_replay`) where this process's LAPACK is one it replays; ``loop_threads`` as for :func:`potrf`.
     """
     stack, q, r = _qr_outputs(a, ncols, rows, fortran)
-    if (q.size or r.size) and lapack:
+    replayed = qr_kernels(a.dtype, *a.shape[-2:]) if lapack else None
+    if (q.size or r.size) and replayed is not None:
+        replay_loop("qr_replay", a.dtype, stack.shape[0], a.shape[-1], check_finite, (stack, q, r), replayed)
+    elif (q.size or r.size) and lapack:
         lapack_loop("qr_each", a.dtype, stack.shape[0], max(a.shape[-2:]), check_finite, (stack, q, r),
                     loop_threads)
     elif q.size or r.size:

@@ -1,10 +1,10 @@
 """Whether the replay kernels give this process's LAPACK results, bit for bit.
 
-:mod:`._lu_replay` and :mod:`._cholesky_replay` replay the roundings of OpenBLAS's own kernels on some CPUs (which
-kernels OpenBLAS picks depends on the CPU, on ``OPENBLAS_CORETYPE``, on its version and build). Rather than guess from
-those, the first call that could use a replay factors the same matrices both ways, every shape class the replay
-distinguishes, and uses it only if every bit, pivot and ``info`` agrees; otherwise the LAPACK loop runs as before.
-The answer is kept for the process.
+:mod:`._lu_replay`, :mod:`._cholesky_replay` and :mod:`._qr_replay` replay the roundings of OpenBLAS's own kernels
+on some CPUs (which kernels OpenBLAS picks depends on the CPU, on ``OPENBLAS_CORETYPE``, on its version and build).
+Rather than guess from those, the first call that could use a replay factors the same matrices both ways, every shape
+class the replay distinguishes, and uses it only if every bit, pivot and ``info`` agrees; otherwise the LAPACK loop
+runs as before. The answer is kept for the process.
 """
 
 from __future__ import annotations
@@ -17,12 +17,17 @@ import numpy as np
 from ..perf.model import REPLAY_MAX_N
 from ._lu_replay import KERNEL_NAMES
 from .compiling import INDEX_DTYPE, kernel_dtypes
-from .threads import launch_checked, lapack_loop
+from .threads import launch_checked, lapack_loop, replay_loop
 
 #: Shapes LU factors both ways: every square order the replay takes, and tall and wide ones whose matrix-vector
 #: products run OpenBLAS's blocks of 4, 8 and 16 rows and its odd rows.
 CHECKED_SHAPES = (tuple((n, n) for n in range(1, REPLAY_MAX_N["getrf"] + 1))
                   + ((17, 16), (16, 17), (24, 5), (40, 4), (37, 16), (5, 24), (3, 1), (1, 3)))
+
+#: Shapes QR factors both ways: every square order the replay takes, and tall ones (columns whose norms start at
+#: either parity of address, reflectors shorter than the whole matrix in SkylakeX's small kernels, blocks of rows).
+CHECKED_QR_SHAPES = (tuple((n, n) for n in range(1, REPLAY_MAX_N["geqrf"] + 1))
+                     + ((2, 1), (3, 1), (5, 2), (6, 5), (7, 3), (8, 3), (9, 8), (12, 5), (13, 4), (16, 9), (16, 1)))
 
 #: Matrices of each shape and kind (LU: normally distributed, and entries in {-1, 0, 1} with ties and zero pivots;
 #: Cholesky: Gram matrices, and diagonally dominant ones of small integers).
@@ -49,16 +54,18 @@ def potrf_kernels(dtype: np.dtype, n: int) -> int | None:
     return None
 
 
+def qr_kernels(dtype: np.dtype, m: int, n: int) -> int | None:
+    """As :func:`getrf_kernels`, for the QR of ``m x n`` matrices (:func:`replayed_qr_kernels`): ``n <= m``."""
+    if np.dtype(dtype) in kernel_dtypes("qr_replay") and 0 < n <= m <= REPLAY_MAX_N["geqrf"]:
+        return replayed_qr_kernels()
+    return None
+
+
 @functools.cache
 def replayed_getrf_kernels() -> int | None:
     """The kernels whose replay gave LAPACK's LU, bit for bit, on every :data:`CHECKED_SHAPES` in this process, or
     ``None``."""
-    rng = np.random.default_rng(2026)
-    stacks = []
-    for m, n in CHECKED_SHAPES:
-        size = (CHECKED_MATRICES, m, n)
-        stacks.append(np.concatenate([rng.standard_normal(size), rng.integers(-1, 2, size)]).astype(np.float32))
-    return _replaying_kernels(stacks, _factored_lu)
+    return _replaying_kernels(_general_stacks(CHECKED_SHAPES), _factored_lu)
 
 
 @functools.cache
@@ -73,6 +80,23 @@ def replayed_potrf_kernels() -> int | None:
         dominant = dominant + dominant.transpose(0, 2, 1) + 5 * n * np.eye(n)
         stacks.append(np.concatenate([g @ g.transpose(0, 2, 1) + n * np.eye(n), dominant]).astype(np.float32))
     return _replaying_kernels(stacks, _factored_cholesky)
+
+
+@functools.cache
+def replayed_qr_kernels() -> int | None:
+    """The kernels whose replay gave LAPACK's Q (economic and full) and R, bit for bit, on every
+    :data:`CHECKED_QR_SHAPES` in this process, or ``None``."""
+    return _replaying_kernels(_general_stacks(CHECKED_QR_SHAPES), _factored_qr)
+
+
+def _general_stacks(shapes: tuple[tuple[int, int], ...]) -> list[np.ndarray]:
+    """A float32 stack per shape: normally distributed matrices, and matrices of -1, 0 and 1 (ties, zeros)."""
+    rng = np.random.default_rng(2026)
+    stacks = []
+    for m, n in shapes:
+        size = (CHECKED_MATRICES, m, n)
+        stacks.append(np.concatenate([rng.standard_normal(size), rng.integers(-1, 2, size)]).astype(np.float32))
+    return stacks
 
 
 def _replaying_kernels(stacks: list[np.ndarray], factored: Callable) -> int | None:
@@ -114,4 +138,19 @@ def _factored_cholesky(a: np.ndarray, kernels: int | None) -> tuple[np.ndarray, 
         else:
             launch_checked("potrf_replay", False, a.dtype, *a.shape, a, lower, True, out, info, kernels)
         results += [out.view(np.uint32), info]
+    return tuple(results)
+
+
+def _factored_qr(a: np.ndarray, kernels: int | None) -> tuple[np.ndarray, ...]:
+    """The bits of each matrix's R and of its economic and full Q, as :func:`_factored_lu` computes the LU."""
+    batch, m, n = a.shape
+    results = []
+    for ncols in (n, m):
+        q = np.empty((batch, ncols, m), dtype=a.dtype).transpose(0, 2, 1)
+        r = np.empty((batch, n, n), dtype=a.dtype)
+        if kernels is None:
+            lapack_loop("qr_each", a.dtype, batch, m, False, (a, q, r), 1)
+        else:
+            replay_loop("qr_replay", a.dtype, batch, m, False, (a, q, r), kernels)
+        results += [q.view(np.uint32), r.view(np.uint32)]
     return tuple(results)

@@ -141,3 +141,13 @@ def lapack_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite: 
     with one_thread_per_call():
         call_checked(op, dtype, check_finite, threads, arrays, *lapack_routines(op, dtype))
 
+
+def replay_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite: bool, arrays: tuple,
+                kernels: int) -> None:
+    """Run ``op``, a replay of LAPACK's roundings that goes matrix by matrix (``_qr_replay``) and hands the matrices
+    it leaves to LAPACK's routines, with ``kernels``' roundings: threads as for a LAPACK loop of ``order``, not
+    capped as OpenBLAS's routines are (the replay takes none of their locks)."""
+    with one_thread_per_call():
+        call_checked(op, dtype, check_finite, _lapack_threads(batch, order), arrays, *lapack_routines(op, dtype),
+                     kernels)
+

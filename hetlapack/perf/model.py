@@ -81,12 +81,14 @@ INTERLEAVED_MAX_N = {"potrf": (48, 24), "getrf": (40, 24), "geqrf": (40, 32), "p
 #: (0.5-0.9x).
 LAPACK_LOOP_MAX_N = {"potrf": 384, "getrf": 384, "geqrf": 384, "geqp3": 384, "potrs": 64, "getrs": 64}
 
-#: Largest order (``min(m, n)`` for LU) at which a single-precision LAPACK loop runs as a replay of OpenBLAS's own
-#: roundings (``batched/_lu_replay``, ``_cholesky_replay``) where the process found it gives the loop's bits:
-#: where OpenBLAS's ``getrf`` runs its unblocked ``getf2`` alone (its block size, half the order rounded up to the
-#: GEMM kernel's four columns, is at most twice that) and ``potrf`` its ``potf2`` (up to half its ``DTB_ENTRIES``,
-#: 32 on the kernels replayed).
-REPLAY_MAX_N = {"getrf": 16, "potrf": 16}
+#: Largest order (``min(m, n)`` for LU, rows for QR) at which a single-precision LAPACK loop runs as a replay of
+#: OpenBLAS's own roundings (``batched/_lu_replay``, ``_cholesky_replay``, ``_qr_replay``) where the process found it
+#: gives the loop's bits: where OpenBLAS's ``getrf`` runs its unblocked ``getf2`` alone (its block size, half the
+#: order rounded up to the GEMM kernel's four columns, is at most twice that) and ``potrf`` its ``potf2`` (up to half
+#: its ``DTB_ENTRIES``, 32 on the kernels replayed). ``geqrf`` (with ``orgqr``) is unblocked to order 32, but its
+#: replay, a matrix at a time, beat the loop only to order 16 (measured, one thread, ns per matrix, loop / replay:
+#: n = 2 254 / 57, 8 1,273 / 723, 16 3,786 / 3,258, 24 8,199 / 9,404).
+REPLAY_MAX_N = {"getrf": 16, "potrf": 16, "geqrf": 16}
 
 #: Largest order at which a LAPACK loop runs on one thread where ``hetlapack calibrate`` has not timed it
 #: (:func:`lapack_loop_threads`; routines not named run on every core worth starting). OpenBLAS's ``potrf``,
