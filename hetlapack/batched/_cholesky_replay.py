@@ -30,7 +30,7 @@ from ._lu_replay import REPLAY_JIT_OPTIONS, SKYLAKEX, matrix_vector_update, stri
 from ._simd import fused_multiply_add
 
 
-@numba.njit(**REPLAY_JIT_OPTIONS)
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _take_root(buf, j, info, dot, recip, lanes):
     """``A[j, j] = sqrt(A[j, j] - dot)`` (``dot`` rounded to single precision first) and ``recip`` its reciprocal,
     ``REDO_INFO`` where the difference is not above zero."""
@@ -44,7 +44,7 @@ def _take_root(buf, j, info, dot, recip, lanes):
         recip[lane] = np.float32(1) / root
 
 
-@numba.njit(**REPLAY_JIT_OPTIONS)
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _unit_stride_dot(buf, j, dot, lanes):
     """``dot = U[:j, j] . U[:j, j]`` as ``sdot`` sums two contiguous vectors shorter than 32: each product rounded
     to single precision, summed in double."""
@@ -55,7 +55,7 @@ def _unit_stride_dot(buf, j, dot, lanes):
             dot[lane] += np.float64(buf[j, r, lane] * buf[j, r, lane])
 
 
-@numba.njit(**REPLAY_JIT_OPTIONS)
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _subtract_blocked_sum(buf, j, c, blocked, sums, lanes, fused, eight):
     """``U[j, c] -= U[:blocked, c] . U[:blocked, j]`` as an ``sgemv_t`` kernel sums it: partial sums by row, a first
     block of four rows (where ``blocked % 8``) into sums 0-3, then each eight rows into sums 0-7 (``eight``: the
@@ -81,7 +81,7 @@ def _subtract_blocked_sum(buf, j, c, blocked, sums, lanes, fused, eight):
         buf[c, j, lane] = buf[c, j, lane] - total
 
 
-@numba.njit(**REPLAY_JIT_OPTIONS)
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _subtract_tail_rows(buf, j, c, blocked, lanes, kernels):
     """``U[j, c] -= U[blocked:j, c] . U[blocked:j, j]`` for the last ``j % 4`` rows, as ``sgemv_t_4.c``'s C adds
     them: the column's entries times ``-x``, summed left to right and added. The SkylakeX build fuses each product
@@ -106,7 +106,7 @@ def _subtract_tail_rows(buf, j, c, blocked, lanes, kernels):
         buf[c, j, lane] = y
 
 
-@numba.njit(**REPLAY_JIT_OPTIONS)
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _replay_chunk(buf, info, dot, recip, sums, n, lanes, kernels):
     """OpenBLAS's ``potf2_U`` on the interleaved matrices of ``buf`` (lower form); ``info[lane]`` 0, or
     ``REDO_INFO`` where the factorization fails."""
@@ -130,7 +130,7 @@ def _replay_chunk(buf, info, dot, recip, sums, n, lanes, kernels):
                 buf[c, j, lane] = recip[lane] * buf[c, j, lane]
 
 
-@numba.njit(**REPLAY_JIT_OPTIONS)
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _replay_lower_chunk(buf, info, dot, recip, acc, n, lanes, kernels):
     """OpenBLAS's ``potf2_L`` on the interleaved matrices of ``buf``: for each row ``j``, the diagonal less the
     strided ``sdot`` of the row to its left with itself, its root, the column below less ``sgemv_n`` of the rows below
@@ -147,7 +147,7 @@ def _replay_lower_chunk(buf, info, dot, recip, acc, n, lanes, kernels):
                 buf[r, j, lane] = recip[lane] * buf[r, j, lane]
 
 
-@numba.njit(**REPLAY_JIT_OPTIONS)
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, n, lanes):
     """Replay chunks ``start:stop`` of the stack in ``n x n x lanes`` buffers (one thread's share; the order as an
     argument, so that the small orders get versions compiled for them)."""

@@ -32,6 +32,11 @@ MIN_LANES, MAX_LANE_BYTES = 8, 256
 #: divisor gives an infinity or NaN, as in LAPACK, not a Python exception).
 JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": {"contract"}, "error_model": "numpy"}
 
+# Helpers a kernel calls per chunk, column or matrix are compiled with ``inline="always"`` (inlined in numba's IR):
+# a call of a compiled function counts references to every array it passes, atomic operations that cost more than
+# the arithmetic of small orders (float64, B = 10^4, ns a matrix, called / inlined: QR n = 2 31 / 12, n = 8 125 /
+# 81; LU n = 2 11.7 / 7.0). A kernel's compilation takes longer (all of them: 695 -> 783 s of one core).
+
 
 #: Matrices per buffer of the Householder kernels, whatever their size. Their inner loops are short (one reflector
 #: against one column) and the loop overhead, not the cache, bounds them: measured (2 threads, ``kernels.qr``, ns per
@@ -123,7 +128,7 @@ def _row_span(part: int, i: int, n: int) -> tuple[int, int]:
     return 0, n
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def copy_blocks(stack, buf, m: int, n: int, lanes: int, part: int = WHOLE, conjugate: bool = False) -> None:
     """``buf[i, j, lane] = stack[lane, i, j]`` over each row's ``part`` for a full chunk, conjugated if
     ``conjugate``, in blocks against the axis ``j`` of ``stack``, which is to lie along memory. A scatter is the same
@@ -158,7 +163,7 @@ def copy_blocks(stack, buf, m: int, n: int, lanes: int, part: int = WHOLE, conju
                     buf[i, j, lane0 + w] = np.conj(value) if conjugate else value
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def copy_blocks_along(stack, buf, m: int, n: int, lanes: int, along_rows: bool, part: int = WHOLE,
                       conjugate: bool = False) -> None:
     """:func:`copy_blocks` with its inner loop along the rows of the matrices (``along_rows``: the side that lies
@@ -170,19 +175,19 @@ def copy_blocks_along(stack, buf, m: int, n: int, lanes: int, along_rows: bool, 
         copy_blocks(stack.transpose(0, 2, 1), buf.transpose(1, 0, 2), n, m, lanes, mirrored, conjugate)
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def buffer_as_stack(buf):
     """The ``m x n x lanes`` buffer seen as a ``lanes x m x n`` stack (a view)."""
     return buf.transpose(2, 0, 1)
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def chunk_as_buffer(stack, first: int, lanes: int):
     """Matrices ``stack[first:first + lanes]`` seen as an ``m x n x lanes`` buffer (a view)."""
     return stack[first:first + lanes].transpose(1, 2, 0)
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def gather(a, first: int, buf, m: int, n: int, lanes: int) -> int:
     """Copy matrices ``a[first:first + lanes]`` into the ``m x n x lanes`` buffer ``buf[i, j, lane]``; pad missing
     lanes with identity. Full chunks in a buffer beyond the L1 cache (``BLOCKED_MIN_BYTES``) are copied in blocks,
@@ -206,7 +211,7 @@ def gather(a, first: int, buf, m: int, n: int, lanes: int) -> int:
     return count
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def scatter(buf, count: int, out, first: int, m: int, n: int) -> None:
     """Copy the first ``count`` lanes of the ``m x n`` matrices in ``buf`` back to ``out[first + lane]`` (in blocks
     as :func:`gather` copies them)."""
@@ -227,7 +232,7 @@ def is_finite(value) -> bool:
     return (value - value) == 0
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def all_finite(buf, count: int, m: int, n: int) -> bool:
     """Whether the first ``count`` lanes of a gathered buffer of ``m x n`` matrices hold only finite numbers:
     SciPy's ``check_finite``, done while the data is in cache instead of in a pass of its own over memory."""
@@ -239,7 +244,7 @@ def all_finite(buf, count: int, m: int, n: int) -> bool:
     return finite
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def copy_checked(source, index: int, target) -> bool:
     """Copy matrix ``source[index]`` into the 2-D ``target`` (any layout); return whether it is all finite (SciPy's
     ``check_finite`` on the one pass that reads it)."""
@@ -252,7 +257,7 @@ def copy_checked(source, index: int, target) -> bool:
     return finite
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def flag_nonfinite(nonfinite, thread: int) -> bool:
     """Set ``thread``'s flag of a non-finite input, where the caller asked for the check (``nonfinite`` holds a flag
     per thread; empty otherwise), and return whether it did: the matrix's results may then be skipped, since the

@@ -26,13 +26,13 @@ from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, all_finite, chunk_range
 from ._simd import WIDTH, load, magnitude, multiply, splat, store, subtract_product, where_greater
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _magnitude(value):
     """``|re| + |im|``: the pivot magnitude of LAPACK's ``i?amax`` (``|x|`` for real ``x``)."""
     return abs(value.real) + abs(value.imag)
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def divides_by_pivot(pivot, tiny) -> bool:
     """Whether getf2 divides by ``pivot`` instead of multiplying by its reciprocal, which would overflow (the CPU
     kernel's rule, and the GPU kernel's in ``cuda_kernels``). A part of at least ``tiny`` settles it without the
@@ -42,7 +42,7 @@ def divides_by_pivot(pivot, tiny) -> bool:
     return pivot != 0 and abs(pivot) < tiny
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _swap_each_lane(buf, k, piv, n, lanes):
     """Swap row ``k`` with the pivot row ``piv[k, lane]`` lane by lane, element by element."""
     for lane in range(lanes):
@@ -63,7 +63,7 @@ def _swap_each_lane(buf, k, piv, n, lanes):
 SELECT_BYTES = 4 * vector_bytes() // 7
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def swap_pivot_rows(buf, k, piv, m, n, lanes):
     """Swap row ``k`` with the pivot row ``piv[k, lane]`` in every lane (a different row in each): by a select per
     row below ``k`` and column, one vector operation across the lanes, where few rows are left below (up to
@@ -80,7 +80,7 @@ def swap_pivot_rows(buf, k, piv, m, n, lanes):
                 buf[k, j, lane] = below if take else top
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _take_pivots(buf, k, info, recip, lanes):
     """With the pivots swapped in: record a zero pivot in ``info`` and set ``recip[lane]``
     to what column ``k`` is to be multiplied by: the pivot's reciprocal, or 1 where the pivot is zero or divided by
@@ -97,7 +97,7 @@ def _take_pivots(buf, k, info, recip, lanes):
     return subnormal
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _divide_by_subnormal_pivots(buf, k, m, lanes):
     """Divide column ``k`` below the diagonal by its pivot in the lanes whose pivot is too small for
     its reciprocal (multiplied by 1 so far)."""
@@ -108,7 +108,7 @@ def _divide_by_subnormal_pivots(buf, k, m, lanes):
                 buf[i, k, lane] = divide(buf[i, k, lane], buf[k, k, lane])
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def search_pivot(buf, k, piv, best, m, lanes):
     """``piv[k, lane]``: the row of the first largest magnitude in column ``k`` from the diagonal down (LAPACK's
     ``i?amax``); ``best`` is scratch of ``lanes`` real numbers."""
@@ -123,7 +123,7 @@ def search_pivot(buf, k, piv, best, m, lanes):
                 piv[k, lane] = i
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _pivot_column(buf, k, piv, info, best, recip, m, n, lanes):
     """Pivot search, row swap and scaling of column ``k`` (already updated by every earlier column) in the
     ``m x n x lanes`` buffer."""
@@ -137,7 +137,7 @@ def _pivot_column(buf, k, piv, info, best, recip, m, n, lanes):
         _divide_by_subnormal_pivots(buf, k, m, lanes)
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _factor_chunk(buf, piv, info, best, recip, m, n, lanes):
     """LU of the interleaved ``m x n`` matrices in the ``m x n x lanes`` buffer; ``piv[k, lane]`` 0-based,
     ``info[lane]`` as LAPACK. The sizes are arguments, not read from ``buf``, so that a caller giving them as
@@ -171,7 +171,7 @@ def _factor_chunk(buf, piv, info, best, recip, m, n, lanes):
                                        - buf[i, k + 1, lane] * buf[k + 1, j, lane])
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _pivot_vector_column(buf, k, piv, info, recip, m, n):
     """:func:`_pivot_column` on a buffer of one vector of real matrices: the search and the scaling on vectors, the
     row swap (a different row in each lane) element by element."""
@@ -192,7 +192,7 @@ def _pivot_vector_column(buf, k, piv, info, recip, m, n):
         _divide_by_subnormal_pivots(buf, k, m, WIDTH)
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _update_column(buf, k, j, first, m, n):
     """``A[first:, j] -= A[first:, k] * A[k, j]`` in a buffer of one vector of matrices (``first > k``)."""
     above = load(buf, (k * n + j) * WIDTH)
@@ -201,7 +201,7 @@ def _update_column(buf, k, j, first, m, n):
         store(buf, at, subtract_product(load(buf, (i * n + k) * WIDTH), above, load(buf, at)))
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _factor_vector(buf, piv, info, recip, m, n):
     """:func:`_factor_chunk` for a buffer of one SIMD vector of real matrices (``WIDTH`` lanes), written on ``_simd``
     vectors, with the same roundings in the same order: bitwise its results. The trailing update takes two columns
@@ -263,7 +263,7 @@ def _factor_for(buf, piv, info, best, recip, m, n, lanes):
 REDO_INFO = -1
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _poison_any(buf, poison, m, n, lanes):
     """``poison[lane]``: 0 where lane's matrix in the buffer is finite, NaN where it holds an infinity or NaN
     (``x * 0`` is zero only for finite ``x``: one vector pass over the buffer while it is in cache)."""
@@ -275,7 +275,7 @@ def _poison_any(buf, poison, m, n, lanes):
                 poison[lane] += _magnitude(buf[i, j, lane]) * 0
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _poison_vector(buf, poison, m, n):
     """:func:`_poison_any` on SIMD vectors, for a buffer of one vector of real matrices (there the loop over the
     lanes is too short for the compiler's own vector loop, and cost a quarter of the factorization at n = 16)."""
@@ -305,7 +305,7 @@ def _poison_for(buf, poison, m, n, lanes):
     return poison_lanes
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def gather_checked(a, first, buf, poison, nonfinite, thread, m, n, lanes):
     """:func:`gather` chunk ``first`` into ``buf``, setting ``thread``'s ``nonfinite`` flag (where asked) if it holds
     an infinity or NaN; ``poison`` is scratch of ``lanes`` real numbers. Returns the number of real lanes."""
@@ -318,7 +318,7 @@ def gather_checked(a, first, buf, poison, nonfinite, thread, m, n, lanes):
     return count
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def scatter_factored(buf, chunk_piv, chunk_info, poison, count, out, piv, info, first, m, n, lanes):
     """Write a factored chunk's LU, pivots and ``info`` to the stack's, with ``REDO_INFO`` for each matrix whose
     factors hold an infinity or NaN."""
@@ -402,7 +402,7 @@ def plu_stack(packed, piv, permute_l, rows, lower, upper, threads):
                     upper[b, i, j] = packed[b, i, j]
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _maybe_conj(value, conjugate):
     return np.conj(value) if conjugate else value
 

@@ -36,7 +36,7 @@ REPLAY_JIT_OPTIONS = {**JIT_OPTIONS, "fastmath": False}
 SKYLAKEX, HASWELL = 0, 1
 KERNEL_NAMES = {SKYLAKEX: "SkylakeX", HASWELL: "Haswell"}
 
-@numba.njit(**REPLAY_JIT_OPTIONS)
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def strided_dot(x, y, count, dot, lanes, kernels):
     """``dot[lane] = x[:count, lane] . y[:count, lane]`` as ``sdot`` sums vectors of which one is strided: the
     products in pairs (the SkylakeX build fuses the first onto the second, the Haswell one rounds both and adds),
@@ -58,7 +58,7 @@ def strided_dot(x, y, count, dot, lanes, kernels):
             dot[lane] += np.float64(x[k, lane] * y[k, lane])
 
 
-@numba.njit(**REPLAY_JIT_OPTIONS)
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _columns_in_two_chains(buf, x, j, first, stop, rows, lanes):
     """Rows ``rows`` of ``A[:, j] -= A[:, first:stop] @ x[first:stop]`` as OpenBLAS's Haswell kernels take a group
     of four or eight columns in their blocks of four and eight rows: the even and the odd columns in a chain of fused
@@ -73,7 +73,7 @@ def _columns_in_two_chains(buf, x, j, first, stop, rows, lanes):
             buf[r, j, lane] = (even + odd) * minus_one + buf[r, j, lane]
 
 
-@numba.njit(**REPLAY_JIT_OPTIONS)
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _columns_in_one_chain(buf, x, j, first, stop, rows, acc, lanes):
     """Rows ``rows`` of ``A[:, j] -= A[:, first:stop] @ x[first:stop]`` as one chain of fused multiply-adds per row
     from zero, subtracted at the end (OpenBLAS's SkylakeX kernel, and its Haswell ones in blocks of 16 rows)."""
@@ -87,7 +87,7 @@ def _columns_in_one_chain(buf, x, j, first, stop, rows, acc, lanes):
             buf[r, j, lane] = fused_multiply_add(acc[lane], np.float32(-1), buf[r, j, lane])
 
 
-@numba.njit(**REPLAY_JIT_OPTIONS)
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def matrix_vector_update(buf, x, j, top, acc, m, lanes, kernels, widest):
     """``A[top:, j] -= A[top:, :j] @ x[:j]``, as ``sgemv_n`` rounds it on OpenBLAS's ``kernels``: its rows in blocks
     of four (``blocked``), the first ``blocked & 12`` of them in the Haswell kernels' blocks of four and eight rows,
@@ -123,7 +123,7 @@ def matrix_vector_update(buf, x, j, top, acc, m, lanes, kernels, widest):
             buf[r, j, lane] = buf[r, j, lane] + minus_one * acc[lane]
 
 
-@numba.njit(**REPLAY_JIT_OPTIONS)
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _scale_below_pivot(buf, j, info, recip, m, lanes):
     """Multiply column ``j`` below the diagonal by the pivot's reciprocal; an exactly zero pivot sets ``info`` and
     leaves the column, a subnormal one (which OpenBLAS neither swaps in nor divides by) ``REDO_INFO``."""
@@ -142,7 +142,7 @@ def _scale_below_pivot(buf, j, info, recip, m, lanes):
             buf[r, j, lane] = recip[lane] * buf[r, j, lane]
 
 
-@numba.njit(**REPLAY_JIT_OPTIONS)
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _replay_chunk(buf, piv, info, acc, dot, recip, column, m, n, lanes, kernels):
     """OpenBLAS's ``getf2`` on the interleaved ``m x n`` matrices of ``buf``: ``piv[k, lane]`` 0-based, ``info[lane]``
     as LAPACK, ``REDO_INFO`` where a pivot is subnormal; ``column`` is scratch of ``m x lanes``."""
@@ -166,7 +166,7 @@ def _replay_chunk(buf, piv, info, acc, dot, recip, column, m, n, lanes, kernels)
         _scale_below_pivot(buf, j, info, recip, m, lanes)
 
 
-@numba.njit(**REPLAY_JIT_OPTIONS)
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, m, n, lanes):
     """Replay chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share; the sizes as
     arguments, so that the small orders get versions compiled for them)."""

@@ -19,7 +19,7 @@ import numpy as np
 from ._interleave import JIT_OPTIONS, all_finite, chunk_range, divide, gather, scatter
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _column_norm(buf, k, lane):
     """``||buf[k + 1:, k, lane]||`` without overflow or underflow, NaN where an entry is NaN and else infinite
     where one is (LAPACK's ``nrm2``)."""
@@ -36,7 +36,7 @@ def _column_norm(buf, k, lane):
     return scale * math.sqrt(total)
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _larfg_scaled(buf, k, lane, tau, dots, safmin):
     """LAPACK's ``larfg`` for column ``k`` of one lane whose plain sum of squares is zero, over- or underflowed: a
     scaled norm, and below ``safmin`` the column and ``alpha`` scaled up (at most 20 times) until ``beta`` is not
@@ -64,7 +64,7 @@ def _larfg_scaled(buf, k, lane, tau, dots, safmin):
     buf[k, k, lane] = beta
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _factor_chunk(buf, tau, norm, dots):
     """Householder QR of the interleaved ``m x n`` matrices in ``buf``; ``tau[k, lane]`` as LAPACK's geqrf.
 
@@ -132,7 +132,7 @@ def geqrf_stack(a, out, tau, lanes, threads):
                     tau[first + lane, k] = chunk_tau[k, lane]
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _build_q_chunk(reflectors, tau, q, dots):
     """``q[:, :, lane]`` = first columns of ``H_0 ... H_{k-1}`` from interleaved reflectors (LAPACK org2r)."""
     m, ncols, lanes = q.shape
@@ -183,7 +183,7 @@ def orgqr_stack(qr, tau, out, lanes, threads):
             scatter(q, count, out, first, m, ncols)
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _scatter_upper(buf, count, out, first):
     """Write the first ``out.shape[1]`` rows of each lane's upper triangle to ``out[first + lane]``, zeros below."""
     rows, n = out.shape[1], out.shape[2]
