@@ -19,7 +19,7 @@ from ._interleave import (JIT_OPTIONS, LOWER, SMALL_ORDER_LANES, all_finite, blo
                           rows_along_memory, scatter)
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
+@numba.njit(**JIT_OPTIONS)
 def gather_hermitian(a, first, lower, buf, n, lanes, check):
     """Load the ``lower`` (else upper, conjugate-transposed) triangle of each matrix into lower form in the
     ``n x n x lanes`` buffer (sizes as arguments, as for :func:`~._interleave.gather`); return the number of real
@@ -50,7 +50,7 @@ def gather_hermitian(a, first, lower, buf, n, lanes, check):
     return count, not check or all_finite(buf, count, n, n)
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
+@numba.njit(**JIT_OPTIONS)
 def _matrices_finite(a, first, count, n):
     """Whether the ``count`` matrices from ``a[first]`` hold only finite numbers. One plain loop nest, the same in
     every per-order version of the kernel (their compile time grows with each loop they inline)."""
@@ -99,7 +99,7 @@ def _factor_chunk(buf, info, recip, n, lanes):
 FULL_ROW_SCATTER_N = 8
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
+@numba.njit(**JIT_OPTIONS)
 def scatter_triangle(buf, count, a, lower, clean, out, first, n):
     """Write each lane's factor into ``out[first + lane]``: the ``lower`` (else upper, conjugate-transposed)
     triangle from ``buf``, the other triangle zero if ``clean`` else copied from ``a``.

@@ -32,10 +32,12 @@ MIN_LANES, MAX_LANE_BYTES = 8, 256
 #: divisor gives an infinity or NaN, as in LAPACK, not a Python exception).
 JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": {"contract"}, "error_model": "numpy"}
 
-# Helpers a kernel calls per chunk, column or matrix are compiled with ``inline="always"`` (inlined in numba's IR):
-# a call of a compiled function counts references to every array it passes, atomic operations that cost more than
-# the arithmetic of small orders (float64, B = 10^4, ns a matrix, called / inlined: QR n = 2 31 / 12, n = 8 125 /
-# 81; LU n = 2 11.7 / 7.0). A kernel's compilation takes longer (all of them: 695 -> 783 s of one core).
+# Helpers a kernel calls per column or matrix (QR's norms and reflectors per lane, LU's pivot search and swaps, the
+# replays' products) are compiled with ``inline="always"`` (inlined in numba's IR): a call of a compiled function
+# counts references to every array it passes, atomic operations that cost more than the arithmetic of small orders
+# (float64, B = 10^4, ns a matrix, called / inlined: QR n = 2 31 / 12, n = 8 125 / 81; LU n = 2 11.7 / 7.0). The
+# gathers and scatters, called once per chunk, stay calls: inlined everywhere they had made compiling every kernel
+# take 1,698 s of one core instead of 695, for gains within the spread.
 
 
 #: Matrices per buffer of the Householder kernels, whatever their size. Their inner loops are short (one reflector
@@ -128,7 +130,7 @@ def _row_span(part: int, i: int, n: int) -> tuple[int, int]:
     return 0, n
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
+@numba.njit(**JIT_OPTIONS)
 def copy_blocks(stack, buf, m: int, n: int, lanes: int, part: int = WHOLE, conjugate: bool = False) -> None:
     """``buf[i, j, lane] = stack[lane, i, j]`` over each row's ``part`` for a full chunk, conjugated if
     ``conjugate``, in blocks against the axis ``j`` of ``stack``, which is to lie along memory. A scatter is the same
@@ -163,7 +165,7 @@ def copy_blocks(stack, buf, m: int, n: int, lanes: int, part: int = WHOLE, conju
                     buf[i, j, lane0 + w] = np.conj(value) if conjugate else value
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
+@numba.njit(**JIT_OPTIONS)
 def copy_blocks_along(stack, buf, m: int, n: int, lanes: int, along_rows: bool, part: int = WHOLE,
                       conjugate: bool = False) -> None:
     """:func:`copy_blocks` with its inner loop along the rows of the matrices (``along_rows``: the side that lies
@@ -175,19 +177,19 @@ def copy_blocks_along(stack, buf, m: int, n: int, lanes: int, along_rows: bool, 
         copy_blocks(stack.transpose(0, 2, 1), buf.transpose(1, 0, 2), n, m, lanes, mirrored, conjugate)
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
+@numba.njit(**JIT_OPTIONS)
 def buffer_as_stack(buf):
     """The ``m x n x lanes`` buffer seen as a ``lanes x m x n`` stack (a view)."""
     return buf.transpose(2, 0, 1)
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
+@numba.njit(**JIT_OPTIONS)
 def chunk_as_buffer(stack, first: int, lanes: int):
     """Matrices ``stack[first:first + lanes]`` seen as an ``m x n x lanes`` buffer (a view)."""
     return stack[first:first + lanes].transpose(1, 2, 0)
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
+@numba.njit(**JIT_OPTIONS)
 def gather(a, first: int, buf, m: int, n: int, lanes: int) -> int:
     """Copy matrices ``a[first:first + lanes]`` into the ``m x n x lanes`` buffer ``buf[i, j, lane]``; pad missing
     lanes with identity. Full chunks in a buffer beyond the L1 cache (``BLOCKED_MIN_BYTES``) are copied in blocks,
@@ -211,7 +213,7 @@ def gather(a, first: int, buf, m: int, n: int, lanes: int) -> int:
     return count
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
+@numba.njit(**JIT_OPTIONS)
 def scatter(buf, count: int, out, first: int, m: int, n: int) -> None:
     """Copy the first ``count`` lanes of the ``m x n`` matrices in ``buf`` back to ``out[first + lane]`` (in blocks
     as :func:`gather` copies them)."""
@@ -232,7 +234,7 @@ def is_finite(value) -> bool:
     return (value - value) == 0
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
+@numba.njit(**JIT_OPTIONS)
 def all_finite(buf, count: int, m: int, n: int) -> bool:
     """Whether the first ``count`` lanes of a gathered buffer of ``m x n`` matrices hold only finite numbers:
     SciPy's ``check_finite``, done while the data is in cache instead of in a pass of its own over memory."""
@@ -244,7 +246,7 @@ def all_finite(buf, count: int, m: int, n: int) -> bool:
     return finite
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
+@numba.njit(**JIT_OPTIONS)
 def copy_checked(source, index: int, target) -> bool:
     """Copy matrix ``source[index]`` into the 2-D ``target`` (any layout); return whether it is all finite (SciPy's
     ``check_finite`` on the one pass that reads it)."""
@@ -257,7 +259,7 @@ def copy_checked(source, index: int, target) -> bool:
     return finite
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
+@numba.njit(**JIT_OPTIONS)
 def flag_nonfinite(nonfinite, thread: int) -> bool:
     """Set ``thread``'s flag of a non-finite input, where the caller asked for the check (``nonfinite`` holds a flag
     per thread; empty otherwise), and return whether it did: the matrix's results may then be skipped, since the
