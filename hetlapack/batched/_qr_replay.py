@@ -49,7 +49,7 @@ _HUGE = np.float32(np.finfo(np.float32).max)
 #: dimension).
 SMALL_KERNEL_ROWS = 8
 
-#: Rows ``saxpy`` takes in its vector kernel, 32 at a time, (fused multiply-adds in both builds) before its C loop.
+#: Rows ``saxpy`` takes in its vector kernel (32 at a time, fused multiply-adds in both builds) before its C loop.
 _AXPY_BLOCK = 32
 
 
