@@ -126,20 +126,20 @@ _LOOP_ROUTINE = {"potrf_each": "potrf", "getrf_each": "getrf", "qr_each": "geqrf
 
 
 def lapack_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite: bool, arrays: tuple,
-                loop_threads: int | None = None) -> None:
+                loop_threads: int | None = None, rest: tuple = ()) -> None:
     """Run the LAPACK loop ``op`` (``_lapack_each``) on ``batch`` matrices of ``order``: threads share the matrices,
     and each LAPACK call runs on one BLAS thread. Measured: a Cholesky of order 128 that threads inside the kernel's
     thread took 8 ms for 16 matrices instead of 1.5 (its threads and the kernel's spin for the same two cores).
     The threads are capped at ``loop_threads``, by default at the model's for the routine, dtype and order (1 where
     concurrent calls of OpenBLAS's routine ran slower than one thread's: :func:`~hetlapack.perf.model.
-    lapack_loop_threads`)."""
+    lapack_loop_threads`). ``rest`` follows the routines among the kernel's arguments."""
     if loop_threads is None:
         loop_threads = model.lapack_loop_threads(_LOOP_ROUTINE[op], dtype, order)
     threads = _lapack_threads(batch, order)
     if loop_threads is not None:
         threads = min(threads, loop_threads)
     with one_thread_per_call():
-        call_checked(op, dtype, check_finite, threads, arrays, *lapack_routines(op, dtype))
+        call_checked(op, dtype, check_finite, threads, arrays, *lapack_routines(op, dtype), *rest)
 
 
 def replay_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite: bool, arrays: tuple,
@@ -147,7 +147,5 @@ def replay_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite: 
     """Run ``op``, a replay of LAPACK's roundings that goes matrix by matrix (``_qr_replay``) and hands the matrices
     it leaves to LAPACK's routines, with ``kernels``' roundings: threads as for a LAPACK loop of ``order``, not
     capped as OpenBLAS's routines are (the replay takes none of their locks)."""
-    with one_thread_per_call():
-        call_checked(op, dtype, check_finite, _lapack_threads(batch, order), arrays, *lapack_routines(op, dtype),
-                     kernels)
+    lapack_loop(op, dtype, batch, order, check_finite, arrays, numba.get_num_threads(), (kernels,))
 
