@@ -10,7 +10,7 @@ import pytest
 import scipy.linalg as sla
 from scipy.linalg import lapack
 
-from hetlapack.batched import _lu, kernels
+from hetlapack.batched import _cholesky, _lu, kernels
 from hetlapack.batched._interleave import SMALL_ORDER_LANES, WIDE_LANES, lanes_for
 from hetlapack.batched._lu import divides_by_pivot
 from hetlapack.batched._simd import WIDTH
@@ -152,7 +152,7 @@ def test_any_matrices_per_buffer_give_the_same_bits(dtype, n):
 
 
 #: Shapes whose full chunks are gathered and scattered in blocks (in registers where runs of eight lie along memory;
-#: in strided layouts and Cholesky's triangles, buffers beyond an L1 cache of up to 48 KiB, ``BLOCKED_MIN_BYTES``):
+#: in strided layouts, buffers beyond an L1 cache of up to 48 KiB, ``BLOCKED_MIN_BYTES``):
 #: whole blocks of eight and ragged ones, square and not; (8, 8) and (16, 16) at every buffer size.
 BLOCKED_SHAPES = [(8, 8), (16, 16), (24, 24), (25, 25), (33, 33), (40, 17), (17, 40)]
 
@@ -293,14 +293,43 @@ def test_real_lu_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shap
             np.testing.assert_array_equal(vector, scalar)
 
 
-def test_real_lu_takes_one_vector_of_matrices_per_buffer():
-    """Past the orders compiled one by one, a real LU buffer holds one SIMD vector of matrices unless calibrated
-    otherwise; complex ones keep the buffer-size rule."""
-    assert kernel_lanes("getrf", np.dtype(np.float64), BATCH, 16, 16) == WIDTH
-    assert kernel_lanes("getrf", np.dtype(np.float32), BATCH, 9, 5) == WIDTH
-    assert kernel_lanes("getrf", np.dtype(np.float64), BATCH, 16, 16, lanes=32) == 32
-    assert kernel_lanes("getrf", np.dtype(np.float64), BATCH, 3, 3) == SMALL_ORDER_LANES
-    assert kernel_lanes("getrf", np.dtype(np.complex128), BATCH, 16, 16) == lanes_for(16, 16, 16, BATCH)
+@pytest.mark.parametrize("op", ["getrf", "potrf"])
+def test_real_lu_and_cholesky_take_one_vector_of_matrices_per_buffer(op):
+    """Past the orders compiled one by one, a real LU or Cholesky buffer holds one SIMD vector of matrices unless
+    calibrated otherwise; complex ones keep the buffer-size rule."""
+    assert kernel_lanes(op, np.dtype(np.float64), BATCH, 16, 16) == WIDTH
+    assert kernel_lanes(op, np.dtype(np.float32), BATCH, 9, 9) == WIDTH
+    assert kernel_lanes(op, np.dtype(np.float64), BATCH, 16, 16, lanes=32) == 32
+    assert kernel_lanes(op, np.dtype(np.float64), BATCH, 3, 3) == SMALL_ORDER_LANES
+    assert kernel_lanes(op, np.dtype(np.complex128), BATCH, 16, 16) == lanes_for(16, 16, 16, BATCH)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 13, 16, 17, 32])
+def test_real_cholesky_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, n):
+    """``_cholesky._factor_vector`` (one vector of real matrices, on ``_simd`` vectors, each element updated in a
+    register through the earlier columns) and ``_factor_chunk`` (column passes over the lanes) round the same
+    operations in the same order: same factors and info codes, every bit, with matrices that are not positive
+    definite (a negative one, a zero and a tiny pivot, a NaN that runs through)."""
+    rng = np.random.default_rng(n)
+    general = rng.standard_normal((WIDTH, n, n)).astype(dtype)
+    stack = general @ general.transpose(0, 2, 1) + n * np.eye(n, dtype=dtype)
+    stack[1] *= -1
+    stack[2, n // 2, n // 2] = 0
+    stack[3, n - 1, n - 1] = np.finfo(dtype).tiny
+    stack[4, n - 1, 0] = np.nan
+    buf = np.ascontiguousarray(stack.transpose(1, 2, 0))
+    results = []
+    for vector in (False, True):
+        work, info, recip = buf.copy(), np.empty(WIDTH, np.int64), np.empty(WIDTH, dtype)
+        if vector:
+            _cholesky._factor_vector(work, info, recip, n)
+        else:
+            _cholesky._factor_chunk(work, info, recip, n, WIDTH)
+        results.append((work.view(np.uint8), info))
+    for scalar, vector in zip(*results):
+        np.testing.assert_array_equal(vector, scalar)
+    assert results[0][1][1] == 1
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -659,19 +688,23 @@ def test_lapack_loop_reports_lapack_info_and_nonfinite_inputs(dtype):
             call()
 
 
-@pytest.mark.parametrize("lapack_loop", [False, True], ids=["interleaved", "lapack"])
+@pytest.mark.parametrize("kernel", ["interleaved", "interleaved, 32 lanes", "lapack"])
 @pytest.mark.parametrize("lower", [True, False], ids=["lower", "upper"])
-@pytest.mark.parametrize("n", [3, 6, 20])
-def test_cholesky_checks_both_triangles_on_either_kernel(lapack_loop, lower, n):
+@pytest.mark.parametrize("n", [3, 6, 20, 33])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_cholesky_checks_both_triangles_on_either_kernel(kernel, lower, n, order):
     """``check_finite`` raises SciPy's ValueError for a NaN in the triangle a Cholesky does not read, as SciPy
-    checks the whole matrix, in any matrix of the stack (the last, in a chunk padded with identities, included);
-    without it the factor is computed from the triangle read."""
+    checks the whole matrix, in any matrix of the stack (the last, in a chunk padded with identities, included),
+    whether the chunk is copied element by element or in blocks; without it the factor is computed from the
+    triangle read."""
+    options = {"lapack": kernel == "lapack", "lanes": 32 if "32" in kernel else None}
     for matrix in (7, BATCH - 1):
         a = spd(n, np.float64, seed=4, batch=(BATCH,))
         a[(matrix, 0, n - 1) if lower else (matrix, n - 1, 0)] = np.nan
+        a = np.asarray(a, order=order)
         with pytest.raises(ValueError, match="infs or NaNs"):
-            kernels.potrf(a, lower=lower, clean=True, lapack=lapack_loop, check_finite=True)
-        c, info = kernels.potrf(a, lower=lower, clean=True, lapack=lapack_loop)
+            kernels.potrf(a, lower=lower, clean=True, check_finite=True, **options)
+        c, info = kernels.potrf(a, lower=lower, clean=True, **options)
         assert not info.any() and np.isfinite(c).all()
 
 

@@ -13,53 +13,40 @@ import math
 
 import numba
 import numpy as np
+from numba import types
+from numba.extending import overload
 
-from ._interleave import (JIT_OPTIONS, LOWER, SMALL_ORDER_LANES, all_finite, blocked, buffer_as_stack,
-                          chunk_as_buffer, chunk_range, copy_blocks_along, divide, gather, is_finite,
-                          rows_along_memory, scatter)
+from ._interleave import (JIT_OPTIONS, LOWER, SMALL_ORDER_LANES, WHOLE, blocked, buffer_as_stack, chunk_as_buffer,
+                          chunk_range, copy_blocks_along, divide, flag_poisoned, gather, rows_along_memory, scatter)
+from ._simd import WIDTH, load, multiply, quotient, splat, square_root, store, subtract_product, where_at_most
 
 
 @numba.njit(**JIT_OPTIONS)
-def gather_hermitian(a, first, lower, buf, n, lanes, check):
+def gather_hermitian(a, first, lower, buf, n, lanes, whole):
     """Load the ``lower`` (else upper, conjugate-transposed) triangle of each matrix into lower form in the
-    ``n x n x lanes`` buffer (sizes as arguments, as for :func:`~._interleave.gather`); return the number of real
-    lanes and, if ``check``, whether the matrices hold only finite numbers in both triangles (SciPy checks both,
-    the factorization reads one), else ``True``.
+    ``n x n x lanes`` buffer (sizes as arguments, as for :func:`~._interleave.gather`), and the other triangle
+    mirrored above it where ``whole`` (for a check of both triangles, as SciPy checks them, in the buffer:
+    :func:`~._interleave.flag_poisoned`); return the number of real lanes. Full chunks are copied whole in blocks
+    along memory where :func:`~._interleave.gather` copies in blocks (a triangle's short rows would be copied
+    element by element: float64, order 32, 8 lanes, one thread, 495 ns a matrix for the triangle, 471 whole).
 
-    Full chunks in a buffer beyond the L1 cache are copied in blocks along memory, as :func:`~._interleave.gather`
-    copies them (the lower triangle of the matrices as they are, or conjugate-transposed), and checked from ``a``
-    right after, whose long rows vectorize while their cache lines are still held. Chunks copied element by element
-    are copied whole when checked, the other triangle mirrored above the one factored (nothing else reads it), and
-    checked in the buffer by one SIMD loop over the lanes: there a check of ``a``'s short rows cost more than the
-    factorization (float64, order 8, kernel alone: 51-74 ns a matrix checked that way, 29-51 checked in the buffer,
-    23-43 unchecked), while a blocked copy of the other triangle costs more than the check of ``a`` (order 32:
-    1,819 ns a matrix against 1,306)."""
+    Checked in the buffer, the whole matrices cost less than a check of ``a``'s rows, whose strides the compiler
+    does not know (float64, one vector of matrices per buffer, one thread, ns a matrix, gathered and checked in
+    ``a`` -> checked in the buffer: order 16 266 -> 81, order 32 794 -> 471; 47 and 495 unchecked)."""
     count = min(lanes, a.shape[0] - first)
-    if blocked(a, count, n, n, lanes, triangle=True):
+    if blocked(a, count, n, n, lanes):
         source = a if lower else a.transpose(0, 2, 1)
-        copy_blocks_along(source[first:first + lanes], buf, n, n, lanes, rows_along_memory(source), LOWER, not lower)
-        return count, not check or _matrices_finite(a, first, count, n)
+        copy_blocks_along(source[first:first + lanes], buf, n, n, lanes, rows_along_memory(source), WHOLE, not lower)
+        return count
     for lane in range(count):
         for i in range(n):
-            for j in range(n if check else i + 1):
+            for j in range(n if whole else i + 1):
                 buf[i, j, lane] = a[first + lane, i, j] if lower else np.conj(a[first + lane, j, i])
     for lane in range(count, lanes):
         for i in range(n):
-            for j in range(n if check else i + 1):
+            for j in range(n if whole else i + 1):
                 buf[i, j, lane] = 1.0 if i == j else 0.0
-    return count, not check or all_finite(buf, count, n, n)
-
-
-@numba.njit(**JIT_OPTIONS)
-def _matrices_finite(a, first, count, n):
-    """Whether the ``count`` matrices from ``a[first]`` hold only finite numbers. One plain loop nest, the same in
-    every per-order version of the kernel (their compile time grows with each loop they inline)."""
-    finite = True
-    for lane in range(count):
-        for i in range(n):
-            for j in range(n):
-                finite &= is_finite(a[first + lane, i, j])
-    return finite
+    return count
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -93,6 +80,83 @@ def _factor_chunk(buf, info, recip, n, lanes):
                 buf[i, j, lane] *= recip[lane]
 
 
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _update_vector_rows(buf, j, first, n):
+    """Rows ``first`` to ``first + 3`` (clamped to the last row, which a short group takes again: same loads, same
+    result) of column ``j`` after the updates of columns ``0..j-1``, in a buffer of one vector of real matrices, in
+    ``potf2``'s order; four independent chains of multiply-adds sharing each load of row ``j``. Returned unstored."""
+    last = n - 1
+    row0, row1 = first * n * WIDTH, min(first + 1, last) * n * WIDTH
+    row2, row3 = min(first + 2, last) * n * WIDTH, min(first + 3, last) * n * WIDTH
+    column, at = j * n * WIDTH, j * WIDTH
+    u0, u1, u2, u3 = load(buf, row0 + at), load(buf, row1 + at), load(buf, row2 + at), load(buf, row3 + at)
+    for k in range(0, j * WIDTH, WIDTH):
+        pivot = load(buf, column + k)
+        u0 = subtract_product(load(buf, row0 + k), pivot, u0)
+        u1 = subtract_product(load(buf, row1 + k), pivot, u1)
+        u2 = subtract_product(load(buf, row2 + k), pivot, u2)
+        u3 = subtract_product(load(buf, row3 + k), pivot, u3)
+    return u0, u1, u2, u3
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _store_scaled(buf, row, j, n, value, scale):
+    """Element ``(row, j)`` of every matrix times ``scale``, where ``row`` is a row of the matrices."""
+    if row < n:
+        store(buf, (row * n + j) * WIDTH, multiply(value, scale))
+
+
+@numba.njit(**JIT_OPTIONS)
+def _factor_vector(buf, info, recip, n):
+    """:func:`_factor_chunk` for a buffer of one SIMD vector of real matrices (``WIDTH`` lanes), on ``_simd``
+    vectors, bitwise its results (``recip`` is scratch): each element of column ``j`` is updated in a register
+    through all earlier columns (the same multiply-adds in the same order as the column passes, one load and store
+    instead of one per two columns), four rows at a time, and the column below the diagonal is scaled by the
+    diagonal's reciprocal before the store. Factorization alone, float64, one thread, ns a matrix, loops over 8
+    lanes -> vectors: order 8 56 -> 43, 16 244 -> 88, 32 1,605 -> 318 (the loops over the lanes reach the compiler
+    with run-time overlap checks, nothing held in registers: :mod:`._simd`)."""
+    for lane in range(WIDTH):
+        info[lane] = 0
+    for j in range(n):
+        u0, u1, u2, u3 = _update_vector_rows(buf, j, j, n)
+        store(recip, 0, u0)
+        for lane in range(WIDTH):
+            if recip[lane] <= 0.0 and info[lane] == 0:
+                info[lane] = j + 1
+        one = splat(buf.dtype.type(1.0))
+        root = where_at_most(u0, splat(buf.dtype.type(0.0)), one, square_root(u0))
+        store(buf, (j * n + j) * WIDTH, root)
+        scale = quotient(one, root)
+        _store_scaled(buf, j + 1, j, n, u1, scale)
+        _store_scaled(buf, j + 2, j, n, u2, scale)
+        _store_scaled(buf, j + 3, j, n, u3, scale)
+        for first in range(j + 4, n, 4):
+            u0, u1, u2, u3 = _update_vector_rows(buf, j, first, n)
+            _store_scaled(buf, first + 3, j, n, u3, scale)
+            _store_scaled(buf, first + 2, j, n, u2, scale)
+            _store_scaled(buf, first + 1, j, n, u1, scale)
+            _store_scaled(buf, first, j, n, u0, scale)
+
+
+def _factor(buf, info, recip, n, lanes):
+    """Cholesky of an interleaved chunk: :func:`_factor_vector` where the buffer is one vector of real matrices,
+    :func:`_factor_chunk` otherwise."""
+
+
+@overload(_factor, jit_options=JIT_OPTIONS)
+def _factor_for(buf, info, recip, n, lanes):
+    if isinstance(buf.dtype, types.Complex):
+        return lambda buf, info, recip, n, lanes: _factor_chunk(buf, info, recip, n, lanes)
+
+    def factor(buf, info, recip, n, lanes):
+        if lanes == WIDTH:
+            _factor_vector(buf, info, recip, n)
+        else:
+            _factor_chunk(buf, info, recip, n, lanes)
+
+    return factor
+
+
 #: Largest order whose clean factors are scattered as whole rows (see :func:`scatter_triangle`). Measured (1
 #: thread, 32 lanes, in cache, ns per matrix, lower / upper factor): n = 8, Fortran-ordered output 95 -> 59 /
 #: 107 -> 43, C-ordered 87 -> 40 / 71 -> 66; at n = 16 and 32 whole rows were slower (up to 2.3x).
@@ -105,7 +169,10 @@ def scatter_triangle(buf, count, a, lower, clean, out, first, n):
     triangle from ``buf``, the other triangle zero if ``clean`` else copied from ``a``.
 
     The triangles are separate loops, not one loop with a per-element branch, so each row is a plain copy; full
-    chunks of large matrices write the factor's in blocks, as :func:`gather_hermitian` reads it. Up to
+    chunks write the factor's in blocks where :func:`gather_hermitian` reads in blocks, and a clean factor as whole
+    matrices, after zeroing the buffer's upper triangle: the blocks of a triangle's short rows and the zeros beside
+    them are copied element by element (float64, one thread, ns a matrix, C / Fortran-ordered output, triangle and
+    zeros -> whole: order 32, 8 lanes 964 / 690 -> 500 / 572; order 24, 16 lanes 526 / 391 -> 339 / 334). Up to
     ``FULL_ROW_SCATTER_N``, a clean factor is written as whole rows instead, zero chosen over the buffer's upper
     triangle: rows of constant length beat two short loops per row there.
     """
@@ -118,11 +185,18 @@ def scatter_triangle(buf, count, a, lower, clean, out, first, n):
                     out[m, i, j] = factor if (j <= i if lower else j >= i) else 0.0
         return
     lanes = buf.shape[2]
-    in_blocks = blocked(out, count, n, n, lanes, triangle=True)
+    in_blocks = blocked(out, count, n, n, lanes)
     if in_blocks:  # the lower triangle of out's matrices as they are, or conjugate-transposed
         target = out if lower else out.transpose(0, 2, 1)
+        if clean:
+            for i in range(n):
+                for j in range(i + 1, n):
+                    for lane in range(lanes):
+                        buf[i, j, lane] = 0.0
         copy_blocks_along(buffer_as_stack(buf), chunk_as_buffer(target, first, lanes), n, n, lanes,
-                          rows_along_memory(target), LOWER, not lower)
+                          rows_along_memory(target), WHOLE if clean else LOWER, not lower)
+        if clean:
+            return
     for lane in range(count):
         m = first + lane
         for i in range(n):
@@ -144,12 +218,12 @@ def _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n,
     buf = np.empty((n, n, lanes), dtype=out.dtype)
     chunk_info = np.empty(lanes, dtype=np.int64)
     recip = np.empty(lanes, dtype=out.real.dtype)
+    poison = np.empty(lanes, dtype=out.real.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
-        count, finite = gather_hermitian(a, first, lower, buf, n, lanes, nonfinite.size > 0)
-        if not finite:
-            nonfinite[thread] = 1
-        _factor_chunk(buf, chunk_info, recip, n, lanes)
+        count = gather_hermitian(a, first, lower, buf, n, lanes, nonfinite.size > 0)
+        flag_poisoned(buf, poison, count, nonfinite, thread, n, n, lanes)
+        _factor(buf, chunk_info, recip, n, lanes)
         for lane in range(count):
             info[first + lane] = chunk_info[lane]
         scatter_triangle(buf, count, a, lower, clean, out, first, n)
@@ -186,7 +260,7 @@ def potrs_stack(c, lower, b, out, lanes, threads):
         rhs = np.empty((n, nrhs, lanes), dtype=out.dtype)
         for chunk in range(start, stop):
             first = chunk * lanes
-            count, _ = gather_hermitian(c, first, lower, factor, n, lanes, False)
+            count = gather_hermitian(c, first, lower, factor, n, lanes, False)
             gather(b, first, rhs, n, nrhs, lanes)
             for r in range(nrhs):
                 for i in range(n):

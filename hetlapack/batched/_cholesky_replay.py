@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 from ._cholesky import gather_hermitian, scatter_triangle
-from ._interleave import SMALL_ORDER_LANES, chunk_range
+from ._interleave import SMALL_ORDER_LANES, chunk_range, flag_poisoned
 from ._lu import REDO_INFO
 from ._lu_replay import REPLAY_JIT_OPTIONS, SKYLAKEX, matrix_vector_update, strided_dot
 from ._simd import fused_multiply_add
@@ -156,11 +156,11 @@ def _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start
     dot = np.empty(lanes, dtype=np.float64)
     recip = np.empty(lanes, dtype=out.dtype)
     sums = np.empty((8, lanes), dtype=out.dtype)
+    poison = np.empty(lanes, dtype=out.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
-        count, finite = gather_hermitian(a, first, lower, buf, n, lanes, nonfinite.size > 0)
-        if not finite:
-            nonfinite[thread] = 1
+        count = gather_hermitian(a, first, lower, buf, n, lanes, nonfinite.size > 0)
+        flag_poisoned(buf, poison, count, nonfinite, thread, n, n, lanes)
         if lower:
             _replay_lower_chunk(buf, chunk_info, dot, recip, sums[0], n, lanes, kernels)  # a row of sums: scratch
         else:

@@ -14,6 +14,7 @@ from numba import types
 from numba.extending import overload
 
 from ..machine import l1_data_cache
+from ._simd import WIDTH, load, magnitude, splat, store, subtract_product
 from ._transpose import SIZE, transpose_block
 
 #: Bytes of one thread's interleaved buffer: a quarter megabyte, half a core's L2 cache. Measured (1 thread,
@@ -82,7 +83,7 @@ def chunk_range(thread: int, threads: int, chunks: int) -> tuple[int, int]:
 BLOCK = SIZE
 
 #: Bytes of buffer beyond which :func:`gather` and :func:`scatter` copy full chunks in blocks even where the blocks
-#: cannot be transposed in registers (strided views, short runs, Cholesky's triangles): this machine's L1 data
+#: cannot be transposed in registers (strided views, short runs): this machine's L1 data
 #: cache. Where they can, blocks win at every size: gather and scatter alone, 1 thread, float64, ns per element, in
 #: cache / from memory, element by element -> blocks in registers: n = 8 (64 lanes) 0.67 / 0.77 -> 0.31 / 0.43,
 #: n = 16 (32 lanes, blocks element by element 0.77 / 1.16) -> 0.27 / 0.89. An element-by-element copy of a buffer
@@ -96,16 +97,13 @@ BLOCKED_MIN_BYTES = l1_data_cache()[0]
 
 
 @numba.njit(**JIT_OPTIONS)
-def blocked(stack, count: int, m: int, n: int, lanes: int, triangle: bool = False) -> bool:
+def blocked(stack, count: int, m: int, n: int, lanes: int) -> bool:
     """Whether a chunk of ``stack`` (the input of a gather, the output of a scatter) is copied in blocks: a full
     chunk of whole blocks of lanes, whose matrices' runs along memory hold a block and lie next to one another (their
-    blocks are transposed in registers: :func:`copy_blocks`), or whose buffer exceeds the L1 cache. A ``triangle``
-    (Cholesky's) goes by the cache alone: its rows reach a block's length only from its eighth, and at order 8 the
-    blocked copy ran slower (float64, kernel alone, checked: 48-50 ns a matrix against 33-43, Cholesky's check then
-    reading ``a``'s rows: ``_cholesky.gather_hermitian``)."""
+    blocks are transposed in registers: :func:`copy_blocks`), or whose buffer exceeds the L1 cache."""
     along_rows = rows_along_memory(stack)
     runs = stack.strides[2] if along_rows else stack.strides[1]
-    in_registers = not triangle and runs == stack.itemsize and (n if along_rows else m) >= BLOCK
+    in_registers = runs == stack.itemsize and (n if along_rows else m) >= BLOCK
     buffer_bytes = m * n * lanes * stack.itemsize
     return count == lanes and lanes % BLOCK == 0 and (in_registers or buffer_bytes > BLOCKED_MIN_BYTES)
 
@@ -244,6 +242,70 @@ def all_finite(buf, count: int, m: int, n: int) -> bool:
             for lane in range(count):
                 finite &= is_finite(buf[i, j, lane])
     return finite
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _poison_each_lane(buf, poison, m, n, lanes):
+    """``poison[lane]``: 0 where lane's matrix in the buffer is finite, NaN where it holds an infinity or NaN
+    (``|x| * 0`` is zero only for finite ``x``: one vector pass over the buffer while it is in cache)."""
+    for lane in range(lanes):
+        poison[lane] = 0
+    for i in range(m):
+        for j in range(n):
+            for lane in range(lanes):
+                poison[lane] += (abs(buf[i, j, lane].real) + abs(buf[i, j, lane].imag)) * 0
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _poison_vector(buf, poison, m, n):
+    """:func:`_poison_each_lane` on SIMD vectors, for a buffer of one vector of real matrices (there the loop over
+    the lanes is too short for the compiler's own vector loop, and cost a quarter of LU's factorization at n = 16),
+    in four independent sums of zeros or NaNs, whose order changes nothing."""
+    poison[0] = 0
+    zero = splat(poison[0])  # a zero of the buffer's type
+    sum0 = sum1 = sum2 = sum3 = zero
+    size, step = m * n * WIDTH, 4 * WIDTH
+    whole = size - size % step
+    for at in range(0, whole, step):
+        sum0 = subtract_product(magnitude(load(buf, at)), zero, sum0)
+        sum1 = subtract_product(magnitude(load(buf, at + WIDTH)), zero, sum1)
+        sum2 = subtract_product(magnitude(load(buf, at + 2 * WIDTH)), zero, sum2)
+        sum3 = subtract_product(magnitude(load(buf, at + 3 * WIDTH)), zero, sum3)
+    for at in range(whole, size, WIDTH):
+        sum0 = subtract_product(magnitude(load(buf, at)), zero, sum0)
+    sum0 = subtract_product(sum1, zero, sum0)
+    sum2 = subtract_product(sum3, zero, sum2)
+    store(poison, 0, subtract_product(sum2, zero, sum0))
+
+
+def poison_lanes(buf, poison, m, n, lanes):
+    """``poison[lane]`` of an ``m x n x lanes`` buffer: 0 where lane's matrix is finite, NaN where it holds an
+    infinity or NaN; on SIMD vectors where the buffer is one vector of real matrices."""
+
+
+@overload(poison_lanes, jit_options=JIT_OPTIONS)
+def _poison_lanes_for(buf, poison, m, n, lanes):
+    if isinstance(buf.dtype, types.Complex):
+        return lambda buf, poison, m, n, lanes: _poison_each_lane(buf, poison, m, n, lanes)
+
+    def poison_lanes_of(buf, poison, m, n, lanes):
+        if lanes == WIDTH:
+            _poison_vector(buf, poison, m, n)
+        else:
+            _poison_each_lane(buf, poison, m, n, lanes)
+
+    return poison_lanes_of
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def flag_poisoned(buf, poison, count, nonfinite, thread, m, n, lanes):
+    """Where the caller asked for the check (``nonfinite`` not empty), set ``thread``'s flag if the first ``count``
+    lanes of a gathered buffer hold an infinity or NaN; ``poison`` is scratch of ``lanes`` real numbers."""
+    if nonfinite.size:
+        poison_lanes(buf, poison, m, n, lanes)
+        for lane in range(count):
+            if poison[lane] != 0:
+                nonfinite[thread] = 1
 
 
 @numba.njit(**JIT_OPTIONS)

@@ -22,7 +22,8 @@ from numba import types
 from numba.extending import overload
 
 from ..machine import vector_bytes
-from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, all_finite, chunk_range, divide, gather, scatter
+from ._interleave import (SMALL_ORDER_LANES, JIT_OPTIONS, all_finite, chunk_range, divide, flag_poisoned, gather,
+                          poison_lanes, scatter)
 from ._simd import WIDTH, load, magnitude, multiply, splat, store, subtract_product, where_greater
 
 
@@ -264,57 +265,11 @@ REDO_INFO = -1
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _poison_any(buf, poison, m, n, lanes):
-    """``poison[lane]``: 0 where lane's matrix in the buffer is finite, NaN where it holds an infinity or NaN
-    (``x * 0`` is zero only for finite ``x``: one vector pass over the buffer while it is in cache)."""
-    for lane in range(lanes):
-        poison[lane] = 0
-    for i in range(m):
-        for j in range(n):
-            for lane in range(lanes):
-                poison[lane] += _magnitude(buf[i, j, lane]) * 0
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
-def _poison_vector(buf, poison, m, n):
-    """:func:`_poison_any` on SIMD vectors, for a buffer of one vector of real matrices (there the loop over the
-    lanes is too short for the compiler's own vector loop, and cost a quarter of the factorization at n = 16)."""
-    poison[0] = 0
-    total = zero = splat(poison[0])  # a zero of the buffer's type
-    for at in range(0, m * n * WIDTH, WIDTH):
-        total = subtract_product(magnitude(load(buf, at)), zero, total)
-    store(poison, 0, total)
-
-
-def _poison(buf, poison, m, n, lanes):
-    """``poison[lane]`` as :func:`_poison_any` gives it: on SIMD vectors where the buffer is one vector of real
-    matrices."""
-
-
-@overload(_poison, jit_options=JIT_OPTIONS)
-def _poison_for(buf, poison, m, n, lanes):
-    if isinstance(buf.dtype, types.Complex):
-        return lambda buf, poison, m, n, lanes: _poison_any(buf, poison, m, n, lanes)
-
-    def poison_lanes(buf, poison, m, n, lanes):
-        if lanes == WIDTH:
-            _poison_vector(buf, poison, m, n)
-        else:
-            _poison_any(buf, poison, m, n, lanes)
-
-    return poison_lanes
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
 def gather_checked(a, first, buf, poison, nonfinite, thread, m, n, lanes):
     """:func:`gather` chunk ``first`` into ``buf``, setting ``thread``'s ``nonfinite`` flag (where asked) if it holds
     an infinity or NaN; ``poison`` is scratch of ``lanes`` real numbers. Returns the number of real lanes."""
     count = gather(a, first, buf, m, n, lanes)
-    if nonfinite.size:
-        _poison(buf, poison, m, n, lanes)
-        for lane in range(count):
-            if poison[lane] != 0:
-                nonfinite[thread] = 1
+    flag_poisoned(buf, poison, count, nonfinite, thread, m, n, lanes)
     return count
 
 
@@ -322,7 +277,7 @@ def gather_checked(a, first, buf, poison, nonfinite, thread, m, n, lanes):
 def scatter_factored(buf, chunk_piv, chunk_info, poison, count, out, piv, info, first, m, n, lanes):
     """Write a factored chunk's LU, pivots and ``info`` to the stack's, with ``REDO_INFO`` for each matrix whose
     factors hold an infinity or NaN."""
-    _poison(buf, poison, m, n, lanes)
+    poison_lanes(buf, poison, m, n, lanes)
     for lane in range(count):
         if poison[lane] != 0:
             chunk_info[lane] = REDO_INFO

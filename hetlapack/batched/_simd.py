@@ -160,3 +160,39 @@ def where_greater(typingctx, a, b, chosen, otherwise):
         return builder.select(builder.fcmp_ordered(">", args[0], args[1]), args[2], args[3])
 
     return chosen(a, b, chosen, otherwise), codegen
+
+
+@intrinsic
+def square_root(typingctx, a):
+    """``sqrt(a)``, lane by lane (correctly rounded, as the scalar ``math.sqrt``)."""
+    if not _is_real(a):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.call(_llvm_function(builder, "sqrt", args[0].type, 1), [args[0]])
+
+    return a(a), codegen
+
+
+@intrinsic
+def quotient(typingctx, a, b):
+    """``a / b``, lane by lane (IEEE division: a zero divisor gives an infinity or NaN)."""
+    if not (_is_real(a) and a == b):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fdiv(args[0], args[1])
+
+    return a(a, b), codegen
+
+
+@intrinsic
+def where_at_most(typingctx, a, b, chosen, otherwise):
+    """``chosen`` in the lanes where ``a <= b`` (false where either is NaN), ``otherwise`` in the others."""
+    if not (_is_real(a) and a == b and isinstance(chosen, Vector) and chosen == otherwise):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.select(builder.fcmp_ordered("<=", args[0], args[1]), args[2], args[3])
+
+    return chosen(a, b, chosen, otherwise), codegen

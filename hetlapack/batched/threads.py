@@ -83,7 +83,7 @@ _SMALL_ORDER = frozenset({"getrf", "getrf_replay", "potrf", "potrf_replay"})
 #: Kernels with a version on SIMD vectors (``_simd``) for a buffer of one vector of real matrices, whose elements
 #: then lie next to one another, a cache line each (wider buffers run the loops over lanes): such buffers are their
 #: default, and ``hetlapack calibrate``'s measured choice of lanes picks between the two versions per order.
-_VECTOR = frozenset({"getrf"})
+_VECTOR = frozenset({"getrf", "potrf"})
 
 
 def kernel_lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int, lanes: int | None = None) -> int:
