@@ -20,3 +20,8 @@ def native(dtype: np.dtype) -> np.dtype:
     """``dtype`` in this machine's byte order: what LAPACK computes on, MPI sends, and NumPy and SciPy return for a
     big-endian ``>f8`` input."""
     return np.dtype(dtype).newbyteorder("=")
+
+
+def real_dtype(dtype: np.dtype) -> np.dtype:
+    """The real precision of a floating-point or complex ``dtype`` (float64 for complex128)."""
+    return np.finfo(dtype).dtype

@@ -461,6 +461,24 @@ def test_getrs_broadcasts_one_factorization_over_many_right_hand_sides():
     np.testing.assert_allclose(a @ x, b, atol=1e-13)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(1, 1), (5, 5), (7, 3), (3, 7)])
+def test_plu_writes_the_permutation_matrix_of_its_row_indices(dtype, shape):
+    """Asked for ``P``, the pass that writes ``L`` and ``U`` writes SciPy's permutation matrix too (``P[i, p[i]] =
+    1``, zeros elsewhere, in the real precision), with the same ``L`` and ``U``; by default the row indices."""
+    a = random_matrix((BATCH, *shape), dtype, seed=shape[0])
+    lu, piv, _ = kernels.getrf(a)
+    rows, lower, upper = kernels.plu(lu, piv, permute_l=False)
+    permutation, lower_too, upper_too = kernels.plu(lu, piv, permute_l=False, p_matrix=True)
+    expected = np.zeros((BATCH, shape[0], shape[0]), dtype=np.finfo(dtype).dtype)
+    np.put_along_axis(expected, rows[..., None].astype(np.intp), 1, axis=-1)
+    assert rows.dtype == np.int32 and permutation.dtype == expected.dtype
+    np.testing.assert_array_equal(permutation, expected)
+    np.testing.assert_array_equal(lower_too, lower)
+    np.testing.assert_array_equal(upper_too, upper)
+    np.testing.assert_allclose(permutation @ lower @ upper, a, atol=_tolerance(dtype, shape[0]) * 10)
+
+
 @pytest.mark.parametrize("lapack", [False, True])
 @pytest.mark.parametrize("n", [4, 40])
 def test_solves_and_plu_refuse_operands_they_would_read_outside_of(n, lapack):

@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..dtypes import real_dtype
+
 #: Per kernel, the shape of each argument that is an array, by dimension letters (``None`` for the others): one
 #: letter is one length across the kernel's arrays, ``k`` is ``min(m, n)`` wherever both are named, a ``?`` allows
 #: an empty array (a Cholesky solve's pivots), and ``t`` is a flag per thread (any length).
@@ -23,7 +25,7 @@ SHAPES: dict[str, tuple[str | None, ...]] = {
     "getrf_replay": ("bmn", "bmn", "bk", "b", None, "t", None, None),
     "getrs": ("bnn", "bn", "bnr", None, "bnr", "t", None, None),
     "solve_each": ("bnn", "bn?", "bnr", None, "bnr", "t", None),
-    "plu": ("bmn", "bk", None, "bm", "bmk", "bkn", None),
+    "plu": ("bmn", "bk", None, "bm", "bmk", "bkn", "bmm?", None),
     "geqrf": ("bmn", "bmn", "bk", None, None),
     "orgqr": ("bmj", "bj", "bmc", None, None),
     "qr": ("bmn", "bmc", "bwn", "t", None, None),
@@ -45,9 +47,11 @@ _RELATIONS: dict[str, tuple[tuple[str, Callable[[dict[str, int]], bool]], ...]] 
 }
 _RELATIONS["qr_replay"] += (("n <= m", lambda d: d["n"] <= d["m"]),)
 
-#: The dtype an array kind holds (``None``: the kernel's own) and whether the kernel writes it.
-_ARRAY_KINDS: dict[str, tuple[np.dtype | None, bool]] = {
-    "in3": (None, False), "out3": (None, True), "tau_out": (None, True), "tau_in": (None, False),
+#: The dtype an array kind holds (``None``: the kernel's own, ``"real"``: its real precision) and whether the kernel
+#: writes it.
+_ARRAY_KINDS: dict[str, tuple[np.dtype | str | None, bool]] = {
+    "in3": (None, False), "out3": (None, True), "real_out3": ("real", True), "tau_out": (None, True),
+    "tau_in": (None, False),
     "piv_out": (np.dtype(np.int32), True), "piv_in": (np.dtype(np.int32), False), "info": (np.dtype(np.int32), True),
     "flags": (np.dtype(np.uint8), True),
 }
@@ -63,7 +67,8 @@ def check_arguments(op: str, kinds: tuple[str, ...], dtype: np.dtype, arguments:
     for position, (kind, spec, value) in enumerate(zip(kinds, SHAPES[op], arguments)):
         if kind not in _ARRAY_KINDS:
             continue
-        _check_array(op, position, value, _ARRAY_KINDS[kind][0] or dtype, _ARRAY_KINDS[kind][1])
+        held, written = _ARRAY_KINDS[kind]
+        _check_array(op, position, value, real_dtype(dtype) if held == "real" else held or dtype, written)
         if spec is not None and not (spec.endswith("?") and value.size == 0):
             _bind(op, position, value.shape, spec.rstrip("?"), lengths)
     if "k" in lengths and {"m", "n"} <= lengths.keys() and lengths["k"] != min(lengths["m"], lengths["n"]):

@@ -326,10 +326,10 @@ def getrf_stack(a, out, piv, info, nonfinite, lanes, threads):
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
-def plu_stack(packed, piv, permute_l, rows, lower, upper, threads):
+def plu_stack(packed, piv, permute_l, rows, lower, upper, permutation, threads):
     """SciPy's ``lu`` from each packed LU of a stack and its 0-based pivots: ``rows[i]`` the column of row ``i``'s
-    one in ``P`` (``A = P L U``), the unit lower ``L`` (rows permuted to ``P L`` if ``permute_l``) and the upper
-    ``U``, each written once."""
+    one in ``P`` (``A = P L U``), the unit lower ``L`` (rows permuted to ``P L`` if ``permute_l``), the upper ``U``
+    and, where ``permutation`` is not empty, ``P`` itself, each written once."""
     batch, m, n = packed.shape
     k = min(m, n)
     for thread in numba.prange(threads):
@@ -343,6 +343,11 @@ def plu_stack(packed, piv, permute_l, rows, lower, upper, threads):
                 order[i], order[row] = order[row], order[i]
             for i in range(m):
                 rows[b, order[i]] = i
+            if permutation.size:
+                for i in range(m):
+                    for j in range(m):
+                        permutation[b, i, j] = 0.0
+                    permutation[b, i, rows[b, i]] = 1.0
             for i in range(m):
                 source = rows[b, i] if permute_l else i
                 below = min(source, k)

@@ -18,6 +18,7 @@ import numpy as np
 from numba import types
 
 from ..devices import lapack_pointers
+from ..dtypes import real_dtype
 from ..imports import importing
 from . import _cholesky, _cholesky_replay, _lapack_each, _lu, _lu_replay, _qr, _qr_replay, _solve
 from ._boundary import check_arguments
@@ -32,7 +33,8 @@ _INDEX = types.int32
 _COUNT = types.intp
 
 #: Each compiled kernel's Python function and argument kinds: ``in`` arrays are read-only of any layout, ``out3``
-#: stacks hold C- or Fortran-ordered matrices, the other outputs are C-ordered; ``lapack:NAME`` is SciPy's LAPACK
+#: stacks hold C- or Fortran-ordered matrices, the other outputs are C-ordered (``real_out3``: a C-ordered stack of
+#: the kernel's real precision); ``lapack:NAME`` is SciPy's LAPACK
 #: routine NAME in the kernel's precision (:func:`lapack_routines`).
 KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "flags", "count", "count")),
@@ -44,7 +46,7 @@ KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
                      ("in3", "out3", "piv_out", "info", "count", "flags", "count", "count")),
     "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "flags", "count", "count")),
     "solve_each": (_solve.solve_each, ("in3", "piv_in", "in3", "count", "out3", "flags", "count")),
-    "plu": (_lu.plu_stack, ("in3", "piv_in", "bool", "piv_out", "out3", "out3", "count")),
+    "plu": (_lu.plu_stack, ("in3", "piv_in", "bool", "piv_out", "out3", "out3", "real_out3", "count")),
     "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count", "count")),
     "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count", "count")),
     "qr": (_qr.qr_stack, ("in3", "out3", "out3", "flags", "count", "count")),
@@ -89,6 +91,7 @@ def _numba_type(kind: str, dtype: np.dtype) -> types.Type:
     table = {
         "in3": types.Array(scalar, 3, "A", readonly=True),
         "out3": types.Array(scalar, 3, "A"),
+        "real_out3": types.Array(numba.from_dtype(real_dtype(dtype)), 3, "C"),
         "tau_out": types.Array(scalar, 2, "C"),
         "tau_in": types.Array(scalar, 2, "A", readonly=True),
         "piv_out": types.Array(_INDEX, 2, "C"),

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ..dtypes import real_dtype
 from ..pivots import check_pivots
 from . import _lu, _solve
 from ._interleave import as_stack
@@ -121,10 +122,11 @@ def _refactor_marked(loop: str, stack: np.ndarray, options: tuple, results: tupl
         result[marked] = redone
 
 
-def plu(lu: np.ndarray, piv: np.ndarray, *, permute_l: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def plu(lu: np.ndarray, piv: np.ndarray, *, permute_l: bool,
+        p_matrix: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``scipy.linalg.lu``'s pieces from :func:`getrf`'s results, in one pass: the row indices ``p`` (int32; ``A =
-    P L U`` with ``P[i, p[i]] = 1``), the unit lower ``L`` (``P L`` if ``permute_l``) and the upper ``U``, each
-    C-ordered."""
+    P L U`` with ``P[i, p[i]] = 1``), or with ``p_matrix`` the permutation matrix ``P`` itself (of the real
+    precision, as SciPy's), the unit lower ``L`` (``P L`` if ``permute_l``) and the upper ``U``, each C-ordered."""
     _check_dtype(lu)
     m, n = lu.shape[-2:]
     k, batch = min(m, n), lu.shape[:-2]
@@ -136,11 +138,13 @@ def plu(lu: np.ndarray, piv: np.ndarray, *, permute_l: bool) -> tuple[np.ndarray
     rows = np.empty((stack.shape[0], m), dtype=INDEX_DTYPE)
     lower = np.empty((stack.shape[0], m, k), dtype=lu.dtype)
     upper = np.empty((stack.shape[0], k, n), dtype=lu.dtype)
+    permutation = np.empty((stack.shape[0] if p_matrix else 0, m, m), dtype=real_dtype(lu.dtype))
     if stack.shape[0]:
         pivots = np.asarray(piv, dtype=INDEX_DTYPE).reshape(-1, k)
-        run("plu", lu.dtype, stack, pivots, bool(permute_l), rows, lower, upper,
+        run("plu", lu.dtype, stack, pivots, bool(permute_l), rows, lower, upper, permutation,
             threads_for(stack.shape[0], MIN_BATCH_PER_THREAD))
-    return rows.reshape((*batch, m)), lower.reshape((*batch, m, k)), upper.reshape((*batch, k, n))
+    p = permutation.reshape((*batch, m, m)) if p_matrix else rows.reshape((*batch, m))
+    return p, lower.reshape((*batch, m, k)), upper.reshape((*batch, k, n))
 
 
 def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -32,10 +32,11 @@ def compiled_kernels_unusable() -> str | None:
     return compiled.unusable_after_fork() if compiled is not None else None
 
 
-def plu(lu: np.ndarray, piv: np.ndarray, permute_l: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``scipy.linalg.lu``'s row indices, ``L`` (or ``P L``) and ``U`` from a packed LU of any path, in one
-    compiled pass over a matrix or a stack."""
-    return _compiled().plu(lu, piv, permute_l=permute_l)
+def plu(lu: np.ndarray, piv: np.ndarray, permute_l: bool,
+        p_matrix: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``scipy.linalg.lu``'s row indices (or with ``p_matrix`` its permutation matrix), ``L`` (or ``P L``) and ``U``
+    from a packed LU of any path, in one compiled pass over a matrix or a stack."""
+    return _compiled().plu(lu, piv, permute_l=permute_l, p_matrix=p_matrix)
 
 
 class BatchedPath(Path):
