@@ -10,7 +10,7 @@ import pytest
 import scipy.linalg as sla
 from scipy.linalg import lapack
 
-from hetlapack.batched import _cholesky, _lu, kernels
+from hetlapack.batched import _cholesky, _lu, _qr, kernels
 from hetlapack.batched._interleave import SMALL_ORDER_LANES, WIDE_LANES, lanes_for
 from hetlapack.batched._lu import divides_by_pivot
 from hetlapack.batched._simd import WIDTH
@@ -144,10 +144,13 @@ def test_any_matrices_per_buffer_give_the_same_bits(dtype, n):
     general_stack[5] = 0.0
     hermitian = spd(n, dtype, batch=(77,), seed=n)
     lu_default, cho_default = kernels.getrf(general_stack), kernels.potrf(hermitian, lower=False, clean=True)
+    qr_default = kernels.qr(general_stack, n, n)
     for lanes in (8, 16, 24, 64):
         for ours, default in zip(kernels.getrf(general_stack, lanes=lanes), lu_default):
             np.testing.assert_array_equal(ours, default)
         for ours, default in zip(kernels.potrf(hermitian, lower=False, clean=True, lanes=lanes), cho_default):
+            np.testing.assert_array_equal(ours, default)
+        for ours, default in zip(kernels.qr(general_stack, n, n, lanes=lanes), qr_default):
             np.testing.assert_array_equal(ours, default)
 
 
@@ -302,6 +305,38 @@ def test_real_lu_and_cholesky_take_one_vector_of_matrices_per_buffer(op):
     assert kernel_lanes(op, np.dtype(np.float64), BATCH, 16, 16, lanes=32) == 32
     assert kernel_lanes(op, np.dtype(np.float64), BATCH, 3, 3) == SMALL_ORDER_LANES
     assert kernel_lanes(op, np.dtype(np.complex128), BATCH, 16, 16) == lanes_for(16, 16, 16, BATCH)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)
+@pytest.mark.parametrize("shape", [(1, 1, 1), (2, 2, 2), (5, 5, 5), (8, 8, 8), (13, 13, 13), (16, 16, 16),
+                                   (32, 32, 32), (7, 3, 3), (7, 3, 7), (3, 7, 3), (9, 1, 9)])
+def test_real_qr_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shape):
+    """``_qr._factor_vector`` and ``_build_q_vector`` (one vector of real matrices, on ``_simd`` vectors, four columns
+    reflected at a time) and the loops over the lanes round the same operations in the same order: the same
+    reflectors, ``tau`` and ``Q``, every bit, with zero columns, a column zero below the diagonal, tiny matrices (the
+    rescaled ``larfg``) and a NaN, which stays a NaN in the same places."""
+    m, n, ncols = shape
+    rng = np.random.default_rng(m * n)
+    buf = rng.standard_normal((m, n, WIDTH)).astype(dtype)
+    buf[:, 0, 2] = 0
+    buf[1:, 0, 3] = 0
+    buf[:, :, 4] *= np.finfo(dtype).tiny * 16
+    buf[0, 0, 5] = np.nan
+    results = []
+    for vector in (False, True):
+        work, tau = buf.copy(), np.empty((min(m, n), WIDTH), dtype)
+        norm, dots, q = np.empty(WIDTH, dtype), np.empty(WIDTH, dtype), np.empty((m, ncols, WIDTH), dtype)
+        if vector:
+            _qr._factor_vector(work, tau, norm, dots)
+            _qr._build_q_vector(work, tau, q, dots)
+        else:
+            _qr._factor_chunk(work, tau, norm, dots)
+            _qr._build_q_chunk(work, tau, q, dots)
+        results.append((work, tau, q))
+    for scalar, vector in zip(*results):
+        nan = np.isnan(scalar)
+        np.testing.assert_array_equal(np.isnan(vector), nan)
+        np.testing.assert_array_equal(np.where(nan, 0, vector).view(np.uint8), np.where(nan, 0, scalar).view(np.uint8))
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)

@@ -143,7 +143,7 @@ def _factor(buf, info, recip, n, lanes):
     :func:`_factor_chunk` otherwise."""
 
 
-@overload(_factor, jit_options=JIT_OPTIONS)
+@overload(_factor, jit_options=JIT_OPTIONS, inline="always")
 def _factor_for(buf, info, recip, n, lanes):
     if isinstance(buf.dtype, types.Complex):
         return lambda buf, info, recip, n, lanes: _factor_chunk(buf, info, recip, n, lanes)

@@ -15,8 +15,12 @@ import math
 
 import numba
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 from ._interleave import JIT_OPTIONS, all_finite, chunk_range, divide, gather, scatter
+from ._simd import (WIDTH, add_rounded_product, load, multiply, negative, splat, store,
+                    subtract_rounded_product)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -65,35 +69,51 @@ def _larfg_scaled(buf, k, lane, tau, dots, safmin):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
+def _limits(norm):
+    """LAPACK's safe minimum for ``larfg`` (``dlamch('S') / dlamch('E')``) and the largest finite number, in the
+    precision of ``norm``: read once per chunk (``np.finfo`` per column cost 15 ns a matrix at order 2)."""
+    limits = np.finfo(norm.dtype)
+    return limits.tiny / (limits.eps / 2), limits.max
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _reflectors(buf, k, tau, norm, dots, safmin, largest):
+    """Each lane's reflector of column ``k`` from ``norm[lane]``, the plain sum of squares below the diagonal: its
+    ``tau``, ``beta`` on the diagonal and in ``dots[lane]`` the factor that makes ``v`` from the column. A lane
+    whose sum is zero, overflows (beyond ``largest``) or is small enough to have lost digits to underflow (below
+    ``safmin``) takes :func:`_larfg_scaled`."""
+    lanes = buf.shape[2]
+    rare = 0
+    for lane in range(lanes):  # rare lanes are only marked here, so that this stays one SIMD loop over the lanes
+        alpha = buf[k, k, lane]
+        total = alpha.real ** 2 + alpha.imag ** 2 + norm[lane]
+        plain = norm[lane] != 0.0 and safmin <= total <= largest
+        rare += not plain
+        beta = -math.copysign(math.sqrt(total), alpha.real)
+        tau[k, lane] = divide(beta - alpha, beta)
+        dots[lane] = divide(1.0, alpha - beta)
+        buf[k, k, lane] = beta if plain else alpha
+        norm[lane] = norm[lane] if plain else -1.0
+    if rare:
+        for lane in range(lanes):
+            if norm[lane] < 0.0:
+                _larfg_scaled(buf, k, lane, tau, dots, safmin)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _factor_chunk(buf, tau, norm, dots):
     """Householder QR of the interleaved ``m x n`` matrices in ``buf``; ``tau[k, lane]`` as LAPACK's geqrf.
 
-    A plain sum of squares makes each reflector; a lane whose sum is zero, overflows or is small enough to have lost
-    digits to underflow takes :func:`_larfg_scaled` instead."""
+    A plain sum of squares makes each reflector (:func:`_reflectors`)."""
     m, n, lanes = buf.shape
-    limits = np.finfo(norm.dtype)
-    safmin = limits.tiny / (limits.eps / 2)  # LAPACK's dlamch('S') / dlamch('E')
+    safmin, largest = _limits(norm)
     for k in range(min(m, n)):
         for lane in range(lanes):
             norm[lane] = 0.0
         for i in range(k + 1, m):
             for lane in range(lanes):
                 norm[lane] += buf[i, k, lane].real ** 2 + buf[i, k, lane].imag ** 2
-        rare = 0
-        for lane in range(lanes):  # rare lanes are only marked here, so that this stays one SIMD loop over the lanes
-            alpha = buf[k, k, lane]
-            total = alpha.real ** 2 + alpha.imag ** 2 + norm[lane]
-            plain = norm[lane] != 0.0 and safmin <= total <= limits.max
-            rare += not plain
-            beta = -math.copysign(math.sqrt(total), alpha.real)
-            tau[k, lane] = divide(beta - alpha, beta)
-            dots[lane] = divide(1.0, alpha - beta)
-            buf[k, k, lane] = beta if plain else alpha
-            norm[lane] = norm[lane] if plain else -1.0
-        if rare:
-            for lane in range(lanes):
-                if norm[lane] < 0.0:
-                    _larfg_scaled(buf, k, lane, tau, dots, safmin)
+        _reflectors(buf, k, tau, norm, dots, safmin, largest)
         for i in range(k + 1, m):
             for lane in range(lanes):
                 buf[i, k, lane] *= dots[lane]
@@ -109,6 +129,127 @@ def _factor_chunk(buf, tau, norm, dots):
             for i in range(k + 1, m):
                 for lane in range(lanes):
                     buf[i, j, lane] -= buf[i, k, lane] * dots[lane]
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _reflect_four(target, reflectors, top, column, scale, j):
+    """Apply the reflector in ``reflectors[top:, column]`` (``v[top] = 1``; ``scale`` = its ``tau``, a vector) to
+    columns ``j`` to ``j + 3`` of ``target`` from row ``top`` down, in a buffer of one vector of real matrices: the
+    four dot products run as independent chains over the rows. Each product is rounded before its sum, as in
+    :func:`_factor_chunk`'s loops over the lanes (which the compiler leaves unfused): bitwise its results."""
+    rows, width, depth = target.shape[0], target.shape[1], reflectors.shape[1]
+    at = (top * width + j) * WIDTH
+    d0, d1 = load(target, at), load(target, at + WIDTH)
+    d2, d3 = load(target, at + 2 * WIDTH), load(target, at + 3 * WIDTH)
+    for i in range(top + 1, rows):
+        v = load(reflectors, (i * depth + column) * WIDTH)
+        row = (i * width + j) * WIDTH
+        d0 = add_rounded_product(d0, v, load(target, row))
+        d1 = add_rounded_product(d1, v, load(target, row + WIDTH))
+        d2 = add_rounded_product(d2, v, load(target, row + 2 * WIDTH))
+        d3 = add_rounded_product(d3, v, load(target, row + 3 * WIDTH))
+    store(target, at, subtract_rounded_product(d0, scale, load(target, at)))
+    store(target, at + WIDTH, subtract_rounded_product(d1, scale, load(target, at + WIDTH)))
+    store(target, at + 2 * WIDTH, subtract_rounded_product(d2, scale, load(target, at + 2 * WIDTH)))
+    store(target, at + 3 * WIDTH, subtract_rounded_product(d3, scale, load(target, at + 3 * WIDTH)))
+    d0, d1, d2, d3 = multiply(d0, scale), multiply(d1, scale), multiply(d2, scale), multiply(d3, scale)
+    for i in range(top + 1, rows):
+        v = load(reflectors, (i * depth + column) * WIDTH)
+        row = (i * width + j) * WIDTH
+        store(target, row, subtract_rounded_product(v, d0, load(target, row)))
+        store(target, row + WIDTH, subtract_rounded_product(v, d1, load(target, row + WIDTH)))
+        store(target, row + 2 * WIDTH, subtract_rounded_product(v, d2, load(target, row + 2 * WIDTH)))
+        store(target, row + 3 * WIDTH, subtract_rounded_product(v, d3, load(target, row + 3 * WIDTH)))
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _reflect_one(target, reflectors, top, column, scale, j):
+    """:func:`_reflect_four` for column ``j`` alone."""
+    rows, width, depth = target.shape[0], target.shape[1], reflectors.shape[1]
+    at = (top * width + j) * WIDTH
+    d = load(target, at)
+    for i in range(top + 1, rows):
+        v = load(reflectors, (i * depth + column) * WIDTH)
+        d = add_rounded_product(d, v, load(target, (i * width + j) * WIDTH))
+    store(target, at, subtract_rounded_product(d, scale, load(target, at)))
+    d = multiply(d, scale)
+    for i in range(top + 1, rows):
+        row = (i * width + j) * WIDTH
+        store(target, row, subtract_rounded_product(load(reflectors, (i * depth + column) * WIDTH), d,
+                                                    load(target, row)))
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _reflect_columns(target, reflectors, top, column, scale, first):
+    """Apply the reflector of ``reflectors[top:, column]`` to the columns of ``target`` from ``first`` on, four at a
+    time."""
+    width = target.shape[1]
+    for j in range(first, width - 3, 4):
+        _reflect_four(target, reflectors, top, column, scale, j)
+    for j in range(width - (width - first) % 4, width):
+        _reflect_one(target, reflectors, top, column, scale, j)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _factor_vector(buf, tau, norm, dots):
+    """:func:`_factor_chunk` for a buffer of one SIMD vector of real matrices (``WIDTH`` lanes), on ``_simd``
+    vectors: the sums of squares, the scaling and the reflections with the products held in registers, four columns
+    at a time, in the chunk kernel's order of operations."""
+    m, n = buf.shape[0], buf.shape[1]
+    safmin, largest = _limits(norm)
+    zero = splat(buf.dtype.type(0.0))
+    for k in range(min(m, n)):
+        total = zero
+        for i in range(k + 1, m):
+            x = load(buf, (i * n + k) * WIDTH)
+            total = add_rounded_product(total, x, x)
+        store(norm, 0, total)
+        _reflectors(buf, k, tau, norm, dots, safmin, largest)
+        scale = load(dots, 0)
+        for i in range(k + 1, m):
+            store(buf, (i * n + k) * WIDTH, multiply(load(buf, (i * n + k) * WIDTH), scale))
+        _reflect_columns(buf, buf, k, k, load(tau, k * WIDTH), k + 1)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _build_q_vector(reflectors, tau, q, dots):
+    """:func:`_build_q_chunk` for buffers of one SIMD vector of real matrices, on ``_simd`` vectors."""
+    m, ncols = q.shape[0], q.shape[1]
+    depth = reflectors.shape[1]
+    for i in range(m):
+        for j in range(ncols):
+            for lane in range(WIDTH):
+                q[i, j, lane] = 1.0 if i == j else 0.0
+    one = splat(q.dtype.type(1.0))
+    for r in range(tau.shape[0] - 1, -1, -1):
+        scale = load(tau, r * WIDTH)
+        _reflect_columns(q, reflectors, r, r, scale, r + 1)
+        for i in range(r + 1, m):
+            store(q, (i * ncols + r) * WIDTH, multiply(negative(scale), load(reflectors, (i * depth + r) * WIDTH)))
+        store(q, (r * ncols + r) * WIDTH, subtract_rounded_product(one, scale, one))
+
+
+def _qr_in_chunk(buf, tau, norm, dots, q, lanes):
+    """Householder QR of an interleaved chunk, and its ``Q`` into ``q`` where that has columns: on SIMD vectors
+    (:func:`_factor_vector`, :func:`_build_q_vector`) where the buffers are one vector of real matrices, in loops
+    over the lanes otherwise."""
+
+
+@overload(_qr_in_chunk, jit_options=JIT_OPTIONS, inline="always")
+def _qr_in_chunk_for(buf, tau, norm, dots, q, lanes):
+    vector = not isinstance(buf.dtype, types.Complex)
+
+    def qr_in_chunk(buf, tau, norm, dots, q, lanes):
+        if vector and lanes == WIDTH:
+            _factor_vector(buf, tau, norm, dots)
+            if q.shape[1]:
+                _build_q_vector(buf, tau, q, dots)
+        else:
+            _factor_chunk(buf, tau, norm, dots)
+            if q.shape[1]:
+                _build_q_chunk(buf, tau, q, dots)
+
+    return qr_in_chunk
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
@@ -216,8 +357,7 @@ def qr_stack(a, q_out, r_out, nonfinite, lanes, threads):
             count = gather(a, first, buf, m, n, lanes)
             if nonfinite.size and not all_finite(buf, count, m, n):
                 nonfinite[thread] = 1
-            _factor_chunk(buf, chunk_tau, norm, dots)
+            _qr_in_chunk(buf, chunk_tau, norm, dots, q, lanes)
             _scatter_upper(buf, count, r_out, first)
             if ncols:
-                _build_q_chunk(buf, chunk_tau, q, dots)
                 scatter(q, count, q_out, first, m, ncols)

@@ -196,3 +196,40 @@ def where_at_most(typingctx, a, b, chosen, otherwise):
         return builder.select(builder.fcmp_ordered("<=", args[0], args[1]), args[2], args[3])
 
     return chosen(a, b, chosen, otherwise), codegen
+
+
+@intrinsic
+def negative(typingctx, a):
+    """``-a``, lane by lane."""
+    if not _is_real(a):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fneg(args[0])
+
+    return a(a), codegen
+
+
+@intrinsic
+def add_rounded_product(typingctx, total, a, b):
+    """``total + a * b`` rounded twice, the product first (never fused), lane by lane: what the kernels' scalar
+    loops over the lanes compute where the compiler leaves the product and the sum apart."""
+    if not (_is_real(a) and a == b == total):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fadd(args[0], builder.fmul(args[1], args[2]))
+
+    return a(total, a, b), codegen
+
+
+@intrinsic
+def subtract_rounded_product(typingctx, a, b, c):
+    """``c - a * b`` rounded twice, the product first (never fused), lane by lane."""
+    if not (_is_real(a) and a == b == c):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fsub(args[2], builder.fmul(args[0], args[1]))
+
+    return a(a, b, c), codegen

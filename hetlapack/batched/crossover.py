@@ -110,14 +110,19 @@ LANE_STACK_BYTES = 48 << 20
 #: timing's own spread (at order 8 two runs picked 16 and 32 matrices per buffer, 49 against 58 ns a matrix later).
 LANE_MARGIN = 1.05
 
-#: The (factorization, dtype) pairs :func:`measure_lanes` times.
-LANE_CASES = tuple(batched_case(op, dtype) for op in ("potrf", "getrf") for dtype in DTYPES)
+#: The (factorization, dtype) pairs :func:`measure_lanes` times: QR's in double precision only, the one whose kernel
+#: has a version on SIMD vectors (complex QR's loops over 128 lanes are bound by their overhead, not the cache).
+LANE_CASES = (*(batched_case(op, dtype) for op in ("potrf", "getrf") for dtype in DTYPES),
+              batched_case("geqrf", np.dtype(np.float64)))
 
-#: Each interleaved factorization on a stack with ``lanes`` matrices per buffer.
+#: Each interleaved factorization on a stack with ``lanes`` matrices per buffer (``qr``: Q and R, the kernel that
+#: ``scipy.linalg.qr`` runs), and the kernel whose buffer-size rule it has.
 _LANE_CALLS: dict[str, Callable[[np.ndarray, int], object]] = {
     "potrf": lambda a, lanes: kernels.potrf(a, lower=True, clean=True, fortran=True, lanes=lanes),
     "getrf": lambda a, lanes: kernels.getrf(a, fortran=True, lanes=lanes),
+    "geqrf": lambda a, lanes: kernels.qr(a, a.shape[-1], a.shape[-1], fortran=True, lanes=lanes),
 }
+_LANE_KERNELS = {"potrf": "potrf", "getrf": "getrf", "geqrf": "qr"}
 
 
 def measure_lanes(repeats: int = 3, orders: tuple[int, ...] = LANE_ORDERS, choices: tuple[int, ...] = LANE_CHOICES,
@@ -132,7 +137,7 @@ def measure_lanes(repeats: int = 3, orders: tuple[int, ...] = LANE_ORDERS, choic
         op, dtype = case.split()
         for n in orders:
             a = _stack(op, n, np.dtype(dtype), rng, LANE_STACK_BYTES)
-            rule = kernel_lanes(op, a.dtype, len(a), n, n)
+            rule = kernel_lanes(_LANE_KERNELS[op], a.dtype, len(a), n, n)
             seconds = _fastest_in_turn({lanes: lambda lanes=lanes: _LANE_CALLS[op](a, lanes)
                                         for lanes in sorted({*choices, rule})}, repeats)
             best = min(seconds, key=seconds.get)

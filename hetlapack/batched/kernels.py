@@ -192,13 +192,15 @@ def _shaped_qr(a: np.ndarray, q: np.ndarray, r: np.ndarray) -> tuple[np.ndarray 
 
 
 def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_finite: bool = False,
-       lapack: bool = False, loop_threads: int | None = None) -> tuple[np.ndarray | None, np.ndarray]:
+       lapack: bool = False, lanes: int | None = None,
+       loop_threads: int | None = None) -> tuple[np.ndarray | None, np.ndarray]:
     """``Q`` (the first ``ncols`` columns; ``None`` when ``ncols`` is 0) and ``R`` (the first ``rows`` rows of the
     upper triangle) of a stack, in one pass: what ``orgqr(*geqrf(a), ncols)`` and ``triu(geqrf(a)[0][..., :rows, :])``
     give, without writing the reflectors out and reading them back. ``fortran`` orders Q's matrices (R is C-ordered,
     as SciPy returns it); ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``; ``lapack`` runs
     SciPy's ``geqrf`` and ``orgqr`` on each matrix (its results to the bit), or the replay of their roundings
-    (:mod:`._qr_replay`) where this process's LAPACK is one it replays; ``loop_threads`` as for :func:`potrf`.
+    (:mod:`._qr_replay`) where this process's LAPACK is one it replays; ``lanes`` and ``loop_threads`` as for
+    :func:`potrf`.
     """
     stack, q, r = _qr_outputs(a, ncols, rows, fortran)
     replayed = qr_kernels(a.dtype, *a.shape[-2:]) if lapack else None
@@ -208,7 +210,7 @@ def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_fin
         lapack_loop("qr_each", a.dtype, stack.shape[0], max(a.shape[-2:]), check_finite, (stack, q, r),
                     loop_threads)
     elif q.size or r.size:
-        launch_checked("qr", check_finite, a.dtype, *stack.shape, stack, q, r)
+        launch_checked("qr", check_finite, a.dtype, *stack.shape, stack, q, r, lanes=lanes)
     return _shaped_qr(a, q, r)
 
 

@@ -83,7 +83,7 @@ class BatchedPath(Path):
     def qr(self, plan, a, ncols, rows, fortran=False, check_finite=False):
         """Q and R in one pass over memory."""
         return _compiled().qr(a, ncols, rows, fortran=fortran, check_finite=check_finite,
-                              lapack=self._lapack_loop(plan))
+                              lapack=self._lapack_loop(plan), lanes=plan.lanes)
 
     def qr_pivoted(self, plan, a, ncols, rows, fortran=False, check_finite=False):
         return _compiled().geqp3(a, ncols, rows, fortran=fortran, check_finite=check_finite)
