@@ -232,18 +232,6 @@ def is_finite(value) -> bool:
     return (value - value) == 0
 
 
-@numba.njit(**JIT_OPTIONS)
-def all_finite(buf, count: int, m: int, n: int) -> bool:
-    """Whether the first ``count`` lanes of a gathered buffer of ``m x n`` matrices hold only finite numbers:
-    SciPy's ``check_finite``, done while the data is in cache instead of in a pass of its own over memory."""
-    finite = True
-    for i in range(m):
-        for j in range(n):
-            for lane in range(count):
-                finite &= is_finite(buf[i, j, lane])
-    return finite
-
-
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _poison_each_lane(buf, poison, m, n, lanes):
     """``poison[lane]``: 0 where lane's matrix in the buffer is finite, NaN where it holds an infinity or NaN

@@ -22,7 +22,7 @@ from numba import types
 from numba.extending import overload
 
 from ..machine import vector_bytes
-from ._interleave import (SMALL_ORDER_LANES, JIT_OPTIONS, all_finite, chunk_range, divide, flag_poisoned, gather,
+from ._interleave import (SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range, divide, flag_poisoned, gather,
                           poison_lanes, scatter)
 from ._simd import WIDTH, load, magnitude, multiply, splat, store, subtract_product, where_greater
 
@@ -423,11 +423,11 @@ def getrs_stack(lu, piv, b, trans, out, nonfinite, lanes, threads):
         start, stop = chunk_range(thread, threads, chunks)
         factor = np.empty((n, n, lanes), dtype=out.dtype)
         rhs = np.empty((n, nrhs, lanes), dtype=out.dtype)
+        poison = np.empty(lanes, dtype=out.real.dtype)
         for chunk in range(start, stop):
             first = chunk * lanes
             count = gather(lu, first, factor, n, n, lanes)
             gather(b, first, rhs, n, nrhs, lanes)
-            if nonfinite.size and not all_finite(rhs, count, n, nrhs):
-                nonfinite[thread] = 1
+            flag_poisoned(rhs, poison, count, nonfinite, thread, n, nrhs, lanes)
             _solve_chunk(factor, piv, rhs, trans, count, first)
             scatter(rhs, count, out, first, n, nrhs)

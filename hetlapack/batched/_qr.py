@@ -18,7 +18,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from ._interleave import JIT_OPTIONS, all_finite, chunk_range, divide, gather, scatter
+from ._interleave import JIT_OPTIONS, chunk_range, divide, flag_poisoned, gather, scatter
 from ._simd import (WIDTH, add_rounded_product, load, multiply, negative, splat, store,
                     subtract_rounded_product)
 
@@ -352,11 +352,11 @@ def qr_stack(a, q_out, r_out, nonfinite, lanes, threads):
         q = np.empty((m, ncols, lanes), dtype=r_out.dtype)
         norm = np.empty(lanes, dtype=r_out.real.dtype)
         dots = np.empty(lanes, dtype=r_out.dtype)
+        poison = np.empty(lanes, dtype=r_out.real.dtype)
         for chunk in range(start, stop):
             first = chunk * lanes
             count = gather(a, first, buf, m, n, lanes)
-            if nonfinite.size and not all_finite(buf, count, m, n):
-                nonfinite[thread] = 1
+            flag_poisoned(buf, poison, count, nonfinite, thread, m, n, lanes)
             _qr_in_chunk(buf, chunk_tau, norm, dots, q, lanes)
             _scatter_upper(buf, count, r_out, first)
             if ncols:
