@@ -514,6 +514,30 @@ def test_plu_writes_the_permutation_matrix_of_its_row_indices(dtype, shape):
     np.testing.assert_allclose(permutation @ lower @ upper, a, atol=_tolerance(dtype, shape[0]) * 10)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (4, 4), (9, 9), (17, 17), (7, 3), (3, 7)], ids=str)
+@pytest.mark.parametrize("lanes", [None, WIDTH, 16])
+def test_lu_writes_from_its_buffers_what_plu_writes_from_the_packed_factors(dtype, shape, lanes):
+    """``kernels.lu`` (P, L and U written straight from the factorization's buffers) gives bitwise what ``plu`` gives
+    from ``getrf``'s packed LU, every option, for C-ordered, Fortran-ordered and strided stacks; a matrix whose
+    factors hold a NaN is factored again by LAPACK, and a singular one keeps its zero column."""
+    a = random_matrix((BATCH, *shape), dtype, seed=sum(shape))
+    a[3] = 0
+    a[5, -1, 0] = np.nan
+    for stack in (a, np.asfortranarray(a), random_matrix((BATCH, 2 * shape[0], shape[1]), dtype, seed=3)[:, ::2]):
+        packed, piv, _ = kernels.getrf(stack, lanes=lanes)
+        for permute_l in (False, True):
+            for p_matrix in (False, True):
+                expected = kernels.plu(packed, piv, permute_l=permute_l, p_matrix=p_matrix)
+                got = kernels.lu(stack, permute_l=permute_l, p_matrix=p_matrix, lanes=lanes)
+                for ours, theirs in zip(got, expected, strict=True):
+                    assert ours.dtype == theirs.dtype and ours.flags.c_contiguous
+                    np.testing.assert_array_equal(ours, theirs)
+    lower = kernels.lu(a[5:6], permute_l=False)[1]
+    _, lower_lapack, _ = sla.lu(a[5], check_finite=False)
+    np.testing.assert_array_equal(lower[0], lower_lapack)
+
+
 @pytest.mark.parametrize("lapack", [False, True])
 @pytest.mark.parametrize("n", [4, 40])
 def test_solves_and_plu_refuse_operands_they_would_read_outside_of(n, lapack):

@@ -21,7 +21,7 @@ SHAPES: dict[str, tuple[str | None, ...]] = {
     "potrf": ("bnn", None, None, "bnn", "b", "t", None, None),
     "potrf_replay": ("bnn", None, None, "bnn", "b", None, "t", None, None),
     "potrs": ("bnn", None, "bnr", "bnr", None, None),
-    "getrf": ("bmn", "bmn", "bk", "b", "t", None, None),
+    "getrf": ("bmn", "bmn?", "bk", "b", None, "bm?", "bmk?", "bkn?", "bmm?", "t", None, None),
     "getrf_replay": ("bmn", "bmn", "bk", "b", None, "t", None, None),
     "getrs": ("bnn", "bn", "bnr", None, "bnr", "t", None, None),
     "solve_each": ("bnn", "bn?", "bnr", None, "bnr", "t", None),
@@ -46,6 +46,12 @@ _RELATIONS: dict[str, tuple[tuple[str, Callable[[dict[str, int]], bool]], ...]] 
        for op in ("qr", "qr_each", "qr_replay", "geqp3_each")},
 }
 _RELATIONS["qr_replay"] += (("n <= m", lambda d: d["n"] <= d["m"]),)
+
+#: What must hold of the arguments themselves, by kernel: (what must hold, test of the arguments).
+_WHOLE: dict[str, tuple[tuple[str, Callable[[tuple], bool]], ...]] = {
+    "getrf": (("a packed LU to write, or lu's rows, L and U", lambda args: args[1].size > 0 or min(
+        args[5].size, args[6].size, args[7].size) > 0),),
+}
 
 #: The dtype an array kind holds (``None``: the kernel's own, ``"real"``: its real precision) and whether the kernel
 #: writes it.
@@ -77,6 +83,9 @@ def check_arguments(op: str, kinds: tuple[str, ...], dtype: np.dtype, arguments:
     for text, holds in _RELATIONS.get(op, ()):
         if not holds(lengths):
             raise ValueError(f"kernel {op}: needs {text}, got {lengths}")
+    for text, holds in _WHOLE.get(op, ()):
+        if not holds(arguments):
+            raise ValueError(f"kernel {op}: needs {text}")
 
 
 def _check_array(op: str, position: int, value, dtype: np.dtype, written: bool) -> None:

@@ -45,9 +45,12 @@ def divides_by_pivot(pivot, tiny) -> bool:
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _swap_each_lane(buf, k, piv, n, lanes):
-    """Swap row ``k`` with the pivot row ``piv[k, lane]`` lane by lane, element by element."""
+    """Swap row ``k`` with the pivot row ``piv[k, lane]`` lane by lane, element by element, in the lanes whose
+    pivot is not on the diagonal already."""
     for lane in range(lanes):
         row = piv[k, lane]
+        if row == k:
+            continue
         for j in range(n):
             held = buf[row, j, lane]
             buf[row, j, lane] = buf[k, j, lane]
@@ -274,92 +277,126 @@ def gather_checked(a, first, buf, poison, nonfinite, thread, m, n, lanes):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def scatter_factored(buf, chunk_piv, chunk_info, poison, count, out, piv, info, first, m, n, lanes):
-    """Write a factored chunk's LU, pivots and ``info`` to the stack's, with ``REDO_INFO`` for each matrix whose
-    factors hold an infinity or NaN."""
+def _write_plu(packed, pivots, s, b, permute_l, order, rows, lower, upper, permutation, m, n):
+    """Write SciPy's ``lu`` of matrix ``b`` from its packed LU ``packed[s]`` and 0-based pivots ``pivots[s]``:
+    ``rows[b, i]`` the column of row ``i``'s one in ``P`` (``A = P L U``), ``P`` itself where ``permutation`` is not
+    empty, the unit lower ``L`` (rows permuted to ``P L`` if ``permute_l``) and the upper ``U``, each element written
+    once; ``order`` is scratch of ``m`` integers."""
+    k = min(m, n)
+    for i in range(m):
+        order[i] = i
+    for i in range(k):
+        row = pivots[s, i]
+        order[i], order[row] = order[row], order[i]
+    for i in range(m):
+        rows[b, order[i]] = i
+    if permutation.size:
+        for i in range(m):
+            for j in range(m):
+                permutation[b, i, j] = 0.0
+            permutation[b, i, rows[b, i]] = 1.0
+    for i in range(m):
+        source = rows[b, i] if permute_l else i
+        below = min(source, k)
+        for j in range(below):
+            lower[b, i, j] = packed[s, source, j]
+        for j in range(below, k):
+            lower[b, i, j] = 1.0 if j == source else 0.0
+    for i in range(k):
+        for j in range(i):
+            upper[b, i, j] = 0.0
+        for j in range(i, n):
+            upper[b, i, j] = packed[s, i, j]
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _record(buf, chunk_piv, chunk_info, poison, count, piv, info, first, m, n, lanes):
+    """Write a factored chunk's pivots and ``info`` to the stack's, with ``REDO_INFO`` (in ``chunk_info`` too) for
+    each matrix whose factors hold an infinity or NaN."""
     poison_lanes(buf, poison, m, n, lanes)
     for lane in range(count):
         if poison[lane] != 0:
             chunk_info[lane] = REDO_INFO
-    scatter(buf, count, out, first, m, n)
-    for lane in range(count):
         info[first + lane] = chunk_info[lane]
         for k in range(min(m, n)):
             piv[first + lane, k] = chunk_piv[k, lane]
 
 
+@numba.njit(**JIT_OPTIONS, inline="always")
+def scatter_factored(buf, chunk_piv, chunk_info, poison, count, out, piv, info, first, m, n, lanes):
+    """Write a factored chunk's LU, pivots and ``info`` to the stack's, with ``REDO_INFO`` for each matrix whose
+    factors hold an infinity or NaN."""
+    _record(buf, chunk_piv, chunk_info, poison, count, piv, info, first, m, n, lanes)
+    scatter(buf, count, out, first, m, n)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def scatter_lu(buf, chunk_piv, chunk_info, poison, count, piv, info, first, pieces, order, m, n, lanes):
+    """:func:`scatter_factored` for ``lu``: each matrix's ``pieces`` (``permute_l, rows, lower, upper,
+    permutation`` of :func:`_write_plu`) written from the buffer instead of its packed LU, but for a matrix marked
+    ``REDO_INFO``."""
+    _record(buf, chunk_piv, chunk_info, poison, count, piv, info, first, m, n, lanes)
+    permute_l, rows, lower, upper, permutation = pieces
+    packed, pivots = buf.transpose((2, 0, 1)), chunk_piv.T
+    for lane in range(count):
+        if chunk_info[lane] != REDO_INFO:
+            _write_plu(packed, pivots, lane, first + lane, permute_l, order, rows, lower, upper, permutation, m, n)
+
+
 @numba.njit(**JIT_OPTIONS)
-def _getrf_chunks(a, out, piv, info, nonfinite, thread, start, stop, m, n, lanes):
+def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, n, lanes):
     """Factorize chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share)."""
-    buf = np.empty((m, n, lanes), dtype=out.dtype)
+    buf = np.empty((m, n, lanes), dtype=a.dtype)
     chunk_piv = np.empty((min(m, n), lanes), dtype=np.int64)
     chunk_info = np.empty(lanes, dtype=np.int64)
-    best = np.empty(lanes, dtype=out.real.dtype)
-    recip = np.empty(lanes, dtype=out.dtype)
+    best = np.empty(lanes, dtype=a.real.dtype)
+    recip = np.empty(lanes, dtype=a.dtype)
+    order = np.empty(m, dtype=np.int64)
     for chunk in range(start, stop):
         first = chunk * lanes
         count = gather_checked(a, first, buf, best, nonfinite, thread, m, n, lanes)
         _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
-        scatter_factored(buf, chunk_piv, chunk_info, best, count, out, piv, info, first, m, n, lanes)
+        if out.shape[0]:
+            scatter_factored(buf, chunk_piv, chunk_info, best, count, out, piv, info, first, m, n, lanes)
+        else:
+            scatter_lu(buf, chunk_piv, chunk_info, best, count, piv, info, first, pieces, order, m, n, lanes)
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
-def getrf_stack(a, out, piv, info, nonfinite, lanes, threads):
+def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, nonfinite, lanes, threads):
     """Factorize every matrix of the 3-D stack ``a`` into ``out``; ``piv`` (batch, min(m, n)), ``info`` (batch,),
-    ``REDO_INFO`` for a matrix whose factors hold an infinity or NaN.
+    ``REDO_INFO`` for a matrix whose factors hold an infinity or NaN. Where ``out`` is empty, SciPy's ``lu`` instead,
+    written from the buffers without a packed LU in between: ``rows`` (batch, m), ``lower`` (batch, m, k), ``upper``
+    (batch, k, n) and, unless empty, ``permutation`` (batch, m, m), as :func:`plu_stack` (nothing for a matrix
+    marked ``REDO_INFO``).
     Given a ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a``
     sets its own. Square orders up to ``SMALL_ORDER`` in buffers of ``SMALL_ORDER_LANES`` run versions compiled for
     their sizes (given as constants, numba compiles one version each)."""
     batch, m, n = a.shape
     chunks = (batch + lanes - 1) // lanes
     small = lanes == SMALL_ORDER_LANES and m == n
+    pieces = (permute_l, rows, lower, upper, permutation)
     for thread in numba.prange(threads):
         start, stop = chunk_range(thread, threads, chunks)
         if small and m == 2:
-            _getrf_chunks(a, out, piv, info, nonfinite, thread, start, stop, 2, 2, SMALL_ORDER_LANES)
+            _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 2, 2, SMALL_ORDER_LANES)
         elif small and m == 3:
-            _getrf_chunks(a, out, piv, info, nonfinite, thread, start, stop, 3, 3, SMALL_ORDER_LANES)
+            _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 3, 3, SMALL_ORDER_LANES)
         elif small and m == 4:
-            _getrf_chunks(a, out, piv, info, nonfinite, thread, start, stop, 4, 4, SMALL_ORDER_LANES)
+            _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 4, 4, SMALL_ORDER_LANES)
         else:
-            _getrf_chunks(a, out, piv, info, nonfinite, thread, start, stop, m, n, lanes)
+            _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, n, lanes)
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
 def plu_stack(packed, piv, permute_l, rows, lower, upper, permutation, threads):
-    """SciPy's ``lu`` from each packed LU of a stack and its 0-based pivots: ``rows[i]`` the column of row ``i``'s
-    one in ``P`` (``A = P L U``), the unit lower ``L`` (rows permuted to ``P L`` if ``permute_l``), the upper ``U``
-    and, where ``permutation`` is not empty, ``P`` itself, each written once."""
+    """SciPy's ``lu`` from each packed LU of a stack and its 0-based pivots (:func:`_write_plu`)."""
     batch, m, n = packed.shape
-    k = min(m, n)
     for thread in numba.prange(threads):
         start, stop = chunk_range(thread, threads, batch)
         order = np.empty(m, dtype=np.int64)
         for b in range(start, stop):
-            for i in range(m):
-                order[i] = i
-            for i in range(k):
-                row = piv[b, i]
-                order[i], order[row] = order[row], order[i]
-            for i in range(m):
-                rows[b, order[i]] = i
-            if permutation.size:
-                for i in range(m):
-                    for j in range(m):
-                        permutation[b, i, j] = 0.0
-                    permutation[b, i, rows[b, i]] = 1.0
-            for i in range(m):
-                source = rows[b, i] if permute_l else i
-                below = min(source, k)
-                for j in range(below):
-                    lower[b, i, j] = packed[b, source, j]
-                for j in range(below, k):
-                    lower[b, i, j] = 1.0 if j == source else 0.0
-            for i in range(k):
-                for j in range(i):
-                    upper[b, i, j] = 0.0
-                for j in range(i, n):
-                    upper[b, i, j] = packed[b, i, j]
+            _write_plu(packed, piv, b, b, permute_l, order, rows, lower, upper, permutation, m, n)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")

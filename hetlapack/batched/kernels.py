@@ -27,7 +27,7 @@ from .replay import getrf_kernels, potrf_kernels, qr_kernels
 from .threads import (MIN_BATCH_PER_THREAD, call_checked, lapack_loop, launch, launch_checked, replay_loop,
                       threads_for, unusable_after_fork)
 
-__all__ = ["geqp3", "geqrf", "getrf", "getrs", "orgqr", "plu", "potrf", "potrs", "qr", "unusable_after_fork"]
+__all__ = ["geqp3", "geqrf", "getrf", "getrs", "lu", "orgqr", "plu", "potrf", "potrs", "qr", "unusable_after_fork"]
 
 
 def _check_dtype(a: np.ndarray) -> None:
@@ -99,9 +99,52 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, l
         lapack_loop("getrf_each", a.dtype, stack.shape[0], max(m, n), check_finite, (stack, out, piv, info),
                     loop_threads)
     elif out.size:
-        launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info, lanes=lanes)
+        launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info,
+                       *_plu_outputs(0, m, n, a.dtype, permute_l=False, p_matrix=False), lanes=lanes)
         _refactor_marked("getrf_each", stack, (), (out, piv, info), fortran)
     return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
+
+
+def lu(a: np.ndarray, *, permute_l: bool, p_matrix: bool = False, check_finite: bool = False, lapack: bool = False,
+       lanes: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`plu` of :func:`getrf`'s factors (flags as there), the interleaved kernel writing P (or the row
+    indices), L and U from its buffers: no packed LU is written and read back. A matrix whose factors hold an
+    infinity or NaN is factored again by LAPACK, as :func:`getrf` does."""
+    _check_dtype(a)
+    m, n = a.shape[-2:]
+    if lapack or not a.size:
+        packed, piv, _ = getrf(a, check_finite=check_finite, lapack=lapack)
+        return plu(packed, piv, permute_l=permute_l, p_matrix=p_matrix)
+    stack = as_stack(a)
+    batch = stack.shape[0]
+    piv = np.empty((batch, min(m, n)), dtype=INDEX_DTYPE)
+    info = np.zeros(batch, dtype=INDEX_DTYPE)
+    pieces = _plu_outputs(batch, m, n, a.dtype, permute_l=permute_l, p_matrix=p_matrix)
+    launch_checked("getrf", check_finite, a.dtype, batch, m, n, stack, np.empty((0, m, n), a.dtype), piv, info,
+                   *pieces, lanes=lanes)
+    marked = np.flatnonzero(info == _lu.REDO_INFO)
+    results = (pieces[4] if p_matrix else pieces[1], *pieces[2:4])
+    if marked.size:
+        packed, piv, _ = getrf(stack[marked], lapack=True)
+        for result, redone in zip(results, plu(packed, piv, permute_l=permute_l, p_matrix=p_matrix), strict=True):
+            result[marked] = redone
+    return _shaped_plu(results, a.shape[:-2])
+
+
+def _plu_outputs(batch: int, m: int, n: int, dtype: np.dtype, *, permute_l: bool,
+                 p_matrix: bool) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The arguments the ``getrf`` and ``plu`` kernels write ``lu``'s pieces into for ``batch`` matrices of ``m x
+    n``: ``permute_l``, the row indices, ``L``, ``U`` and ``P`` (empty unless ``p_matrix``), each C-ordered."""
+    k = min(m, n)
+    return (bool(permute_l), np.empty((batch, m), dtype=INDEX_DTYPE), np.empty((batch, m, k), dtype=dtype),
+            np.empty((batch, k, n), dtype=dtype),
+            np.empty((batch if p_matrix else 0, m, m), dtype=real_dtype(dtype)))
+
+
+def _shaped_plu(results: tuple[np.ndarray, np.ndarray, np.ndarray],
+                batch: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``lu``'s pieces of a stack in the caller's batch shape."""
+    return tuple(result.reshape((*batch, *result.shape[1:])) for result in results)
 
 
 def _refactor_marked(loop: str, stack: np.ndarray, options: tuple, results: tuple[np.ndarray, ...],
@@ -135,16 +178,11 @@ def plu(lu: np.ndarray, piv: np.ndarray, *, permute_l: bool,
                          f"{np.shape(piv)}")
     check_pivots(piv, m)
     stack = as_stack(lu)
-    rows = np.empty((stack.shape[0], m), dtype=INDEX_DTYPE)
-    lower = np.empty((stack.shape[0], m, k), dtype=lu.dtype)
-    upper = np.empty((stack.shape[0], k, n), dtype=lu.dtype)
-    permutation = np.empty((stack.shape[0] if p_matrix else 0, m, m), dtype=real_dtype(lu.dtype))
+    pieces = _plu_outputs(stack.shape[0], m, n, lu.dtype, permute_l=permute_l, p_matrix=p_matrix)
     if stack.shape[0]:
         pivots = np.asarray(piv, dtype=INDEX_DTYPE).reshape(-1, k)
-        run("plu", lu.dtype, stack, pivots, bool(permute_l), rows, lower, upper, permutation,
-            threads_for(stack.shape[0], MIN_BATCH_PER_THREAD))
-    p = permutation.reshape((*batch, m, m)) if p_matrix else rows.reshape((*batch, m))
-    return p, lower.reshape((*batch, m, k)), upper.reshape((*batch, k, n))
+        run("plu", lu.dtype, stack, pivots, *pieces, threads_for(stack.shape[0], MIN_BATCH_PER_THREAD))
+    return _shaped_plu((pieces[4] if p_matrix else pieces[1], *pieces[2:4]), batch)
 
 
 def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..dispatch import Plan, choose
 from ..dispatch.paths import BATCHED, HOST
-from ..dispatch.paths.batched import compiled_kernels_unusable, plu
+from ..dispatch.paths.batched import compiled_kernels_unusable
 from ..dtypes import lapack_dtype
 from ..pivots import pivot_outside, refuse_pivot, rows_named
 from ._request import on_host_at_once, request
@@ -383,12 +383,6 @@ def _refuse_pivots(lu, piv, b, n: int, outside, trans, overwrite_b, check_finite
     return x
 
 
-def _p_l_u(packed: np.ndarray, piv: np.ndarray, permute_l: bool, p_indices: bool) -> tuple:
-    """SciPy's ``lu`` results from a packed LU (or a stack of them) and LAPACK's 0-based pivots."""
-    p, lower, upper = plu(packed, piv, permute_l, p_matrix=not (permute_l or p_indices))
-    return (lower, upper) if permute_l else (p, lower, upper)
-
-
 def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
     """
     Compute LU decomposition of a matrix with partial pivoting (SciPy-compatible).
@@ -434,10 +428,10 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     read_overwrite_flag(overwrite_a, a1, a, dtype)
     # SciPy's lu may write into its input (a C-ordered one before 1.18, a Fortran-ordered one since), in a layout of
     # its own; these paths never write into the caller's (the flag permits, it does not require)
-    packed, piv, _ = plan.runner.getrf(plan, plan.runner.operand(a1, a, dtype, overwrite=False),
-                                       check_finite=check_finite)
+    p, lower, upper = plan.runner.lu(plan, plan.runner.operand(a1, a, dtype, overwrite=False), permute_l,
+                                     p_matrix=not (permute_l or p_indices), check_finite=check_finite)
     options = {"permute_l": permute_l, "p_indices": p_indices}
-    return scipy_returns("lu", _p_l_u(packed, piv, permute_l, p_indices), arr.ndim > 2, **options)
+    return scipy_returns("lu", (lower, upper) if permute_l else (p, lower, upper), arr.ndim > 2, **options)
 
 
 def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False, check_finite=True):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from ...contract.arrays import upper_trapezoid, working_copy
-from ...imports import present
+from ...imports import load, present
 from ...options import Options
 
 if TYPE_CHECKING:
@@ -115,6 +115,13 @@ class Path:
               check_finite: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """LU with partial pivoting -> (lu, piv 0-based int32, info); flags as for :meth:`potrf`."""
         raise self._lacks("getrf")
+
+    def lu(self, plan: Plan, a: np.ndarray, permute_l: bool, p_matrix: bool,
+           check_finite: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``scipy.linalg.lu``'s pieces -> (row indices, or with ``p_matrix`` the permutation matrix; ``L``, or ``P
+        L`` with ``permute_l``; ``U``), from :meth:`getrf`'s factors by the compiled pass that writes them."""
+        packed, piv, _ = self.getrf(plan, a, check_finite=check_finite)
+        return load("hetlapack.batched.kernels").plu(packed, piv, permute_l=permute_l, p_matrix=p_matrix)
 
     def geqrf(self, plan: Plan, a: np.ndarray, check_finite: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Householder QR in LAPACK storage -> (qr, tau)."""

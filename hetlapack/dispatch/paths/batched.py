@@ -32,13 +32,6 @@ def compiled_kernels_unusable() -> str | None:
     return compiled.unusable_after_fork() if compiled is not None else None
 
 
-def plu(lu: np.ndarray, piv: np.ndarray, permute_l: bool,
-        p_matrix: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``scipy.linalg.lu``'s row indices (or with ``p_matrix`` its permutation matrix), ``L`` (or ``P L``) and ``U``
-    from a packed LU of any path, in one compiled pass over a matrix or a stack."""
-    return _compiled().plu(lu, piv, permute_l=permute_l, p_matrix=p_matrix)
-
-
 class BatchedPath(Path):
     """A stack in one compiled call; a plan names its kernels (``"interleaved"`` or ``"lapack"``)."""
 
@@ -73,6 +66,11 @@ class BatchedPath(Path):
     def getrf(self, plan, a, fortran=False, check_finite=False):
         return _compiled().getrf(a, fortran=fortran, check_finite=check_finite, lapack=self._lapack_loop(plan),
                                  lanes=plan.lanes)
+
+    def lu(self, plan, a, permute_l, p_matrix, check_finite=False):
+        """P, L and U written by the factorization's own pass over memory."""
+        return _compiled().lu(a, permute_l=permute_l, p_matrix=p_matrix, check_finite=check_finite,
+                              lapack=self._lapack_loop(plan), lanes=plan.lanes)
 
     def geqrf(self, plan, a, check_finite=False):
         return _compiled().geqrf(a)
