@@ -137,24 +137,44 @@ def test_single_precision_qr_is_lapacks_bit_for_bit(shape):
         np.testing.assert_array_equal(a.view(np.uint32), before.view(np.uint32), err_msg=name)
 
 
-def test_the_openblas_kernels_of_avx2_and_avx512_machines_are_replayed():
-    """On OpenBLAS's SkylakeX kernels (AVX-512) and its Haswell and Zen ones (AVX2), the checks find the replays of
-    those kernels, and ``getrf``, ``potrf`` and ``qr`` on single precision run them."""
+def _replayed_architecture() -> int:
+    """The kernels the replays follow for SciPy's OpenBLAS in this process; skips where it runs on others."""
     scipy_openblas = [pool for pool in threadpoolctl.threadpool_info()
                       if pool["internal_api"] == "openblas" and "scipy" in pool["filepath"].split("site-packages")[-1]
                       and "numpy" not in pool["filepath"].split("site-packages")[-1]]
     if not scipy_openblas or scipy_openblas[0]["architecture"] not in REPLAYED_ARCHITECTURES:
         pytest.skip("SciPy's LAPACK is not OpenBLAS on kernels the replay follows")
-    expected = REPLAYED_ARCHITECTURES[scipy_openblas[0]["architecture"]]
+    return REPLAYED_ARCHITECTURES[scipy_openblas[0]["architecture"]]
+
+
+def test_the_openblas_kernels_of_avx2_and_avx512_machines_are_replayed():
+    """On OpenBLAS's SkylakeX kernels (AVX-512) and its Haswell and Zen ones (AVX2), the checks find the replays of
+    those kernels, and ``getrf`` and ``potrf`` on single precision run them."""
+    expected = _replayed_architecture()
     assert replay.replayed_getrf_kernels() == expected, KERNEL_NAMES.get(replay.replayed_getrf_kernels())
     assert replay.replayed_potrf_kernels() == expected, KERNEL_NAMES.get(replay.replayed_potrf_kernels())
-    assert replay.replayed_qr_kernels() == expected, KERNEL_NAMES.get(replay.replayed_qr_kernels())
     f32 = np.dtype(np.float32)
     lu_max, cholesky_max = REPLAY_MAX_N["getrf"], REPLAY_MAX_N["potrf"]
     assert replay.getrf_kernels(f32, lu_max, 3) == replay.potrf_kernels(f32, cholesky_max) == expected
     assert replay.getrf_kernels(f32, lu_max + 1, lu_max + 1) is replay.potrf_kernels(f32, cholesky_max + 1) is None
     assert replay.getrf_kernels(np.dtype(np.float64), 8, 8) is replay.potrf_kernels(np.float64, 8) is None
-    qr_max = REPLAY_MAX_N["geqrf"]
+
+
+def test_the_openblas_qr_of_avx2_and_avx512_machines_is_replayed():
+    """The same for ``qr``: the check finds the replay of those kernels. On one AMD EPYC (AVX-512) SciPy 1.18.1's
+    OpenBLAS (0.3.34, SkylakeX kernels) gave Q and R of matrices of 6 and 7 rows that the replay does not, which
+    ones from process to process (6 x 5 and 7 x 3 in one, 6 x 6 and 7 x 7 too in another): there the check leaves
+    QR to the LAPACK loop, and this test names the shapes and skips; any other shape that differs fails."""
+    expected = _replayed_architecture()
+    if replay.replayed_qr_kernels() is None:
+        stacks = replay._general_stacks(replay.CHECKED_QR_SHAPES)
+        differing = [shape for shape, a in zip(replay.CHECKED_QR_SHAPES, stacks, strict=True)
+                     if not replay._same(replay._factored_qr(a, expected), replay._factored_qr(a, None))]
+        assert differing and all(m in (6, 7) for m, _ in differing), differing
+        pytest.skip(f"this OpenBLAS's QR of the shapes {differing} rounds otherwise than the replay of its "
+                    f"{KERNEL_NAMES[expected]} kernels: the LAPACK loop runs")
+    assert replay.replayed_qr_kernels() == expected, KERNEL_NAMES.get(replay.replayed_qr_kernels())
+    f32, qr_max = np.dtype(np.float32), REPLAY_MAX_N["geqrf"]
     assert replay.qr_kernels(f32, qr_max, qr_max) == replay.qr_kernels(f32, qr_max, 1) == expected
     assert replay.qr_kernels(f32, qr_max + 1, 2) is replay.qr_kernels(f32, 3, 4) is None
     assert replay.qr_kernels(np.dtype(np.float64), 4, 4) is None
