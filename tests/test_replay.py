@@ -162,7 +162,7 @@ def test_the_openblas_kernels_of_avx2_and_avx512_machines_are_replayed():
 
 def test_the_openblas_qr_of_avx2_and_avx512_machines_is_replayed():
     """The same for ``qr``: the check finds the replay of those kernels. On one AMD EPYC (AVX-512) SciPy 1.18.1's
-    OpenBLAS (0.3.34, SkylakeX kernels) gave Q and R of matrices of 6 and 7 rows that the replay does not, which
+    OpenBLAS (0.3.31.dev, SkylakeX kernels) gave Q and R of matrices of 6 and 7 rows that the replay does not, which
     ones from process to process (6 x 5 and 7 x 3 in one, 6 x 6 and 7 x 7 too in another): there the check leaves
     QR to the LAPACK loop, and this test names the shapes and skips; any other shape that differs fails."""
     expected = _replayed_architecture()
