@@ -123,7 +123,7 @@ def lu(a: np.ndarray, *, permute_l: bool, p_matrix: bool = False, check_finite: 
     launch_checked("getrf", check_finite, a.dtype, batch, m, n, stack, np.empty((0, m, n), a.dtype), piv, info,
                    *pieces, lanes=lanes)
     marked = np.flatnonzero(info == _lu.REDO_INFO)
-    results = (pieces[4] if p_matrix else pieces[1], *pieces[2:4])
+    results = _plu_results(pieces, p_matrix)
     if marked.size:
         packed, piv, _ = getrf(stack[marked], lapack=True)
         for result, redone in zip(results, plu(packed, piv, permute_l=permute_l, p_matrix=p_matrix), strict=True):
@@ -139,6 +139,12 @@ def _plu_outputs(batch: int, m: int, n: int, dtype: np.dtype, *, permute_l: bool
     return (bool(permute_l), np.empty((batch, m), dtype=INDEX_DTYPE), np.empty((batch, m, k), dtype=dtype),
             np.empty((batch, k, n), dtype=dtype),
             np.empty((batch if p_matrix else 0, m, m), dtype=real_dtype(dtype)))
+
+
+def _plu_results(pieces: tuple, p_matrix: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of the arrays :func:`_plu_outputs` gave, the three ``lu`` returns: ``P`` or the row indices, ``L``, ``U``."""
+    _, rows, lower, upper, permutation = pieces
+    return permutation if p_matrix else rows, lower, upper
 
 
 def _shaped_plu(results: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -182,7 +188,7 @@ def plu(lu: np.ndarray, piv: np.ndarray, *, permute_l: bool,
     if stack.shape[0]:
         pivots = np.asarray(piv, dtype=INDEX_DTYPE).reshape(-1, k)
         run("plu", lu.dtype, stack, pivots, *pieces, threads_for(stack.shape[0], MIN_BATCH_PER_THREAD))
-    return _shaped_plu((pieces[4] if p_matrix else pieces[1], *pieces[2:4]), batch)
+    return _shaped_plu(_plu_results(pieces, p_matrix), batch)
 
 
 def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
