@@ -191,6 +191,53 @@ def test_interrupts_during_hybrid_calls_leave_no_worker_and_no_blas_cap():
     assert "left 0 ['MainThread'] same blas True" in out, out
 
 
+@pytest.mark.parametrize("call", ["cholesky", "lu_factor", "qr"])
+def test_an_interrupt_as_any_function_starts_leaves_no_worker_and_no_blas_cap(call):
+    """Python runs a pending signal's handler as a function starts (and after a C call, and on a loop's jump back):
+    Ctrl-C can land at the start of each function the main thread enters during a hybrid call, ``Runtime.__exit__``
+    included (the random timers above hit that once in a CI run). Raise KeyboardInterrupt there from a trace
+    function, at each such start in turn; not inside :func:`hetlapack.signals.signals_held`, which defers
+    signals (a trace function's exception it cannot)."""
+    out = run_python(INTERRUPTS + f"""
+    from hetlapack import signals
+    a = np.random.default_rng(0).random((200, 200)); a = a @ a.T + 200 * np.eye(200); kept = a.copy()
+    def interrupted_at(start):
+        seen = 0
+        def trace(frame, event, arg):
+            nonlocal seen
+            if event == "call" and not signals._depth:
+                seen += 1
+                if seen == start:
+                    sys.settrace(None)
+                    raise KeyboardInterrupt
+        sys.settrace(trace)
+        try:
+            hla.{call}(a)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            sys.settrace(None)
+        return seen >= start  # raised there (as a callback's interrupt, it went unraised: Python's choice)
+    with hla.using(path="hybrid", devices=["cpu", "emulated:0"]):  # a copy thread per device, too
+        expected, before = hla.{call}(a), blas()
+        start, left = 1, []
+        while interrupted_at(start):
+            for worker in threading.enumerate():  # one interrupted inside Thread.start may still be on its way out
+                if worker.name.startswith("hetlapack-"):
+                    worker.join(timeout=2)
+            left = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+            if left or blas() != before or not np.array_equal(a, kept):
+                break
+            start += 1
+        again = hla.{call}(a)
+    print("starts", start - 1, "left", left, "same blas", blas() == before, "input kept", np.array_equal(a, kept),
+          "same result", all(map(np.array_equal, again, expected)) if isinstance(again, tuple)
+          else np.array_equal(again, expected))
+    """, timeout=300, env={"OPENBLAS_NUM_THREADS": str(len(os.sched_getaffinity(0)))})
+    starts = int(out.split()[1])
+    assert starts > 100 and "left [] same blas True input kept True same result True" in out, out
+
+
 @pytest.mark.parametrize("delay", [0.03, 0.3, 0.6])
 def test_interrupted_first_batched_call_leaves_the_batched_path_working(delay):
     out = run_python(INTERRUPTS + f"""

@@ -34,9 +34,12 @@ def geqrf(a: np.ndarray, *, tile: int | Sequence[int], devices: Sequence[Device]
     kmin = min(a.shape)
     tau = np.zeros((kmin, 1), dtype=a.dtype, order="F")
     factors = np.zeros((widest_tile(nb), kmin), dtype=a.dtype, order="F")
-    with Runtime(devices, placement, trace) as rt:
+
+    def insert(rt: Runtime) -> None:
         A = rt.matrix(a, nb)
         insert_geqrf(rt, A, *householder_tiles(A, tau, factors))
+
+    Runtime(devices, placement, trace).run(insert)
     return tau[:, 0].copy()
 
 
@@ -88,7 +91,8 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, tile: int | Sequence[i
     np.fill_diagonal(q, 1)
     taus = np.asfortranarray(np.asarray(tau, dtype=qr.dtype).reshape(-1, 1))
     factors = np.zeros((widest_tile(nb), kmin), dtype=qr.dtype, order="F")
-    with Runtime(devices, placement, trace) as rt:
+
+    def insert(rt: Runtime) -> None:
         Q = rt.matrix(q, nb)
         V = rt.matrix(reflectors, nb, name="V")
         tau_tiles, T = householder_tiles(V, taus, factors)
@@ -105,6 +109,8 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, tile: int | Sequence[i
                 # Q[k:,j] = H_k Q[k:,j]  (columns left of k are still the identity's, zero in rows k:)
                 rt.insert("larfb", panel, T(0, k), column, conj=False, reads=[panel, T(0, k)], writes=[column],
                           priority=k, flops=4 * scale * rows * Q.cols(j) * width)
+
+    Runtime(devices, placement, trace).run(insert)
     return q
 
 
@@ -125,7 +131,8 @@ def orgqr_in_place(qr: np.ndarray, tau: np.ndarray, *, tile: int | Sequence[int]
         raise ValueError(f"orgqr_in_place: need len(tau) = n <= m, got shape {qr.shape} and len(tau)={len(tau)}")
     taus = np.asfortranarray(np.asarray(tau, dtype=qr.dtype).reshape(-1, 1))
     factors = np.zeros((widest_tile(nb), n), dtype=qr.dtype, order="F")
-    with Runtime(devices, placement, trace) as rt:
+
+    def insert(rt: Runtime) -> None:
         Q = rt.matrix(qr, nb)
         for j in range(1, Q.nt):  # R's tiles above the diagonal tiles: the identity's zeros
             qr[:Q.row_bounds[j], Q.col_bounds[j]:Q.col_bounds[j + 1]] = 0
@@ -143,4 +150,6 @@ def orgqr_in_place(qr: np.ndarray, tau: np.ndarray, *, tile: int | Sequence[int]
                           priority=k, flops=4 * scale * rows * Q.cols(j) * width)
             rt.insert("orgqr", panel, tau_tiles(k, 0), reads=[tau_tiles(k, 0)], writes=[panel], priority=k + 1,
                       flops=scale * (4 * rows * width**2 - 2 * width**3))
+
+    Runtime(devices, placement, trace).run(insert)
     return qr

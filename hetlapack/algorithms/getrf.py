@@ -54,10 +54,14 @@ def getrf(a: np.ndarray, *, tile: int | Sequence[int], devices: Sequence[Device]
     kmin = min(a.shape)
     piv = np.zeros((kmin, 1), dtype=np.int32, order="F")
     infos: dict[int, int] = {}
-    with Runtime(devices, placement, trace) as rt:
+
+    def insert(rt: Runtime) -> TiledMatrix:
         A = rt.matrix(a, nb)
         P = pivot_tiles(A, piv)
         insert_getrf(rt, A, P, infos)
+        return P
+
+    P = Runtime(devices, placement, trace).run(insert)
     offsets = np.repeat(np.asarray(P.row_bounds[:-1], dtype=np.int32), np.diff(P.row_bounds))
     return (piv[:, 0] - 1 + offsets).astype(np.int32), min(infos.values(), default=0)
 

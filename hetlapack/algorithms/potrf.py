@@ -91,8 +91,7 @@ def potrf(a: np.ndarray, *, lower: bool, tile: int | Sequence[int], devices: Seq
     """
     check_fortran_matrix(a, "potrf", square=True)
     nb = check_tile(tile)
-    with Runtime(devices, placement, trace) as rt:
-        insert_potrf(rt, rt.matrix(a, nb), lower)
+    Runtime(devices, placement, trace).run(lambda rt: insert_potrf(rt, rt.matrix(a, nb), lower))
 
 
 def insert_potrf(rt: Runtime, A: TiledMatrix, lower: bool, per_tile: bool = False) -> None:

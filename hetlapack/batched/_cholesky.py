@@ -210,7 +210,7 @@ def scatter_triangle(buf, count, a, lower, clean, out, first, n):
                 out[m, i, j] = 0.0 if clean else a[m, i, j]
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n, lanes):
     """Factorize chunks ``start:stop`` of the stack in ``n x n x lanes`` buffers (one thread's share); where
     ``nonfinite`` holds a flag per thread, check each chunk's input as it is gathered and set ``thread``'s flag on

@@ -147,7 +147,7 @@ def _replay_lower_chunk(buf, info, dot, recip, acc, n, lanes, kernels):
                 buf[r, j, lane] = recip[lane] * buf[r, j, lane]
 
 
-@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+@numba.njit(**REPLAY_JIT_OPTIONS)
 def _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, n, lanes):
     """Replay chunks ``start:stop`` of the stack in ``n x n x lanes`` buffers (one thread's share; the order as an
     argument, so that the small orders get versions compiled for them)."""

@@ -343,7 +343,7 @@ def scatter_lu(buf, chunk_piv, chunk_info, poison, count, piv, info, first, piec
             _write_plu(packed, pivots, lane, first + lane, permute_l, order, rows, lower, upper, permutation, m, n)
 
 
-@numba.njit(**JIT_OPTIONS)
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, n, lanes):
     """Factorize chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share)."""
     buf = np.empty((m, n, lanes), dtype=a.dtype)

@@ -166,7 +166,7 @@ def _replay_chunk(buf, piv, info, acc, dot, recip, column, m, n, lanes, kernels)
         _scale_below_pivot(buf, j, info, recip, m, lanes)
 
 
-@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+@numba.njit(**REPLAY_JIT_OPTIONS)
 def _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, m, n, lanes):
     """Replay chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share; the sizes as
     arguments, so that the small orders get versions compiled for them)."""

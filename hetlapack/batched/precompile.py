@@ -1,7 +1,7 @@
 """Compile the batched kernels into numba's disk cache ahead of their first use, on every core at once.
 
-A kernel compiles on its first call in each dtype: 2-45 s each, 10.5 minutes for all of them on the 2-core AMD
-EPYC, one after another, since numba compiles one function at a time in a process. ``hetlapack compile`` (and the
+A kernel compiles on its first call in each dtype: 1-85 s each, 17 minutes for all of them on a 2-core AMD EPYC,
+one after another, since numba compiles one function at a time in a process. ``hetlapack compile`` (and the
 test session, ``tests/conftest.py``) compiles the ones the cache lacks in one process per core, each kernel in one
 process (its cache index is then written by one process only); later calls load them from the cache.
 """
@@ -19,8 +19,11 @@ from ..machine import usable_cores
 from . import compiling
 
 #: Kernels in the order they are handed out: the longest compilations first, so that no core is left with one at
-#: the end (seconds per dtype, measured cold on 2 cores: getrf 44, potrf 23, solve_each 15, the others 2-11).
-_LONGEST_FIRST = ("getrf", "potrf", "solve_each", "qr", "qr_each", "getrf_each", "geqrf", "getrs")
+#: the end (seconds for all their dtypes, measured cold on a 2-core AMD EPYC: getrf 233, qr 156, potrf 149, the
+#: single-precision replays 83, 74 and 54, geqrf 45, the others 4-36; the others in their order, 526 s to the last
+#: kernel there, this one 510).
+_LONGEST_FIRST = ("getrf", "qr", "potrf", "potrf_replay", "getrf_replay", "qr_replay", "geqrf", "potrs", "solve_each",
+                  "getrs", "orgqr", "qr_each")
 
 
 def _cached(op: str, dtype: np.dtype) -> bool:

@@ -1,16 +1,16 @@
 """The task runtime: serial insertion, a DAG from access annotations, per-device priority queues, workers.
 
-An algorithm runs inside ``with Runtime(devices) as rt:`` and calls ``rt.insert(kernel, *args, reads=...,
-writes=..., priority=...)``. Workers start at ``__enter__`` so tasks run while insertion goes on; a task runs as
-soon as its predecessors finished, highest priority first on its device (lookahead comes from priorities, seed 000
-§6.4). Where devices have memory spaces of their own, each device also has a copy thread: a ready task whose tiles
-are elsewhere first has them copied in, highest priority first, while the device's workers compute, and joins the
-device's queue once they have arrived (seed 002 §2.3: panel transfers as high-priority work; seed 003 §4: a
-data-availability-driven runtime); meanwhile the device's workers start no task it outranks. On an accelerator with
-a memory capacity every task passes through the copy thread, which also pins the task's tiles there until it has run
+An algorithm inserts its tasks in ``Runtime(devices).run(insert)`` (or inside ``with Runtime(devices) as rt:``), by
+``rt.insert(kernel, *args, reads=..., writes=..., priority=...)``. Workers start first so tasks run while insertion goes
+on; a task runs as soon as its predecessors finished, highest priority first on its device (lookahead comes from
+priorities, seed 000 §6.4). Where devices have memory spaces of their own, each device also has a copy thread: a ready
+task whose tiles are elsewhere first has them copied in, highest priority first, while the device's workers compute, and
+joins the device's queue once they have arrived (seed 002 §2.3: panel transfers as high-priority work; seed 003 §4: a
+data-availability-driven runtime); meanwhile the device's workers start no task it outranks. On an accelerator with a
+memory capacity every task passes through the copy thread, which also pins the task's tiles there until it has run
 (out-of-core streaming, see :mod:`~hetlapack.runtime.device_memory`); a task too big for that capacity runs where it
-fits (the host). Leaving the block waits for every task, brings data home and joins every worker thread. If a task
-raises, nothing else starts, running tasks finish, and the task's exception is raised in the caller. Once the
+fits (the host). Leaving ``run`` (or the block) waits for every task, brings data home and joins every worker thread. If
+a task raises, nothing else starts, running tasks finish, and the task's exception is raised in the caller. Once the
 algorithm has inserted its last task (``wait``), a tile whose last writer has run on an accelerator is final: that
 device's copy thread writes it home when it has nothing to fetch, so the final gather overlaps the end of the
 factorization.
@@ -106,6 +106,21 @@ class Runtime:
             self.wait(reraise=exc is None)
         except BaseException as error:
             if self._error is None:  # else wait handled it, or a second interrupt goes on at once (see wait)
+                self._cancel(error)
+                self.wait(reraise=False)
+            raise
+
+    def run(self, insert: Callable[[Self], Any]) -> Any:
+        """Start the workers, call ``insert(self)`` to insert the tasks, wait for them and stop the workers; what
+        ``insert`` returns. Like ``with self: insert(self)``, but an interrupt that lands as ``__exit__`` is entered,
+        before its first line (Python runs a pending signal's handler as a function starts), stops everything too:
+        after such a ``with`` the workers would wait forever and BLAS would stay capped (a CI run, 1 of 240
+        interrupted hybrid calls)."""
+        try:
+            with self:
+                return insert(self)
+        except BaseException as error:
+            if self._threads or self._blas_limit is not None:  # __exit__ never ran: stop here
                 self._cancel(error)
                 self.wait(reraise=False)
             raise
