@@ -167,9 +167,7 @@ def test_the_openblas_qr_of_avx2_and_avx512_machines_is_replayed():
     QR to the LAPACK loop, and this test names the shapes and skips; any other shape that differs fails."""
     expected = _replayed_architecture()
     if replay.replayed_qr_kernels() is None:
-        stacks = replay._general_stacks(replay.CHECKED_QR_SHAPES)
-        differing = [shape for shape, a in zip(replay.CHECKED_QR_SHAPES, stacks, strict=True)
-                     if not replay._same(replay._factored_qr(a, expected), replay._factored_qr(a, None))]
+        differing = replay.qr_shapes_replayed_otherwise(expected)
         assert differing and all(m in (6, 7) for m, _ in differing), differing
         pytest.skip(f"this OpenBLAS's QR of the shapes {differing} rounds otherwise than the replay of its "
                     f"{KERNEL_NAMES[expected]} kernels: the LAPACK loop runs")

@@ -89,6 +89,14 @@ def replayed_qr_kernels() -> int | None:
     return _replaying_kernels(_general_stacks(CHECKED_QR_SHAPES), _factored_qr)
 
 
+def qr_shapes_replayed_otherwise(kernels: int) -> list[tuple[int, int]]:
+    """The :data:`CHECKED_QR_SHAPES` whose Q or R the replay of ``kernels`` does not give as this process's LAPACK
+    does (why :func:`replayed_qr_kernels` is ``None``)."""
+    stacks = _general_stacks(CHECKED_QR_SHAPES)
+    return [shape for shape, a in zip(CHECKED_QR_SHAPES, stacks, strict=True)
+            if not _same(_factored_qr(a, kernels), _factored_qr(a, None))]
+
+
 def _general_stacks(shapes: tuple[tuple[int, int], ...]) -> list[np.ndarray]:
     """A float32 stack per shape: normally distributed matrices, and matrices of -1, 0 and 1 (ties, zeros)."""
     rng = np.random.default_rng(2026)
