@@ -260,9 +260,10 @@ def test_getrf_versions_compiled_per_order_equal_the_general_kernel(dtype, n):
 def _buffers_for_lu(m, n, lanes, dtype, seed):
     """Interleaved ``m x n x lanes`` buffers that reach every branch of the LU kernels: random matrices, a zero
     column, a zero matrix, subnormal pivots (divided by, not multiplied by their reciprocal), an infinity and a NaN,
-    and matrices of -1, 0 and 1 (pivot candidates tying)."""
+    and matrices of -1, 0 and 1 (pivot candidates tying; complex ones with real and imaginary parts tying too)."""
     rng = np.random.default_rng(seed)
-    plain = rng.standard_normal((m, n, lanes)).astype(dtype)
+    imaginary = 1j if np.dtype(dtype).kind == "c" else 0
+    plain = (rng.standard_normal((m, n, lanes)) + imaginary * rng.standard_normal((m, n, lanes))).astype(dtype)
     special = plain.copy()
     tiny = np.finfo(dtype).tiny
     special[:, 0, 1] = 0
@@ -271,15 +272,17 @@ def _buffers_for_lu(m, n, lanes, dtype, seed):
     special[0, 0, 5] = tiny / 8
     special[0, 0, 6] = np.nan
     special[m - 1, n - 1, 7] = np.inf
-    return plain, special, rng.integers(-1, 2, size=(m, n, lanes)).astype(dtype)
+    ties = (rng.integers(-1, 2, size=(m, n, lanes)) + imaginary * rng.integers(-1, 2, size=(m, n, lanes))).astype(dtype)
+    return plain, special, ties
 
 
-@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)
+@pytest.mark.parametrize("dtype", [np.dtype(code) for code in "fdFD"], ids=str)
 @pytest.mark.parametrize("shape", [(1, 1), (5, 5), (8, 8), (13, 13), (16, 16), (32, 32), (7, 3), (3, 7), (9, 1)])
-def test_real_lu_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shape):
-    """``_factor_vector`` (a buffer of one vector of real matrices, written on ``_simd`` vectors) and
-    ``_factor_chunk`` (loops over the lanes) round the same operations in the same order: same factors, pivots and
-    info codes, every bit (NaNs' included), on every kind of buffer."""
+def test_lu_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shape):
+    """``_factor_vector`` (a buffer of one vector of real matrices, written on ``_simd`` vectors), ``_factor_split``
+    (the same for complex matrices, split into real and imaginary parts) and ``_factor_chunk`` (loops over the
+    lanes) round the same operations in the same order: same factors, pivots and info codes, every bit (NaNs'
+    included), on every kind of buffer."""
     m, n = shape
     lanes = WIDTH
     for buf in _buffers_for_lu(m, n, lanes, dtype, seed=m * n):
@@ -287,24 +290,27 @@ def test_real_lu_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shap
         for vector in (False, True):
             work = buf.copy()
             piv, info, recip = np.empty((min(m, n), lanes), np.int64), np.empty(lanes, np.int64), np.empty(lanes, dtype)
-            if vector:
+            if vector and work.dtype.kind == "c":
+                _lu._factor_split(work, piv, info, recip, np.empty(m, np.int64), m, n)
+            elif vector:
                 _lu._factor_vector(work, piv, info, recip, m, n)
             else:
-                _lu._factor_chunk(work, piv, info, np.empty(lanes, dtype), recip, m, n, lanes)
+                _lu._factor_chunk(work, piv, info, np.empty(lanes, work.real.dtype), recip, m, n, lanes)
             results.append((work.view(np.uint8), piv, info))
         for scalar, vector in zip(*results):
             np.testing.assert_array_equal(vector, scalar)
 
 
 @pytest.mark.parametrize("op", ["getrf", "potrf"])
-def test_real_lu_and_cholesky_take_one_vector_of_matrices_per_buffer(op):
+def test_lu_and_cholesky_take_one_vector_of_matrices_per_buffer(op):
     """Past the orders compiled one by one, a real LU or Cholesky buffer holds one SIMD vector of matrices unless
-    calibrated otherwise; complex ones keep the buffer-size rule."""
+    calibrated otherwise, and so does a complex LU one; complex Cholesky keeps the buffer-size rule."""
     assert kernel_lanes(op, np.dtype(np.float64), BATCH, 16, 16) == WIDTH
     assert kernel_lanes(op, np.dtype(np.float32), BATCH, 9, 9) == WIDTH
     assert kernel_lanes(op, np.dtype(np.float64), BATCH, 16, 16, lanes=32) == 32
     assert kernel_lanes(op, np.dtype(np.float64), BATCH, 3, 3) == SMALL_ORDER_LANES
-    assert kernel_lanes(op, np.dtype(np.complex128), BATCH, 16, 16) == lanes_for(16, 16, 16, BATCH)
+    complex_lanes = WIDTH if op == "getrf" else lanes_for(16, 16, 16, BATCH)
+    assert kernel_lanes(op, np.dtype(np.complex128), BATCH, 16, 16) == complex_lanes
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)

@@ -11,7 +11,9 @@ A buffer of one vector of real matrices takes :func:`_factor_vector`, the same a
 on ``_simd`` vectors (bitwise the same results): written as loops over the lanes, each row-and-column step of the
 update reached the compiler as a loop guarded by run-time overlap checks, nothing held in registers. Wider buffers
 keep the loops: there a vector's rows lie ``8 x lanes`` bytes apart, at 16-64 lanes in one set of the L1 cache.
-``hetlapack calibrate``'s choice of matrices per buffer therefore picks the kernel, order by order.
+``hetlapack calibrate``'s choice of matrices per buffer therefore picks the kernel, order by order. A buffer of one
+vector of complex matrices takes :func:`_factor_split`, the same on vectors of real and of imaginary parts
+(``_split_complex``), its row swaps by selects across the lanes.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ from numba.extending import overload
 from ..machine import vector_bytes
 from ._interleave import (SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range, divide, flag_poisoned, gather,
                           poison_lanes, scatter)
-from ._simd import WIDTH, load, magnitude, multiply, splat, store, subtract_product, where_greater
+from ._simd import (WIDTH, add, any_below, any_equal, load, magnitude, multiply, splat, store, subtract_product,
+                    where_equal, where_greater)
+from ._split_complex import ELEMENT, join, product, reciprocal, split
+from ._split_complex import subtract_product as subtract_complex_product
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -242,17 +247,160 @@ def _factor_vector(buf, piv, info, recip, m, n):
                 store(buf, at, subtract_product(l1, u1, subtract_product(l0, u0, u)))
 
 
-def _factor(buf, piv, info, best, recip, m, n, lanes):
-    """LU of an interleaved chunk: :func:`_factor_vector` where the buffer is one vector of real matrices,
-    :func:`_factor_chunk` otherwise."""
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _swap_split_rows(words, k, rows, touched, m, n):
+    """Swap row ``k`` with each lane's pivot row (the vector ``rows``) in a split complex buffer (``_split_complex``)
+    by selects across the lanes, word vector by word vector: the new row ``k`` is gathered in a register from the
+    rows some lane pivots on (``touched``, scratch of ``m`` integers, takes them: at most ``WIDTH`` rows), each
+    of which takes row ``k``'s words in its pivoting lanes. Where a swap lane by lane takes ``WIDTH`` scalar moves,
+    this takes one vector operation per row touched."""
+    count = 0
+    for i in range(k + 1, m):
+        if any_equal(rows, splat(i)):
+            touched[count] = i
+            count += 1
+    if count == 0:
+        return
+    stride = n * ELEMENT
+    for at in range(k * stride, (k + 1) * stride, WIDTH):
+        top = load(words, at)
+        swapped = top
+        for t in range(count):
+            row = splat(touched[t])
+            below = at + (touched[t] - k) * stride
+            word = load(words, below)
+            swapped = where_equal(rows, row, word, swapped)
+            store(words, below, where_equal(rows, row, top, word))
+        store(words, at, swapped)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _pivot_split_column(words, k, piv, info, recip, touched, m, n):
+    """:func:`_pivot_column` on a split buffer of one vector of complex matrices: the search, the swap and the
+    scaling on vectors; the pivots are checked for zeros and for division lane by lane only in a column where some
+    pivot's magnitude ``|re| + |im|`` is below twice the smallest normal number (else each has a part above it)."""
+    at = (k * n + k) * ELEMENT
+    stride = n * ELEMENT
+    best = add(magnitude(load(words, at)), magnitude(load(words, at + WIDTH)))
+    rows = splat(k)
+    for i in range(k + 1, m):
+        below = at + (i - k) * stride
+        size = add(magnitude(load(words, below)), magnitude(load(words, below + WIDTH)))
+        rows = where_greater(size, best, splat(i), rows)
+        best = where_greater(size, best, size, best)
+    store(piv, k * WIDTH, rows)
+    _swap_split_rows(words, k, rows, touched, m, n)
+    tiny = np.finfo(words.dtype).tiny
+    subnormal = False
+    if not any_below(best, splat(words.dtype.type(2 * tiny))):
+        scale_real, scale_imag = reciprocal(words, load(words, at), load(words, at + WIDTH))
+    else:
+        parts = recip.view(words.dtype)  # the pivots to take the reciprocals of, real parts then imaginary
+        for lane in range(WIDTH):
+            pivot = recip.dtype.type(complex(words[at + lane], words[at + WIDTH + lane]))
+            if pivot == 0 and info[lane] == 0:
+                info[lane] = k + 1
+            divides = divides_by_pivot(pivot, tiny)
+            subnormal |= divides
+            kept = pivot if pivot != 0 and not divides else recip.dtype.type(1.0)
+            parts[lane], parts[WIDTH + lane] = kept.real, kept.imag
+        scale_real, scale_imag = reciprocal(words, load(parts, 0), load(parts, WIDTH))
+    for below in range(at + stride, at + (m - k) * stride, stride):
+        real, imag = product(load(words, below), load(words, below + WIDTH), scale_real, scale_imag)
+        store(words, below, real)
+        store(words, below + WIDTH, imag)
+    if subnormal:
+        for lane in range(WIDTH):
+            pivot = recip.dtype.type(complex(words[at + lane], words[at + WIDTH + lane]))
+            if divides_by_pivot(pivot, tiny):
+                for below in range(at + stride + lane, at + (m - k) * stride, stride):
+                    quotient = divide(recip.dtype.type(complex(words[below], words[below + WIDTH])), pivot)
+                    words[below], words[below + WIDTH] = quotient.real, quotient.imag
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _update_split_column(words, k, j, first, m, n):
+    """``A[first:, j] -= A[first:, k] * A[k, j]`` in a split buffer of one vector of complex matrices."""
+    top = (k * n + j) * ELEMENT
+    upper_real, upper_imag = load(words, top), load(words, top + WIDTH)
+    for i in range(first, m):
+        at, left = (i * n + j) * ELEMENT, (i * n + k) * ELEMENT
+        real, imag = subtract_complex_product(load(words, at), load(words, at + WIDTH), load(words, left),
+                                              load(words, left + WIDTH), upper_real, upper_imag)
+        store(words, at, real)
+        store(words, at + WIDTH, imag)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _factor_split(buf, piv, info, recip, touched, m, n):
+    """:func:`_factor_chunk` for a buffer of one SIMD vector of complex matrices (``WIDTH`` lanes), split in place
+    into vectors of real and imaginary parts while it is factored (``_split_complex``), with the same roundings in
+    the same order: bitwise its results. The trailing update takes two columns of the pass at once, their eight
+    multiplier vectors held in registers while it runs down the rows."""
+    words = buf.reshape(-1).view(buf.real.dtype)
+    split(words, m * n)
+    for lane in range(WIDTH):
+        info[lane] = 0
+    steps = min(m, n)
+    stride = n * ELEMENT
+    for k in range(0, steps, 2):
+        _pivot_split_column(words, k, piv, info, recip, touched, m, n)
+        if k + 1 == steps:
+            for j in range(k + 1, n):
+                _update_split_column(words, k, j, k + 1, m, n)
+            break
+        _update_split_column(words, k, k + 1, k + 1, m, n)
+        _pivot_split_column(words, k + 1, piv, info, recip, touched, m, n)
+        below = ((k + 1) * n + k) * ELEMENT
+        below_real, below_imag = load(words, below), load(words, below + WIDTH)
+        for j in range(k + 2, n, 2):
+            second = min(j + 1, n - 1)  # a last column alone is taken twice: same loads, same results
+            top, other = (k * n + j) * ELEMENT, (second - j) * ELEMENT
+            u0r, u0i = load(words, top), load(words, top + WIDTH)
+            v0r, v0i = load(words, top + other), load(words, top + other + WIDTH)
+            u1r, u1i = subtract_complex_product(load(words, top + stride), load(words, top + stride + WIDTH),
+                                                below_real, below_imag, u0r, u0i)
+            v1r, v1i = subtract_complex_product(load(words, top + stride + other),
+                                                load(words, top + stride + other + WIDTH),
+                                                below_real, below_imag, v0r, v0i)
+            store(words, top + stride + other, v1r)
+            store(words, top + stride + other + WIDTH, v1i)
+            store(words, top + stride, u1r)
+            store(words, top + stride + WIDTH, u1i)
+            for i in range(k + 2, m):
+                row = (i * n + k) * ELEMENT
+                l0r, l0i = load(words, row), load(words, row + WIDTH)
+                l1r, l1i = load(words, row + ELEMENT), load(words, row + ELEMENT + WIDTH)
+                at = row + (j - k) * ELEMENT
+                vr, vi = subtract_complex_product(load(words, at + other), load(words, at + other + WIDTH),
+                                                  l0r, l0i, v0r, v0i)
+                vr, vi = subtract_complex_product(vr, vi, l1r, l1i, v1r, v1i)
+                ur, ui = subtract_complex_product(load(words, at), load(words, at + WIDTH), l0r, l0i, u0r, u0i)
+                ur, ui = subtract_complex_product(ur, ui, l1r, l1i, u1r, u1i)
+                store(words, at + other, vr)
+                store(words, at + other + WIDTH, vi)
+                store(words, at, ur)
+                store(words, at + WIDTH, ui)
+    join(words, m * n)
+
+
+def _factor(buf, piv, info, best, recip, rows, m, n, lanes):
+    """LU of an interleaved chunk: :func:`_factor_vector` (real) or :func:`_factor_split` (complex, ``rows`` scratch
+    of ``m`` integers) where the buffer is one vector of matrices, :func:`_factor_chunk` otherwise."""
 
 
 @overload(_factor, jit_options=JIT_OPTIONS)
-def _factor_for(buf, piv, info, best, recip, m, n, lanes):
+def _factor_for(buf, piv, info, best, recip, rows, m, n, lanes):
     if isinstance(buf.dtype, types.Complex):
-        return lambda buf, piv, info, best, recip, m, n, lanes: _factor_chunk(buf, piv, info, best, recip, m, n, lanes)
+        def factor(buf, piv, info, best, recip, rows, m, n, lanes):
+            if lanes == WIDTH:
+                _factor_split(buf, piv, info, recip, rows, m, n)
+            else:
+                _factor_chunk(buf, piv, info, best, recip, m, n, lanes)
 
-    def factor(buf, piv, info, best, recip, m, n, lanes):
+        return factor
+
+    def factor(buf, piv, info, best, recip, rows, m, n, lanes):
         if lanes == WIDTH:
             _factor_vector(buf, piv, info, recip, m, n)
         else:
@@ -355,7 +503,7 @@ def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, 
     for chunk in range(start, stop):
         first = chunk * lanes
         count = gather_checked(a, first, buf, best, nonfinite, thread, m, n, lanes)
-        _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
+        _factor(buf, chunk_piv, chunk_info, best, recip, order, m, n, lanes)
         if out.shape[0]:
             scatter_factored(buf, chunk_piv, chunk_info, best, count, out, piv, info, first, m, n, lanes)
         else:

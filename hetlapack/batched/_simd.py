@@ -4,7 +4,8 @@ The kernels' loops over the lanes of a buffer, written as loops over array eleme
 row of the buffer possibly overlapping every other: it guards each short loop with run-time overlap checks and a
 scalar copy, and keeps nothing in registers across loops. Written on these vectors (a load, arithmetic, a store,
 each one instruction on ``WIDTH`` matrices), a kernel says which values stay in registers and in what order each
-element is rounded. Vectors of real numbers only: a complex element is two words, which these do not shuffle.
+element is rounded. Vectors of real numbers (or integers, for pivot rows) only: a complex kernel splits its buffer
+into vectors of real and of imaginary parts (:func:`real_parts` and the shuffles after it; ``_split_complex``).
 """
 
 from __future__ import annotations
@@ -100,6 +101,30 @@ def _is_real(vector) -> bool:
 
 
 @intrinsic
+def add(typingctx, a, b):
+    """``a + b``, lane by lane (contractible, as the kernels' scalar sums are)."""
+    if not (_is_real(a) and a == b):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fadd(args[0], args[1], flags=["contract"])
+
+    return a(a, b), codegen
+
+
+@intrinsic
+def subtract(typingctx, a, b):
+    """``a - b``, lane by lane (contractible, as the kernels' scalar differences are)."""
+    if not (_is_real(a) and a == b):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fsub(args[0], args[1], flags=["contract"])
+
+    return a(a, b), codegen
+
+
+@intrinsic
 def subtract_product(typingctx, a, b, c):
     """``c - a * b``, contracted to one fused multiply-add as the kernels' scalar ``c -= a * b`` is (the same
     instruction: an ``llvm.fma`` of ``-a`` would give a NaN ``a`` the other sign)."""
@@ -184,6 +209,109 @@ def quotient(typingctx, a, b):
         return builder.fdiv(args[0], args[1])
 
     return a(a, b), codegen
+
+
+@intrinsic
+def where_at_least(typingctx, a, b, chosen, otherwise):
+    """``chosen`` in the lanes where ``a >= b`` (false where either is NaN), ``otherwise`` in the others."""
+    if not (_is_real(a) and a == b and isinstance(chosen, Vector) and chosen == otherwise):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.select(builder.fcmp_ordered(">=", args[0], args[1]), args[2], args[3])
+
+    return chosen(a, b, chosen, otherwise), codegen
+
+
+@intrinsic
+def where_equal(typingctx, a, b, chosen, otherwise):
+    """``chosen`` in the lanes where the integers ``a`` and ``b`` are equal, ``otherwise`` in the others."""
+    if not (isinstance(a, Vector) and isinstance(a.dtype, types.Integer) and a == b and isinstance(chosen, Vector)
+            and chosen == otherwise):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.select(builder.icmp_signed("==", args[0], args[1]), args[2], args[3])
+
+    return chosen(a, b, chosen, otherwise), codegen
+
+
+@intrinsic
+def any_equal(typingctx, a, b):
+    """Whether the integers ``a`` and ``b`` are equal in any lane."""
+    if not (isinstance(a, Vector) and isinstance(a.dtype, types.Integer) and a == b):
+        return None
+
+    def codegen(context, builder, sig, args):
+        lanes = builder.bitcast(builder.icmp_signed("==", args[0], args[1]), ir.IntType(WIDTH))
+        return builder.icmp_unsigned("!=", lanes, ir.Constant(ir.IntType(WIDTH), 0))
+
+    return types.boolean(a, b), codegen
+
+
+@intrinsic
+def in_double(typingctx, a):
+    """``a`` in double precision, lane by lane (exact)."""
+    if not _is_real(a):
+        return None
+
+    def codegen(context, builder, sig, args):
+        double = ir.VectorType(ir.DoubleType(), WIDTH)
+        return args[0] if args[0].type == double else builder.fpext(args[0], double)
+
+    return Vector(types.float64)(a), codegen
+
+
+@intrinsic
+def rounded_as(typingctx, a, words):
+    """The double-precision ``a`` rounded to the element type of the array ``words``, lane by lane."""
+    if not (a == Vector(types.float64) and isinstance(words, types.Array) and isinstance(words.dtype, types.Float)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        target = ir.VectorType(context.get_value_type(words.dtype), WIDTH)
+        return args[0] if target == args[0].type else builder.fptrunc(args[0], target)
+
+    return Vector(words.dtype)(a, words), codegen
+
+
+@intrinsic
+def any_below(typingctx, a, b):
+    """Whether ``a < b`` in any lane (false in a lane where either is NaN)."""
+    if not (_is_real(a) and a == b):
+        return None
+
+    def codegen(context, builder, sig, args):
+        lanes = builder.bitcast(builder.fcmp_ordered("<", args[0], args[1]), ir.IntType(WIDTH))
+        return builder.icmp_unsigned("!=", lanes, ir.Constant(ir.IntType(WIDTH), 0))
+
+    return types.boolean(a, b), codegen
+
+
+def _shuffle(name: str, order: list[int]):
+    """An intrinsic taking lanes ``order`` of two real vectors laid end to end (``2 * WIDTH`` lanes)."""
+
+    def shuffle(typingctx, a, b):
+        if not (_is_real(a) and a == b):
+            return None
+
+        def codegen(context, builder, sig, args):
+            return builder.shuffle_vector(args[0], args[1], ir.Constant(ir.VectorType(ir.IntType(32), WIDTH), order))
+
+        return a(a, b), codegen
+
+    shuffle.__name__ = shuffle.__qualname__ = name
+    return intrinsic(shuffle)
+
+
+#: The even and the odd lanes of two vectors laid end to end: the real and the imaginary parts of ``WIDTH`` complex
+#: numbers that lie in them interleaved, as NumPy stores them.
+real_parts = _shuffle("real_parts", [2 * lane for lane in range(WIDTH)])
+imag_parts = _shuffle("imag_parts", [2 * lane + 1 for lane in range(WIDTH)])
+#: Their inverse: the first and the second ``WIDTH / 2`` complex numbers, interleaved, of a vector of real parts and
+#: one of imaginary parts.
+first_interleaved = _shuffle("first_interleaved", [lane // 2 + lane % 2 * WIDTH for lane in range(WIDTH)])
+last_interleaved = _shuffle("last_interleaved", [WIDTH // 2 + lane // 2 + lane % 2 * WIDTH for lane in range(WIDTH)])
 
 
 @intrinsic

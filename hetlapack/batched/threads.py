@@ -80,20 +80,20 @@ _WIDE = frozenset({"geqrf", "orgqr", "qr"})
 #: Kernels with versions compiled for each square order up to ``SMALL_ORDER`` (in buffers of that many lanes).
 _SMALL_ORDER = frozenset({"getrf", "getrf_replay", "potrf", "potrf_replay"})
 
-#: Kernels with a version on SIMD vectors (``_simd``) for a buffer of one vector of real matrices, whose elements
-#: then lie next to one another, a cache line each (wider buffers run the loops over lanes): such buffers are their
-#: default, and ``hetlapack calibrate``'s measured choice of lanes picks between the two versions per order. The
-#: fused QR has one too (``_qr._factor_vector``) but keeps ``WIDE_LANES`` unless calibrated: below order 12 its
-#: loops over 128 lanes ran faster (2 threads, float64, ns a matrix, 8 / 128 lanes: n = 4 55 / 37, 8 113 / 94, 12
-#: 269 / 303, 16 447 / 709, 32 2,184 / 4,999).
-_VECTOR = frozenset({"getrf", "potrf"})
+#: Kernels with a version on SIMD vectors (``_simd``) for a buffer of one vector of matrices, by the dtype kinds it
+#: takes, whose elements then lie next to one another, a cache line each (wider buffers run the loops over lanes):
+#: such buffers are their default, and ``hetlapack calibrate``'s measured choice of lanes picks between the two
+#: versions per order. The fused QR has one too (``_qr._factor_vector``) but keeps ``WIDE_LANES`` unless calibrated:
+#: below order 12 its loops over 128 lanes ran faster (2 threads, float64, ns a matrix, 8 / 128 lanes: n = 4 55 / 37,
+#: 8 113 / 94, 12 269 / 303, 16 447 / 709, 32 2,184 / 4,999).
+_VECTOR = {"getrf": "fc", "potrf": "f"}
 
 
 def kernel_lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int, lanes: int | None = None) -> int:
     """Matrices per buffer for ``op``'s kernel: :func:`~._interleave.lanes_for` with the kernel's kind, or with
-    ``lanes`` (a measured choice) where given. Real matrices past ``SMALL_ORDER`` in a kernel with a version on SIMD
-    vectors take one vector of lanes (:data:`~._simd.WIDTH`) unless measured otherwise."""
-    if lanes is None and op in _VECTOR and dtype.kind == "f" and not m == n <= SMALL_ORDER:
+    ``lanes`` (a measured choice) where given. Matrices past ``SMALL_ORDER`` in a kernel with a version on SIMD
+    vectors for their dtype take one vector of lanes (:data:`~._simd.WIDTH`) unless measured otherwise."""
+    if lanes is None and dtype.kind in _VECTOR.get(op, "") and not m == n <= SMALL_ORDER:
         lanes = WIDTH
     return lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE, small_order=op in _SMALL_ORDER, lanes=lanes)
 
