@@ -90,19 +90,27 @@ def swap_pivot_rows(buf, k, piv, m, n, lanes):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
+def _kept_pivot(pivot, k, lane, info, tiny):
+    """Record ``pivot`` (row ``k``'s, in ``lane``) in ``info`` if it is zero; return whether getf2 divides by it
+    (:func:`divides_by_pivot`, ``tiny`` the smallest normal number of its precision) and what column ``k`` is to be multiplied by the reciprocal of: the pivot, or 1 where
+    it is zero or divided by instead (its reciprocal then taken in double precision, as numba's ``1.0 / pivot``)."""
+    if pivot == 0 and info[lane] == 0:
+        info[lane] = k + 1
+    divides = divides_by_pivot(pivot, tiny)
+    return divides, pivot if pivot != 0 and not divides else 1.0
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _take_pivots(buf, k, info, recip, lanes):
     """With the pivots swapped in: record a zero pivot in ``info`` and set ``recip[lane]``
     to what column ``k`` is to be multiplied by: the pivot's reciprocal, or 1 where the pivot is zero or divided by
-    instead. Returns whether any lane divides."""
+    instead (:func:`_kept_pivot`). Returns whether any lane divides."""
     tiny = np.finfo(recip.real.dtype).tiny
     subnormal = False
     for lane in range(lanes):
-        pivot = buf[k, k, lane]
-        if pivot == 0 and info[lane] == 0:
-            info[lane] = k + 1
-        divides = divides_by_pivot(pivot, tiny)
+        divides, kept = _kept_pivot(buf[k, k, lane], k, lane, info, tiny)
         subnormal |= divides
-        recip[lane] = 1.0 / pivot if pivot != 0 and not divides else 1.0
+        recip[lane] = 1.0 / kept
     return subnormal
 
 
@@ -275,6 +283,13 @@ def _swap_split_rows(words, k, rows, touched, m, n):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
+def _split_element(words, at, lane, like):
+    """The complex number of ``lane`` in the split element at word ``at`` (``_split_complex``), of the type of the
+    complex array ``like``."""
+    return like.dtype.type(complex(words[at + lane], words[at + WIDTH + lane]))
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _pivot_split_column(words, k, piv, info, recip, touched, m, n):
     """:func:`_pivot_column` on a split buffer of one vector of complex matrices: the search, the swap and the
     scaling on vectors; the pivots are checked for zeros and for division lane by lane only in a column where some
@@ -297,12 +312,8 @@ def _pivot_split_column(words, k, piv, info, recip, touched, m, n):
     else:
         parts = recip.view(words.dtype)  # the pivots to take the reciprocals of, real parts then imaginary
         for lane in range(WIDTH):
-            pivot = recip.dtype.type(complex(words[at + lane], words[at + WIDTH + lane]))
-            if pivot == 0 and info[lane] == 0:
-                info[lane] = k + 1
-            divides = divides_by_pivot(pivot, tiny)
+            divides, kept = _kept_pivot(_split_element(words, at, lane, recip), k, lane, info, tiny)
             subnormal |= divides
-            kept = pivot if pivot != 0 and not divides else recip.dtype.type(1.0)
             parts[lane], parts[WIDTH + lane] = kept.real, kept.imag
         scale_real, scale_imag = reciprocal(words, load(parts, 0), load(parts, WIDTH))
     for below in range(at + stride, at + (m - k) * stride, stride):
@@ -311,11 +322,11 @@ def _pivot_split_column(words, k, piv, info, recip, touched, m, n):
         store(words, below + WIDTH, imag)
     if subnormal:
         for lane in range(WIDTH):
-            pivot = recip.dtype.type(complex(words[at + lane], words[at + WIDTH + lane]))
+            pivot = _split_element(words, at, lane, recip)
             if divides_by_pivot(pivot, tiny):
-                for below in range(at + stride + lane, at + (m - k) * stride, stride):
-                    quotient = divide(recip.dtype.type(complex(words[below], words[below + WIDTH])), pivot)
-                    words[below], words[below + WIDTH] = quotient.real, quotient.imag
+                for below in range(at + stride, at + (m - k) * stride, stride):
+                    quotient = divide(_split_element(words, below, lane, recip), pivot)
+                    words[below + lane], words[below + WIDTH + lane] = quotient.real, quotient.imag
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")

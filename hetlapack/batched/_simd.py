@@ -10,6 +10,8 @@ into vectors of real and of imaginary parts (:func:`real_parts` and the shuffles
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
@@ -100,28 +102,31 @@ def _is_real(vector) -> bool:
     return isinstance(vector, Vector) and isinstance(vector.dtype, types.Float)
 
 
-@intrinsic
-def add(typingctx, a, b):
-    """``a + b``, lane by lane (contractible, as the kernels' scalar sums are)."""
-    if not (_is_real(a) and a == b):
-        return None
+def _lanewise(name: str, doc: str, instruction: Callable) -> Callable:
+    """An intrinsic applying one LLVM ``instruction(builder, a, b)`` to two real vectors, lane by lane."""
 
-    def codegen(context, builder, sig, args):
-        return builder.fadd(args[0], args[1], flags=["contract"])
+    def lanewise(typingctx, a, b):
+        if not (_is_real(a) and a == b):
+            return None
 
-    return a(a, b), codegen
+        def codegen(context, builder, sig, args):
+            return instruction(builder, *args)
+
+        return a(a, b), codegen
+
+    lanewise.__name__ = lanewise.__qualname__ = name
+    lanewise.__doc__ = doc
+    return intrinsic(lanewise)
 
 
-@intrinsic
-def subtract(typingctx, a, b):
-    """``a - b``, lane by lane (contractible, as the kernels' scalar differences are)."""
-    if not (_is_real(a) and a == b):
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.fsub(args[0], args[1], flags=["contract"])
-
-    return a(a, b), codegen
+add = _lanewise("add", "``a + b``, lane by lane (contractible, as the kernels' scalar sums are).",
+                lambda builder, a, b: builder.fadd(a, b, flags=["contract"]))
+subtract = _lanewise("subtract", "``a - b``, lane by lane (contractible, as the kernels' scalar differences are).",
+                     lambda builder, a, b: builder.fsub(a, b, flags=["contract"]))
+multiply = _lanewise("multiply", "``a * b``, lane by lane.",
+                     lambda builder, a, b: builder.fmul(a, b, flags=["contract"]))
+quotient = _lanewise("quotient", "``a / b``, lane by lane (IEEE division: a zero divisor gives an infinity or NaN).",
+                     lambda builder, a, b: builder.fdiv(a, b))
 
 
 @intrinsic
@@ -149,18 +154,6 @@ def fused_multiply_add(typingctx, a, b, c):
         return builder.call(_llvm_function(builder, "fma", args[0].type, 3), args)
 
     return a(a, b, c), codegen
-
-
-@intrinsic
-def multiply(typingctx, a, b):
-    """``a * b``, lane by lane."""
-    if not (_is_real(a) and a == b):
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.fmul(args[0], args[1], flags=["contract"])
-
-    return a(a, b), codegen
 
 
 @intrinsic
@@ -197,18 +190,6 @@ def square_root(typingctx, a):
         return builder.call(_llvm_function(builder, "sqrt", args[0].type, 1), [args[0]])
 
     return a(a), codegen
-
-
-@intrinsic
-def quotient(typingctx, a, b):
-    """``a / b``, lane by lane (IEEE division: a zero divisor gives an infinity or NaN)."""
-    if not (_is_real(a) and a == b):
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.fdiv(args[0], args[1])
-
-    return a(a, b), codegen
 
 
 @intrinsic
