@@ -303,14 +303,14 @@ def test_lu_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shape):
 
 @pytest.mark.parametrize("op", ["getrf", "potrf"])
 def test_lu_and_cholesky_take_one_vector_of_matrices_per_buffer(op):
-    """Past the orders compiled one by one, a real LU or Cholesky buffer holds one SIMD vector of matrices unless
-    calibrated otherwise, and so does a complex LU one; complex Cholesky keeps the buffer-size rule."""
+    """Past the orders compiled one by one, an LU or Cholesky buffer holds one SIMD vector of matrices unless
+    calibrated otherwise."""
     assert kernel_lanes(op, np.dtype(np.float64), BATCH, 16, 16) == WIDTH
     assert kernel_lanes(op, np.dtype(np.float32), BATCH, 9, 9) == WIDTH
     assert kernel_lanes(op, np.dtype(np.float64), BATCH, 16, 16, lanes=32) == 32
     assert kernel_lanes(op, np.dtype(np.float64), BATCH, 3, 3) == SMALL_ORDER_LANES
-    complex_lanes = WIDTH if op == "getrf" else lanes_for(16, 16, 16, BATCH)
-    assert kernel_lanes(op, np.dtype(np.complex128), BATCH, 16, 16) == complex_lanes
+    assert kernel_lanes(op, np.dtype(np.complex128), BATCH, 16, 16) == WIDTH
+    assert kernel_lanes(op, np.dtype(np.complex64), BATCH, 9, 9) == WIDTH
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)
@@ -345,16 +345,18 @@ def test_real_qr_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shap
         np.testing.assert_array_equal(np.where(nan, 0, vector).view(np.uint8), np.where(nan, 0, scalar).view(np.uint8))
 
 
-@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)
+@pytest.mark.parametrize("dtype", [np.dtype(code) for code in "fdFD"], ids=str)
 @pytest.mark.parametrize("n", [1, 2, 5, 8, 13, 16, 17, 32])
-def test_real_cholesky_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, n):
+def test_cholesky_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, n):
     """``_cholesky._factor_vector`` (one vector of real matrices, on ``_simd`` vectors, each element updated in a
-    register through the earlier columns) and ``_factor_chunk`` (column passes over the lanes) round the same
-    operations in the same order: same factors and info codes, every bit, with matrices that are not positive
-    definite (a negative one, a zero and a tiny pivot, a NaN that runs through)."""
+    register through the earlier columns), ``_factor_split`` (the same for complex matrices, split into real and
+    imaginary parts) and ``_factor_chunk`` (column passes over the lanes) round the same operations in the same
+    order: same factors and info codes, every bit, with matrices that are not positive definite (a negative one, a
+    zero and a tiny pivot, a NaN that runs through)."""
     rng = np.random.default_rng(n)
-    general = rng.standard_normal((WIDTH, n, n)).astype(dtype)
-    stack = general @ general.transpose(0, 2, 1) + n * np.eye(n, dtype=dtype)
+    imaginary = 1j if dtype.kind == "c" else 0
+    general = (rng.standard_normal((WIDTH, n, n)) + imaginary * rng.standard_normal((WIDTH, n, n))).astype(dtype)
+    stack = general @ general.transpose(0, 2, 1).conj() + n * np.eye(n, dtype=dtype)
     stack[1] *= -1
     stack[2, n // 2, n // 2] = 0
     stack[3, n - 1, n - 1] = np.finfo(dtype).tiny
@@ -362,8 +364,10 @@ def test_real_cholesky_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype
     buf = np.ascontiguousarray(stack.transpose(1, 2, 0))
     results = []
     for vector in (False, True):
-        work, info, recip = buf.copy(), np.empty(WIDTH, np.int64), np.empty(WIDTH, dtype)
-        if vector:
+        work, info, recip = buf.copy(), np.empty(WIDTH, np.int64), np.empty(WIDTH, buf.real.dtype)
+        if vector and dtype.kind == "c":
+            _cholesky._factor_split(work, info, recip, n)
+        elif vector:
             _cholesky._factor_vector(work, info, recip, n)
         else:
             _cholesky._factor_chunk(work, info, recip, n, WIDTH)

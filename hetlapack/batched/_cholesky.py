@@ -18,7 +18,10 @@ from numba.extending import overload
 
 from ._interleave import (JIT_OPTIONS, LOWER, SMALL_ORDER_LANES, WHOLE, blocked, buffer_as_stack, chunk_as_buffer,
                           chunk_range, copy_blocks_along, divide, flag_poisoned, gather, rows_along_memory, scatter)
-from ._simd import WIDTH, load, multiply, quotient, splat, square_root, store, subtract_product, where_at_most
+from ._simd import (WIDTH, load, multiply, negative, quotient, splat, square_root, store, subtract_product,
+                    where_at_most)
+from ._split_complex import ELEMENT, join, product, split
+from ._split_complex import subtract_product as subtract_complex_product
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -106,6 +109,19 @@ def _store_scaled(buf, row, j, n, value, scale):
         store(buf, (row * n + j) * WIDTH, multiply(value, scale))
 
 
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _diagonal_root(words, recip, info, j, value):
+    """The square root of the diagonal ``value`` (a vector of real parts), 1 where it is not positive, as
+    :func:`_factor_chunk` takes it; ``info`` set for the lanes whose first non-positive diagonal this is
+    (``recip`` is scratch)."""
+    store(recip, 0, value)
+    for lane in range(WIDTH):
+        if recip[lane] <= 0.0 and info[lane] == 0:
+            info[lane] = j + 1
+    one = splat(words.dtype.type(1.0))
+    return where_at_most(value, splat(words.dtype.type(0.0)), one, square_root(value))
+
+
 @numba.njit(**JIT_OPTIONS)
 def _factor_vector(buf, info, recip, n):
     """:func:`_factor_chunk` for a buffer of one SIMD vector of real matrices (``WIDTH`` lanes), on ``_simd``
@@ -119,14 +135,9 @@ def _factor_vector(buf, info, recip, n):
         info[lane] = 0
     for j in range(n):
         u0, u1, u2, u3 = _update_vector_rows(buf, j, j, n)
-        store(recip, 0, u0)
-        for lane in range(WIDTH):
-            if recip[lane] <= 0.0 and info[lane] == 0:
-                info[lane] = j + 1
-        one = splat(buf.dtype.type(1.0))
-        root = where_at_most(u0, splat(buf.dtype.type(0.0)), one, square_root(u0))
+        root = _diagonal_root(buf, recip, info, j, u0)
         store(buf, (j * n + j) * WIDTH, root)
-        scale = quotient(one, root)
+        scale = quotient(splat(buf.dtype.type(1.0)), root)
         _store_scaled(buf, j + 1, j, n, u1, scale)
         _store_scaled(buf, j + 2, j, n, u2, scale)
         _store_scaled(buf, j + 3, j, n, u3, scale)
@@ -138,19 +149,79 @@ def _factor_vector(buf, info, recip, n):
             _store_scaled(buf, first, j, n, u0, scale)
 
 
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _update_split_rows(words, j, first, n):
+    """:func:`_update_vector_rows` in a split buffer of one vector of complex matrices (``_split_complex``): rows
+    ``first`` to ``first + 3`` of column ``j`` after ``-= A[i, k] * conj(A[j, k])`` for ``k < j``, as real and
+    imaginary vectors."""
+    last = n - 1
+    row0, row1 = first * n * ELEMENT, min(first + 1, last) * n * ELEMENT
+    row2, row3 = min(first + 2, last) * n * ELEMENT, min(first + 3, last) * n * ELEMENT
+    column, at = j * n * ELEMENT, j * ELEMENT
+    u0r, u0i = load(words, row0 + at), load(words, row0 + at + WIDTH)
+    u1r, u1i = load(words, row1 + at), load(words, row1 + at + WIDTH)
+    u2r, u2i = load(words, row2 + at), load(words, row2 + at + WIDTH)
+    u3r, u3i = load(words, row3 + at), load(words, row3 + at + WIDTH)
+    for k in range(0, j * ELEMENT, ELEMENT):
+        pr, pi = load(words, column + k), negative(load(words, column + k + WIDTH))
+        u0r, u0i = subtract_complex_product(u0r, u0i, load(words, row0 + k), load(words, row0 + k + WIDTH), pr, pi)
+        u1r, u1i = subtract_complex_product(u1r, u1i, load(words, row1 + k), load(words, row1 + k + WIDTH), pr, pi)
+        u2r, u2i = subtract_complex_product(u2r, u2i, load(words, row2 + k), load(words, row2 + k + WIDTH), pr, pi)
+        u3r, u3i = subtract_complex_product(u3r, u3i, load(words, row3 + k), load(words, row3 + k + WIDTH), pr, pi)
+    return u0r, u0i, u1r, u1i, u2r, u2i, u3r, u3i
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _store_split_scaled(words, row, j, n, real, imag, scale):
+    """Element ``(row, j)`` of every matrix times the real ``scale`` (a complex product, as the loops' ``*=``),
+    where ``row`` is a row of the matrices."""
+    if row < n:
+        at = (row * n + j) * ELEMENT
+        real, imag = product(real, imag, scale, splat(words.dtype.type(0.0)))
+        store(words, at, real)
+        store(words, at + WIDTH, imag)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _factor_split(buf, info, recip, n):
+    """:func:`_factor_vector` for a buffer of one SIMD vector of complex matrices, split in place into vectors of
+    real and imaginary parts while it is factored (``_split_complex``), with :func:`_factor_chunk`'s roundings in
+    its order: bitwise its results."""
+    words = buf.reshape(-1).view(buf.real.dtype)
+    split(words, n * n)
+    for lane in range(WIDTH):
+        info[lane] = 0
+    for j in range(n):
+        u0r, u0i, u1r, u1i, u2r, u2i, u3r, u3i = _update_split_rows(words, j, j, n)
+        root = _diagonal_root(words, recip, info, j, u0r)
+        at = (j * n + j) * ELEMENT
+        store(words, at, root)
+        store(words, at + WIDTH, splat(words.dtype.type(0.0)))
+        scale = quotient(splat(words.dtype.type(1.0)), root)
+        _store_split_scaled(words, j + 1, j, n, u1r, u1i, scale)
+        _store_split_scaled(words, j + 2, j, n, u2r, u2i, scale)
+        _store_split_scaled(words, j + 3, j, n, u3r, u3i, scale)
+        for first in range(j + 4, n, 4):
+            u0r, u0i, u1r, u1i, u2r, u2i, u3r, u3i = _update_split_rows(words, j, first, n)
+            _store_split_scaled(words, first + 3, j, n, u3r, u3i, scale)
+            _store_split_scaled(words, first + 2, j, n, u2r, u2i, scale)
+            _store_split_scaled(words, first + 1, j, n, u1r, u1i, scale)
+            _store_split_scaled(words, first, j, n, u0r, u0i, scale)
+    join(words, n * n)
+
+
 def _factor(buf, info, recip, n, lanes):
-    """Cholesky of an interleaved chunk: :func:`_factor_vector` where the buffer is one vector of real matrices,
-    :func:`_factor_chunk` otherwise."""
+    """Cholesky of an interleaved chunk: :func:`_factor_vector` (real) or :func:`_factor_split` (complex) where the
+    buffer is one vector of matrices, :func:`_factor_chunk` otherwise."""
 
 
 @overload(_factor, jit_options=JIT_OPTIONS, inline="always")
 def _factor_for(buf, info, recip, n, lanes):
-    if isinstance(buf.dtype, types.Complex):
-        return lambda buf, info, recip, n, lanes: _factor_chunk(buf, info, recip, n, lanes)
+    vector = _factor_split if isinstance(buf.dtype, types.Complex) else _factor_vector
 
     def factor(buf, info, recip, n, lanes):
         if lanes == WIDTH:
-            _factor_vector(buf, info, recip, n)
+            vector(buf, info, recip, n)
         else:
             _factor_chunk(buf, info, recip, n, lanes)
 

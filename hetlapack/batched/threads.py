@@ -86,7 +86,7 @@ _SMALL_ORDER = frozenset({"getrf", "getrf_replay", "potrf", "potrf_replay"})
 #: versions per order. The fused QR has one too (``_qr._factor_vector``) but keeps ``WIDE_LANES`` unless calibrated:
 #: below order 12 its loops over 128 lanes ran faster (2 threads, float64, ns a matrix, 8 / 128 lanes: n = 4 55 / 37,
 #: 8 113 / 94, 12 269 / 303, 16 447 / 709, 32 2,184 / 4,999).
-_VECTOR = {"getrf": "fc", "potrf": "f"}
+_VECTOR = {"getrf": "fc", "potrf": "fc"}
 
 
 def kernel_lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int, lanes: int | None = None) -> int:
