@@ -26,8 +26,8 @@ from numba.extending import overload
 from ..machine import vector_bytes
 from ._interleave import (SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range, divide, flag_poisoned, gather,
                           poison_lanes, scatter)
-from ._simd import (WIDTH, add, any_below, any_equal, load, magnitude, multiply, splat, store, subtract_product,
-                    where_equal, where_greater)
+from ._simd import (WIDTH, add, any_below, any_equal, load, magnitude, multiply, quotient, splat, store,
+                    subtract_product, where_equal, where_greater)
 from ._split_complex import ELEMENT, join, product, reciprocal, split
 from ._split_complex import subtract_product as subtract_complex_product
 
@@ -106,6 +106,13 @@ def _take_pivots(buf, k, info, recip, lanes):
     to what column ``k`` is to be multiplied by: the pivot's reciprocal, or 1 where the pivot is zero or divided by
     instead (:func:`_kept_pivot`). Returns whether any lane divides."""
     tiny = np.finfo(recip.real.dtype).tiny
+    normal = True
+    for lane in range(lanes):
+        normal &= abs(buf[k, k, lane].real) >= tiny or abs(buf[k, k, lane].imag) >= tiny
+    if normal:  # no zero or subnormal pivot: a loop the compiler can run on vectors
+        for lane in range(lanes):
+            recip[lane] = 1.0 / buf[k, k, lane]
+        return False
     subnormal = False
     for lane in range(lanes):
         divides, kept = _kept_pivot(buf[k, k, lane], k, lane, info, tiny)
@@ -201,8 +208,12 @@ def _pivot_vector_column(buf, k, piv, info, recip, m, n):
         best = where_greater(size, best, size, best)
     store(piv, k * WIDTH, rows)
     _swap_each_lane(buf, k, piv, n, WIDTH)  # selects across its one vector ran slower (n = 24: 769 -> 843 ns)
-    subnormal = _take_pivots(buf, k, info, recip, WIDTH)
-    scale = load(recip, 0)
+    subnormal = False
+    if any_below(best, splat(buf.dtype.type(np.finfo(buf.dtype).tiny))):
+        subnormal = _take_pivots(buf, k, info, recip, WIDTH)
+        scale = load(recip, 0)
+    else:  # no zero or subnormal pivot: the reciprocals in one vector division
+        scale = quotient(splat(buf.dtype.type(1.0)), load(buf, at))
     for i in range(k + 1, m):
         store(buf, at + (i - k) * n * WIDTH, multiply(load(buf, at + (i - k) * n * WIDTH), scale))
     if subnormal:
