@@ -92,8 +92,9 @@ def swap_pivot_rows(buf, k, piv, m, n, lanes):
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _kept_pivot(pivot, k, lane, info, tiny):
     """Record ``pivot`` (row ``k``'s, in ``lane``) in ``info`` if it is zero; return whether getf2 divides by it
-    (:func:`divides_by_pivot`, ``tiny`` the smallest normal number of its precision) and what column ``k`` is to be multiplied by the reciprocal of: the pivot, or 1 where
-    it is zero or divided by instead (its reciprocal then taken in double precision, as numba's ``1.0 / pivot``)."""
+    (:func:`divides_by_pivot`, ``tiny`` the smallest normal number of its precision) and what column ``k`` is to be
+    multiplied by the reciprocal of: the pivot, or 1 where it is zero or divided by instead (its reciprocal then
+    taken in double precision, as numba's ``1.0 / pivot``)."""
     if pivot == 0 and info[lane] == 0:
         info[lane] = k + 1
     divides = divides_by_pivot(pivot, tiny)
@@ -104,7 +105,10 @@ def _kept_pivot(pivot, k, lane, info, tiny):
 def _take_pivots(buf, k, info, recip, lanes):
     """With the pivots swapped in: record a zero pivot in ``info`` and set ``recip[lane]``
     to what column ``k`` is to be multiplied by: the pivot's reciprocal, or 1 where the pivot is zero or divided by
-    instead (:func:`_kept_pivot`). Returns whether any lane divides."""
+    instead (:func:`_kept_pivot`). Returns whether any lane divides. Where every pivot has a part of at least the
+    smallest normal number (neither zero nor divided by), the reciprocals are taken in one loop with no branch, which
+    the compiler runs on vectors (float64, 10^4 matrices of order 2 and 4, 2 threads: 13 -> 7 and 33 -> 21 ns a
+    matrix)."""
     tiny = np.finfo(recip.real.dtype).tiny
     normal = True
     for lane in range(lanes):
@@ -197,8 +201,9 @@ def _factor_chunk(buf, piv, info, best, recip, m, n, lanes):
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _pivot_vector_column(buf, k, piv, info, recip, m, n):
-    """:func:`_pivot_column` on a buffer of one vector of real matrices: the search and the scaling on vectors, the
-    row swap (a different row in each lane) element by element."""
+    """:func:`_pivot_column` on a buffer of one vector of real matrices: the search, the scaling and, where no pivot
+    is zero or subnormal, the reciprocals on vectors; the row swap (a different row in each lane) element by
+    element."""
     at = (k * n + k) * WIDTH
     best = magnitude(load(buf, at))
     rows = splat(k)
