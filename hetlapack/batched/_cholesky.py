@@ -186,7 +186,8 @@ def _store_split_scaled(words, row, j, n, real, imag, scale):
 def _factor_split(buf, info, recip, n):
     """:func:`_factor_vector` for a buffer of one SIMD vector of complex matrices, split in place into vectors of
     real and imaginary parts while it is factored (``_split_complex``), with :func:`_factor_chunk`'s roundings in
-    its order: bitwise its results."""
+    its order: bitwise its results. ``kernels.potrf``, complex128, 10^4 matrices, 2 threads, ns a matrix, loops over
+    16 lanes -> split vectors: order 12 357 -> 265, 16 849 -> 621, 32 4,689 -> 2,741."""
     words = buf.reshape(-1).view(buf.real.dtype)
     split(words, n * n)
     for lane in range(WIDTH):
