@@ -320,7 +320,8 @@ def test_real_qr_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shap
     """``_qr._factor_vector`` and ``_build_q_vector`` (one vector of real matrices, on ``_simd`` vectors, four columns
     reflected at a time) and the loops over the lanes round the same operations in the same order: the same
     reflectors, ``tau`` and ``Q``, every bit, with zero columns, a column zero below the diagonal, tiny matrices (the
-    rescaled ``larfg``) and a NaN, which stays a NaN in the same places."""
+    rescaled ``larfg``), huge ones (an overflowing sum of squares), a negative zero on the diagonal and a NaN, which
+    stays a NaN in the same places."""
     m, n, ncols = shape
     rng = np.random.default_rng(m * n)
     buf = rng.standard_normal((m, n, WIDTH)).astype(dtype)
@@ -328,6 +329,8 @@ def test_real_qr_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shap
     buf[1:, 0, 3] = 0
     buf[:, :, 4] *= np.finfo(dtype).tiny * 16
     buf[0, 0, 5] = np.nan
+    buf[0, 0, 6] = -0.0
+    buf[:, :, 7] *= np.finfo(dtype).max / 4
     results = []
     for vector in (False, True):
         work, tau = buf.copy(), np.empty((min(m, n), WIDTH), dtype)

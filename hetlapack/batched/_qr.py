@@ -19,8 +19,9 @@ from numba import types
 from numba.extending import overload
 
 from ._interleave import JIT_OPTIONS, chunk_range, divide, flag_poisoned, gather, scatter
-from ._simd import (WIDTH, add_rounded_product, load, multiply, negative, splat, store,
-                    subtract_rounded_product)
+from ._simd import (WIDTH, add_rounded_product, any_below, copy_sign, load, multiply, negative, quotient, splat,
+                    square_root, store, subtract, subtract_rounded_product, where_at_least, where_at_most,
+                    where_greater)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -83,6 +84,14 @@ def _reflectors(buf, k, tau, norm, dots, safmin, largest):
     whose sum is zero, overflows (beyond ``largest``) or is small enough to have lost digits to underflow (below
     ``safmin``) takes :func:`_larfg_scaled`."""
     lanes = buf.shape[2]
+    if k == buf.shape[0] - 1:  # nothing below the diagonal: H = I where alpha is real, as _larfg_scaled makes it
+        for lane in range(lanes):
+            if buf[k, k, lane].imag == 0.0:
+                tau[k, lane] = 0.0
+                dots[lane] = 0.0
+            else:
+                _larfg_scaled(buf, k, lane, tau, dots, safmin)
+        return
     rare = 0
     for lane in range(lanes):  # rare lanes are only marked here, so that this stays one SIMD loop over the lanes
         alpha = buf[k, k, lane]
@@ -96,6 +105,33 @@ def _reflectors(buf, k, tau, norm, dots, safmin, largest):
         norm[lane] = norm[lane] if plain else -1.0
     if rare:
         for lane in range(lanes):
+            if norm[lane] < 0.0:
+                _larfg_scaled(buf, k, lane, tau, dots, safmin)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _reflectors_vector(buf, k, tau, norm, dots, safmin, largest):
+    """:func:`_reflectors` for a buffer of one vector of real matrices, on ``_simd`` vectors: the same operations,
+    lane by lane, with the rare lanes (a sum of zero, beyond ``largest`` or below ``safmin``) left to
+    :func:`_larfg_scaled`."""
+    at = (k * buf.shape[1] + k) * WIDTH
+    zero = splat(buf.dtype.type(0.0))
+    if k == buf.shape[0] - 1:  # nothing below the diagonal: H = I, as in _reflectors
+        store(tau, k * WIDTH, zero)
+        store(dots, 0, zero)
+        return
+    alpha, sums = load(buf, at), load(norm, 0)
+    total = add_rounded_product(sums, alpha, alpha)
+    beta = negative(copy_sign(square_root(total), alpha))
+    store(tau, k * WIDTH, quotient(subtract(beta, alpha), beta))
+    store(dots, 0, quotient(splat(buf.dtype.type(1.0)), subtract(alpha, beta)))
+    one = splat(buf.dtype.type(1.0))  # safmin and largest are numbers of the buffer's precision, so exact in it
+    plain = where_greater(sums, zero, where_at_least(total, splat(buf.dtype.type(safmin)), where_at_most(
+        total, splat(buf.dtype.type(largest)), one, zero), zero), zero)
+    store(buf, at, where_greater(plain, zero, beta, alpha))
+    if any_below(plain, one):
+        store(norm, 0, where_greater(plain, zero, sums, splat(buf.dtype.type(-1.0))))
+        for lane in range(WIDTH):
             if norm[lane] < 0.0:
                 _larfg_scaled(buf, k, lane, tau, dots, safmin)
 
@@ -204,7 +240,7 @@ def _factor_vector(buf, tau, norm, dots):
             x = load(buf, (i * n + k) * WIDTH)
             total = add_rounded_product(total, x, x)
         store(norm, 0, total)
-        _reflectors(buf, k, tau, norm, dots, safmin, largest)
+        _reflectors_vector(buf, k, tau, norm, dots, safmin, largest)
         scale = load(dots, 0)
         for i in range(k + 1, m):
             store(buf, (i * n + k) * WIDTH, multiply(load(buf, (i * n + k) * WIDTH), scale))
@@ -326,14 +362,14 @@ def orgqr_stack(qr, tau, out, lanes, threads):
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _scatter_upper(buf, count, out, first):
-    """Write the first ``out.shape[1]`` rows of each lane's upper triangle to ``out[first + lane]``, zeros below."""
-    rows, n = out.shape[1], out.shape[2]
-    for lane in range(count):
-        for i in range(rows):
-            for j in range(min(i, n)):
-                out[first + lane, i, j] = 0.0
-            for j in range(i, n):
-                out[first + lane, i, j] = buf[i, j, lane]
+    """Write the first ``out.shape[1]`` rows of each lane's upper triangle to ``out[first + lane]``, zeros below:
+    the buffer's reflectors are zeroed and whole rows scattered, in blocks where :func:`scatter` copies in blocks."""
+    rows, n, lanes = out.shape[1], out.shape[2], buf.shape[2]
+    for i in range(1, rows):
+        for j in range(min(i, n)):
+            for lane in range(lanes):
+                buf[i, j, lane] = 0.0
+    scatter(buf, count, out, first, rows, n)
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)

@@ -169,6 +169,18 @@ def magnitude(typingctx, a):
 
 
 @intrinsic
+def copy_sign(typingctx, a, b):
+    """``|a|`` with the sign of ``b``, lane by lane (``math.copysign``: a negative zero's sign counts)."""
+    if not (_is_real(a) and a == b):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.call(_llvm_function(builder, "copysign", args[0].type, 2), list(args))
+
+    return a(a, b), codegen
+
+
+@intrinsic
 def where_greater(typingctx, a, b, chosen, otherwise):
     """``chosen`` in the lanes where ``a > b`` (false where either is NaN), ``otherwise`` in the others."""
     if not (_is_real(a) and a == b and isinstance(chosen, Vector) and chosen == otherwise):

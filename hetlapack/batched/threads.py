@@ -84,8 +84,8 @@ _SMALL_ORDER = frozenset({"getrf", "getrf_replay", "potrf", "potrf_replay"})
 #: takes, whose elements then lie next to one another, a cache line each (wider buffers run the loops over lanes):
 #: such buffers are their default, and ``hetlapack calibrate``'s measured choice of lanes picks between the two
 #: versions per order. The fused QR has one too (``_qr._factor_vector``) but keeps ``WIDE_LANES`` unless calibrated:
-#: below order 12 its loops over 128 lanes ran faster (2 threads, float64, ns a matrix, 8 / 128 lanes: n = 4 55 / 37,
-#: 8 113 / 94, 12 269 / 303, 16 447 / 709, 32 2,184 / 4,999).
+#: up to order 8 its loops over 128 lanes ran faster (2 threads, float64, 10^4 matrices into warm outputs, ns a
+#: matrix, 8 / 128 lanes: n = 2 16 / 12, 4 34 / 29, 8 108 / 94, 16 523 / 711, 32 3,667 / 4,708).
 _VECTOR = {"getrf": "fc", "potrf": "fc"}
 
 
