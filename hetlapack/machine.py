@@ -13,9 +13,6 @@ from pathlib import Path
 #: An L1 data cache of 32 KiB in lines of 64 bytes, assumed where the system does not say (Linux's sysfs does).
 _DEFAULT_L1 = (32768, 64)
 
-#: A last-level cache of 8 MiB, assumed where the system does not say.
-_DEFAULT_LAST_LEVEL = 8 << 20
-
 _CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 
 
@@ -59,9 +56,3 @@ def vector_bytes() -> int:
     features = binding.get_host_cpu_features()
     return 64 if features.get("avx512f") else 32 if features.get("avx") else 16
 
-
-@functools.cache
-def last_level_cache() -> int:
-    """Bytes of this machine's largest cache (the last level, shared by its cores)."""
-    caches = _caches()
-    return max(caches)[2] if caches else _DEFAULT_LAST_LEVEL

@@ -46,7 +46,7 @@ def copies(monkeypatch):
 
     fortran_copy = arrays.fortran_copy
     monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
-    monkeypatch.setattr(arrays, "last_level_cache", lambda: 0)
+    monkeypatch.setattr(_host, "tile_order", lambda: TILE)  # the direct Cholesky's zeros, by columns
     monkeypatch.setattr(_host, "fortran_copy", counted)
     monkeypatch.setattr(arrays, "fortran_copy", counted)  # the direct Cholesky's working copy
     return made
@@ -82,7 +82,6 @@ def test_tiled_paths_copy_a_c_ordered_matrix_a_tile_at_a_time(op, monkeypatch):
     """The hybrid path's working copy of a C-ordered matrix is made as the host path's is: the same factors as
     from the Fortran-ordered matrix, and the input untouched."""
     monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
-    monkeypatch.setattr(arrays, "last_level_cache", lambda: 0)
     a = testing.spd(5 * TILE + 3, dtype=np.float32)
     w = arrays.working_copy(a, a, np.dtype(np.float64), overwrite=False)
     assert w.flags.f_contiguous and w.dtype == np.float64 and not np.shares_memory(w, a)
@@ -138,16 +137,6 @@ def test_other_inputs_go_to_scipy_as_they_are(a, copies):
     assert not copies
 
 
-def test_a_matrix_that_fits_in_the_last_level_cache_with_its_copy_is_copied_by_numpy(monkeypatch):
-    """Where both arrays fit in the last-level cache NumPy's own copy reads from there, as fast as the tiles."""
-    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
-    a = testing.spd(3 * TILE + 5)
-    monkeypatch.setattr(arrays, "last_level_cache", lambda: 2 * a.nbytes)
-    assert not arrays.copies_by_tiles(a)
-    monkeypatch.setattr(arrays, "last_level_cache", lambda: 2 * a.nbytes - 1)
-    assert arrays.copies_by_tiles(a)
-
-
 def test_caches_are_read_from_sysfs_or_assumed(tmp_path, monkeypatch):
     for level, kind, size in (("1", "Instruction", "64K"), ("1", "Data", "48K"), ("2", "Unified", "2048K")):
         index = tmp_path / f"index{level}{kind[0]}"
@@ -156,18 +145,13 @@ def test_caches_are_read_from_sysfs_or_assumed(tmp_path, monkeypatch):
             (index / field).write_text(value + "\n")
     monkeypatch.setattr(machine, "_CACHES", tmp_path)
     machine.l1_data_cache.cache_clear()
-    machine.last_level_cache.cache_clear()
     try:
         assert machine.l1_data_cache() == (48 * 1024, 64)
-        assert machine.last_level_cache() == 2048 * 1024
         monkeypatch.setattr(machine, "_CACHES", tmp_path / "absent")
         machine.l1_data_cache.cache_clear()
-        machine.last_level_cache.cache_clear()
         assert machine.l1_data_cache() == (32768, 64)
-        assert machine.last_level_cache() == 8 << 20
     finally:
         machine.l1_data_cache.cache_clear()
-        machine.last_level_cache.cache_clear()
 
 
 @pytest.mark.parametrize("dtype", [bool, np.int64, np.float16, np.float64])
@@ -225,6 +209,34 @@ def test_a_plain_cholesky_is_the_call_scipy_makes_to_the_bit(name, order, dtype,
             if name == "cho_factor":
                 assert repr(ours[1]) == repr(theirs[1])
     assert len(direct_calls) == 10
+
+
+@pytest.mark.skipif(COMPILED_BATCH_LOOPS, reason="SciPy 1.18's compiled loop zeroes the other triangle itself")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("lower", [False, True])
+def test_a_cholesky_past_one_tile_zeroes_the_other_triangle_by_columns(lower, order, dtype, monkeypatch):
+    """Past one tile, where f2py's ``clean`` loop misses the cache, the direct Cholesky leaves the zeros to
+    ``zero_other_triangle``: SciPy's factor to the bit, in its layout; a matrix that is not positive definite is
+    SciPy's error, with nothing zeroed."""
+    zeroed = []
+
+    def counted(c, lower_factor):
+        zeroed.append(c.shape)
+        arrays.zero_other_triangle(c, lower_factor)
+
+    monkeypatch.setattr(_host, "tile_order", lambda: TILE)
+    monkeypatch.setattr(_host, "zero_other_triangle", counted)
+    a = np.asarray(testing.spd(3 * TILE + 5, dtype=dtype), order=order)
+    before = a.copy()
+    with hetlapack.using(path="host"):
+        testing.assert_same_results(la.cholesky(a, lower=lower), sl.cholesky(a, lower=lower))
+        np.testing.assert_array_equal(a, before)
+        assert zeroed == [a.shape]
+        a[4, 4] = -1.0
+        with pytest.raises(np.linalg.LinAlgError, match="5-th leading minor"):
+            la.cholesky(a, lower=lower)
+    assert zeroed == [a.shape]
 
 
 def test_a_cholesky_lapack_cannot_make_or_may_not_check_is_scipys_own_call(direct_calls):

@@ -17,7 +17,8 @@ from collections.abc import Callable
 import numpy as np
 from scipy.linalg.lapack import get_lapack_funcs
 
-from ..contract.arrays import copies_by_tiles, fortran_copy, identical, plain_matrix, working_copy
+from ..contract.arrays import (copies_by_tiles, fortran_copy, identical, plain_matrix, tile_order, working_copy,
+                               zero_other_triangle)
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.originals import scipy_matrix_functions as _scipy_matrix
 from ..contract.scipy_rules import (COMPILED_BATCH_LOOPS, QR_LWORK_DEFAULT, cho_factor_flags, fortran_copy_unseen,
@@ -143,13 +144,13 @@ def _compiled_lu() -> Callable | None:
 
 
 def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
-    """SciPy's ``cholesky`` or ``cho_factor`` (``name``) of a small ``a``, one the shims send to the host path at
-    once. A contiguous square matrix that :func:`_takes_direct_call`, the call users make, is factored by the call
-    SciPy's function makes after its Python checks, which are 5-10 us, a sixth of the call at order 100: before
-    1.18 LAPACK's ``potrf`` through SciPy's f2py wrapper on a Fortran-ordered copy (made as f2py makes it, or by
-    tiles where that is faster), since SciPy's compiled loop (:func:`_compiled_cholesky`). The bits, layout and
-    flags are SciPy's. Anything else is SciPy's own call, for its result, errors and warnings, and so is a matrix
-    LAPACK cannot factor. Large matrices are SciPy's own call too: there its Python costs nothing."""
+    """SciPy's ``cholesky`` or ``cho_factor`` (``name``) of ``a`` on the host path. A contiguous square matrix that
+    :func:`_takes_direct_call`, the call users make, is factored by the call SciPy's function makes after its Python
+    checks, which are 5-10 us, a sixth of the call at order 100: before 1.18 LAPACK's ``potrf`` through SciPy's
+    f2py wrapper on a Fortran-ordered copy (made as f2py makes it, or by tiles where that is faster), its other
+    triangle zeroed by f2py or, past one tile (where f2py's loop misses the cache), by :func:`zero_other_triangle`;
+    since 1.18 SciPy's compiled loop (:func:`_compiled_cholesky`). The bits, layout and flags are SciPy's. Anything
+    else is SciPy's own call, for its result, errors and warnings, and so is a matrix LAPACK cannot factor."""
     compiled = _compiled_cholesky()
     if ((compiled is None and COMPILED_BATCH_LOOPS) or not _takes_direct_call(a, overwrite_a, check_finite, lower)
             or a.shape[0] != a.shape[1] or not (a.flags.c_contiguous or a.flags.f_contiguous)):
@@ -158,8 +159,11 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     if compiled is not None:
         c, failures = compiled(a, lower, False, clean)
     else:
-        c, failures = _potrf(a.dtype.char)(working_copy(a, a, a.dtype, False), lower=lower, clean=clean,
-                                           overwrite_a=True)
+        by_columns = clean and a.shape[0] > tile_order()
+        c, failures = _potrf(a.dtype.char)(working_copy(a, a, a.dtype, False), lower=lower,
+                                           clean=clean and not by_columns, overwrite_a=True)
+        if by_columns and not failures:
+            zero_other_triangle(c, lower)
     if failures:
         return scipy_call(name, a, overwrite_a, check_finite, lower=lower)
     if name == "cholesky":

@@ -141,7 +141,7 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
         return _on_gpu().cholesky(a, lower, overwrite_a, check_finite)
     c, _, _ = _cholesky(a, lower, overwrite_a, check_finite, clean=True)
     if c is None:
-        return scipy_call("cholesky", a, overwrite_a, check_finite, lower=lower)
+        return host_cholesky("cholesky", a, lower, overwrite_a, check_finite)
     return c
 
 
@@ -188,7 +188,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
         return _on_gpu().cho_factor(a, lower, overwrite_a, check_finite)
     c, _, arr = _cholesky(a, lower, overwrite_a, check_finite, clean=None)
     if c is None:
-        return scipy_call("cho_factor", a, overwrite_a, check_finite, lower=lower)
+        return host_cholesky("cho_factor", a, lower, overwrite_a, check_finite)
     return scipy_container("cho_factor", arr.ndim > 2)((c, cho_factor_flags(lower, a, arr.shape[:-2])))
 
 
