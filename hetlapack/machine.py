@@ -55,4 +55,3 @@ def vector_bytes() -> int:
 
     features = binding.get_host_cpu_features()
     return 64 if features.get("avx512f") else 32 if features.get("avx") else 16
-

@@ -123,9 +123,10 @@ def _reflectors_vector(buf, k, tau, norm, dots, safmin, largest):
     alpha, sums = load(buf, at), load(norm, 0)
     total = add_rounded_product(sums, alpha, alpha)
     beta = negative(copy_sign(square_root(total), alpha))
+    one = splat(buf.dtype.type(1.0))
     store(tau, k * WIDTH, quotient(subtract(beta, alpha), beta))
-    store(dots, 0, quotient(splat(buf.dtype.type(1.0)), subtract(alpha, beta)))
-    one = splat(buf.dtype.type(1.0))  # safmin and largest are numbers of the buffer's precision, so exact in it
+    store(dots, 0, quotient(one, subtract(alpha, beta)))
+    # safmin and largest are numbers of the buffer's precision, so exact in it
     plain = where_greater(sums, zero, where_at_least(total, splat(buf.dtype.type(safmin)), where_at_most(
         total, splat(buf.dtype.type(largest)), one, zero), zero), zero)
     store(buf, at, where_greater(plain, zero, beta, alpha))
