@@ -137,7 +137,7 @@ def _reflectors_vector(buf, k, tau, norm, dots, safmin, largest):
                 _larfg_scaled(buf, k, lane, tau, dots, safmin)
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
+@numba.njit(**JIT_OPTIONS, forceinline=True)
 def _factor_chunk(buf, tau, norm, dots):
     """Householder QR of the interleaved ``m x n`` matrices in ``buf``; ``tau[k, lane]`` as LAPACK's geqrf.
 
@@ -310,7 +310,7 @@ def geqrf_stack(a, out, tau, lanes, threads):
                     tau[first + lane, k] = chunk_tau[k, lane]
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
+@numba.njit(**JIT_OPTIONS, forceinline=True)
 def _build_q_chunk(reflectors, tau, q, dots):
     """``q[:, :, lane]`` = first columns of ``H_0 ... H_{k-1}`` from interleaved reflectors (LAPACK org2r)."""
     m, ncols, lanes = q.shape

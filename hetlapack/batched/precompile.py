@@ -19,11 +19,10 @@ from ..machine import usable_cores
 from . import compiling
 
 #: Kernels in the order they are handed out: the longest compilations first, so that no core is left with one at
-#: the end (seconds for all their dtypes, measured cold on a 2-core AMD EPYC: getrf 233, qr 156, potrf 149, the
-#: single-precision replays 83, 74 and 54, geqrf 45, the others 4-36; the others in their order, 526 s to the last
-#: kernel there, this one 510).
-_LONGEST_FIRST = ("getrf", "qr", "potrf", "potrf_replay", "getrf_replay", "qr_replay", "geqrf", "potrs", "solve_each",
-                  "getrs", "orgqr", "qr_each")
+#: the end (seconds for all their dtypes, measured cold on a 2-core Xeon, two at a time: getrf 267, potrf 169,
+#: qr 109, the single-precision replays 78, 73 and 63, solve_each 35, potrs 34, the others 5-33; 512 s in all).
+_LONGEST_FIRST = ("getrf", "potrf", "qr", "potrf_replay", "getrf_replay", "qr_replay", "solve_each", "potrs", "getrs",
+                  "geqrf", "orgqr", "qr_each")
 
 
 def _cached(op: str, dtype: np.dtype) -> bool:

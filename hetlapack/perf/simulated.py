@@ -262,6 +262,7 @@ class SimulatedRuntime(Runtime):
         self._busy_energy = 0.0
         self.busy = {d.name: 0.0 for d in self.devices}
         self._arriving: list[tuple[float, int, Task]] = []
+        self._transit: list[list[Task]] = [[] for _ in self.devices]  # _arriving's tasks, by device
         self._waiting: list[list[Task]] = [[] for _ in self.devices]
         self._on_host = [i for i, d in enumerate(self.devices) if d.host_compute]
         self._host_cores = max((self.devices[i].cores for i in self._on_host), default=0)
@@ -311,6 +312,7 @@ class SimulatedRuntime(Runtime):
                 heapq.heappush(self._queues[index], task)
             else:
                 heapq.heappush(self._arriving, (arrival, task.seq, task))
+                self._transit[index].append(task)
 
     def wait(self, reraise: bool = True) -> None:
         """Run the graph on the virtual clock, then (with ``gather``) bring every tile home."""
@@ -344,6 +346,7 @@ class SimulatedRuntime(Runtime):
             with self._lock:
                 while self._arriving and self._arriving[0][0] <= now:
                     task = heapq.heappop(self._arriving)[2]
+                    self._transit[task.device_index].remove(task)
                     heapq.heappush(self._queues[task.device_index], task)
                 self._start_on_host_cores(free, events, now)
                 for index, device in enumerate(self.devices):
@@ -351,9 +354,11 @@ class SimulatedRuntime(Runtime):
                         continue  # started above, within the host's cores
                     queue = self._queues[index]
                     for worker, free_at in enumerate(free[index]):
-                        if not queue or not self._may_start(index, free, now):
+                        if not queue:
                             break
-                        if free_at <= now:
+                        if free_at <= now:  # _may_start changes only when a task starts: asked of idle workers alone
+                            if not self._may_start(index, free, now):
+                                break
                             self._start(heapq.heappop(queue), index, worker, free, events, now)
             if not events and not self._arriving:
                 break
@@ -391,7 +396,7 @@ class SimulatedRuntime(Runtime):
 
     def _in_transit(self, index: int) -> list[Task]:
         """The tasks whose tiles are still arriving on device ``index``."""
-        return [task for _, _, task in self._arriving if task.device_index == index]
+        return self._transit[index]
 
     def _may_start(self, index: int, free: list[list[float]], now: float) -> bool:
         """As in real runs: device ``index`` may start its best ready task now unless a task in transit outranks it
