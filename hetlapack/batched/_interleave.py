@@ -44,8 +44,8 @@ JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": {"contract"}, "error_mo
 # n = 2-4 (B = 10^4), within 1% from n = 8, bitwise the same. As plain calls they lose the compiler's knowledge that
 # the buffers do not overlap (complex128 n = 2: 54 ns a matrix against 39). A thread's share of the chunks, one
 # function called with each small order as a constant, is inlined into the parallel loop where that compiles faster
-# and a call where that does (seconds to compile one dtype, one process, a call / inlined: getrf 77 / 64, potrf 46 / 39; the
-# replays' 83 / 113 and 99 / 131); the machine code runs as fast either way.
+# and a call where that does (seconds to compile one dtype, one process, a call / inlined: getrf 77 / 64, potrf
+# 46 / 39; the replays' 83 / 113 and 99 / 131); the machine code runs as fast either way.
 
 
 #: Matrices per buffer of the Householder kernels, whatever their size. Their inner loops are short (one reflector

@@ -14,14 +14,20 @@ from typing import Any
 
 import numpy as np
 
+from ..contract import arrays
+
 #: Columns per block of :func:`zero_other_triangle`.
 _ZERO_BLOCK = 512
 
 
 def zero_other_triangle(a: Any, lower: bool, xp: Any = np) -> None:
-    """Zero, in place, the triangle a ``lower`` (else upper) Cholesky factor does not use, a block of columns at a
-    time: the part off the diagonal block is a plain fill, so only the diagonal blocks pass through ``tril`` /
-    ``triu`` (of ``xp``, the array's module: NumPy or CuPy)."""
+    """Zero, in place, the triangle a ``lower`` (else upper) Cholesky factor does not use. A NumPy matrix is zeroed
+    in runs along memory (:func:`~..contract.arrays.zero_other_triangle`); a stack, or an array of another module
+    ``xp`` (CuPy: one launch per block, not per column), a block of columns at a time: the part off the diagonal
+    block is a plain fill, so only the diagonal blocks pass through ``tril`` / ``triu``."""
+    if xp is np and a.ndim == 2:
+        arrays.zero_other_triangle(a, lower)
+        return
     n = a.shape[-1]
     for start in range(0, n, _ZERO_BLOCK):
         stop = min(start + _ZERO_BLOCK, n)
