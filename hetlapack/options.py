@@ -107,9 +107,9 @@ def using(
 
     ``layout`` (``"hgdd"`` or ``"two-level"``) is the hybrid path's layout; where the hybrid path cannot run it,
     that path is unavailable (forcing both raises). ``kernels`` (``"interleaved"`` or ``"lapack"``) are the batched
-    path's, for the operations that have them: the interleaved kernels are the fastest for tiny matrices in every
-    dtype but round differently from LAPACK, which single precision does not take unasked; the LAPACK loop gives
-    SciPy's results to the bit.
+    path's, for the operations and dtypes that have them: the interleaved kernels are the fastest for tiny matrices
+    but round differently from LAPACK, and compute in double precision only (float64 and complex128); the LAPACK
+    loop gives SciPy's results to the bit.
 
     Examples
     --------

@@ -10,7 +10,7 @@ import pytest
 import scipy.linalg as sla
 from scipy.linalg import lapack
 
-from hetlapack.batched import _cholesky, _lu, _qr, kernels
+from hetlapack.batched import _cholesky, _lu, _qr, compiling, kernels
 from hetlapack.batched._interleave import SMALL_ORDER_LANES, WIDE_LANES, lanes_for
 from hetlapack.batched._lu import divides_by_pivot
 from hetlapack.batched._simd import WIDTH
@@ -25,9 +25,12 @@ from hetlapack.testing import (
     orthogonality_residual,
     qr_residual,
 )
+from hetlapack.perf.model import INTERLEAVED_DTYPES
 from hetlapack.testing.matrices import LAPACK_DTYPES, layouts, random_matrix, spd
 
 DTYPES = [np.dtype(d) for d in LAPACK_DTYPES]
+#: The dtypes the interleaved kernels compute in (single precision runs the LAPACK loop): their own tests take these.
+INTERLEAVED = [dtype for dtype in DTYPES if dtype in INTERLEAVED_DTYPES]
 #: Sizes 1, primes, and batches that leave a partial last chunk of lanes.
 SIZES = [1, 2, 7, 13]
 BATCH = 37
@@ -75,7 +78,7 @@ def test_potrf_info_names_failing_matrices_like_lapack(dtype):
     assert set(np.flatnonzero(info)) == {3, 20, 36}
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
 @pytest.mark.parametrize("n", [2, 3, 4])
 @pytest.mark.parametrize("lower", [True, False])
 def test_potrf_versions_compiled_per_order_equal_the_general_kernel(dtype, n, lower):
@@ -134,7 +137,7 @@ def test_getrf_pivots_and_factors_equal_lapack(dtype, shape):
     assert piv.dtype == np.int32 and not info.any()
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
 @pytest.mark.parametrize("n", [5, 16])
 def test_any_matrices_per_buffer_give_the_same_bits(dtype, n):
     """The matrices per buffer (``lanes``: calibration picks them per machine) change how many matrices one pass
@@ -215,7 +218,7 @@ def test_a_block_transposed_in_registers_moves_every_bit(dtype):
             assert not target.view(np.uint8).any()
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
 @pytest.mark.parametrize("shape", BLOCKED_SHAPES)
 def test_blocked_copies_give_each_matrix_the_bits_it_gets_alone(dtype, shape):
     """Full chunks of large matrices are copied in and out of the buffers in blocks, along rows or columns as the
@@ -236,7 +239,7 @@ def test_blocked_copies_give_each_matrix_the_bits_it_gets_alone(dtype, shape):
                         np.testing.assert_array_equal(ours[index], expected[0], err_msg=f"{layout} {kernel} {index}")
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_getrf_versions_compiled_per_order_equal_the_general_kernel(dtype, n):
     """A stack of at least ``SMALL_ORDER_LANES`` matrices of order 2-4 runs the version compiled for its order; a
@@ -276,7 +279,7 @@ def _buffers_for_lu(m, n, lanes, dtype, seed):
     return plain, special, ties
 
 
-@pytest.mark.parametrize("dtype", [np.dtype(code) for code in "fdFD"], ids=str)
+@pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
 @pytest.mark.parametrize("shape", [(1, 1), (5, 5), (8, 8), (13, 13), (16, 16), (32, 32), (7, 3), (3, 7), (9, 1)])
 def test_lu_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shape):
     """``_factor_vector`` (a buffer of one vector of real matrices, written on ``_simd`` vectors), ``_factor_split``
@@ -313,7 +316,7 @@ def test_lu_and_cholesky_take_one_vector_of_matrices_per_buffer(op):
     assert kernel_lanes(op, np.dtype(np.complex64), BATCH, 9, 9) == WIDTH
 
 
-@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)
+@pytest.mark.parametrize("dtype", [np.dtype(np.float64)], ids=str)
 @pytest.mark.parametrize("shape", [(1, 1, 1), (2, 2, 2), (5, 5, 5), (8, 8, 8), (13, 13, 13), (16, 16, 16),
                                    (32, 32, 32), (7, 3, 3), (7, 3, 7), (3, 7, 3), (9, 1, 9)])
 def test_real_qr_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shape):
@@ -348,7 +351,7 @@ def test_real_qr_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shap
         np.testing.assert_array_equal(np.where(nan, 0, vector).view(np.uint8), np.where(nan, 0, scalar).view(np.uint8))
 
 
-@pytest.mark.parametrize("dtype", [np.dtype(code) for code in "fdFD"], ids=str)
+@pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
 @pytest.mark.parametrize("n", [1, 2, 5, 8, 13, 16, 17, 32])
 def test_cholesky_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, n):
     """``_cholesky._factor_vector`` (one vector of real matrices, on ``_simd`` vectors, each element updated in a
@@ -411,7 +414,7 @@ def test_getrf_ties_left_by_the_elimination_give_a_partial_pivoting(dtype):
     assert np.abs(np.tril(lu, -1)).max() <= 1
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
 @pytest.mark.parametrize("layout", ["F", "strided", "readonly"])
 def test_getrf_geqrf_layouts_and_input_untouched(dtype, layout):
     a = layouts(random_matrix((BATCH, 5, 5), dtype, seed=4))[layout]
@@ -425,7 +428,7 @@ def test_getrf_geqrf_layouts_and_input_untouched(dtype, layout):
     np.testing.assert_allclose(qr[7], sla.qr(before[7], mode="raw")[0][0], atol=_tolerance(dtype, 5))
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
 @pytest.mark.parametrize("shape", [(1, 1), (7, 7), (13, 5), (5, 13)])
 def test_geqrf_orgqr_match_scipy(dtype, shape):
     a = random_matrix((BATCH, *shape), dtype, seed=5)
@@ -445,7 +448,7 @@ def test_geqrf_orgqr_match_scipy(dtype, shape):
         assert orthogonality_residual(q_full[index]) < RESIDUAL_LIMIT
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
 @pytest.mark.parametrize("shape", [(1, 1), (7, 7), (13, 5), (5, 13)])
 def test_fused_qr_is_orgqr_of_geqrf_and_its_upper_triangle(dtype, shape):
     """One pass gives bitwise what geqrf, orgqr and triu give in three, for every Q width and R height."""
@@ -527,7 +530,7 @@ def test_plu_writes_the_permutation_matrix_of_its_row_indices(dtype, shape):
     np.testing.assert_allclose(permutation @ lower @ upper, a, atol=_tolerance(dtype, shape[0]) * 10)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
 @pytest.mark.parametrize("shape", [(1, 1), (2, 2), (4, 4), (9, 9), (17, 17), (7, 3), (3, 7)], ids=str)
 @pytest.mark.parametrize("lanes", [None, WIDTH, 16])
 def test_lu_writes_from_its_buffers_what_plu_writes_from_the_packed_factors(dtype, shape, lanes):
@@ -665,6 +668,28 @@ def _potrf(a, lower, clean):
     return kernels.potrf(a, lower=lower, clean=clean, fortran=True, lapack=True)
 
 
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.complex64)], ids=str)
+def test_single_precision_runs_the_lapack_loop_unasked(dtype):
+    """No interleaved kernel computes in single precision (none is compiled): each entry point runs the LAPACK loop,
+    or its replay, without being asked, and gives its bits; ``geqrf`` and ``orgqr``, which have no loop, refuse."""
+    assert all(dtype not in compiling.kernel_dtypes(op) for op in compiling.OWN_ARITHMETIC)
+    a, b = random_matrix((BATCH, 5, 5), dtype, seed=3), random_matrix((BATCH, 5, 2), dtype, seed=5)
+    h = spd(5, dtype, batch=(BATCH,), seed=4)
+    lu, piv, _ = kernels.getrf(a, lapack=True)
+    pairs = [(kernels.getrf(a), (lu, piv, _)),
+             (kernels.lu(a, permute_l=False), kernels.lu(a, permute_l=False, lapack=True)),
+             (kernels.potrf(h, lower=True, clean=True), kernels.potrf(h, lower=True, clean=True, lapack=True)),
+             (kernels.qr(a, 5, 5), kernels.qr(a, 5, 5, lapack=True)),
+             ((kernels.potrs(h, b, lower=False),), (kernels.potrs(h, b, lower=False, lapack=True),)),
+             ((kernels.getrs(lu, piv, b, trans=2),), (kernels.getrs(lu, piv, b, trans=2, lapack=True),))]
+    for unasked, loop in pairs:
+        for got, expected in zip(unasked, loop, strict=True):
+            np.testing.assert_array_equal(got, expected)
+    for call in (lambda: kernels.geqrf(a), lambda: kernels.orgqr(a, a[:, 0], 5)):
+        with pytest.raises(TypeError, match="float64 or complex128"):
+            call()
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("shape", [(1, 1), (7, 7), (13, 5), (5, 13), (53, 53)])
 def test_lapack_loop_factorizations_are_scipys_bit_for_bit(dtype, shape):
@@ -798,7 +823,7 @@ def test_cholesky_checks_both_triangles_on_either_kernel(kernel, lower, n, order
         assert not info.any() and np.isfinite(c).all()
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
 def test_qr_never_hides_a_nan_or_an_infinity_below_the_diagonal(dtype):
     """A column whose entries below the diagonal are NaN and zeros was taken as already reduced (tau 0, a finite
     R), since max() drops a NaN; LAPACK's nrm2 gives NaN, and infinity for an infinite entry."""

@@ -148,14 +148,16 @@ def test_loop_groups_are_scipys_bit_for_bit():
 
 
 def test_forced_kernels_run_for_every_group():
-    """``using(kernels="interleaved")`` runs single precision on the interleaved kernels, as the stacked path."""
-    mats = [spd(6, np.float32, seed=index) for index in range(4)]
-    with hetlapack.using(kernels="interleaved"):
+    """``using(kernels="lapack")`` runs every group on the LAPACK loop, as the stacked path, where dispatch takes the
+    interleaved kernels: SciPy's bits."""
+    mats = [spd(6, np.float64, seed=index) for index in range(4)]
+    with hetlapack.using(kernels="lapack"):
         factors = batched.cholesky(mats)
         (lu, piv), *_ = batched.lu_factor(mats)
-    expected, _ = kernels.potrf(np.array(mats), lower=False, clean=True)
+    expected, _ = kernels.potrf(np.array(mats), lower=False, clean=True, lapack=True)
     np.testing.assert_array_equal(np.array(factors), expected)
-    expected_lu, expected_piv, _ = kernels.getrf(np.array(mats[:1]))
+    np.testing.assert_array_equal(factors[0], sla.cholesky(mats[0]))
+    expected_lu, expected_piv, _ = kernels.getrf(np.array(mats[:1]), lapack=True)
     np.testing.assert_array_equal(lu, expected_lu[0])
     np.testing.assert_array_equal(piv, expected_piv[0])
 

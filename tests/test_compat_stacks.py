@@ -20,7 +20,8 @@ from hetlapack.blas_threads import one_thread_per_call
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 #: How a test forces dispatch: the host path, the batched path with the kernels dispatch picks for the dtype (the
-#: LAPACK loop in single precision), and the batched path with the interleaved kernels in every dtype.
+#: LAPACK loop in single precision), and the batched path with the interleaved kernels (in double precision: single
+#: precision has none and runs the loop).
 FORCINGS = {"host": {"path": "host"}, "batched": {"path": "batched"},
             "interleaved": {"path": "batched", "kernels": "interleaved"}, "hybrid": {"path": "hybrid"}}
 PATHS = ["host", "batched", "interleaved"]
@@ -62,6 +63,10 @@ def test_stacks_take_the_batched_kernels_that_win_at_their_order():
         assert (plan.path, plan.kernels) == (path, kernels)
         assert ("bit for bit" in plan.reason) == (kernels == "lapack")
     assert "order 400 > 384" in hetlapack.explain("cholesky", np.ones((2, 400, 400), np.float32)).reason
+    with hetlapack.using(kernels="interleaved"):
+        plan = hetlapack.explain("cholesky", np.ones((1000, 8, 8), np.float32))
+    assert plan.kernels == "lapack"
+    assert "interleaved kernels were asked for, but potrf has none in float32" in plan.reason
     for op in ("potrf", "geqrf"):
         assert choose(Request(op, (1000, 100, 100), np.dtype(np.float64), library="numpy")).kernels == "lapack"
 

@@ -20,6 +20,7 @@ from numba import types
 from ..devices import lapack_pointers
 from ..dtypes import real_dtype
 from ..imports import importing
+from ..perf.model import INTERLEAVED_DTYPES
 from . import _cholesky, _cholesky_replay, _lapack_each, _lu, _lu_replay, _qr, _qr_replay, _solve
 from ._boundary import check_arguments
 
@@ -64,9 +65,15 @@ KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
 }
 
 
-#: Kernels written for some of ``LAPACK_DTYPES`` only (replays of one precision's LAPACK), and those dtypes.
+#: The kernels of our own arithmetic (not LAPACK's on each matrix), compiled in double precision only
+#: (:data:`~hetlapack.perf.model.INTERLEAVED_DTYPES`: single-precision stacks run LAPACK or its replay).
+OWN_ARITHMETIC = ("potrf", "potrs", "getrf", "getrs", "solve_each", "geqrf", "orgqr", "qr")
+
+#: Kernels written for some of ``LAPACK_DTYPES`` only, and those dtypes: the replays of single precision's LAPACK,
+#: and our own arithmetic in double precision.
 _ONLY_DTYPES = {"getrf_replay": (np.dtype(np.float32),), "potrf_replay": (np.dtype(np.float32),),
-                "qr_replay": (np.dtype(np.float32),)}
+                "qr_replay": (np.dtype(np.float32),),
+                **{op: tuple(dtype for dtype in LAPACK_DTYPES if dtype in INTERLEAVED_DTYPES) for op in OWN_ARITHMETIC}}
 
 
 def kernel_dtypes(op: str) -> tuple[np.dtype, ...]:

@@ -5,10 +5,10 @@ inputs, and returns C-ordered outputs, or Fortran-ordered matrices where asked (
 SciPy's batch loop gives, written directly instead of copied afterwards). This module shapes the stacks, allocates
 the outputs and picks the kernel for the operation, dtype and order; the kernels are compiled in :mod:`.compiling`
 (our own interleaved arithmetic, or SciPy's LAPACK on each matrix) and run on numba's threads by :mod:`.threads`.
-Each entry point runs the LAPACK loop where asked (``lapack=True``): SciPy's results to the bit; ``getrf``,
-``potrf`` and ``qr`` run a replay of LAPACK's own roundings instead where :mod:`.replay` found it gives them in
-this process. Beside them, dispatch asks :func:`~.threads.unusable_after_fork` here whether this process can run the
-kernels at all.
+Each entry point runs the LAPACK loop where asked (``lapack=True``), and always in single precision, in which no
+interleaved kernel is compiled: SciPy's results to the bit; ``getrf``, ``potrf`` and ``qr`` run a replay of
+LAPACK's own roundings instead where :mod:`.replay` found it gives them in this process. Beside them, dispatch asks
+:func:`~.threads.unusable_after_fork` here whether this process can run the kernels at all.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..dtypes import real_dtype
+from ..perf.model import INTERLEAVED_DTYPES
 from ..pivots import check_pivots
 from . import _lu, _solve
 from ._interleave import as_stack
@@ -35,6 +36,19 @@ def _check_dtype(a: np.ndarray) -> None:
         raise TypeError(f"batched kernels take float32, float64, complex64 or complex128 arrays, not {a.dtype}")
 
 
+def _lapack_loop(dtype: np.dtype, lapack: bool) -> bool:
+    """Whether a call runs the LAPACK loop (or its replay): where asked, and in single precision, which no
+    interleaved kernel computes in (:data:`~hetlapack.perf.model.INTERLEAVED_DTYPES`)."""
+    return lapack or dtype not in INTERLEAVED_DTYPES
+
+
+def _check_interleaved(a: np.ndarray, op: str) -> None:
+    """Refuse a stack that ``op``, which has no LAPACK loop, has no kernel for."""
+    _check_dtype(a)
+    if a.dtype not in INTERLEAVED_DTYPES:
+        raise TypeError(f"the batched {op} computes in float64 or complex128, not {a.dtype}")
+
+
 def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.ndarray:
     """An uninitialized ``(batch, m, n)`` output stack: C-ordered, or of Fortran-ordered matrices."""
     if fortran:
@@ -49,8 +63,9 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
 
     The factor is in the ``lower`` (else upper) triangle; the other triangle is zero if ``clean``, else the input's.
     ``info[i] = k > 0`` means the k-th leading minor of matrix ``i`` is not positive definite; the rest of that
-    matrix's result is then unspecified. ``lapack`` runs SciPy's LAPACK on each matrix (its results to the bit), or
-    the replay of its roundings (:mod:`._cholesky_replay`) where this process's LAPACK is one it replays.
+    matrix's result is then unspecified. ``lapack`` (implied in single precision) runs SciPy's LAPACK on each
+    matrix (its results to the bit), or the replay of its roundings (:mod:`._cholesky_replay`) where this process's
+    LAPACK is one it replays.
     ``check_finite`` raises SciPy's ValueError for infinities or NaNs anywhere in ``a`` (both triangles, as SciPy
     checks), read as each kernel reads its input: no pass of its own over memory. ``lanes`` sets the interleaved
     kernel's matrices per buffer (default: the buffer-size rule; dispatch passes the one calibration timed fastest),
@@ -58,6 +73,7 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
     1 where concurrent calls of OpenBLAS's routine ran slower than one thread's; else as many as the batch is worth).
     """
     _check_dtype(a)
+    lapack = _lapack_loop(a.dtype, lapack)
     n = a.shape[-1]
     stack = as_stack(a)
     out = _output(*stack.shape, a.dtype, fortran)
@@ -86,6 +102,7 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, l
     to the bit, :mod:`._lu_replay`) where this process's LAPACK is one it replays.
     """
     _check_dtype(a)
+    lapack = _lapack_loop(a.dtype, lapack)
     m, n = a.shape[-2:]
     stack = as_stack(a)
     out = _output(*stack.shape, a.dtype, fortran)
@@ -112,7 +129,7 @@ def lu(a: np.ndarray, *, permute_l: bool, p_matrix: bool = False, check_finite: 
     infinity or NaN is factored again by LAPACK, as :func:`getrf` does."""
     _check_dtype(a)
     m, n = a.shape[-2:]
-    if lapack or not a.size:
+    if _lapack_loop(a.dtype, lapack) or not a.size:
         packed, piv, _ = getrf(a, check_finite=check_finite, lapack=lapack)
         return plu(packed, piv, permute_l=permute_l, p_matrix=p_matrix)
     stack = as_stack(a)
@@ -192,8 +209,9 @@ def plu(lu: np.ndarray, piv: np.ndarray, *, permute_l: bool,
 
 
 def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Householder QR of a stack in LAPACK's geqrf storage: R and the reflectors in ``qr``, and ``tau``."""
-    _check_dtype(a)
+    """Householder QR of a stack in LAPACK's geqrf storage: R and the reflectors in ``qr``, and ``tau`` (float64 and
+    complex128)."""
+    _check_interleaved(a, "geqrf")
     m, n = a.shape[-2:]
     stack = as_stack(a)
     out = np.empty(stack.shape, dtype=a.dtype)
@@ -205,7 +223,7 @@ def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def orgqr(qr: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray:
     """The first ``ncols`` columns of ``Q = H_0 ... H_{k-1}`` from ``geqrf``'s output; shape ``(..., m, ncols)``."""
-    _check_dtype(qr)
+    _check_interleaved(qr, "orgqr")
     m, k = qr.shape[-2], tau.shape[-1]
     if not k <= ncols <= m or k > qr.shape[-1]:
         raise ValueError(f"orgqr needs k <= ncols <= m and k <= n; got m={m}, n={qr.shape[-1]}, k={k}, ncols={ncols}")
@@ -247,6 +265,7 @@ def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_fin
     :func:`potrf`.
     """
     stack, q, r = _qr_outputs(a, ncols, rows, fortran)
+    lapack = _lapack_loop(a.dtype, lapack)
     replayed = qr_kernels(a.dtype, *a.shape[-2:]) if lapack else None
     if (q.size or r.size) and replayed is not None:
         replay_loop("qr_replay", a.dtype, stack.shape[0], a.shape[-1], check_finite, (stack, q, r), replayed)
@@ -351,6 +370,7 @@ def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False, l
     _check_solve(c, b)
     batch, dtype, c, b, _ = _broadcast_solve(c, b)
     _check_dtype(c)
+    lapack = _lapack_loop(dtype, lapack)
     n, nrhs = b.shape[-2:]
     out = _output(math.prod(batch), n, nrhs, dtype, fortran)
     if not out.size:
@@ -379,6 +399,7 @@ def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int, fortran
     _check_solve(lu, b, np.asarray(piv))
     batch, dtype, lu, b, (piv,) = _broadcast_solve(lu, b, np.asarray(piv))
     _check_dtype(lu)
+    lapack = _lapack_loop(dtype, lapack)
     n, nrhs = b.shape[-2:]
     out = _output(math.prod(batch), n, nrhs, dtype, fortran)
     if not out.size:

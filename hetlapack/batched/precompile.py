@@ -1,6 +1,6 @@
 """Compile the batched kernels into numba's disk cache ahead of their first use, on every core at once.
 
-A kernel compiles on its first call in each dtype: 1-85 s each, 17 minutes for all of them on a 2-core AMD EPYC,
+A kernel compiles on its first call in each dtype: 1-140 s each, 15 minutes for all of them on a 2-core AMD EPYC,
 one after another, since numba compiles one function at a time in a process. ``hetlapack compile`` (and the
 test session, ``tests/conftest.py``) compiles the ones the cache lacks in one process per core, each kernel in one
 process (its cache index is then written by one process only); later calls load them from the cache.
@@ -19,10 +19,10 @@ from ..machine import usable_cores
 from . import compiling
 
 #: Kernels in the order they are handed out: the longest compilations first, so that no core is left with one at
-#: the end (seconds for all their dtypes, measured cold on a 2-core Xeon, two at a time: getrf 267, potrf 169,
-#: qr 109, the single-precision replays 78, 73 and 63, solve_each 35, potrs 34, the others 5-33; 512 s in all).
-_LONGEST_FIRST = ("getrf", "potrf", "qr", "potrf_replay", "getrf_replay", "qr_replay", "solve_each", "potrs", "getrs",
-                  "geqrf", "orgqr", "qr_each")
+#: the end (seconds for all their dtypes, measured cold on a 2-core AMD EPYC, two at a time: getrf 189, the
+#: single-precision replays 141 (Cholesky), 114 (LU) and 81 (QR), potrf 109, qr 72, the others 9-28; 928 s in all).
+_LONGEST_FIRST = ("getrf", "potrf_replay", "getrf_replay", "potrf", "qr_replay", "qr", "solve_each", "qr_each",
+                  "getrs", "potrs", "geqrf", "orgqr")
 
 
 def _cached(op: str, dtype: np.dtype) -> bool:

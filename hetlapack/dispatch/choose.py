@@ -205,6 +205,8 @@ def _choose(req: Request, options: Options) -> Plan:
         reason = _reason(path, req, predicted, kernels, unavailable)
         if options.path is not None:
             reason += f"; the forced path {options.path!r} does not apply to solves (they have host and batched only)"
+    if path is BATCHED and options.kernels not in (None, kernels):
+        reason += f"; {options.kernels} kernels were asked for, but {req.op} has none in {req.dtype}"
 
     tile = layout = host_cols = None
     if path is HYBRID:

@@ -39,11 +39,12 @@ MEMORY_BANDWIDTH_BPS = 25.4e9
 #: 2-4x for Cholesky and LU at n = 8..32, 5-20x for QR).
 BATCHED_OVER_BOUND = {"potrf": 3.0, "getrf": 3.5, "geqrf": 8.0, "potrs": 3.0, "getrs": 3.5}
 
-#: dtypes the interleaved batched kernels take by default. In single precision their results differ from LAPACK's in
+#: dtypes the interleaved batched kernels compute in. In single precision their results would differ from LAPACK's in
 #: the last bit (a different, not worse, rounding order), and SciPy's own batch tests demand agreement with a loop of
-#: LAPACK calls to rtol=1e-7, below float32 rounding; so single-precision stacks run the LAPACK loop (SciPy's
-#: results to the bit) unless the interleaved kernels are forced with ``hetlapack.using(kernels="interleaved")``.
-BATCHED_DEFAULT_DTYPES = frozenset(np.dtype(c) for c in "dD")
+#: LAPACK calls to rtol=1e-7, below float32 rounding; so single-precision stacks run the LAPACK loop (SciPy's results
+#: to the bit), or its replay, and no interleaved kernel is compiled for them: it would add a third to the kernels'
+#: compile time for a path no call takes by default.
+INTERLEAVED_DTYPES = frozenset(np.dtype(c) for c in "dD")
 
 #: How much faster the model must predict the tile path than one LAPACK call before dispatch leaves LAPACK, where
 #: ``hetlapack calibrate`` timed this machine's LAPACK calls: the model's error. Measured on a quiet machine
@@ -205,19 +206,20 @@ def batched_kernels(op: str, order: int, dtype: np.dtype, library: str, forced_p
     """The kernels a batched plan runs for a stack of order-``order`` matrices, and ``None``; or ``None`` and why
     SciPy's (or NumPy's, as ``library`` says) own function should run instead. The kernels are ``"interleaved"``
     (our own arithmetic, SIMD across matrices) or ``"lapack"`` (SciPy's LAPACK on each matrix from compiled code,
-    its results to the bit). The ``forced`` kernels run where ``op`` has them; a ``forced_path`` runs the faster
-    kernel at this order where none would run unforced."""
-    has = {"interleaved": op in INTERLEAVED_MAX_N, "lapack": op in LAPACK_LOOP_MAX_N}
+    its results to the bit). The ``forced`` kernels run where ``op`` has them in ``dtype``; a ``forced_path`` runs the
+    faster kernel at this order where none would run unforced."""
+    has = {"interleaved": op in INTERLEAVED_MAX_N and np.dtype(dtype) in INTERLEAVED_DTYPES,
+           "lapack": op in LAPACK_LOOP_MAX_N}
     if forced is not None and has[forced]:
         return forced, None
     interleaved = order <= interleaved_max_n(op, dtype)
-    if interleaved and dtype in BATCHED_DEFAULT_DTYPES:
+    if interleaved and has["interleaved"]:
         return "interleaved", None
     loop_max = LAPACK_LOOP_MAX_N.get(op, 0)
     if order <= loop_max:
         return "lapack", None
     if forced_path:
-        return ("interleaved" if interleaved or not has["lapack"] else "lapack"), None
+        return ("interleaved" if has["interleaved"] and (interleaved or not has["lapack"]) else "lapack"), None
     return None, f"matrices of order {order} > {loop_max}: {LIBRARY_NAMES[library]}'s call per matrix wins (measured)"
 
 
