@@ -324,14 +324,14 @@ def _pivot_split_column(words, k, piv, info, recip, touched, m, n):
     tiny = np.finfo(words.dtype).tiny
     subnormal = False
     if not any_below(best, splat(words.dtype.type(2 * tiny))):
-        scale_real, scale_imag = reciprocal(words, load(words, at), load(words, at + WIDTH))
+        scale_real, scale_imag = reciprocal(load(words, at), load(words, at + WIDTH))
     else:
         parts = recip.view(words.dtype)  # the pivots to take the reciprocals of, real parts then imaginary
         for lane in range(WIDTH):
             divides, kept = _kept_pivot(_split_element(words, at, lane, recip), k, lane, info, tiny)
             subnormal |= divides
             parts[lane], parts[WIDTH + lane] = kept.real, kept.imag
-        scale_real, scale_imag = reciprocal(words, load(parts, 0), load(parts, WIDTH))
+        scale_real, scale_imag = reciprocal(load(parts, 0), load(parts, WIDTH))
     for below in range(at + stride, at + (m - k) * stride, stride):
         real, imag = product(load(words, below), load(words, below + WIDTH), scale_real, scale_imag)
         store(words, below, real)

@@ -243,32 +243,6 @@ def any_equal(typingctx, a, b):
 
 
 @intrinsic
-def in_double(typingctx, a):
-    """``a`` in double precision, lane by lane (exact)."""
-    if not _is_real(a):
-        return None
-
-    def codegen(context, builder, sig, args):
-        double = ir.VectorType(ir.DoubleType(), WIDTH)
-        return args[0] if args[0].type == double else builder.fpext(args[0], double)
-
-    return Vector(types.float64)(a), codegen
-
-
-@intrinsic
-def rounded_as(typingctx, a, words):
-    """The double-precision ``a`` rounded to the element type of the array ``words``, lane by lane."""
-    if not (a == Vector(types.float64) and isinstance(words, types.Array) and isinstance(words.dtype, types.Float)):
-        return None
-
-    def codegen(context, builder, sig, args):
-        target = ir.VectorType(context.get_value_type(words.dtype), WIDTH)
-        return args[0] if target == args[0].type else builder.fptrunc(args[0], target)
-
-    return Vector(words.dtype)(a, words), codegen
-
-
-@intrinsic
 def any_below(typingctx, a, b):
     """Whether ``a < b`` in any lane (false in a lane where either is NaN)."""
     if not (_is_real(a) and a == b):

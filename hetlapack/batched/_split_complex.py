@@ -14,9 +14,8 @@ from __future__ import annotations
 import numba
 
 from ._interleave import JIT_OPTIONS
-from ._simd import (WIDTH, add, first_interleaved, fused_multiply_add, imag_parts, in_double, last_interleaved, load,
-                    magnitude, multiply, negative, quotient, real_parts, rounded_as, splat, store, subtract,
-                    where_at_least)
+from ._simd import (WIDTH, add, first_interleaved, fused_multiply_add, imag_parts, last_interleaved, load, magnitude,
+                    multiply, negative, quotient, real_parts, splat, store, subtract, where_at_least)
 
 #: Words from an element's real parts to the next element's in a split buffer (its imaginary parts lie ``WIDTH`` on).
 ELEMENT = 2 * WIDTH
@@ -57,11 +56,10 @@ def subtract_product(cr, ci, ar, ai, br, bi):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def reciprocal(words, pivot_real, pivot_imag):
-    """``1 / pivot`` lane by lane, rounded to the element type of the array ``words``, as numba's scalar ``1.0 /
-    pivot`` (a complex64 pivot is divided in double precision): Smith's division, scaled by the larger part (the
-    real part on a tie), each operation as the compiler rounds it there."""
-    br, bi = in_double(pivot_real), in_double(pivot_imag)
+def reciprocal(pivot_real, pivot_imag):
+    """``1 / pivot`` lane by lane, as numba's scalar ``1.0 / pivot`` (complex128): Smith's division, scaled by the
+    larger part (the real part on a tie), each operation as the compiler rounds it there."""
+    br, bi = pivot_real, pivot_imag
     zero, one = splat(0.0), splat(1.0)
     real_larger = magnitude(br), magnitude(bi)
     larger = where_at_least(*real_larger, br, bi)
@@ -70,4 +68,4 @@ def reciprocal(words, pivot_real, pivot_imag):
     denominator = fused_multiply_add(smaller, ratio, larger)
     real = where_at_least(*real_larger, fused_multiply_add(zero, ratio, one), add(ratio, zero))
     imag = where_at_least(*real_larger, subtract(zero, ratio), fused_multiply_add(zero, ratio, negative(one)))
-    return rounded_as(quotient(real, denominator), words), rounded_as(quotient(imag, denominator), words)
+    return quotient(real, denominator), quotient(imag, denominator)

@@ -123,8 +123,11 @@ def compiled(op: str, dtype: np.dtype) -> Callable:
 
     The kernel's Python function is compiled again, with the options its module gave it, under one explicit
     signature whose inputs are read-only arrays of any layout, so C, Fortran, strided and read-only stacks all run
-    one machine-code version (numba converts the others to it) instead of compiling one each.
+    one machine-code version (numba converts the others to it) instead of compiling one each. A dtype the kernel is
+    not written for (:func:`kernel_dtypes`) raises ``TypeError``.
     """
+    if dtype not in kernel_dtypes(op):
+        raise TypeError(f"the batched {op} computes in {', '.join(map(str, kernel_dtypes(op)))}, not {dtype}")
     dispatcher = KERNELS[op][0]
     with importing():  # numba imports its lowering registries on its first compilation
         return numba.jit(signature(op, dtype), cache=True, **dispatcher.targetoptions)(dispatcher.py_func)

@@ -42,13 +42,6 @@ def _lapack_loop(dtype: np.dtype, lapack: bool) -> bool:
     return lapack or dtype not in INTERLEAVED_DTYPES
 
 
-def _check_interleaved(a: np.ndarray, op: str) -> None:
-    """Refuse a stack that ``op``, which has no LAPACK loop, has no kernel for."""
-    _check_dtype(a)
-    if a.dtype not in INTERLEAVED_DTYPES:
-        raise TypeError(f"the batched {op} computes in float64 or complex128, not {a.dtype}")
-
-
 def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.ndarray:
     """An uninitialized ``(batch, m, n)`` output stack: C-ordered, or of Fortran-ordered matrices."""
     if fortran:
@@ -210,8 +203,8 @@ def plu(lu: np.ndarray, piv: np.ndarray, *, permute_l: bool,
 
 def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Householder QR of a stack in LAPACK's geqrf storage: R and the reflectors in ``qr``, and ``tau`` (float64 and
-    complex128)."""
-    _check_interleaved(a, "geqrf")
+    complex128: the kernel refuses the others)."""
+    _check_dtype(a)
     m, n = a.shape[-2:]
     stack = as_stack(a)
     out = np.empty(stack.shape, dtype=a.dtype)
@@ -223,7 +216,7 @@ def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def orgqr(qr: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray:
     """The first ``ncols`` columns of ``Q = H_0 ... H_{k-1}`` from ``geqrf``'s output; shape ``(..., m, ncols)``."""
-    _check_interleaved(qr, "orgqr")
+    _check_dtype(qr)
     m, k = qr.shape[-2], tau.shape[-1]
     if not k <= ncols <= m or k > qr.shape[-1]:
         raise ValueError(f"orgqr needs k <= ncols <= m and k <= n; got m={m}, n={qr.shape[-1]}, k={k}, ncols={ncols}")
@@ -293,12 +286,11 @@ def geqp3(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_
     return (*_shaped_qr(a, q, r), p.reshape((*a.shape[:-2], a.shape[-1])))
 
 
-#: Largest order solved in the interleaved chunk layout, by kernel and element size in bytes; above it each matrix is
-#: solved where it lies (``_solve``). Measured (2 threads, B = 20,000, one right-hand side, ns per matrix,
-#: interleaved / one at a time): ``getrs`` float32 n = 16 191 / 185, 24 418 / 328; float64 n = 8 51 / 113, 12 170 /
-#: 126; complex128 n = 8 125 / 109, 16 615 / 248. ``potrs`` float32 n = 24 280 / 429, 32 528 / 518; float64 n = 12
-#: 80 / 139, 16 192 / 188; complex64 n = 12 160 / 166; complex128 n = 8 86 / 125, 12 246 / 220.
-INTERLEAVED_SOLVE_ORDERS = {"getrs": {4: 16, 8: 8, 16: 8}, "potrs": {4: 24, 8: 12, 16: 8}}
+#: Largest order solved in the interleaved chunk layout, by kernel and element size in bytes (float64, complex128);
+#: above it each matrix is solved where it lies (``_solve``). Measured (2 threads, B = 20,000, one right-hand side, ns
+#: per matrix, interleaved / one at a time): ``getrs`` float64 n = 8 51 / 113, 12 170 / 126; complex128 n = 8 125 /
+#: 109, 16 615 / 248. ``potrs`` float64 n = 12 80 / 139, 16 192 / 188; complex128 n = 8 86 / 125, 12 246 / 220.
+INTERLEAVED_SOLVE_ORDERS = {"getrs": {8: 8, 16: 8}, "potrs": {8: 12, 16: 8}}
 
 
 def _interleaved_solve(op: str, dtype: np.dtype, n: int) -> bool:
