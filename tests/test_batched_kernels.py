@@ -849,3 +849,24 @@ def test_the_division_rule_is_getf2s_modulus_test(dtype):
             pivot = dtype(complex(real, imag) if complex_dtype else real)
             expected = bool(pivot != 0 and abs(pivot) < tiny)
             assert divides_by_pivot(pivot, tiny) == expected, pivot
+
+
+def test_the_parallel_loop_runs_every_share_by_address_and_counts_those_that_raised():
+    """``_launch.shares`` runs share 0 to ``threads - 1`` of a kernel given by its machine-code address, and counts
+    the shares whose kernel raised (what :func:`compiling.compiled` turns into an error)."""
+    from numba import types
+
+    from hetlapack.batched import _launch
+
+    def kernel(out, failing, thread, threads):
+        out[thread] = thread + threads
+        if thread == failing:
+            raise ValueError("a share failed")
+
+    argument_types = (types.Array(types.int64, 1, "C"), types.intp)
+    signature = types.none(*argument_types, types.intp, types.intp)
+    compiled_kernel = numba.njit(signature, nogil=True)(kernel)
+    shares, address = _launch.compiled(argument_types), _launch.address(compiled_kernel, signature)
+    out = np.zeros(3, dtype=np.int64)
+    assert shares(address, (out, -1), 3) == 0 and out.tolist() == [3, 4, 5]
+    assert shares(address, (out, 1), 3) == 1

@@ -301,50 +301,48 @@ def _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n,
         scatter_triangle(buf, count, a, lower, clean, out, first, n)
 
 
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def potrf_stack(a, lower, clean, out, info, nonfinite, lanes, threads):
+@numba.njit(**JIT_OPTIONS)
+def potrf_stack(a, lower, clean, out, info, nonfinite, lanes, thread, threads):
     """Factorize every matrix of the 3-D stack ``a`` into ``out`` (C- or Fortran-ordered matrices); ``info`` per
     matrix; ``nonfinite`` as for ``_lu.getrf_stack`` (both triangles are checked, as SciPy checks them). Orders up
     to ``SMALL_ORDER`` in buffers of ``SMALL_ORDER_LANES`` run versions compiled for them."""
     batch, n = a.shape[0], a.shape[1]
     chunks = (batch + lanes - 1) // lanes
     small = lanes == SMALL_ORDER_LANES
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, chunks)
-        if small and n == 2:
-            _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, 2, SMALL_ORDER_LANES)
-        elif small and n == 3:
-            _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, 3, SMALL_ORDER_LANES)
-        elif small and n == 4:
-            _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, 4, SMALL_ORDER_LANES)
-        else:
-            _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n, lanes)
+    start, stop = chunk_range(thread, threads, chunks)
+    if small and n == 2:
+        _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, 2, SMALL_ORDER_LANES)
+    elif small and n == 3:
+        _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, 3, SMALL_ORDER_LANES)
+    elif small and n == 4:
+        _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, 4, SMALL_ORDER_LANES)
+    else:
+        _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n, lanes)
 
 
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def potrs_stack(c, lower, b, out, lanes, threads):
+@numba.njit(**JIT_OPTIONS)
+def potrs_stack(c, lower, b, out, lanes, thread, threads):
     """Solve ``A X = B`` for each matrix, ``A = L L^H`` (``lower``) or ``U^H U``; ``out`` is (batch, n, k)."""
     batch, n, nrhs = b.shape[0], b.shape[1], b.shape[2]
     chunks = (batch + lanes - 1) // lanes
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, chunks)
-        factor = np.empty((n, n, lanes), dtype=out.dtype)
-        rhs = np.empty((n, nrhs, lanes), dtype=out.dtype)
-        for chunk in range(start, stop):
-            first = chunk * lanes
-            count = gather_hermitian(c, first, lower, factor, n, lanes, False)
-            gather(b, first, rhs, n, nrhs, lanes)
-            for r in range(nrhs):
-                for i in range(n):
-                    for k in range(i):
-                        for lane in range(lanes):
-                            rhs[i, r, lane] -= factor[i, k, lane] * rhs[k, r, lane]
+    start, stop = chunk_range(thread, threads, chunks)
+    factor = np.empty((n, n, lanes), dtype=out.dtype)
+    rhs = np.empty((n, nrhs, lanes), dtype=out.dtype)
+    for chunk in range(start, stop):
+        first = chunk * lanes
+        count = gather_hermitian(c, first, lower, factor, n, lanes, False)
+        gather(b, first, rhs, n, nrhs, lanes)
+        for r in range(nrhs):
+            for i in range(n):
+                for k in range(i):
                     for lane in range(lanes):
-                        rhs[i, r, lane] = divide(rhs[i, r, lane], factor[i, i, lane])
-                for i in range(n - 1, -1, -1):
-                    for k in range(i + 1, n):
-                        for lane in range(lanes):
-                            rhs[i, r, lane] -= np.conj(factor[k, i, lane]) * rhs[k, r, lane]
+                        rhs[i, r, lane] -= factor[i, k, lane] * rhs[k, r, lane]
+                for lane in range(lanes):
+                    rhs[i, r, lane] = divide(rhs[i, r, lane], factor[i, i, lane])
+            for i in range(n - 1, -1, -1):
+                for k in range(i + 1, n):
                     for lane in range(lanes):
-                        rhs[i, r, lane] = divide(rhs[i, r, lane], np.conj(factor[i, i, lane]))
-            scatter(rhs, count, out, first, n, nrhs)
+                        rhs[i, r, lane] -= np.conj(factor[k, i, lane]) * rhs[k, r, lane]
+                for lane in range(lanes):
+                    rhs[i, r, lane] = divide(rhs[i, r, lane], np.conj(factor[i, i, lane]))
+        scatter(rhs, count, out, first, n, nrhs)

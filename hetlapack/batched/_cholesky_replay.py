@@ -170,20 +170,19 @@ def _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start
         scatter_triangle(buf, count, a, lower, clean, out, first, n)
 
 
-@numba.njit(parallel=True, **REPLAY_JIT_OPTIONS)
-def potrf_replay_stack(a, lower, clean, out, info, kernels, nonfinite, lanes, threads):
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def potrf_replay_stack(a, lower, clean, out, info, kernels, nonfinite, lanes, thread, threads):
     """The Cholesky factor of every matrix of the 3-D stack ``a`` with OpenBLAS's roundings, in the contract of
     :func:`~._cholesky.potrf_stack`, ``REDO_INFO`` where it fails."""
     batch, n = a.shape[0], a.shape[1]
     chunks = (batch + lanes - 1) // lanes
     small = lanes == SMALL_ORDER_LANES
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, chunks)
-        if small and n == 2:
-            _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, 2, SMALL_ORDER_LANES)
-        elif small and n == 3:
-            _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, 3, SMALL_ORDER_LANES)
-        elif small and n == 4:
-            _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, 4, SMALL_ORDER_LANES)
-        else:
-            _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, n, lanes)
+    start, stop = chunk_range(thread, threads, chunks)
+    if small and n == 2:
+        _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, 2, SMALL_ORDER_LANES)
+    elif small and n == 3:
+        _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, 3, SMALL_ORDER_LANES)
+    elif small and n == 4:
+        _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, 4, SMALL_ORDER_LANES)
+    else:
+        _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, n, lanes)

@@ -37,84 +37,80 @@ def _option(code):
     return np.full(1, code, dtype=np.uint8)
 
 
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def potrf_each(a, lower, clean, out, info_out, nonfinite, potrf, threads):
+@numba.njit(**JIT_OPTIONS)
+def potrf_each(a, lower, clean, out, info_out, nonfinite, potrf, thread, threads):
     """``potrf`` on each matrix (SciPy's ``cholesky`` / ``cho_factor``): the factor in the ``lower`` (else upper)
     triangle, the other one zero if ``clean``, else the input's; LAPACK's ``info`` per matrix."""
     batch, n = a.shape[0], a.shape[2]
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, batch)
-        n_, info, uplo = _integer(n), _integer(0), _option(ord("L") if lower else ord("U"))
-        buf = np.empty((n, n), dtype=a.dtype).T  # Fortran order
-        for b in range(start, stop):
-            if not copy_checked(a, b, buf) and flag_nonfinite(nonfinite, thread):
-                continue
-            potrf(uplo.ctypes, n_.ctypes, buf.ctypes, n_.ctypes, info.ctypes)
-            info_out[b] = info[0]
-            for j in range(n):
-                for i in range(n):
-                    kept = not clean or (i >= j if lower else i <= j)
-                    out[b, i, j] = buf[i, j] if kept else 0.0
+    start, stop = chunk_range(thread, threads, batch)
+    n_, info, uplo = _integer(n), _integer(0), _option(ord("L") if lower else ord("U"))
+    buf = np.empty((n, n), dtype=a.dtype).T  # Fortran order
+    for b in range(start, stop):
+        if not copy_checked(a, b, buf) and flag_nonfinite(nonfinite, thread):
+            continue
+        potrf(uplo.ctypes, n_.ctypes, buf.ctypes, n_.ctypes, info.ctypes)
+        info_out[b] = info[0]
+        for j in range(n):
+            for i in range(n):
+                kept = not clean or (i >= j if lower else i <= j)
+                out[b, i, j] = buf[i, j] if kept else 0.0
 
 
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def getrf_each(a, out, piv_out, info_out, nonfinite, getrf, threads):
+@numba.njit(**JIT_OPTIONS)
+def getrf_each(a, out, piv_out, info_out, nonfinite, getrf, thread, threads):
     """``getrf`` on each matrix (SciPy's ``lu_factor``): the packed LU, the 0-based pivots and ``info``."""
     batch, m, n = a.shape
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, batch)
-        m_, n_, info = _integer(m), _integer(n), _integer(0)
-        buf = np.empty((n, m), dtype=a.dtype).T
-        ipiv = np.empty(min(m, n), dtype=np.int32)
-        for b in range(start, stop):
-            if not copy_checked(a, b, buf) and flag_nonfinite(nonfinite, thread):
-                continue
-            getrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, ipiv.ctypes, info.ctypes)
-            out[b] = buf
-            for k in range(ipiv.size):  # no temporary: an allocation a matrix cost 17-20 ns at orders 2-8
-                piv_out[b, k] = ipiv[k] - 1
-            info_out[b] = info[0]
+    start, stop = chunk_range(thread, threads, batch)
+    m_, n_, info = _integer(m), _integer(n), _integer(0)
+    buf = np.empty((n, m), dtype=a.dtype).T
+    ipiv = np.empty(min(m, n), dtype=np.int32)
+    for b in range(start, stop):
+        if not copy_checked(a, b, buf) and flag_nonfinite(nonfinite, thread):
+            continue
+        getrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, ipiv.ctypes, info.ctypes)
+        out[b] = buf
+        for k in range(ipiv.size):  # no temporary: an allocation a matrix cost 17-20 ns at orders 2-8
+            piv_out[b, k] = ipiv[k] - 1
+        info_out[b] = info[0]
 
 
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def potrs_each(c, lower, rhs, out, nonfinite, potrs, threads):
+@numba.njit(**JIT_OPTIONS)
+def potrs_each(c, lower, rhs, out, nonfinite, potrs, thread, threads):
     """``potrs`` on each system (SciPy's ``cho_solve``) from the Cholesky factor in ``c``'s ``lower`` (else upper)
     triangle; checks the right-hand sides where asked."""
     batch, n, nrhs = out.shape
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, batch)
-        n_, nrhs_, info, uplo = _integer(n), _integer(nrhs), _integer(0), _option(ord("L") if lower else ord("U"))
-        factor = np.empty((n, n), dtype=out.dtype).T
-        x = np.empty((nrhs, n), dtype=out.dtype).T
-        for b in range(start, stop):
-            if not copy_checked(rhs, b, x) and flag_nonfinite(nonfinite, thread):
-                continue
-            factor[:, :] = c[b]
-            potrs(uplo.ctypes, n_.ctypes, nrhs_.ctypes, factor.ctypes, n_.ctypes, x.ctypes, n_.ctypes, info.ctypes)
-            out[b] = x
+    start, stop = chunk_range(thread, threads, batch)
+    n_, nrhs_, info, uplo = _integer(n), _integer(nrhs), _integer(0), _option(ord("L") if lower else ord("U"))
+    factor = np.empty((n, n), dtype=out.dtype).T
+    x = np.empty((nrhs, n), dtype=out.dtype).T
+    for b in range(start, stop):
+        if not copy_checked(rhs, b, x) and flag_nonfinite(nonfinite, thread):
+            continue
+        factor[:, :] = c[b]
+        potrs(uplo.ctypes, n_.ctypes, nrhs_.ctypes, factor.ctypes, n_.ctypes, x.ctypes, n_.ctypes, info.ctypes)
+        out[b] = x
 
 
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def getrs_each(lu, piv, rhs, trans, out, nonfinite, getrs, threads):
+@numba.njit(**JIT_OPTIONS)
+def getrs_each(lu, piv, rhs, trans, out, nonfinite, getrs, thread, threads):
     """``getrs`` on each system (SciPy's ``lu_solve``) from the packed LU and 0-based pivots; ``trans`` 0, 1, 2
     solves with ``A``, ``A^T``, ``A^H``. Checks the right-hand sides (SciPy's ``lu_solve`` checks those only)."""
     batch, n, nrhs = out.shape
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, batch)
-        n_, nrhs_, info = _integer(n), _integer(nrhs), _integer(0)
-        code = _option(ord("N") if trans == 0 else ord("T") if trans == 1 else ord("C"))
-        factor = np.empty((n, n), dtype=out.dtype).T
-        x = np.empty((nrhs, n), dtype=out.dtype).T
-        ipiv = np.empty(n, dtype=np.int32)
-        for b in range(start, stop):
-            if not copy_checked(rhs, b, x) and flag_nonfinite(nonfinite, thread):
-                continue
-            factor[:, :] = lu[b]
-            ipiv[:] = piv[b]
-            ipiv += 1
-            getrs(code.ctypes, n_.ctypes, nrhs_.ctypes, factor.ctypes, n_.ctypes, ipiv.ctypes, x.ctypes, n_.ctypes,
-                  info.ctypes)
-            out[b] = x
+    start, stop = chunk_range(thread, threads, batch)
+    n_, nrhs_, info = _integer(n), _integer(nrhs), _integer(0)
+    code = _option(ord("N") if trans == 0 else ord("T") if trans == 1 else ord("C"))
+    factor = np.empty((n, n), dtype=out.dtype).T
+    x = np.empty((nrhs, n), dtype=out.dtype).T
+    ipiv = np.empty(n, dtype=np.int32)
+    for b in range(start, stop):
+        if not copy_checked(rhs, b, x) and flag_nonfinite(nonfinite, thread):
+            continue
+        factor[:, :] = lu[b]
+        ipiv[:] = piv[b]
+        ipiv += 1
+        getrs(code.ctypes, n_.ctypes, nrhs_.ctypes, factor.ctypes, n_.ctypes, ipiv.ctypes, x.ctypes, n_.ctypes,
+              info.ctypes)
+        out[b] = x
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -164,21 +160,20 @@ def qr_arguments(a, ncols):
             _integer(-1))
 
 
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def qr_each(a, q_out, r_out, nonfinite, geqrf, orgqr, threads):
+@numba.njit(**JIT_OPTIONS)
+def qr_each(a, q_out, r_out, nonfinite, geqrf, orgqr, thread, threads):
     """``geqrf`` then ``orgqr`` on each matrix (SciPy's ``qr``): Q's first ``q_out.shape[2]`` columns (none when
     that is 0) and R's first ``r_out.shape[1]`` rows."""
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, a.shape[0])
-        m_, n_, k_, ncols_, info, buf, q, tau, size, query = qr_arguments(a, q_out.shape[2])
-        geqrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, tau.ctypes, size.ctypes, query.ctypes, info.ctypes)
-        factor_lwork, orgqr_lwork, work = workspaces(size, orgqr, m_, ncols_, k_, q, tau, info)
-        for b in range(start, stop):
-            if not copy_checked(a, b, buf) and flag_nonfinite(nonfinite, thread):
-                continue
-            geqrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, tau.ctypes, work.ctypes, factor_lwork.ctypes,
-                  info.ctypes)
-            write_qr(buf, tau, q, work, orgqr_lwork, orgqr, m_, ncols_, k_, info, q_out, r_out, b)
+    start, stop = chunk_range(thread, threads, a.shape[0])
+    m_, n_, k_, ncols_, info, buf, q, tau, size, query = qr_arguments(a, q_out.shape[2])
+    geqrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, tau.ctypes, size.ctypes, query.ctypes, info.ctypes)
+    factor_lwork, orgqr_lwork, work = workspaces(size, orgqr, m_, ncols_, k_, q, tau, info)
+    for b in range(start, stop):
+        if not copy_checked(a, b, buf) and flag_nonfinite(nonfinite, thread):
+            continue
+        geqrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, tau.ctypes, work.ctypes, factor_lwork.ctypes,
+              info.ctypes)
+        write_qr(buf, tau, q, work, orgqr_lwork, orgqr, m_, ncols_, k_, info, q_out, r_out, b)
 
 
 def _call_geqp3(geqp3, m, n, a, lda, jpvt, tau, work, lwork, rwork, info):
@@ -199,8 +194,8 @@ def _call_geqp3_typed(geqp3, m, n, a, lda, jpvt, tau, work, lwork, rwork, info):
     return without_rwork
 
 
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def geqp3_each(a, q_out, r_out, p_out, nonfinite, geqp3, orgqr, threads):
+@numba.njit(**JIT_OPTIONS)
+def geqp3_each(a, q_out, r_out, p_out, nonfinite, geqp3, orgqr, thread, threads):
     """``geqp3`` then ``orgqr`` on each matrix (SciPy's ``qr(pivoting=True)``): Q and R as :func:`qr_each`, and the
     0-based pivots ``p_out``.
 
@@ -208,20 +203,19 @@ def geqp3_each(a, q_out, r_out, p_out, nonfinite, geqp3, orgqr, threads):
     norms agree to rounding, which they do in the rank-deficient matrices pivoting exists for, the pivot depends on
     every rounding before it, so only LAPACK's own routine gives SciPy's pivots there."""
     n = a.shape[2]
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, a.shape[0])
-        m_, n_, k_, ncols_, info, buf, q, tau, size, query = qr_arguments(a, q_out.shape[2])
-        jpvt = np.empty(n, dtype=np.int32)
-        rwork = np.empty(2 * n, dtype=buf.real.dtype)
-        _call_geqp3(geqp3, m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, jpvt.ctypes, tau.ctypes, size.ctypes,
-                    query.ctypes, rwork.ctypes, info.ctypes)
-        factor_lwork, orgqr_lwork, work = workspaces(size, orgqr, m_, ncols_, k_, q, tau, info)
-        for b in range(start, stop):
-            if not copy_checked(a, b, buf) and flag_nonfinite(nonfinite, thread):
-                continue
-            jpvt[:] = 0  # every column free to move
-            _call_geqp3(geqp3, m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, jpvt.ctypes, tau.ctypes, work.ctypes,
-                        factor_lwork.ctypes, rwork.ctypes, info.ctypes)
-            for j in range(n):
-                p_out[b, j] = jpvt[j] - 1
-            write_qr(buf, tau, q, work, orgqr_lwork, orgqr, m_, ncols_, k_, info, q_out, r_out, b)
+    start, stop = chunk_range(thread, threads, a.shape[0])
+    m_, n_, k_, ncols_, info, buf, q, tau, size, query = qr_arguments(a, q_out.shape[2])
+    jpvt = np.empty(n, dtype=np.int32)
+    rwork = np.empty(2 * n, dtype=buf.real.dtype)
+    _call_geqp3(geqp3, m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, jpvt.ctypes, tau.ctypes, size.ctypes,
+                query.ctypes, rwork.ctypes, info.ctypes)
+    factor_lwork, orgqr_lwork, work = workspaces(size, orgqr, m_, ncols_, k_, q, tau, info)
+    for b in range(start, stop):
+        if not copy_checked(a, b, buf) and flag_nonfinite(nonfinite, thread):
+            continue
+        jpvt[:] = 0  # every column free to move
+        _call_geqp3(geqp3, m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, jpvt.ctypes, tau.ctypes, work.ctypes,
+                    factor_lwork.ctypes, rwork.ctypes, info.ctypes)
+        for j in range(n):
+            p_out[b, j] = jpvt[j] - 1
+        write_qr(buf, tau, q, work, orgqr_lwork, orgqr, m_, ncols_, k_, info, q_out, r_out, b)

@@ -537,8 +537,8 @@ def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, 
             scatter_lu(buf, chunk_piv, chunk_info, best, count, piv, info, first, pieces, order, m, n, lanes)
 
 
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, nonfinite, lanes, threads):
+@numba.njit(**JIT_OPTIONS)
+def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, nonfinite, lanes, thread, threads):
     """Factorize every matrix of the 3-D stack ``a`` into ``out``; ``piv`` (batch, min(m, n)), ``info`` (batch,),
     ``REDO_INFO`` for a matrix whose factors hold an infinity or NaN. Where ``out`` is empty, SciPy's ``lu`` instead,
     written from the buffers without a packed LU in between: ``rows`` (batch, m), ``lower`` (batch, m, k), ``upper``
@@ -551,27 +551,25 @@ def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, n
     chunks = (batch + lanes - 1) // lanes
     small = lanes == SMALL_ORDER_LANES and m == n
     pieces = (permute_l, rows, lower, upper, permutation)
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, chunks)
-        if small and m == 2:
-            _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 2, 2, SMALL_ORDER_LANES)
-        elif small and m == 3:
-            _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 3, 3, SMALL_ORDER_LANES)
-        elif small and m == 4:
-            _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 4, 4, SMALL_ORDER_LANES)
-        else:
-            _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, n, lanes)
+    start, stop = chunk_range(thread, threads, chunks)
+    if small and m == 2:
+        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 2, 2, SMALL_ORDER_LANES)
+    elif small and m == 3:
+        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 3, 3, SMALL_ORDER_LANES)
+    elif small and m == 4:
+        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 4, 4, SMALL_ORDER_LANES)
+    else:
+        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, n, lanes)
 
 
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def plu_stack(packed, piv, permute_l, rows, lower, upper, permutation, threads):
+@numba.njit(**JIT_OPTIONS)
+def plu_stack(packed, piv, permute_l, rows, lower, upper, permutation, thread, threads):
     """SciPy's ``lu`` from each packed LU of a stack and its 0-based pivots (:func:`_write_plu`)."""
     batch, m, n = packed.shape
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, batch)
-        order = np.empty(m, dtype=np.int64)
-        for b in range(start, stop):
-            _write_plu(packed, piv, b, b, permute_l, order, rows, lower, upper, permutation, m, n)
+    start, stop = chunk_range(thread, threads, batch)
+    order = np.empty(m, dtype=np.int64)
+    for b in range(start, stop):
+        _write_plu(packed, piv, b, b, permute_l, order, rows, lower, upper, permutation, m, n)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -625,21 +623,20 @@ def _solve_chunk(lu, piv, rhs, trans, count, first):
                     rhs[row, r, lane] = held
 
 
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def getrs_stack(lu, piv, b, trans, out, nonfinite, lanes, threads):
+@numba.njit(**JIT_OPTIONS)
+def getrs_stack(lu, piv, b, trans, out, nonfinite, lanes, thread, threads):
     """Solve ``op(A) X = B`` for each matrix from its packed LU and 0-based pivots; ``out`` is (batch, n, k).
     ``nonfinite`` as for :func:`getrf_stack`, for ``b`` only (SciPy's ``lu_solve`` checks ``b`` only)."""
     batch, n, nrhs = b.shape
     chunks = (batch + lanes - 1) // lanes
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, chunks)
-        factor = np.empty((n, n, lanes), dtype=out.dtype)
-        rhs = np.empty((n, nrhs, lanes), dtype=out.dtype)
-        poison = np.empty(lanes, dtype=out.real.dtype)
-        for chunk in range(start, stop):
-            first = chunk * lanes
-            count = gather(lu, first, factor, n, n, lanes)
-            gather(b, first, rhs, n, nrhs, lanes)
-            flag_poisoned(rhs, poison, count, nonfinite, thread, n, nrhs, lanes)
-            _solve_chunk(factor, piv, rhs, trans, count, first)
-            scatter(rhs, count, out, first, n, nrhs)
+    start, stop = chunk_range(thread, threads, chunks)
+    factor = np.empty((n, n, lanes), dtype=out.dtype)
+    rhs = np.empty((n, nrhs, lanes), dtype=out.dtype)
+    poison = np.empty(lanes, dtype=out.real.dtype)
+    for chunk in range(start, stop):
+        first = chunk * lanes
+        count = gather(lu, first, factor, n, n, lanes)
+        gather(b, first, rhs, n, nrhs, lanes)
+        flag_poisoned(rhs, poison, count, nonfinite, thread, n, nrhs, lanes)
+        _solve_chunk(factor, piv, rhs, trans, count, first)
+        scatter(rhs, count, out, first, n, nrhs)

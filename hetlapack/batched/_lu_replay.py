@@ -184,20 +184,19 @@ def _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, m
         scatter_factored(buf, chunk_piv, chunk_info, acc, count, out, piv, info, first, m, n, lanes)
 
 
-@numba.njit(parallel=True, **REPLAY_JIT_OPTIONS)
-def getrf_replay_stack(a, out, piv, info, kernels, nonfinite, lanes, threads):
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def getrf_replay_stack(a, out, piv, info, kernels, nonfinite, lanes, thread, threads):
     """:func:`~._lu.getrf_stack`'s contract with OpenBLAS's roundings (:func:`_replay_chunk`), for matrices with
     ``min(m, n)`` up to ``model.REPLAY_MAX_N["getrf"]``."""
     batch, m, n = a.shape
     chunks = (batch + lanes - 1) // lanes
     small = lanes == SMALL_ORDER_LANES and m == n
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, chunks)
-        if small and m == 2:
-            _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, 2, 2, SMALL_ORDER_LANES)
-        elif small and m == 3:
-            _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, 3, 3, SMALL_ORDER_LANES)
-        elif small and m == 4:
-            _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, 4, 4, SMALL_ORDER_LANES)
-        else:
-            _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, m, n, lanes)
+    start, stop = chunk_range(thread, threads, chunks)
+    if small and m == 2:
+        _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, 2, 2, SMALL_ORDER_LANES)
+    elif small and m == 3:
+        _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, 3, 3, SMALL_ORDER_LANES)
+    elif small and m == 4:
+        _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, 4, 4, SMALL_ORDER_LANES)
+    else:
+        _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, m, n, lanes)

@@ -289,25 +289,24 @@ def _qr_in_chunk_for(buf, tau, norm, dots, q, lanes):
     return qr_in_chunk
 
 
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def geqrf_stack(a, out, tau, lanes, threads):
+@numba.njit(**JIT_OPTIONS)
+def geqrf_stack(a, out, tau, lanes, thread, threads):
     """QR-factorize every matrix of the 3-D stack ``a`` into ``out`` (R and reflectors) and ``tau``."""
     batch, m, n = a.shape
     chunks = (batch + lanes - 1) // lanes
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, chunks)
-        buf = np.empty((m, n, lanes), dtype=out.dtype)
-        chunk_tau = np.empty((min(m, n), lanes), dtype=out.dtype)
-        norm = np.empty(lanes, dtype=out.real.dtype)
-        dots = np.empty(lanes, dtype=out.dtype)
-        for chunk in range(start, stop):
-            first = chunk * lanes
-            count = gather(a, first, buf, m, n, lanes)
-            _factor_chunk(buf, chunk_tau, norm, dots)
-            scatter(buf, count, out, first, m, n)
-            for lane in range(count):
-                for k in range(min(m, n)):
-                    tau[first + lane, k] = chunk_tau[k, lane]
+    start, stop = chunk_range(thread, threads, chunks)
+    buf = np.empty((m, n, lanes), dtype=out.dtype)
+    chunk_tau = np.empty((min(m, n), lanes), dtype=out.dtype)
+    norm = np.empty(lanes, dtype=out.real.dtype)
+    dots = np.empty(lanes, dtype=out.dtype)
+    for chunk in range(start, stop):
+        first = chunk * lanes
+        count = gather(a, first, buf, m, n, lanes)
+        _factor_chunk(buf, chunk_tau, norm, dots)
+        scatter(buf, count, out, first, m, n)
+        for lane in range(count):
+            for k in range(min(m, n)):
+                tau[first + lane, k] = chunk_tau[k, lane]
 
 
 @numba.njit(**JIT_OPTIONS, forceinline=True)
@@ -339,26 +338,25 @@ def _build_q_chunk(reflectors, tau, q, dots):
             q[r, r, lane] = 1.0 - tau[r, lane]
 
 
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def orgqr_stack(qr, tau, out, lanes, threads):
+@numba.njit(**JIT_OPTIONS)
+def orgqr_stack(qr, tau, out, lanes, thread, threads):
     """Explicit ``Q`` (batch, m, ncols) of every factorization from its reflectors ``qr[:, :, :k]`` and ``tau``."""
     batch, m, k = qr.shape
     ncols = out.shape[2]
     chunks = (batch + lanes - 1) // lanes
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, chunks)
-        reflectors = np.empty((m, k, lanes), dtype=out.dtype)
-        chunk_tau = np.zeros((k, lanes), dtype=out.dtype)
-        q = np.empty((m, ncols, lanes), dtype=out.dtype)
-        dots = np.empty(lanes, dtype=out.dtype)
-        for chunk in range(start, stop):
-            first = chunk * lanes
-            count = gather(qr, first, reflectors, m, k, lanes)
-            for lane in range(count):
-                for r in range(k):
-                    chunk_tau[r, lane] = tau[first + lane, r]
-            _build_q_chunk(reflectors, chunk_tau, q, dots)
-            scatter(q, count, out, first, m, ncols)
+    start, stop = chunk_range(thread, threads, chunks)
+    reflectors = np.empty((m, k, lanes), dtype=out.dtype)
+    chunk_tau = np.zeros((k, lanes), dtype=out.dtype)
+    q = np.empty((m, ncols, lanes), dtype=out.dtype)
+    dots = np.empty(lanes, dtype=out.dtype)
+    for chunk in range(start, stop):
+        first = chunk * lanes
+        count = gather(qr, first, reflectors, m, k, lanes)
+        for lane in range(count):
+            for r in range(k):
+                chunk_tau[r, lane] = tau[first + lane, r]
+        _build_q_chunk(reflectors, chunk_tau, q, dots)
+        scatter(q, count, out, first, m, ncols)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -373,8 +371,8 @@ def _scatter_upper(buf, count, out, first):
     scatter(buf, count, out, first, rows, n)
 
 
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def qr_stack(a, q_out, r_out, nonfinite, lanes, threads):
+@numba.njit(**JIT_OPTIONS)
+def qr_stack(a, q_out, r_out, nonfinite, lanes, thread, threads):
     """``Q`` (batch, m, ncols; none when ``ncols`` is 0) and ``R`` (batch, rows, n) of every matrix of ``a``, as
     ``orgqr(geqrf(a))`` and ``triu`` of its first rows would give them, from one gathered chunk. Given a
     ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a`` sets its
@@ -382,19 +380,18 @@ def qr_stack(a, q_out, r_out, nonfinite, lanes, threads):
     batch, m, n = a.shape
     k, ncols = min(m, n), q_out.shape[2]
     chunks = (batch + lanes - 1) // lanes
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, chunks)
-        buf = np.empty((m, n, lanes), dtype=r_out.dtype)
-        chunk_tau = np.empty((k, lanes), dtype=r_out.dtype)
-        q = np.empty((m, ncols, lanes), dtype=r_out.dtype)
-        norm = np.empty(lanes, dtype=r_out.real.dtype)
-        dots = np.empty(lanes, dtype=r_out.dtype)
-        poison = np.empty(lanes, dtype=r_out.real.dtype)
-        for chunk in range(start, stop):
-            first = chunk * lanes
-            count = gather(a, first, buf, m, n, lanes)
-            flag_poisoned(buf, poison, count, nonfinite, thread, m, n, lanes)
-            _qr_in_chunk(buf, chunk_tau, norm, dots, q, lanes)
-            _scatter_upper(buf, count, r_out, first)
-            if ncols:
-                scatter(q, count, q_out, first, m, ncols)
+    start, stop = chunk_range(thread, threads, chunks)
+    buf = np.empty((m, n, lanes), dtype=r_out.dtype)
+    chunk_tau = np.empty((k, lanes), dtype=r_out.dtype)
+    q = np.empty((m, ncols, lanes), dtype=r_out.dtype)
+    norm = np.empty(lanes, dtype=r_out.real.dtype)
+    dots = np.empty(lanes, dtype=r_out.dtype)
+    poison = np.empty(lanes, dtype=r_out.real.dtype)
+    for chunk in range(start, stop):
+        first = chunk * lanes
+        count = gather(a, first, buf, m, n, lanes)
+        flag_poisoned(buf, poison, count, nonfinite, thread, m, n, lanes)
+        _qr_in_chunk(buf, chunk_tau, norm, dots, q, lanes)
+        _scatter_upper(buf, count, r_out, first)
+        if ncols:
+            scatter(q, count, q_out, first, m, ncols)

@@ -314,33 +314,32 @@ def form_q(q, k, tau, work, sums, kernels):
             q[r, i] = 0
 
 
-@numba.njit(parallel=True, **REPLAY_JIT_OPTIONS)
-def qr_replay_each(a, q_out, r_out, nonfinite, geqrf, orgqr, kernels, threads):
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def qr_replay_each(a, q_out, r_out, nonfinite, geqrf, orgqr, kernels, thread, threads):
     """:func:`._lapack_each.qr_each`'s results with OpenBLAS's roundings replayed, for ``m >= n``: a matrix the
     replay leaves (not finite, or rescaled) goes to ``geqrf`` and ``orgqr`` as there."""
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, a.shape[0])
-        m_, n_, k_, ncols_, info, buf, q, tau, size, query = qr_arguments(a, q_out.shape[2])
-        geqrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, tau.ctypes, size.ctypes, query.ctypes, info.ctypes)
-        factor_lwork, orgqr_lwork, lapack_work = workspaces(size, orgqr, m_, ncols_, k_, q, tau, info)
-        work = np.empty(max(buf.shape[0], q.shape[1]), dtype=buf.dtype)
-        sums = np.empty(8, dtype=buf.dtype)
-        norms = np.empty(8, dtype=np.float64)
-        k = tau.shape[0]
-        for b in range(start, stop):
-            finite = copy_checked(a, b, buf)
-            if not finite and flag_nonfinite(nonfinite, thread):
-                continue
-            if finite and factor(buf, tau, work, sums, norms, kernels):
-                for i in range(r_out.shape[1]):
-                    for j in range(buf.shape[1]):
-                        r_out[b, i, j] = buf[i, j] if j >= i else 0.0
-                if q.shape[1]:
-                    q[:, :k] = buf[:, :k]
-                    form_q(q, k, tau, work, sums, kernels)
-                    q_out[b] = q
-                continue
-            copy_checked(a, b, buf)
-            geqrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, tau.ctypes, lapack_work.ctypes, factor_lwork.ctypes,
-                  info.ctypes)
-            write_qr(buf, tau, q, lapack_work, orgqr_lwork, orgqr, m_, ncols_, k_, info, q_out, r_out, b)
+    start, stop = chunk_range(thread, threads, a.shape[0])
+    m_, n_, k_, ncols_, info, buf, q, tau, size, query = qr_arguments(a, q_out.shape[2])
+    geqrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, tau.ctypes, size.ctypes, query.ctypes, info.ctypes)
+    factor_lwork, orgqr_lwork, lapack_work = workspaces(size, orgqr, m_, ncols_, k_, q, tau, info)
+    work = np.empty(max(buf.shape[0], q.shape[1]), dtype=buf.dtype)
+    sums = np.empty(8, dtype=buf.dtype)
+    norms = np.empty(8, dtype=np.float64)
+    k = tau.shape[0]
+    for b in range(start, stop):
+        finite = copy_checked(a, b, buf)
+        if not finite and flag_nonfinite(nonfinite, thread):
+            continue
+        if finite and factor(buf, tau, work, sums, norms, kernels):
+            for i in range(r_out.shape[1]):
+                for j in range(buf.shape[1]):
+                    r_out[b, i, j] = buf[i, j] if j >= i else 0.0
+            if q.shape[1]:
+                q[:, :k] = buf[:, :k]
+                form_q(q, k, tau, work, sums, kernels)
+                q_out[b] = q
+            continue
+        copy_checked(a, b, buf)
+        geqrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, tau.ctypes, lapack_work.ctypes, factor_lwork.ctypes,
+              info.ctypes)
+        write_qr(buf, tau, q, lapack_work, orgqr_lwork, orgqr, m_, ncols_, k_, info, q_out, r_out, b)

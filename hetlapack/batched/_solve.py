@@ -124,18 +124,17 @@ def _solve_matrix(t, piv, m, x, system):
         _swap_rows(x, piv, m, True)
 
 
-@numba.njit(parallel=True, **JIT_OPTIONS)
-def solve_each(factor, piv, b, system, out, nonfinite, threads):
+@numba.njit(**JIT_OPTIONS)
+def solve_each(factor, piv, b, system, out, nonfinite, thread, threads):
     """Solve ``system`` for each matrix of the stack from its factor (and 0-based pivots for LU; Cholesky ignores
     ``piv``); ``out`` is (batch, n, nrhs). Given a ``nonfinite`` flag per thread (else an empty array), a thread that
     meets an infinity or NaN in ``b`` sets its own and leaves that system unsolved."""
     batch, n, nrhs = b.shape
-    for thread in numba.prange(threads):
-        start, stop = chunk_range(thread, threads, batch)
-        x = np.empty((nrhs, n), dtype=out.dtype)  # one row per right-hand side
-        for m in range(start, stop):
-            if not copy_checked(b, m, x.T) and flag_nonfinite(nonfinite, thread):
-                continue
-            for r in range(nrhs):
-                _solve_matrix(factor[m], piv, m, x[r], system)
-            _store(x, out, m)
+    start, stop = chunk_range(thread, threads, batch)
+    x = np.empty((nrhs, n), dtype=out.dtype)  # one row per right-hand side
+    for m in range(start, stop):
+        if not copy_checked(b, m, x.T) and flag_nonfinite(nonfinite, thread):
+            continue
+        for r in range(nrhs):
+            _solve_matrix(factor[m], piv, m, x[r], system)
+        _store(x, out, m)

@@ -3,9 +3,11 @@
 The compiled loops live in ``_cholesky``, ``_lu``, ``_qr`` and ``_solve`` (our own arithmetic, interleaved) and
 ``_lapack_each`` (SciPy's LAPACK on each matrix). Each kernel is compiled once per dtype under one explicit
 signature (inputs typed as read-only arrays of any layout, so C, Fortran, strided and read-only stacks share one
-machine-code version) and cached on disk; :func:`run` checks every call's arguments before the machine code sees
-them. Kept apart from the per-operation drivers (:mod:`.kernels`) and from how a call is spread over threads
-(:mod:`.threads`): ``hetlapack compile`` (:mod:`.precompile`) needs only this.
+machine-code version) and cached on disk. Each kernel factors one thread's share of a stack (its last two
+arguments: the share's index and the number of shares); :func:`run` checks every call's arguments before the machine
+code sees them and runs the shares on numba's threads (:mod:`._launch`). Kept apart from the per-operation drivers
+(:mod:`.kernels`) and from how many threads a call takes (:mod:`.threads`): ``hetlapack compile``
+(:mod:`.precompile`) needs only this.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from ..devices import lapack_pointers
 from ..dtypes import real_dtype
 from ..imports import importing
 from ..perf.model import INTERLEAVED_DTYPES
-from . import _cholesky, _cholesky_replay, _lapack_each, _lu, _lu_replay, _qr, _qr_replay, _solve
+from . import _cholesky, _cholesky_replay, _lapack_each, _launch, _lu, _lu_replay, _qr, _qr_replay, _solve
 from ._boundary import check_arguments
 
 #: The dtypes the kernels compute in (LAPACK's s, d, c, z).
@@ -38,30 +40,30 @@ _COUNT = types.intp
 #: the kernel's real precision); ``lapack:NAME`` is SciPy's LAPACK
 #: routine NAME in the kernel's precision (:func:`lapack_routines`).
 KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
-    "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "flags", "count", "count")),
+    "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "flags", "count")),
     "potrf_replay": (_cholesky_replay.potrf_replay_stack,
-                     ("in3", "bool", "bool", "out3", "info", "count", "flags", "count", "count")),
-    "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count", "count")),
+                     ("in3", "bool", "bool", "out3", "info", "count", "flags", "count")),
+    "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count")),
     "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "bool", "piv_out", "out3", "out3", "real_out3",
-                                "flags", "count", "count")),
+                                "flags", "count")),
     "getrf_replay": (_lu_replay.getrf_replay_stack,
-                     ("in3", "out3", "piv_out", "info", "count", "flags", "count", "count")),
-    "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "flags", "count", "count")),
-    "solve_each": (_solve.solve_each, ("in3", "piv_in", "in3", "count", "out3", "flags", "count")),
-    "plu": (_lu.plu_stack, ("in3", "piv_in", "bool", "piv_out", "out3", "out3", "real_out3", "count")),
-    "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count", "count")),
-    "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count", "count")),
-    "qr": (_qr.qr_stack, ("in3", "out3", "out3", "flags", "count", "count")),
-    "potrf_each": (_lapack_each.potrf_each, ("in3", "bool", "bool", "out3", "info", "flags", "lapack:potrf", "count")),
-    "getrf_each": (_lapack_each.getrf_each, ("in3", "out3", "piv_out", "info", "flags", "lapack:getrf", "count")),
-    "potrs_each": (_lapack_each.potrs_each, ("in3", "bool", "in3", "out3", "flags", "lapack:potrs", "count")),
+                     ("in3", "out3", "piv_out", "info", "count", "flags", "count")),
+    "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "flags", "count")),
+    "solve_each": (_solve.solve_each, ("in3", "piv_in", "in3", "count", "out3", "flags")),
+    "plu": (_lu.plu_stack, ("in3", "piv_in", "bool", "piv_out", "out3", "out3", "real_out3")),
+    "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count")),
+    "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count")),
+    "qr": (_qr.qr_stack, ("in3", "out3", "out3", "flags", "count")),
+    "potrf_each": (_lapack_each.potrf_each, ("in3", "bool", "bool", "out3", "info", "flags", "lapack:potrf")),
+    "getrf_each": (_lapack_each.getrf_each, ("in3", "out3", "piv_out", "info", "flags", "lapack:getrf")),
+    "potrs_each": (_lapack_each.potrs_each, ("in3", "bool", "in3", "out3", "flags", "lapack:potrs")),
     "getrs_each": (_lapack_each.getrs_each,
-                   ("in3", "piv_in", "in3", "count", "out3", "flags", "lapack:getrs", "count")),
-    "qr_each": (_lapack_each.qr_each, ("in3", "out3", "out3", "flags", "lapack:geqrf", "lapack:orgqr", "count")),
+                   ("in3", "piv_in", "in3", "count", "out3", "flags", "lapack:getrs")),
+    "qr_each": (_lapack_each.qr_each, ("in3", "out3", "out3", "flags", "lapack:geqrf", "lapack:orgqr")),
     "qr_replay": (_qr_replay.qr_replay_each,
-                  ("in3", "out3", "out3", "flags", "lapack:geqrf", "lapack:orgqr", "count", "count")),
+                  ("in3", "out3", "out3", "flags", "lapack:geqrf", "lapack:orgqr", "count")),
     "geqp3_each": (_lapack_each.geqp3_each,
-                   ("in3", "out3", "out3", "piv_out", "flags", "lapack:geqp3", "lapack:orgqr", "count")),
+                   ("in3", "out3", "out3", "piv_out", "flags", "lapack:geqp3", "lapack:orgqr")),
 }
 
 
@@ -112,14 +114,20 @@ def _numba_type(kind: str, dtype: np.dtype) -> types.Type:
     return table[kind]
 
 
+def argument_types(op: str, dtype: np.dtype) -> tuple[types.Type, ...]:
+    """The numba types of kernel ``op``'s arguments in ``dtype``, less the two counts of its share."""
+    return tuple(_numba_type(kind, dtype) for kind in KERNELS[op][1])
+
+
 def signature(op: str, dtype: np.dtype) -> types.Type:
-    """The one signature kernel ``op`` is compiled under for ``dtype`` (:func:`compiled`)."""
-    return types.none(*(_numba_type(kind, dtype) for kind in KERNELS[op][1]))
+    """The one signature kernel ``op`` is compiled under for ``dtype`` (:func:`compiled`): its arguments, then its
+    share's index and the number of shares."""
+    return types.none(*argument_types(op, dtype), _COUNT, _COUNT)
 
 
 @functools.cache
-def compiled(op: str, dtype: np.dtype) -> Callable:
-    """The kernel of ``op`` compiled (or loaded from the disk cache) for ``dtype``.
+def kernel(op: str, dtype: np.dtype) -> Callable:
+    """The kernel of ``op`` compiled (or loaded from the disk cache) for ``dtype``: one thread's share of a call.
 
     The kernel's Python function is compiled again, with the options its module gave it, under one explicit
     signature whose inputs are read-only arrays of any layout, so C, Fortran, strided and read-only stacks all run
@@ -133,8 +141,35 @@ def compiled(op: str, dtype: np.dtype) -> Callable:
         return numba.jit(signature(op, dtype), cache=True, **dispatcher.targetoptions)(dispatcher.py_func)
 
 
+@functools.cache
+def launcher(op: str, dtype: np.dtype) -> Callable:
+    """The parallel loop that runs the shares of ``op``'s kernel in ``dtype`` (:func:`._launch.shares`), compiled or
+    loaded from the disk cache."""
+    with importing():
+        return _launch.compiled(argument_types(op, dtype))
+
+
+@functools.cache
+def compiled(op: str, dtype: np.dtype) -> Callable[..., None]:
+    """``op``'s kernel in ``dtype`` and the parallel loop that runs it (:func:`kernel`, :func:`launcher`): a
+    function of the kernel's arguments and the number of threads that share the stack."""
+    machine_code = kernel(op, dtype)
+    shares, address = launcher(op, dtype), _launch.address(machine_code, signature(op, dtype))
+
+    def launch(*arguments) -> None:
+        if shares(address, arguments[:-1], arguments[-1]):
+            raise MemoryError(f"the batched {op} failed in a thread: it could not allocate its buffers")
+
+    launch.kernel = machine_code  # keeps the machine code at ``address`` alive
+    return launch
+
+
 def run(op: str, dtype: np.dtype, *arguments) -> None:
-    """Run kernel ``op`` compiled for ``dtype`` on ``arguments`` once they are checked to be what it was written for
-    (:func:`~._boundary.check_arguments`): the one way into the compiled code."""
-    check_arguments(op, KERNELS[op][1], dtype, arguments)
+    """Run kernel ``op`` compiled for ``dtype`` on ``arguments``, the last of them the number of threads that share
+    the stack, once they are checked to be what it was written for (:func:`~._boundary.check_arguments`): the one
+    way into the compiled code."""
+    *given, threads = arguments
+    check_arguments(op, KERNELS[op][1], dtype, tuple(given))
+    if not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"kernel {op}: needs a positive number of threads, got {threads!r}")
     compiled(op, dtype)(*arguments)

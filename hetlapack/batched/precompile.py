@@ -1,9 +1,11 @@
 """Compile the batched kernels into numba's disk cache ahead of their first use, on every core at once.
 
-A kernel compiles on its first call in each dtype: 1-140 s each, 15 minutes for all of them on a 2-core AMD EPYC,
+A kernel compiles on its first call in each dtype: 3-100 s each, 12 minutes for all of them on a 2-core AMD EPYC,
 one after another, since numba compiles one function at a time in a process. ``hetlapack compile`` (and the
 test session, ``tests/conftest.py``) compiles the ones the cache lacks in one process per core, each kernel in one
-process (its cache index is then written by one process only); later calls load them from the cache.
+process (its cache index is then written by one process only), and the parallel loops that run them
+(:mod:`._launch`, one function and so one index for all) in this process meanwhile; later calls load them from the
+cache.
 """
 
 from __future__ import annotations
@@ -16,25 +18,41 @@ import numba
 import numpy as np
 
 from ..machine import usable_cores
-from . import compiling
+from . import _launch, compiling
 
 #: Kernels in the order they are handed out: the longest compilations first, so that no core is left with one at
-#: the end (seconds for all their dtypes, measured cold on a 2-core AMD EPYC, two at a time: getrf 189, the
-#: single-precision replays 141 (Cholesky), 114 (LU) and 81 (QR), potrf 109, qr 72, the others 9-28; 928 s in all).
-_LONGEST_FIRST = ("getrf", "potrf_replay", "getrf_replay", "potrf", "qr_replay", "qr", "solve_each", "qr_each",
-                  "getrs", "potrs", "geqrf", "orgqr")
+#: the end (seconds for all their dtypes, measured cold on a 2-core AMD EPYC, two at a time: getrf 174, potrf 101,
+#: the single-precision replays 94 (Cholesky) and 79 (LU), qr 76, the QR replay 60, the others 6-25; 727 s in all).
+_LONGEST_FIRST = ("getrf", "potrf", "potrf_replay", "getrf_replay", "qr", "qr_replay", "solve_each", "qr_each",
+                  "getrs", "potrs", "getrs_each", "potrs_each")
+
+
+def _in_cache(function, options: dict, signature) -> bool:
+    """Whether numba's disk cache holds ``function`` compiled with ``options`` under ``signature`` (for this
+    source, Python and CPU); ``False`` where numba's cache cannot be read this way."""
+    try:
+        index = numba.njit(cache=True, **options)(function)._cache._cache_file._load_index()
+    except Exception:  # noqa: BLE001 - numba's cache layout is not public: compile where it cannot be read
+        return False
+    return any(key[0] == signature for key in index)
+
+
+def _kernel_cached(op: str, dtype: np.dtype) -> bool:
+    """Whether numba's disk cache holds ``op``'s kernel for ``dtype``."""
+    dispatcher = compiling.KERNELS[op][0]
+    options = {name: value for name, value in dispatcher.targetoptions.items() if name != "nopython"}
+    return _in_cache(dispatcher.py_func, options, compiling.signature(op, dtype))
+
+
+def _launcher_cached(op: str, dtype: np.dtype) -> bool:
+    """Whether numba's disk cache holds the parallel loop that runs ``op``'s kernel for ``dtype``."""
+    return _in_cache(_launch.shares, {"parallel": True, "nogil": True},
+                     _launch.signature(compiling.argument_types(op, dtype)))
 
 
 def _cached(op: str, dtype: np.dtype) -> bool:
-    """Whether numba's disk cache holds ``op``'s kernel for ``dtype`` (for this source, Python and CPU); ``False``
-    where numba's cache cannot be read this way."""
-    dispatcher = compiling.KERNELS[op][0]
-    options = {name: value for name, value in dispatcher.targetoptions.items() if name != "nopython"}
-    try:
-        index = numba.njit(cache=True, **options)(dispatcher.py_func)._cache._cache_file._load_index()
-    except Exception:  # noqa: BLE001 - numba's cache layout is not public: compile where it cannot be read
-        return False
-    return any(key[0] == compiling.signature(op, dtype) for key in index)
+    """Whether numba's disk cache holds ``op``'s kernel for ``dtype`` and the parallel loop that runs it."""
+    return _kernel_cached(op, dtype) and _launcher_cached(op, dtype)
 
 
 def missing() -> dict[str, list[str]]:
@@ -48,8 +66,20 @@ def _compile(op: str, chars: list[str]) -> float:
     """Compile ``op``'s kernel for each dtype character into the cache; the seconds it took."""
     start = time.perf_counter()
     for char in chars:
-        compiling.compiled(op, np.dtype(char))
+        if not _kernel_cached(op, np.dtype(char)):
+            compiling.kernel(op, np.dtype(char))
     return time.perf_counter() - start
+
+
+def _compile_launchers(todo: dict[str, list[str]], seconds: dict[str, float]) -> None:
+    """Compile the parallel loops ``todo``'s kernels lack, in this process (all share one cache index, which two
+    processes writing at once could corrupt), adding the seconds to each kernel's."""
+    for op, chars in todo.items():
+        start = time.perf_counter()
+        for char in chars:
+            if not _launcher_cached(op, np.dtype(char)):
+                compiling.launcher(op, np.dtype(char))
+        seconds[op] = seconds.get(op, 0.0) + time.perf_counter() - start
 
 
 def precompile(workers: int | None = None, progress: bool = True) -> dict[str, float]:
@@ -66,8 +96,9 @@ def precompile(workers: int | None = None, progress: bool = True) -> dict[str, f
             tqdm(total=sum(map(len, todo.values())), desc="compiling kernels", unit="kernel",
                  disable=not progress) as bar:
         running = {pool.submit(_compile, op, chars): op for op, chars in todo.items()}
+        _compile_launchers(todo, seconds)
         for done in concurrent.futures.as_completed(running):
             op = running[done]
-            seconds[op] = done.result()
+            seconds[op] += done.result()
             bar.update(len(todo[op]))
     return seconds
