@@ -6,7 +6,10 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 from importlinter.cli import lint_imports
+
+pytestmark = pytest.mark.own_machinery
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 

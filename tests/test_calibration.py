@@ -10,6 +10,8 @@ from hetlapack.devices.base import DEFAULT_CAPABILITY
 from hetlapack.devices.capability import ENV_CACHE_DIR, cache_path, load, refine
 from hetlapack.perf.calibration import calibrate
 
+pytestmark = pytest.mark.own_machinery
+
 
 @pytest.fixture(autouse=True)
 def cache_dir(tmp_path, monkeypatch):

@@ -6,6 +6,8 @@ import pytest
 
 from hetlapack.cli import main
 
+pytestmark = pytest.mark.own_machinery
+
 
 def test_info(capsys):
     assert main(["info"]) == 0

@@ -15,6 +15,8 @@ from hetlapack.cli import main
 from hetlapack.commands import bench
 from hetlapack.energy import EnergyMeter
 
+pytestmark = pytest.mark.own_machinery
+
 
 def make_zone(root: Path, zone: str, name: str, energy_uj: int, max_range_uj: int = 262_143_328_850) -> Path:
     path = root / zone

@@ -13,6 +13,8 @@ from hetlapack.layout import (
 from hetlapack.runtime import Runtime
 from hetlapack.runtime.placement import OwnerComputes
 
+pytestmark = pytest.mark.own_machinery
+
 
 def test_10_8_5_gives_each_device_its_share_in_every_period_window():
     layout = WeightedColumns((10, 8, 5))

@@ -22,6 +22,8 @@ from hetlapack.mpi.grid import _near_square, find_mpiexec
 from hetlapack.mpi.matrix import numroc, owned_indices
 from hetlapack.testing import ONE_BLAS_THREAD, RANKS_YIELD
 
+pytestmark = pytest.mark.own_machinery
+
 SCRIPT = Path(__file__).parent / "mpi" / "check_factorizations.py"
 LAUNCH_TIMEOUT_S = 150
 GRIDS = {1: ["1x1"], 2: ["1x2", "2x1"], 3: ["1x3", "3x1"], 4: ["2x2"]}

@@ -21,6 +21,8 @@ from hetlapack.blas_threads import share_cores, threads_per_worker
 from hetlapack.signals import signals_held
 from hetlapack.testing import cholesky_residual, spd
 
+pytestmark = pytest.mark.own_machinery
+
 
 def record(log, label, delay=0.0):
     def kernel(device, *args):

@@ -7,6 +7,8 @@ import pytest
 
 from hetlapack.commands import trace
 
+pytestmark = pytest.mark.own_machinery
+
 
 def parse(argv):
     parser = argparse.ArgumentParser()

@@ -21,6 +21,8 @@ from hetlapack.runtime import TiledMatrix, Trace
 from hetlapack.perf.simulator import grid_shape, simulate, simulate_distributed
 from hetlapack.testing import general, spd
 
+pytestmark = pytest.mark.own_machinery
+
 
 def cpu(rate=10.0, workers=1, cores=1, **kwargs):
     return ModeledDevice("cpu", "cpu", {"blas3": rate, "panel": rate, "memory": rate}, workers=workers,

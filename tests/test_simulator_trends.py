@@ -6,6 +6,8 @@ import pytest
 
 from hetlapack.perf.simulator import simulate, simulate_distributed, tune_two_level
 
+pytestmark = pytest.mark.own_machinery
+
 PUBLISHED_6_K20C_CHOLESKY_GFLOPS = 5100.0  # seed 000 §7.2, n = 60,000
 PUBLISHED_100_NODE_CHOLESKY_GFLOPS = 75000.0  # seed 003 §5.4, Keeneland
 
