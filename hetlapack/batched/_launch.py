@@ -19,6 +19,9 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
+#: How :func:`shares` is compiled (``hetlapack compile`` looks for it in the cache with these).
+JIT_OPTIONS = {"parallel": True, "nogil": True}
+
 
 @intrinsic
 def _run_share(typingctx, address, arguments, thread, threads):
@@ -54,7 +57,7 @@ def signature(argument_types: tuple[types.Type, ...]) -> types.Type:
 
 def compiled(argument_types: tuple[types.Type, ...]) -> Callable:
     """:func:`shares` compiled (or loaded from the disk cache) for a kernel of ``argument_types``."""
-    return numba.njit(signature(argument_types), parallel=True, nogil=True, cache=True)(shares)
+    return numba.njit(signature(argument_types), cache=True, **JIT_OPTIONS)(shares)
 
 
 def address(kernel: Callable, kernel_signature: types.Type) -> int:

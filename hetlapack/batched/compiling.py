@@ -152,15 +152,14 @@ def launcher(op: str, dtype: np.dtype) -> Callable:
 @functools.cache
 def compiled(op: str, dtype: np.dtype) -> Callable[..., None]:
     """``op``'s kernel in ``dtype`` and the parallel loop that runs it (:func:`kernel`, :func:`launcher`): a
-    function of the kernel's arguments and the number of threads that share the stack."""
-    machine_code = kernel(op, dtype)
-    shares, address = launcher(op, dtype), _launch.address(machine_code, signature(op, dtype))
+    function of the kernel's arguments and the number of threads that share the stack. The machine code at the
+    kernel's address lives as long as :func:`kernel`'s cache holds its dispatcher: the life of the process."""
+    shares, address = launcher(op, dtype), _launch.address(kernel(op, dtype), signature(op, dtype))
 
     def launch(*arguments) -> None:
         if shares(address, arguments[:-1], arguments[-1]):
             raise MemoryError(f"the batched {op} failed in a thread: it could not allocate its buffers")
 
-    launch.kernel = machine_code  # keeps the machine code at ``address`` alive
     return launch
 
 

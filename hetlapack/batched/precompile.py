@@ -46,8 +46,7 @@ def _kernel_cached(op: str, dtype: np.dtype) -> bool:
 
 def _launcher_cached(op: str, dtype: np.dtype) -> bool:
     """Whether numba's disk cache holds the parallel loop that runs ``op``'s kernel for ``dtype``."""
-    return _in_cache(_launch.shares, {"parallel": True, "nogil": True},
-                     _launch.signature(compiling.argument_types(op, dtype)))
+    return _in_cache(_launch.shares, _launch.JIT_OPTIONS, _launch.signature(compiling.argument_types(op, dtype)))
 
 
 def _cached(op: str, dtype: np.dtype) -> bool:
@@ -66,8 +65,7 @@ def _compile(op: str, chars: list[str]) -> float:
     """Compile ``op``'s kernel for each dtype character into the cache; the seconds it took."""
     start = time.perf_counter()
     for char in chars:
-        if not _kernel_cached(op, np.dtype(char)):
-            compiling.kernel(op, np.dtype(char))
+        compiling.kernel(op, np.dtype(char))
     return time.perf_counter() - start
 
 
