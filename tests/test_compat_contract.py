@@ -351,3 +351,19 @@ def test_warnings_point_at_the_caller():
         warnings.simplefilter("always")
         la.lu_factor(testing.singular(20))
     assert caught and caught[0].filename == __file__
+
+
+@pytest.mark.parametrize("lower", [False, True, 0, 1, np.array(True), np.array([False, True]), np.array([True, False]),
+                                   np.array([[False, True], [True, True]]), np.array([[True, False]]).T,
+                                   np.array([[True, False], [False, False]])[:, ::-1]],
+                         ids=lambda flag: repr(flag).replace("\n", ""))
+@pytest.mark.parametrize("overwrite_b", [False, True, 0, 1])
+def test_cho_solve_reads_lower_as_scipys_potrs_call(lower, overwrite_b):
+    """Plain flags and boolean arrays (``cho_factor``'s for a stack) are read without a probe solve: as f2py does."""
+    from scipy.linalg import get_lapack_funcs
+
+    from hetlapack.contract import arrays
+
+    x, _ = get_lapack_funcs("potrs", dtype=np.float64)(arrays._PROBE_FACTOR.copy(), arrays._PROBE_RHS.copy(),
+                                                       lower=lower, overwrite_b=overwrite_b)
+    assert arrays.potrs_lower(np.dtype(np.float64), lower, overwrite_b) == bool(x[1] != 1)

@@ -8,6 +8,7 @@ kernel runs; every call of a compiled kernel goes through it (:func:`.compiling.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -63,6 +64,25 @@ _ARRAY_KINDS: dict[str, tuple[np.dtype | str | None, bool]] = {
 }
 
 
+#: One array argument's check: its position, the dtype it holds, whether it is written, its dimension letters and
+#: whether it may be empty.
+_ArrayCheck = tuple[int, np.dtype, bool, "str | None", bool]
+
+
+@functools.cache
+def _array_checks(op: str, kinds: tuple[str, ...], dtype: np.dtype) -> tuple[_ArrayCheck, ...]:
+    """The checks of kernel ``op``'s array arguments in ``dtype``, worked out once per kernel and dtype so that a
+    call pays only for the checks themselves (on a small stack, the call's time is mostly such Python work)."""
+    checks = []
+    for position, (kind, spec) in enumerate(zip(kinds, SHAPES[op])):
+        if kind not in _ARRAY_KINDS:
+            continue
+        held, written = _ARRAY_KINDS[kind]
+        held = real_dtype(dtype) if held == "real" else held or dtype
+        checks.append((position, held, written, spec and spec.rstrip("?"), bool(spec and spec.endswith("?"))))
+    return tuple(checks)
+
+
 def check_arguments(op: str, kinds: tuple[str, ...], dtype: np.dtype, arguments: tuple) -> None:
     """Raise ``ValueError`` unless ``arguments`` are what kernel ``op`` (arguments of ``kinds``, computing in
     ``dtype``) reads and writes: each array of its kind's dtype, writable where written, and of the shape
@@ -70,13 +90,11 @@ def check_arguments(op: str, kinds: tuple[str, ...], dtype: np.dtype, arguments:
     if len(arguments) != len(kinds):
         raise ValueError(f"kernel {op} takes {len(kinds)} arguments, got {len(arguments)}")
     lengths: dict[str, int] = {}
-    for position, (kind, spec, value) in enumerate(zip(kinds, SHAPES[op], arguments)):
-        if kind not in _ARRAY_KINDS:
-            continue
-        held, written = _ARRAY_KINDS[kind]
-        _check_array(op, position, value, real_dtype(dtype) if held == "real" else held or dtype, written)
-        if spec is not None and not (spec.endswith("?") and value.size == 0):
-            _bind(op, position, value.shape, spec.rstrip("?"), lengths)
+    for position, held, written, spec, optional in _array_checks(op, kinds, dtype):
+        value = arguments[position]
+        _check_array(op, position, value, held, written)
+        if spec is not None and not (optional and value.size == 0):
+            _bind(op, position, value.shape, spec, lengths)
     if "k" in lengths and {"m", "n"} <= lengths.keys() and lengths["k"] != min(lengths["m"], lengths["n"]):
         raise ValueError(f"kernel {op}: {lengths['k']} pivots or reflectors for matrices of shape "
                          f"({lengths['m']}, {lengths['n']})")

@@ -152,12 +152,17 @@ def launcher(op: str, dtype: np.dtype) -> Callable:
 @functools.cache
 def compiled(op: str, dtype: np.dtype) -> Callable[..., None]:
     """``op``'s kernel in ``dtype`` and the parallel loop that runs it (:func:`kernel`, :func:`launcher`): a
-    function of the kernel's arguments and the number of threads that share the stack. The machine code at the
-    kernel's address lives as long as :func:`kernel`'s cache holds its dispatcher: the life of the process."""
-    shares, address = launcher(op, dtype), _launch.address(kernel(op, dtype), signature(op, dtype))
+    function of the kernel's arguments and the number of threads that share the stack. One share is the kernel's
+    own call: the loop would enter a parallel region and wake numba's other threads for nothing (a few µs, most of
+    the kernel's time on a small stack). The machine code at the kernel's address lives as long as :func:`kernel`'s
+    cache holds its dispatcher: the life of the process."""
+    shares, alone = launcher(op, dtype), kernel(op, dtype)
+    address = _launch.address(alone, signature(op, dtype))
 
     def launch(*arguments) -> None:
-        if shares(address, arguments[:-1], arguments[-1]):
+        if arguments[-1] == 1:
+            alone(*arguments[:-1], 0, 1)
+        elif shares(address, arguments[:-1], arguments[-1]):
             raise MemoryError(f"the batched {op} failed in a thread: it could not allocate its buffers")
 
     return launch

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ..contract.arrays import batch_shape, broadcast
 from ..dtypes import real_dtype
 from ..perf.model import INTERLEAVED_DTYPES
 from ..pivots import check_pivots
@@ -132,7 +133,7 @@ def lu(a: np.ndarray, *, permute_l: bool, p_matrix: bool = False, check_finite: 
     pieces = _plu_outputs(batch, m, n, a.dtype, permute_l=permute_l, p_matrix=p_matrix)
     launch_checked("getrf", check_finite, a.dtype, batch, m, n, stack, np.empty((0, m, n), a.dtype), piv, info,
                    *pieces, lanes=lanes)
-    marked = np.flatnonzero(info == _lu.REDO_INFO)
+    marked = _marked(info)
     results = _plu_results(pieces, p_matrix)
     if marked.size:
         packed, piv, _ = getrf(stack[marked], lapack=True)
@@ -163,14 +164,19 @@ def _shaped_plu(results: tuple[np.ndarray, np.ndarray, np.ndarray],
     return tuple(result.reshape((*batch, *result.shape[1:])) for result in results)
 
 
+def _marked(info: np.ndarray) -> np.ndarray:
+    """The matrices a kernel marked to be factored again by LAPACK (``_lu.REDO_INFO`` in ``info``); where no
+    ``info`` is set, the common case, told without a pass that builds a mask."""
+    return np.flatnonzero(info == _lu.REDO_INFO) if np.count_nonzero(info) else np.empty(0, dtype=np.intp)
+
+
 def _refactor_marked(loop: str, stack: np.ndarray, options: tuple, results: tuple[np.ndarray, ...],
                      fortran: bool) -> None:
     """Factor again by the LAPACK loop ``loop`` the matrices a kernel marked (``_lu.REDO_INFO`` in ``info``, the
     last of ``results``: infinities or NaNs in their factors, or matrices a replay leaves to LAPACK), so that their
     results are SciPy's. ``results`` are the stack's outputs, the factors first, in the loop's order after its
     ``options``."""
-    info = results[-1]
-    marked = np.flatnonzero(info == _lu.REDO_INFO)
+    marked = _marked(results[-1])
     if not marked.size:
         return
     m, n = stack.shape[1:]
@@ -325,10 +331,10 @@ def _check_solve(factor: np.ndarray, b: np.ndarray, piv: np.ndarray | None = Non
 def _broadcast_solve(factor: np.ndarray, b: np.ndarray, *extra: np.ndarray):
     """Broadcast the batch dimensions of a factor stack, a right-hand-side stack and per-matrix extras."""
     dtype = np.result_type(factor.dtype, b.dtype)
-    batch = np.broadcast_shapes(factor.shape[:-2], b.shape[:-2], *(e.shape[:-1] for e in extra))
-    factor = np.broadcast_to(factor.astype(dtype, copy=False), (*batch, *factor.shape[-2:]))
-    b = np.broadcast_to(b.astype(dtype, copy=False), (*batch, *b.shape[-2:]))
-    extra = tuple(np.broadcast_to(e, (*batch, e.shape[-1])) for e in extra)
+    batch = batch_shape(factor.shape[:-2], b.shape[:-2], *(e.shape[:-1] for e in extra))
+    factor = broadcast(factor.astype(dtype, copy=False), (*batch, *factor.shape[-2:]))
+    b = broadcast(b.astype(dtype, copy=False), (*batch, *b.shape[-2:]))
+    extra = tuple(broadcast(e, (*batch, e.shape[-1])) for e in extra)
     return batch, dtype, factor, b, extra
 
 

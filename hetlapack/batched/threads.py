@@ -119,7 +119,7 @@ def call_checked(op: str, dtype: np.dtype, check_finite: bool, threads: int, arr
     ``check_finite`` without a pass of its own over memory. Raises SciPy's ValueError after the kernel."""
     nonfinite = np.zeros(threads if check_finite else 0, dtype=np.uint8)
     run(op, dtype, *arrays, nonfinite, *rest, threads)
-    if nonfinite.any():
+    if np.count_nonzero(nonfinite):
         raise ValueError("array must not contain infs or NaNs")
 
 

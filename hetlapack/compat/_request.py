@@ -9,13 +9,14 @@ from ..dispatch import Request, host_for_certain
 
 
 def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...] = (),
-            library: str = "scipy") -> tuple[Request, object]:
-    """The dispatch request for ``a`` in a call to ``library``'s function, and the array to pass on (converted as
-    :func:`peek` does)."""
+            library: str = "scipy", shape: tuple[int, ...] | None = None) -> tuple[Request, object]:
+    """The dispatch request for ``a`` in a call to ``library``'s function (for the work of ``shape``, where given:
+    a solve's broadcast batch; else ``a``'s), and the array to pass on (converted as :func:`peek` does)."""
     arr = peek(a)
     lapack = dtype_rule(arr.dtype)
     dtype = lapack if lapack is not None else arr.dtype
-    return Request(op, tuple(arr.shape), dtype, array_module(arr), features, device_name(arr), library), arr
+    shape = tuple(arr.shape) if shape is None else shape
+    return Request(op, shape, dtype, array_module(arr), features, device_name(arr), library), arr
 
 
 def on_host_at_once(op: str, a, dtype_rule=scipy_lapack_dtype) -> bool:

@@ -17,7 +17,7 @@ from ..dispatch.paths.batched import compiled_kernels_unusable
 from ..dtypes import lapack_dtype
 from ..pivots import pivot_outside, refuse_pivot, rows_named
 from ._request import on_host_at_once, request
-from ..contract.arrays import (check_flags, check_scipy_qr_mode, is_cupy, plain_trans, potrs_lower,
+from ..contract.arrays import (broadcast, check_flags, check_scipy_qr_mode, is_cupy, peek, plain_trans, potrs_lower,
                                read_overwrite_flag, scipy_qr_sizes, solve_batch, unshared_overwrite_b,
                                upper_trapezoid, validated)
 from ._host import host_cholesky, host_lu, host_qr, scipy_call
@@ -192,11 +192,10 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     return scipy_container("cho_factor", arr.ndim > 2)((c, cho_factor_flags(lower, a, arr.shape[:-2])))
 
 
-def _batched_solve_operands(c, b, check_finite: bool, piv=None):
-    """The solve's operands broadcast by SciPy's batch rule (:func:`._arrays.solve_batch`), or None where the batched
-    kernels do not take them."""
+def _batched_solve_operands(c, b, check_finite: bool, shapes: tuple[tuple[int, ...], bool] | None):
+    """The solve's operands broadcast by SciPy's batch rule (``shapes``, :func:`._arrays.solve_batch`'s of them), or
+    None where the batched kernels do not take them."""
     c1, b1 = validated(c, False), validated(b, False)
-    shapes = solve_batch(c1.shape, b1.shape, piv)  # SciPy's batch loop broadcasts before it checks values
     if shapes is None or shapes[0] == () or 0 in shapes[0] or b1.size == 0:
         return None
     c1, b1 = validated(c1, check_finite), validated(b1, check_finite)
@@ -204,9 +203,9 @@ def _batched_solve_operands(c, b, check_finite: bool, piv=None):
     dtype = lapack_dtype(c1.dtype, b1.dtype)
     n = c1.shape[-1]
     # cast, then broadcast: nothing is copied to the broadcast shape (the kernels gather broadcast factors in pieces)
-    c2 = np.broadcast_to(c1.astype(dtype, copy=False), batch + c1.shape[-2:])
+    c2 = broadcast(c1.astype(dtype, copy=False), batch + c1.shape[-2:])
     b2 = b1[..., None] if vector else b1
-    b2 = np.broadcast_to(b2.astype(dtype, copy=False), batch + b2.shape[-2:])
+    b2 = broadcast(b2.astype(dtype, copy=False), batch + b2.shape[-2:])
     return c2, b2, vector, n
 
 
@@ -216,14 +215,13 @@ def _batched_solve(op: str, factor, b, check_finite: bool, supported: bool = Tru
     (SciPy's batch loop makes one LAPACK call per right-hand side)."""
     if not supported or np.ndim(b) == 0:
         return None, None
-    req, factor = request(op, factor)
-    shapes = solve_batch(factor.shape, np.shape(b), piv)
-    if shapes is not None:
-        req = dataclasses.replace(req, shape=shapes[0] + factor.shape[-2:])
+    factor = peek(factor)
+    shapes = solve_batch(factor.shape, np.shape(b), piv)  # SciPy's batch loop broadcasts before it checks values
+    req, factor = request(op, factor, shape=None if shapes is None else shapes[0] + factor.shape[-2:])
     plan = choose(req)
     if plan.runner is not BATCHED:
         return None, None
-    return plan, _batched_solve_operands(factor, b, check_finite, piv)
+    return plan, _batched_solve_operands(factor, b, check_finite, shapes)
 
 
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
@@ -366,7 +364,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
                                   check_finite=check_finite)
     lu2, b2, vector, n = operands
     warn_dtypes_as_scipy("lu_solve", np.asarray(lu).dtype, np.asarray(b).dtype, stacklevel=2)
-    piv2 = np.broadcast_to(np.asarray(piv), lu2.shape[:-2] + (n,))
+    piv2 = broadcast(np.asarray(piv), lu2.shape[:-2] + (n,))
     x = plan.runner.getrs(plan, lu2, piv2, b2, trans=trans, check_finite=check_finite)
     check_flags(overwrite_b)  # where SciPy's getrs call reads it: after b's finiteness check
     return np.ascontiguousarray(x[..., 0]) if vector else x

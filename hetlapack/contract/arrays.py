@@ -137,7 +137,14 @@ _PROBE_FACTOR, _PROBE_RHS = np.array([[1.0, 0.0], [2.0, 1.0]]), np.ones(2)
 def potrs_lower(dtype: np.dtype, lower, overwrite_b) -> bool:
     """``lower`` as SciPy's potrs call (``cho_solve``) understands it: f2py converts the flag its own way and raises
     its own errors, so the paths that make no f2py call let it read the flag on a 2 x 2 solve. Read as lower, the
-    probe factor solves to ``[3, -1]``; read as upper, its upper triangle is the identity."""
+    probe factor solves to ``[3, -1]``; read as upper, its upper triangle is the identity. A plain ``0`` or ``1``
+    f2py reads as itself, and a boolean array (``cho_factor``'s flags for a stack) as its first element: no probe
+    there (with a plain ``overwrite_b``), which would cost a small stack's solve several µs."""
+    plain_overwrite = type(overwrite_b) in (bool, int)
+    if plain_overwrite and type(lower) in (bool, int) and lower in (0, 1):
+        return bool(lower)
+    if plain_overwrite and isinstance(lower, np.ndarray) and lower.dtype == bool and lower.size:
+        return bool(lower.flat[0])
     x, _ = get_lapack_funcs("potrs", dtype=dtype)(_PROBE_FACTOR.astype(dtype), _PROBE_RHS.astype(dtype), lower=lower,
                                                   overwrite_b=overwrite_b or 0)
     return bool(x[1] != 1)
@@ -197,7 +204,19 @@ def solve_batch(factor_shape: tuple[int, ...], b_shape: tuple[int, ...],
             or (piv is not None and np.shape(piv)[-1:] != factor_shape[-1:])):
         return None
     pivots = () if piv is None else (np.shape(piv)[:-1],)
-    return np.broadcast_shapes(factor_shape[:-2], *pivots, b_shape[:-1 if vector else -2]), vector
+    return batch_shape(factor_shape[:-2], *pivots, b_shape[:-1 if vector else -2]), vector
+
+
+def batch_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """``np.broadcast_shapes(*shapes)``, told at once where the shapes are equal, as a solve's mostly are (NumPy's
+    costs a few µs of a small stack's call)."""
+    return tuple(shapes[0]) if all(shape == shapes[0] for shape in shapes) else np.broadcast_shapes(*shapes)
+
+
+def broadcast(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``np.broadcast_to(a, shape)``, or ``a`` itself where it has that shape already: a solve's operands mostly do,
+    and the view costs a few µs of a small stack's call."""
+    return a if a.shape == shape else np.broadcast_to(a, shape)
 
 
 def unshared_overwrite_b(overwrite_b, factor, b, piv=None):

@@ -93,11 +93,20 @@ def _arrays(result) -> list[np.ndarray]:
     return [x for item in result for x in _arrays(item)]
 
 
-def _in_layout(x: np.ndarray, like: np.ndarray) -> np.ndarray:
-    """``x`` (a result of the shim's own, not the caller's array) laid out as SciPy's ``like``: Fortran-ordered
-    matrices or a C-ordered array (``x`` itself where it already is). A square Fortran-ordered matrix that owns its
-    memory is made C-ordered in that memory, so that the conversion holds no second matrix."""
-    if not like.flags.c_contiguous:
+@functools.cache
+def _result_form(name: str, stacked: bool, options: tuple) -> tuple[type | None, tuple[bool, ...]]:
+    """The container of SciPy's result (``None`` for a bare array) and whether each of its arrays is C-ordered, read
+    once per call signature: each call then pays for none of it."""
+    reference = _result(name, stacked, options)
+    container = None if isinstance(reference, np.ndarray) else type(reference)
+    return container, tuple(bool(x.flags.c_contiguous) for x in _arrays(reference))
+
+
+def _in_layout(x: np.ndarray, c_ordered: bool) -> np.ndarray:
+    """``x`` (a result of the shim's own, not the caller's array) laid out as SciPy's result: a C-ordered array if
+    ``c_ordered``, else Fortran-ordered matrices (``x`` itself where it already is). A square Fortran-ordered matrix
+    that owns its memory is made C-ordered in that memory, so that the conversion holds no second matrix."""
+    if not c_ordered:
         return fortran_matrices(x)
     square = x.ndim == 2 and x.shape[0] == x.shape[1]
     if square and x.flags.f_contiguous and not x.flags.c_contiguous and x.flags.owndata and x.flags.writeable:
@@ -111,10 +120,10 @@ def scipy_returns(name: str, outputs: tuple[np.ndarray, ...], stacked: bool, in_
     layout and all in the container (tuple, list or a bare array) SciPy's own ``name`` gives for a matrix or a stack
     with these ``options``. A result written into the caller's ``in_place`` array keeps that array's layout, as
     SciPy's does."""
-    reference = _result(name, stacked, tuple(sorted(options.items())))
-    laid = tuple(x if in_place is not None and np.may_share_memory(x, in_place) else _in_layout(x, like)
-                 for x, like in zip(outputs, _arrays(reference), strict=True))
-    return laid[0] if isinstance(reference, np.ndarray) else type(reference)(laid)
+    container, c_ordered = _result_form(name, stacked, tuple(sorted(options.items())))
+    laid = tuple(x if in_place is not None and np.may_share_memory(x, in_place) else _in_layout(x, c)
+                 for x, c in zip(outputs, c_ordered, strict=True))
+    return laid[0] if container is None else container(laid)
 
 
 @functools.cache
@@ -138,7 +147,7 @@ def scipy_container(name: str, stacked: bool, **options) -> type:
 
 def fortran_result(name: str, stacked: bool, **options) -> bool:
     """Whether the first result of SciPy's ``name`` holds Fortran-ordered matrices."""
-    return not _arrays(_result(name, stacked, tuple(sorted(options.items()))))[0].flags.c_contiguous
+    return not _result_form(name, stacked, tuple(sorted(options.items())))[1][0]
 
 
 def cholesky_as_scipy(potrf: Callable, a, lower: bool, stacked: bool, in_place: bool = False):
@@ -159,9 +168,13 @@ def cho_factor_flags(lower, a, batch: tuple[int, ...]):
     ``np.tile`` of it over ``a``'s batch since SciPy 1.18 (read from ``a.shape``, as SciPy does), before it
     ``lower`` itself for a matrix and an array of it per matrix for a stack."""
     if isinstance(_result("cho_factor", False, ())[1], np.ndarray):  # np.tile(lower, ()) is np.array(lower)
+        if type(lower) is bool:  # np.tile's array, made without its few µs of Python
+            return np.full(a.shape[:-2], lower)
         return np.tile(lower, reps=a.shape[:-2]) if len(a.shape) > 2 else np.array(lower)
     if not batch:
         return lower
+    if type(lower) is bool:
+        return np.full(batch, lower)
     return np.array(np.broadcast_to(lower, (*batch, *np.shape(lower))))
 
 
@@ -201,6 +214,8 @@ def raise_first_failure(info: np.ndarray) -> None:
     """SciPy's LinAlgError for the first matrix (in C order, as SciPy's batch loop meets them) whose Cholesky
     ``info`` is positive, if any (``info`` of a single matrix: a 0-d array or a number)."""
     info = np.asarray(info)
+    if not np.count_nonzero(info):  # the common case, told in a fraction of a µs
+        return
     failed = np.flatnonzero(info > 0)
     if failed.size:
         index = tuple(int(i) for i in np.unravel_index(failed[0], info.shape))
@@ -211,6 +226,8 @@ def warn_singular(info, stacklevel: int) -> None:
     """SciPy's ``LinAlgWarning`` for each exactly singular matrix (positive ``info``, in C order), pointing
     ``stacklevel`` frames above the caller."""
     info = np.asarray(info)
+    if not np.count_nonzero(info):
+        return
     for k in np.extract(info > 0, info):
         warnings.warn(_SINGULAR.format(int(k)), LinAlgWarning, stacklevel=stacklevel + 1)
 
