@@ -215,7 +215,7 @@ def test_a_plain_cholesky_is_the_call_scipy_makes_to_the_bit(name, order, dtype,
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("lower", [False, True])
-def test_a_cholesky_past_one_tile_zeroes_the_other_triangle_by_columns(lower, order, dtype, monkeypatch):
+def test_a_cholesky_past_one_tile_zeroes_the_other_triangle_itself(lower, order, dtype, monkeypatch):
     """Past one tile, where f2py's ``clean`` loop misses the cache, the direct Cholesky leaves the zeros to
     ``zero_other_triangle``: SciPy's factor to the bit, in its layout; a matrix that is not positive definite is
     SciPy's error, with nothing zeroed."""
@@ -368,3 +368,16 @@ def test_a_compiled_loop_that_answers_otherwise_than_scipy_is_never_called(name,
         testing.assert_same_results((la.cholesky(a), *la.qr(a), *la.lu(a)), (sl.cholesky(a), *sl.qr(a), *sl.lu(a)))
     finally:
         trusted.cache_clear()
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 5), (64, 64), (65, 65), (200, 200), (200, 70), (70, 200), (129, 1)])
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("lower", [False, True])
+def test_zero_other_triangle_leaves_the_factors_triangle_in_every_block(shape, order, lower):
+    """Blocks of columns, their diagonal parts through a mask: ``np.tril`` / ``np.triu``'s result, in place, in the
+    matrix's own layout, whatever the shape (``upper_trapezoid`` hands it wide and tall ones)."""
+    a = np.array(testing.random_matrix(shape), order=order)
+    expected = np.tril(a) if lower else np.triu(a)
+    arrays.zero_other_triangle(a, lower)
+    np.testing.assert_array_equal(a, expected)
+    assert a.flags.c_contiguous == (order == "C" or min(shape) == 1)

@@ -284,18 +284,34 @@ def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
     return out
 
 
+#: Columns per block of :func:`zero_other_triangle`: few enough blocks that its Python (a few µs a block) is small
+#: beside the zeroing, and a diagonal block's mask of 4 KiB, which stays in the L1 cache.
+ZERO_BLOCK = 64
+
+#: Within a diagonal block, the entries above the diagonal (its transpose: those below).
+_ABOVE = np.triu(np.ones((ZERO_BLOCK, ZERO_BLOCK), dtype=bool), 1)
+_ABOVE.flags.writeable = False
+
+
 def zero_other_triangle(c: np.ndarray, lower: bool) -> None:
     """Zero, in place, the triangle of the matrix ``c`` that a ``lower`` (else upper) Cholesky factor does not use,
-    in runs along memory: a column at a time, or a row at a time (the columns of ``c.T``) where ``c`` is C-ordered.
-    f2py's ``potrf`` with ``clean`` walks the rows across every column instead (order 4000, 2-core Xeon: 42 ms
-    against 10), and blocks of columns through ``np.tril`` / ``np.triu`` copies take 19 ms."""
+    in runs along memory: a block of columns at a time, or of rows (the columns of ``c.T``) where ``c`` is
+    C-ordered; each block's part off the diagonal is one fill, its diagonal part zeroed through a mask. f2py's
+    ``potrf`` with ``clean`` walks the rows across every column instead (order 4000, 2-core Xeon: 42 ms against
+    10); a slice a column took 0.7 µs of Python each, more than f2py's whole clean up to order 1000 (AMD EPYC:
+    0.75 ms against 0.36 at order 1000)."""
     if c.flags.c_contiguous and not c.flags.f_contiguous:
         c, lower = c.T, not lower
-    for column in range(c.shape[1]):
+    for start in range(0, c.shape[1], ZERO_BLOCK):
+        stop = min(start + ZERO_BLOCK, c.shape[1])
+        diagonal = c[start:stop, start:stop]
+        rows, cols = diagonal.shape
         if lower:
-            c[:column, column] = 0
+            c[:start, start:stop] = 0
+            diagonal[_ABOVE[:rows, :cols]] = 0
         else:
-            c[column + 1:, column] = 0
+            c[stop:, start:stop] = 0
+            diagonal[_ABOVE.T[:rows, :cols]] = 0
 
 
 def upper_trapezoid(packed: np.ndarray, rows: int) -> np.ndarray:
