@@ -286,10 +286,10 @@ def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
 
 #: Columns per block of :func:`zero_other_triangle`: few enough blocks that its Python (a few µs a block) is small
 #: beside the zeroing, and a diagonal block's mask of 4 KiB, which stays in the L1 cache.
-ZERO_BLOCK = 64
+_ZERO_BLOCK = 64
 
 #: Within a diagonal block, the entries above the diagonal (its transpose: those below).
-_ABOVE = np.triu(np.ones((ZERO_BLOCK, ZERO_BLOCK), dtype=bool), 1)
+_ABOVE = np.triu(np.ones((_ZERO_BLOCK, _ZERO_BLOCK), dtype=bool), 1)
 _ABOVE.flags.writeable = False
 
 
@@ -302,8 +302,8 @@ def zero_other_triangle(c: np.ndarray, lower: bool) -> None:
     0.75 ms against 0.36 at order 1000)."""
     if c.flags.c_contiguous and not c.flags.f_contiguous:
         c, lower = c.T, not lower
-    for start in range(0, c.shape[1], ZERO_BLOCK):
-        stop = min(start + ZERO_BLOCK, c.shape[1])
+    for start in range(0, c.shape[1], _ZERO_BLOCK):
+        stop = min(start + _ZERO_BLOCK, c.shape[1])
         diagonal = c[start:stop, start:stop]
         rows, cols = diagonal.shape
         if lower:
