@@ -27,6 +27,7 @@ def explain(op: str, a: ArrayLike, *, mode: str = "full", pivoting: bool = False
     if not isinstance(op, str) or op not in OPS:
         raise ValueError(f"explain: unknown operation {op!r}; expected one of {', '.join(sorted(OPS))}")
     features = lu_features(a) if op == "lu" else ()
+    function = op
     if op == "qr":
         op, features = qr_route(a, mode, pivoting, lwork)
-    return plan_call(OPS[op], a, check_finite, features)[0]
+    return plan_call(OPS[op], a, check_finite, features, function)[0]

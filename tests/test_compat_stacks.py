@@ -75,6 +75,10 @@ def test_stacks_take_the_batched_kernels_that_win_at_their_order():
 #: interleaved kernels' crossover in double (a prime, not a multiple of any block size).
 LOOP_ORDERS = {np.float32: 7, np.complex64: 7, np.float64: 53, np.complex128: 53}
 
+#: Matrices per stack that the batched path wins unforced at those orders under every SciPy: SciPy 1.18 loops over
+#: a stack in C, whose fixed cost is below the batched path's: small matrices take a few hundred, order 53 a dozen.
+LOOP_BATCHES = {np.float32: 512, np.complex64: 512, np.float64: 16, np.complex128: 16}
+
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_lapack_loop_stacks_are_scipys_bit_for_bit(dtype):
@@ -83,11 +87,11 @@ def test_lapack_loop_stacks_are_scipys_bit_for_bit(dtype):
     under the loop's own cap of one BLAS thread a call (from order 53 to 100 on, SciPy's results change with its
     thread count). The solves take the loop in single precision (double's take the interleaved solves, which win to
     order 64)."""
-    n = LOOP_ORDERS[dtype]
+    n, batch = LOOP_ORDERS[dtype], LOOP_BATCHES[dtype]
     single = np.dtype(dtype) in (np.float32, np.complex64)
-    a = testing.spd(n, dtype, seed=1, batch=(6,))
-    g = testing.general(n + 2, n, dtype=dtype, seed=2, batch=(6,))
-    b = testing.general(n, 2, dtype=dtype, seed=3, batch=(6,))
+    a = testing.spd(n, dtype, seed=1, batch=(batch,))
+    g = testing.general(n + 2, n, dtype=dtype, seed=2, batch=(batch,))
+    b = testing.general(n, 2, dtype=dtype, seed=3, batch=(batch,))
     for op, x in (("cholesky", a), ("lu_factor", g), ("qr", g)) + ((("cho_solve", a), ("lu_solve", a)) if single
                                                                     else ()):
         assert hetlapack.explain(op, x).kernels == "lapack"
@@ -117,14 +121,14 @@ def test_lapack_loop_raises_and_warns_as_scipy():
     """On the LAPACK loop, a matrix that is not positive definite raises SciPy's LinAlgError, an exactly singular
     one SciPy's warning (the factors still returned, SciPy's to the bit), and an infinity or NaN SciPy's
     ValueError, unless ``check_finite=False``."""
-    a = testing.spd(5, np.float32, seed=4, batch=(3, 4))
+    a = testing.spd(5, np.float32, seed=4, batch=(3, 200))
     a[1, 2, 3, 3] = -1
     with pytest.raises(LinAlgError) as ours:
         la.cholesky(a)
     with pytest.raises(LinAlgError) as theirs:
         sl.cholesky(a)
     assert str(ours.value) == str(theirs.value)
-    g = testing.general(5, dtype=np.float32, seed=5, batch=(8,))
+    g = testing.general(5, dtype=np.float32, seed=5, batch=(LOOP_BATCHES[np.float32],))
     g[3, :, 1] = 0
     with pytest.warns(LinAlgWarning, match="Diagonal number 2 is exactly zero"):
         ours = la.lu_factor(g)
@@ -135,7 +139,7 @@ def test_lapack_loop_raises_and_warns_as_scipy():
     for call in (la.lu_factor, la.qr, la.lu, la.cholesky):
         with pytest.raises(ValueError, match="infs or NaNs"):
             call(g)
-    h = testing.spd(5, np.float32, seed=6, batch=(8,))
+    h = testing.spd(5, np.float32, seed=6, batch=(LOOP_BATCHES[np.float32],))
     h[2, 0, 4] = np.nan  # in the triangle a lower factorization does not read: SciPy checks it all the same
     assert hetlapack.explain("cholesky", h).kernels == "lapack"
     with pytest.raises(ValueError, match="infs or NaNs"):
@@ -202,7 +206,7 @@ def test_pivoted_qr_of_stacks_goes_batched_in_every_dtype():
     """The LAPACK loop gives LAPACK's results in single precision too, so float32 stacks take it unforced; one
     matrix stays one LAPACK call."""
     for dtype in DTYPES:
-        plan = hetlapack.explain("qr", testing.general(8, dtype=dtype, batch=(100,)), pivoting=True)
+        plan = hetlapack.explain("qr", testing.general(8, dtype=dtype, batch=(1000,)), pivoting=True)
         assert plan.path == "batched" and "bit for bit" in plan.reason
     assert hetlapack.explain("qr", testing.general(400, 8, batch=(4,)), pivoting=True).path == "host"
     single = hetlapack.explain("qr", testing.general(8), pivoting=True)
@@ -576,7 +580,7 @@ def test_a_process_forked_after_the_batched_kernels_ran_still_factors_stacks_and
     GNU OpenMP: there, dispatch takes SciPy's own call for stacks and ``lu`` instead, and says why."""
     import os
 
-    stack, a = testing.spd(8, batch=(64,), seed=3), testing.general(40, seed=4)
+    stack, a = testing.spd(8, batch=(1000,), seed=3), testing.general(40, seed=4)
     expected_stack, expected_lu = sl.cholesky(stack), sl.lu(a)
     assert hetlapack.explain("cholesky", stack).path == "batched"
     np.testing.assert_allclose(la.cholesky(stack), expected_stack, atol=1e-12)

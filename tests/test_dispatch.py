@@ -405,3 +405,18 @@ def test_pricing_leaves_no_thread_behind():
             "print(sorted(t.name for t in threading.enumerate()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['MainThread']"
+
+
+def test_a_stack_of_a_few_matrices_takes_the_librarys_own_call():
+    """The batched path pays a fixed cost per call (its Python: dispatch, SciPy's rules, the kernels' checks and
+    launch) that a stack of a few matrices does not win back from SciPy's own loop, less still from a loop SciPy runs
+    in compiled code (``lu`` in every version, ``cholesky`` and ``qr`` since 1.18); a large stack wins it back."""
+    f64 = np.dtype(np.float64)
+    assert hetlapack.explain("cholesky", testing.spd(4, batch=(1,))).path == "host"
+    assert hetlapack.explain("cholesky", testing.spd(4, batch=(4096,))).path == "batched"
+    plan = hetlapack.explain("lu", testing.general(4, batch=(4,)))
+    assert plan.path == "host" and ("compiled code" in plan.reason or "Cython" in plan.reason)
+    python, cython, compiled = (model.predict_host_stack("potrf", 4, 4, 100, f64, loop)
+                                for loop in ("python", "cython", "compiled"))
+    assert compiled < cython < python
+    assert model.predict_batched("potrf", 4, 4, 1, f64, "interleaved") > model.BATCHED_CALL_S

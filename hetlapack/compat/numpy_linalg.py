@@ -36,7 +36,7 @@ def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, np.dtype] |
     own function must handle it."""
     if type(a) is not np.ndarray or a.ndim < 2 or numpy_linalg_dtype(a.dtype) is None:
         return None
-    req, _ = request(op, a, dtype_rule=numpy_linalg_dtype, features=features, library="numpy")
+    req, _ = request(op, a, dtype_rule=numpy_linalg_dtype, features=features, library="numpy", loop="compiled")
     plan = choose(req)
     if plan.runner.own_call or not np.isfinite(a).all():
         return None
@@ -139,7 +139,7 @@ def cholesky(a, /, *, upper=False):
     array([[2., 0.],
            [1., 2.]])
     """
-    if on_host_at_once("potrf", a, numpy_linalg_dtype):
+    if on_host_at_once("potrf", a, numpy_linalg_dtype, loop="compiled"):
         return host_cholesky(a, upper)
     chosen = _plan("potrf", a) if type(a) is np.ndarray and a.shape[-1:] == a.shape[-2:-1] else None
     if chosen is None:
@@ -195,7 +195,7 @@ def qr(a, mode="reduced"):
         if economic:
             return np.swapaxes(_numpy["qr"](a, mode="raw")[0], -1, -2)  # NumPy's 'economic': 'raw''s h, untransposed
         mode = "reduced"
-    if mode in _ACCELERATED_QR_MODES and on_host_at_once("geqrf", a, numpy_linalg_dtype):
+    if mode in _ACCELERATED_QR_MODES and on_host_at_once("geqrf", a, numpy_linalg_dtype, loop="compiled"):
         return host_qr(a, mode)
     chosen = _plan("geqrf", a) if mode in _ACCELERATED_QR_MODES else None
     if chosen is None:

@@ -23,9 +23,9 @@ from ..contract.arrays import (broadcast, check_flags, check_scipy_qr_mode, is_c
 from ._host import host_cholesky, host_lu, host_qr, scipy_call
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy,
-                                    cholesky_lower, fortran_in_place, fortran_result,
-                                    raise_first_failure, refuse_flags, scipy_container, scipy_returns,
-                                    warn_dtypes_as_scipy, warn_singular)
+                                    cholesky_lower, fortran_in_place, fortran_result, raise_first_failure,
+                                    refuse_flags, scipy_container, scipy_returns, stack_loop, warn_dtypes_as_scipy,
+                                    warn_singular)
 
 def _on_gpu():
     """The CuPy boundary (imported on the first CuPy argument)."""
@@ -34,11 +34,12 @@ def _on_gpu():
     return _cupy
 
 
-def plan_call(op: str, a, check_finite: bool = True, features: tuple[str, ...] = ()) -> tuple[Plan, object, np.dtype]:
-    """Dispatch's plan for a call on ``a`` (with ``check_finite=False``, SciPy's own call for a NumPy matrix that
-    holds infinities or NaNs where the plan would tile it: only LAPACK's own kernels place them as SciPy does), the
-    array to pass on and the dtype LAPACK computes in."""
-    req, arr = request(op, a, features=features)
+def plan_call(op: str, a, check_finite: bool = True, features: tuple[str, ...] = (),
+              function: str = "") -> tuple[Plan, object, np.dtype]:
+    """Dispatch's plan for a call of SciPy's ``function`` (``op`` on ``a``; with ``check_finite=False``, SciPy's own
+    call for a NumPy matrix that holds infinities or NaNs where the plan would tile it: only LAPACK's own kernels
+    place them as SciPy does), the array to pass on and the dtype LAPACK computes in."""
+    req, arr = request(op, a, features=features, loop=stack_loop(function or op))
     plan = choose(req)
     if (plan.runner.reorders_arithmetic and not check_finite and isinstance(arr, np.ndarray)
             and not np.isfinite(arr).all()):
@@ -415,9 +416,9 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     >>> np.allclose(p @ l @ u, a)
     True
     """
-    if on_host_at_once("getrf", a):
+    if on_host_at_once("getrf", a, loop=stack_loop("lu")):
         return host_lu(a, permute_l, overwrite_a, check_finite, p_indices)
-    plan, arr, dtype = plan_call("getrf", a, check_finite, lu_features(a))
+    plan, arr, dtype = plan_call("getrf", a, check_finite, lu_features(a), function="lu")
     if plan.runner.own_call or np.shape(arr)[-2:] == (1, 1) or compiled_kernels_unusable():
         return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)

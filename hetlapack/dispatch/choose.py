@@ -113,24 +113,28 @@ def _remembered(req: Request, options: Options) -> Plan:
     return _choose(req, options)
 
 
-def host_for_certain(op: str, shape: tuple[int, ...], dtype: np.dtype | None) -> bool:
-    """Whether one matrix of this shape, in a LAPACK dtype, goes to the host path whatever the paths are priced at,
-    decided without a request or a plan: no path but the host's is forced, no devices are named, and one LAPACK
-    call is predicted to finish within the fixed cost of a call to the runtime, which the tile paths pay and for
-    which no GPU is looked for (:func:`choose` decides the same, pricing every path, for ``explain``). It costs
-    about 2 us where a request and a remembered plan cost 20, a third of a Cholesky of order 100. With this
-    module's debug log on, every call goes through :func:`choose`, which logs its decision."""
+def host_for_certain(op: str, shape: tuple[int, ...], dtype: np.dtype | None, stack_loop: str = "python") -> bool:
+    """Whether a matrix or stack of this shape, in a LAPACK dtype, goes to the host path whatever the paths are
+    priced at, decided without a request or a plan: no path but the host's is forced, no devices are named, and one
+    LAPACK call is predicted to finish within the fixed cost of a call to the runtime, which the tile paths pay and
+    for which no GPU is looked for, or the library's own call on a stack (looping as ``stack_loop`` says) within the
+    fixed cost of the batched path, the only other that takes stacks (:func:`choose` decides the same, pricing every
+    path, for ``explain``). It costs about 2 us where a request and a remembered plan cost 20, a third of a Cholesky
+    of order 100. With this module's debug log on, every call goes through :func:`choose`, which logs its decision."""
     options = current()
     if options.path not in (None, HOST.name) or options.devices is not None or _log.isEnabledFor(logging.DEBUG):
         return False
-    return _within_call_overhead(OPS[op], shape, dtype)
+    return _within_call_overhead(OPS[op], shape, dtype, stack_loop)
 
 
 @functools.lru_cache(maxsize=4096)
-def _within_call_overhead(op: str, shape: tuple[int, ...], dtype: np.dtype | None) -> bool:
-    if len(shape) != 2 or dtype not in LAPACK_DTYPES:
+def _within_call_overhead(op: str, shape: tuple[int, ...], dtype: np.dtype | None, stack_loop: str) -> bool:
+    if len(shape) < 2 or dtype not in LAPACK_DTYPES:
         return False
-    return _within_runtime_overhead(HOST.predict(Request(op, shape, dtype)))
+    host_seconds = HOST.predict(Request(op, shape, dtype, stack_loop=stack_loop))
+    if len(shape) > 2:
+        return host_seconds <= model.BATCHED_CALL_S
+    return _within_runtime_overhead(host_seconds)
 
 
 def _within_runtime_overhead(host_seconds: float) -> bool:
@@ -273,7 +277,9 @@ def _reason(path: Path, req: Request, predicted: dict[str, float], kernels: str 
         return (f"tiles are predicted only {predicted[path.name] / predicted[HYBRID.name]:.2f}x faster than one LAPACK "
                 f"call, within the model's error (dispatch takes them from {model.tile_margin(req.op):.2f}x)")
     if len(req.shape) > 2:
-        return f"a LAPACK call per matrix is cheapest for this stack ({_ratio(path.name, predicted)})"
+        loop = {"compiled": "in compiled code", "cython": "in Cython"}.get(req.stack_loop, "from Python")
+        return (f"the library's own call is cheapest for this stack: a LAPACK call per matrix, looped {loop}, "
+                f"beside a fixed cost per call below the batched path's ({_ratio(path.name, predicted)})")
     return f"one LAPACK call is cheapest at this size ({_ratio(path.name, predicted)})"
 
 

@@ -32,6 +32,13 @@ HOST_EFFICIENCY: dict[str, tuple[tuple[int, float], ...]] = {
 #: Seconds of Python overhead per LAPACK call made from a Python loop (SciPy's batch loop: about 5 µs a matrix).
 HOST_CALL_OVERHEAD_S = 5e-6
 
+#: Seconds hetlapack's batched path pays on every call whatever the stack: dispatch's plan, SciPy's rules, the
+#: kernels' argument checks and their launch (33-76 µs on the same machine, stacks of 1-4 matrices of order 4, by
+#: operation). Both these and the library's costs are this interpreter's work on this machine, so where they cross
+#: (a stack of a few matrices against SciPy 1.17's loops, of tens to hundreds against 1.18's compiled ones) moves
+#: little from one machine to another.
+BATCHED_CALL_S = 4.5e-5
+
 #: Host memory copy bandwidth, bytes/s (the roofline bound of the batched path; seed 004 §4.1).
 MEMORY_BANDWIDTH_BPS = 25.4e9
 
@@ -113,6 +120,15 @@ LOOP_THREADS_MARGIN = 1.25
 LAPACK_LOOP_START_S = 1.5e-5
 LAPACK_LOOP_CALL_S = 5e-7
 
+
+#: What the library's own call on a stack pays beyond LAPACK's work, in seconds, by how it loops over the stack:
+#: once per call, and per matrix. ``"python"``: SciPy's batch decorator (1.17's ``cholesky`` and ``qr``, every
+#: version's ``lu_factor`` and solves); ``"cython"``: SciPy 1.17's ``lu`` (its ``lu_dispatcher``); ``"compiled"``:
+#: SciPy 1.18's C loops (``cholesky``, ``cho_factor``, ``lu``, ``qr``) and NumPy's gufuncs, whose LAPACK calls cost
+#: what the LAPACK loop's do. Measured on a 2-core AMD EPYC (Zen 3), float64, stacks of 1-10,000 matrices of order
+#: 2-8 (2026-12-01): in Python 31-45 µs once (60 for ``qr``) and 8-11 µs a matrix; 1.17's ``lu`` 25 µs and 1.9;
+#: 1.18's loops 6-19 µs once, and 0.2 (``cholesky``), 0.45 (``lu``) and 1.1-1.5 µs (``qr``) a matrix of order 4.
+STACK_LOOP_S = {"python": (3e-5, 9e-6), "cython": (2.5e-5, 2e-6), "compiled": (1e-5, LAPACK_LOOP_CALL_S)}
 
 def crossover_order(timed, at_least: float = 1.0) -> int:
     """From ``((order, the other choice's time over this one's), ...)`` by increasing order (the LAPACK loop's over
@@ -270,10 +286,21 @@ def host_efficiency(op: str, order: int) -> float:
 
 def predict_host(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:
     """Seconds for ``batch`` LAPACK calls from Python (one call when the input is a single matrix)."""
+    return batch * (_lapack_seconds(op, m, n, dtype) + HOST_CALL_OVERHEAD_S)
+
+
+def predict_host_stack(op: str, m: int, n: int, batch: int, dtype: np.dtype, loop: str) -> float:
+    """Seconds for the library's own call on a stack of ``batch`` matrices: its fixed cost and a LAPACK call per
+    matrix, made by a ``loop`` of the kind :data:`STACK_LOOP_S` prices."""
+    start, per_call = STACK_LOOP_S[loop]
+    return start + batch * (_lapack_seconds(op, m, n, dtype) + per_call)
+
+
+def _lapack_seconds(op: str, m: int, n: int, dtype: np.dtype) -> float:
+    """LAPACK's own time for ``op`` on one ``m x n`` matrix, at this machine's rate for the order."""
     eff = host_efficiency(op, max(min(m, n), 1))
     rate = rates.host_gemm_gflops(dtype.char) * 1e9
-    per_call = flops(op, m, n, dtype.kind == "c") / (rate * eff)
-    return batch * (per_call + HOST_CALL_OVERHEAD_S)
+    return flops(op, m, n, dtype.kind == "c") / (rate * eff)
 
 
 #: Most tiles along a matrix's longer side that pricing simulates. The simulation's tasks grow as the cube of the
@@ -340,8 +367,8 @@ def predict_batched(op: str, m: int, n: int, batch: int, dtype: np.dtype, kernel
     per call, shared by the cores (one, where the loop runs on one thread: :func:`lapack_loop_threads`), plus the
     loop's fixed cost."""
     if kernels == "lapack":
-        per_call = predict_host(op, m, n, 1, dtype) - HOST_CALL_OVERHEAD_S + LAPACK_LOOP_CALL_S
+        per_call = _lapack_seconds(op, m, n, dtype) + LAPACK_LOOP_CALL_S
         cores = lapack_loop_threads(op, dtype, max(m, n)) or usable_cores()
-        return LAPACK_LOOP_START_S + math.ceil(batch / cores) * per_call
+        return BATCHED_CALL_S + LAPACK_LOOP_START_S + math.ceil(batch / cores) * per_call
     bytes_moved = 2 * batch * m * n * dtype.itemsize
-    return BATCHED_OVER_BOUND[op] * bytes_moved / MEMORY_BANDWIDTH_BPS
+    return BATCHED_CALL_S + BATCHED_OVER_BOUND[op] * bytes_moved / MEMORY_BANDWIDTH_BPS

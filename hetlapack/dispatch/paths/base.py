@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Request:
-    """What dispatch needs to know of a call: the operation, the input's shape and dtype, features used, and the
-    library whose function was called (``"scipy"`` or ``"numpy"``: whose LAPACK its results are)."""
+    """What dispatch needs to know of a call: the operation, the input's shape and dtype, features used, the
+    library whose function was called (``"scipy"`` or ``"numpy"``: whose LAPACK its results are), and how that
+    function loops over a stack (``model.STACK_LOOP_S``'s kinds: the host path's price for a stack)."""
 
     op: str
     shape: tuple[int, ...]
@@ -31,6 +32,7 @@ class Request:
     features: tuple[str, ...] = ()
     device: str = "cpu"
     library: str = "scipy"
+    stack_loop: str = "python"
 
     @property
     def batch(self) -> int:
