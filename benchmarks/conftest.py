@@ -55,7 +55,7 @@ def record_prediction(benchmark):
     the host model. Dispatch decides by these predictions, so this is the evidence that it decides right."""
     def record(op: str, n: int, tile: int | None = None) -> None:
         dtype = np.dtype(np.float64)
-        predicted = model.predict_tiled(op, n, n, dtype, tile) if tile else model.predict_host(op, n, n, 1, dtype)
+        predicted = model.predict_tiled(op, n, n, dtype, tile) if tile else model.predict_host(op, n, n, dtype)
         measured = benchmark.stats.stats.min
         benchmark.extra_info.update(predicted_s=predicted, measured_over_predicted=measured / predicted)
     return record

@@ -5,7 +5,7 @@ from __future__ import annotations
 from numpy.typing import ArrayLike
 
 from .compat.scipy_linalg import lu_features, plan_call, qr_route
-from .contract.scipy_rules import QR_LWORK_DEFAULT
+from .contract.scipy_rules import QR_LWORK_DEFAULT, stack_loop
 from .dispatch import OPS, Plan
 
 
@@ -26,8 +26,7 @@ def explain(op: str, a: ArrayLike, *, mode: str = "full", pivoting: bool = False
     """
     if not isinstance(op, str) or op not in OPS:
         raise ValueError(f"explain: unknown operation {op!r}; expected one of {', '.join(sorted(OPS))}")
-    features = lu_features(a) if op == "lu" else ()
-    function = op
+    features, loop = lu_features(a) if op == "lu" else (), stack_loop(op)
     if op == "qr":
         op, features = qr_route(a, mode, pivoting, lwork)
-    return plan_call(OPS[op], a, check_finite, features, function)[0]
+    return plan_call(OPS[op], a, check_finite, features, loop)[0]

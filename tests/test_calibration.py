@@ -115,7 +115,7 @@ def test_dispatch_prices_the_host_and_gpu_paths_from_whole_matrix_rates(cache_di
     (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": devices}))
     assert model.host_efficiency("potrf", 64) == pytest.approx(2.0 / rates.host_gemm_gflops("d"))
     assert model.host_efficiency("getrf", 512) == pytest.approx(3.0 / rates.host_gemm_gflops("d"))
-    assert model.predict_host("potrf", 4096, 4096, 1, np.dtype("d")) == pytest.approx(
+    assert model.predict_host("potrf", 4096, 4096, np.dtype("d")) == pytest.approx(
         rates.flops("potrf", 4096, 4096) / 4e9 + model.HOST_CALL_OVERHEAD_S)
     accelerator = EmulatedDevice(5)
     link = 2 * (1e-4 + 3000 * 3000 * 16 / 10e9)

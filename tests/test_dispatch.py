@@ -223,7 +223,7 @@ def test_model_counts_and_interpolates():
     assert rates.flops("potrf", 300, 300) == pytest.approx(300**3 / 3)
     assert rates.flops("getrf", 300, 300, complex_=True) == pytest.approx(4 * (300**3 - 300**3 / 3))
     assert rates.tile_size("potrf", 100) <= rates.tile_size("potrf", 8000)
-    host = [model.predict_host("potrf", n, n, 1, np.dtype("d")) for n in (500, 1000, 2000)]
+    host = [model.predict_host("potrf", n, n, np.dtype("d")) for n in (500, 1000, 2000)]
     assert host == sorted(host)
 
 
@@ -420,3 +420,5 @@ def test_a_stack_of_a_few_matrices_takes_the_librarys_own_call():
                                 for loop in ("python", "cython", "compiled"))
     assert compiled < cython < python
     assert model.predict_batched("potrf", 4, 4, 1, f64, "interleaved") > model.BATCHED_CALL_S
+    assert host_for_certain("potrf", (8, 4, 4), f64, "compiled")  # at once: no plan, no request
+    assert not host_for_certain("potrf", (4096, 4, 4), f64, "compiled")

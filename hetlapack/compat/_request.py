@@ -11,15 +11,16 @@ from ..dispatch import Request, host_for_certain
 
 def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...] = (),
             library: str = "scipy", shape: tuple[int, ...] | None = None,
-            loop: str = "python") -> tuple[Request, object]:
+            loop: str | None = None) -> tuple[Request, object]:
     """The dispatch request for ``a`` in a call to ``library``'s function (for the work of ``shape``, where given:
-    a solve's broadcast batch; else ``a``'s; ``loop``: how that function loops over a stack), and the array to pass
-    on (converted as :func:`peek` does)."""
+    a solve's broadcast batch; else ``a``'s; ``loop``: how that function loops over a stack, by default as SciPy's
+    for ``op`` does), and the array to pass on (converted as :func:`peek` does)."""
     arr = peek(a)
     lapack = dtype_rule(arr.dtype)
     dtype = lapack if lapack is not None else arr.dtype
     shape = tuple(arr.shape) if shape is None else shape
-    return Request(op, shape, dtype, array_module(arr), features, device_name(arr), library, loop), arr
+    return Request(op, shape, dtype, array_module(arr), features, device_name(arr), library,
+                   stack_loop(op) if loop is None else loop), arr
 
 
 def on_host_at_once(op: str, a, dtype_rule=scipy_lapack_dtype, loop: str | None = None) -> bool:

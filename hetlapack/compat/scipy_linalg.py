@@ -35,11 +35,11 @@ def _on_gpu():
 
 
 def plan_call(op: str, a, check_finite: bool = True, features: tuple[str, ...] = (),
-              function: str = "") -> tuple[Plan, object, np.dtype]:
-    """Dispatch's plan for a call of SciPy's ``function`` (``op`` on ``a``; with ``check_finite=False``, SciPy's own
-    call for a NumPy matrix that holds infinities or NaNs where the plan would tile it: only LAPACK's own kernels
-    place them as SciPy does), the array to pass on and the dtype LAPACK computes in."""
-    req, arr = request(op, a, features=features, loop=stack_loop(function or op))
+              loop: str | None = None) -> tuple[Plan, object, np.dtype]:
+    """Dispatch's plan for a call on ``a`` (with ``check_finite=False``, SciPy's own call for a NumPy matrix that
+    holds infinities or NaNs where the plan would tile it: only LAPACK's own kernels place them as SciPy does), the
+    array to pass on and the dtype LAPACK computes in; ``loop`` as for :func:`._request.request`."""
+    req, arr = request(op, a, features=features, loop=loop)
     plan = choose(req)
     if (plan.runner.reorders_arithmetic and not check_finite and isinstance(arr, np.ndarray)
             and not np.isfinite(arr).all()):
@@ -416,9 +416,10 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     >>> np.allclose(p @ l @ u, a)
     True
     """
-    if on_host_at_once("getrf", a, loop=stack_loop("lu")):
+    loop = stack_loop("lu")  # SciPy loops over a stack in lu otherwise than in lu_factor (getrf's)
+    if on_host_at_once("getrf", a, loop=loop):
         return host_lu(a, permute_l, overwrite_a, check_finite, p_indices)
-    plan, arr, dtype = plan_call("getrf", a, check_finite, lu_features(a), function="lu")
+    plan, arr, dtype = plan_call("getrf", a, check_finite, lu_features(a), loop)
     if plan.runner.own_call or np.shape(arr)[-2:] == (1, 1) or compiled_kernels_unusable():
         return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)

@@ -191,6 +191,12 @@ def getrs_square_error(dtype: np.dtype) -> None:
     raise ValueError("the LU factor is not square")
 
 
+def batch_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """``np.broadcast_shapes(*shapes)``, told at once where the shapes are equal, as a solve's mostly are (NumPy's
+    costs a few µs of a small stack's call)."""
+    return tuple(shapes[0]) if all(shape == shapes[0] for shape in shapes) else np.broadcast_shapes(*shapes)
+
+
 def solve_batch(factor_shape: tuple[int, ...], b_shape: tuple[int, ...],
                 piv=None) -> tuple[tuple[int, ...], bool] | None:
     """SciPy's batch rule for solves: ``b`` has two core dimensions when it has at least two, else one (a vector),
@@ -205,12 +211,6 @@ def solve_batch(factor_shape: tuple[int, ...], b_shape: tuple[int, ...],
         return None
     pivots = () if piv is None else (np.shape(piv)[:-1],)
     return batch_shape(factor_shape[:-2], *pivots, b_shape[:-1 if vector else -2]), vector
-
-
-def batch_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """``np.broadcast_shapes(*shapes)``, told at once where the shapes are equal, as a solve's mostly are (NumPy's
-    costs a few µs of a small stack's call)."""
-    return tuple(shapes[0]) if all(shape == shapes[0] for shape in shapes) else np.broadcast_shapes(*shapes)
 
 
 def broadcast(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -29,7 +29,8 @@ HOST_EFFICIENCY: dict[str, tuple[tuple[int, float], ...]] = {
     "geqrf": ((64, 0.04), (256, 0.15), (1000, 0.44), (2000, 0.42), (4000, 0.41), (8000, 0.48)),
 }
 
-#: Seconds of Python overhead per LAPACK call made from a Python loop (SciPy's batch loop: about 5 µs a matrix).
+#: Seconds of Python overhead of the library's call on one matrix (SciPy's checks before its LAPACK call: 5-10 µs;
+#: a stack's loop is priced by ``STACK_LOOP_S``).
 HOST_CALL_OVERHEAD_S = 5e-6
 
 #: Seconds hetlapack's batched path pays on every call whatever the stack: dispatch's plan, SciPy's rules, the
@@ -129,6 +130,7 @@ LAPACK_LOOP_CALL_S = 5e-7
 #: 2-8 (2026-12-01): in Python 31-45 µs once (60 for ``qr``) and 8-11 µs a matrix; 1.17's ``lu`` 25 µs and 1.9;
 #: 1.18's loops 6-19 µs once, and 0.2 (``cholesky``), 0.45 (``lu``) and 1.1-1.5 µs (``qr``) a matrix of order 4.
 STACK_LOOP_S = {"python": (3e-5, 9e-6), "cython": (2.5e-5, 2e-6), "compiled": (1e-5, LAPACK_LOOP_CALL_S)}
+
 
 def crossover_order(timed, at_least: float = 1.0) -> int:
     """From ``((order, the other choice's time over this one's), ...)`` by increasing order (the LAPACK loop's over
@@ -284,9 +286,9 @@ def host_efficiency(op: str, order: int) -> float:
     return min(scaled, max(efficiency, 1.0))
 
 
-def predict_host(op: str, m: int, n: int, batch: int, dtype: np.dtype) -> float:
-    """Seconds for ``batch`` LAPACK calls from Python (one call when the input is a single matrix)."""
-    return batch * (_lapack_seconds(op, m, n, dtype) + HOST_CALL_OVERHEAD_S)
+def predict_host(op: str, m: int, n: int, dtype: np.dtype) -> float:
+    """Seconds for the library's call on one matrix: a LAPACK call from Python."""
+    return _lapack_seconds(op, m, n, dtype) + HOST_CALL_OVERHEAD_S
 
 
 def predict_host_stack(op: str, m: int, n: int, batch: int, dtype: np.dtype, loop: str) -> float:

@@ -21,7 +21,7 @@ class HostPath(Path):
         loop, whose kind sets its fixed cost and its cost per matrix."""
         if len(req.shape) > 2:
             return model.predict_host_stack(req.op, *req.core, req.batch, req.dtype, req.stack_loop)
-        return model.predict_host(req.op, *req.core, 1, req.dtype)
+        return model.predict_host(req.op, *req.core, req.dtype)
 
 
 HOST = HostPath()
