@@ -1,17 +1,21 @@
 """What a hetlapack call leaves behind for the rest of the program: the next BLAS call, and the next fresh array,
-timed right after a call to SciPy, to hetlapack's host path and to its hybrid path (float64, order ``n``).
+timed right after a call to SciPy, to hetlapack's host path, to its hybrid path (float64, order ``n``) and to its
+batched path (1,000 matrices of order 8).
 
 A GEMM into an array that already exists measures BLAS alone (its threads and their limits); filling a fresh array
 measures the memory it is given (pages the kernel zeroes on first touch). Rows of one group should agree; a row
-after the hybrid call that is slower than the row after SciPy's call names what the hybrid call left. One such row
-is gone: the fresh array after the hybrid call filled in 279 ms against 8-9 ms after SciPy's (median of 7, order
-4000, 2-core AMD EPYC VM with AVX-512), because reference cycles (tile handles and their matrix) kept the call's
-working copy alive until the cyclic collector ran and the array got memory the system had not handed out before;
-``tests/test_hybrid.py`` checks a hybrid call leaves no cycle. Run on a quiet machine, OpenBLAS on its own kernels:
+after a hetlapack call that is slower than the row after SciPy's call names what the call left. Two such rows are
+gone. The fresh array after the hybrid call filled in 279 ms against 8-9 ms after SciPy's (median of 7, order 4000,
+2-core AMD EPYC VM with AVX-512), because reference cycles (tile handles and their matrix) kept the call's working
+copy alive until the cyclic collector ran and the array got memory the system had not handed out before;
+``tests/test_hybrid.py`` checks a hybrid call leaves no cycle. The GEMM of order 500 after the batched call took
+9.67 ms against 4.03 now (median of 7, 2-core AMD EPYC with AVX2): numba's OpenMP thread went on spinning on a core
+BLAS wanted (``batched.threads.OPENMP_SPIN_COUNT``). Run on a quiet machine, OpenBLAS on its own kernels:
 ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE pytest benchmarks/test_after_a_call.py --benchmark-only
 --benchmark-group-by=group``. Order: ``HETLAPACK_BENCH_AFTER_N`` (default 3000).
 """
 
+import functools
 import os
 
 import numpy as np
@@ -30,11 +34,22 @@ def _hybrid_cholesky(a: np.ndarray) -> None:
         hla.cholesky(a, lower=True)
 
 
+@functools.cache
+def _small_stack() -> np.ndarray:
+    """1,000 positive definite matrices of order 8: a stack the batched path takes on numba's threads."""
+    return spd(8, batch=(1000,))
+
+
+def _batched_cholesky(a: np.ndarray) -> None:
+    hla.cholesky(_small_stack(), lower=True)
+
+
 #: the call made just before the timed one
 BEFORE = {
     "after scipy.linalg.cholesky": lambda a: sl.cholesky(a, lower=True),
     "after hetlapack host cholesky": lambda a: hla.cholesky(a, lower=True),
     "after hetlapack hybrid cholesky": _hybrid_cholesky,
+    "after hetlapack batched cholesky": _batched_cholesky,
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import numba
 import numpy as np
@@ -870,3 +871,22 @@ def test_the_parallel_loop_runs_every_share_by_address_and_counts_those_that_rai
     out = np.zeros(3, dtype=np.int64)
     assert shares(address, (out, -1), 3) == 0 and out.tolist() == [3, 4, 5]
     assert shares(address, (out, 1), 3) == 1
+
+
+@pytest.mark.parametrize("environment", [{}, {"OMP_WAIT_POLICY": "active"}, {"GOMP_SPINCOUNT": "300000"}])
+def test_numbas_pool_starts_with_short_spinning_unless_the_environment_says_otherwise(environment, monkeypatch):
+    """libgomp reads ``GOMP_SPINCOUNT`` as numba's first ``get_num_threads`` loads it: hetlapack sets it for that
+    moment only (child processes do not inherit it), and leaves OpenMP's waiting to the user where they set it."""
+    from hetlapack.batched import threads
+
+    for name in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    seen = []
+    monkeypatch.setattr(numba, "get_num_threads", lambda: seen.append(os.environ.get("GOMP_SPINCOUNT")) or 2)
+    monkeypatch.setattr(threads, "_pool_started", False)
+    assert threads.pool_threads() == 2 and threads.pool_threads() == 2
+    expected = environment.get("GOMP_SPINCOUNT") if environment else str(threads.OPENMP_SPIN_COUNT)
+    assert seen[0] == expected and seen[1:] == [environment.get("GOMP_SPINCOUNT")] * 2
+    assert os.environ.get("GOMP_SPINCOUNT") == environment.get("GOMP_SPINCOUNT")

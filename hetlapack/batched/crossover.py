@@ -18,13 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numba
 import numpy as np
 
 from ..perf.calibration import best_seconds
 from ..perf.model import batched_case
 from . import kernels
-from .threads import kernel_lanes
+from .threads import kernel_lanes, pool_threads
 
 #: Orders timed: from where the interleaved kernels are sure to win to past where the reference machine's loop won.
 ORDERS = (4, 8, 16, 24, 32, 40, 48, 64)
@@ -185,7 +184,7 @@ def measure_loop_threads(repeats: int = 3, orders: tuple[int, ...] = LOOP_ORDERS
     slower than one at orders 2-4 (the solves to 8), while ``geqrf``, ``orgqr`` and ``geqp3`` ran 1.9-2.0x faster
     at every order."""
     rng = np.random.default_rng(4)
-    every = numba.get_num_threads()
+    every = pool_threads()
     ratios: dict[str, list[list[float]]] = {}
     for case in LOOP_CASES:
         op, dtype = case.split()

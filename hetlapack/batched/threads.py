@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 
 import numba
 import numpy as np
@@ -23,6 +24,48 @@ from ._simd import WIDTH
 from .compiling import lapack_routines, run
 
 _forked_after_gnu_openmp = False
+
+#: How many times numba's OpenMP threads (GNU's: numba's threading layer where TBB is not installed) spin waiting
+#: for the next kernel before they sleep (libgomp's ``GOMP_SPINCOUNT``), where the environment does not set OpenMP's
+#: waiting itself. libgomp's default kept a core spinning after every batched call long enough that a 12 ms LAPACK
+#: call made right after it ran on the other core alone (17-21 ms): on a 2-core AMD EPYC, a batched Cholesky of 1,000
+#: matrices of order 8 and then SciPy's Cholesky of order 300 took 7.8 ms a pair where the two apart took 2.0; 1.6
+#: with this count. The price: a batched call after the process idled a few milliseconds wakes a sleeping thread
+#: (0.4-0.9 ms more on that VM after 5 ms asleep; docs/batched.md, "Leaving the cores to BLAS").
+OPENMP_SPIN_COUNT = 10_000
+
+#: What OpenMP reads for how long its threads wait awake; where the environment has either, it is the user's choice.
+_OPENMP_WAITING = ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")
+
+_pool_lock = threading.Lock()
+_pool_started = False
+
+
+def pool_threads() -> int:
+    """numba's thread count (its pool's size), the pool started first if this process has not started it: then
+    with its OpenMP threads spinning :data:`OPENMP_SPIN_COUNT` times before they sleep (libgomp reads
+    ``GOMP_SPINCOUNT`` as it loads; the variable is set for that moment only, so child processes do not inherit it).
+    A pool started before hetlapack used it (by another numba user) keeps its settings."""
+    global _pool_started
+    if not _pool_started:
+        with _pool_lock:
+            if not _pool_started:
+                _start_pool()
+                _pool_started = True
+    return numba.get_num_threads()
+
+
+def _start_pool() -> None:
+    """Start numba's pool (its first ``get_num_threads`` does) with :data:`OPENMP_SPIN_COUNT` set where the
+    environment leaves OpenMP's waiting to its default."""
+    ours = not any(name in os.environ for name in _OPENMP_WAITING)
+    if ours:
+        os.environ["GOMP_SPINCOUNT"] = str(OPENMP_SPIN_COUNT)
+    try:
+        numba.get_num_threads()
+    finally:
+        if ours:
+            os.environ.pop("GOMP_SPINCOUNT", None)
 
 
 def _gnu_openmp_started() -> bool:
@@ -56,7 +99,7 @@ def unusable_after_fork() -> str | None:
 
 def threads_for(batch: int, lanes: int) -> int:
     """Threads worth starting: numba's pool size, but no more than there are chunks of ``lanes`` matrices."""
-    return max(1, min(numba.get_num_threads(), math.ceil(batch / lanes)))
+    return max(1, min(pool_threads(), math.ceil(batch / lanes)))
 
 
 #: Matrices per thread below which :func:`~.kernels.plu` and the solves do not start another (a pass over memory
@@ -150,5 +193,5 @@ def replay_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite: 
     """Run ``op``, a replay of LAPACK's roundings that goes matrix by matrix (``_qr_replay``) and hands the matrices
     it leaves to LAPACK's routines, with ``kernels``' roundings: threads as for a LAPACK loop of ``order``, not
     capped as OpenBLAS's routines are (the replay takes none of their locks)."""
-    lapack_loop(op, dtype, batch, order, check_finite, arrays, numba.get_num_threads(), (kernels,))
+    lapack_loop(op, dtype, batch, order, check_finite, arrays, pool_threads(), (kernels,))
 
