@@ -216,6 +216,7 @@ def test_calibrate_prints_its_results_when_the_cache_write_fails_after_measuring
                                                                                   fast_kernel_tables):
     from hetlapack.cli import main
     from hetlapack.commands import calibrate as command
+    from hetlapack.perf import calibration
 
     def save_results(results, tile):
         raise PermissionError(13, "Permission denied", str(cache_path()))
@@ -224,7 +225,7 @@ def test_calibrate_prints_its_results_when_the_cache_write_fails_after_measuring
     with pytest.raises(SystemExit) as exit_:
         main(["calibrate", "--devices", "cpu", "--tile", "16", "--repeats", "1", "--orders", "16"])
     captured = capsys.readouterr()
-    assert exit_.value.code == 1 and fast_kernel_tables == ["cpu"]
+    assert exit_.value.code == 1 and fast_kernel_tables == ["cpu"] * calibration.PASSES
     assert "blas3 GFLOP/s" in captured.out and "cannot write the calibration cache" in captured.err
 
 
@@ -428,3 +429,13 @@ def test_the_buffer_size_rule_stands_unless_another_choice_is_clearly_faster(mon
                                                       else np.inf})
         picked = crossover.measure_lanes(repeats=1, orders=(16,), choices=(faster,))
         assert picked == {"getrf float64": [[16, 8 if faster == 8 else rule]]}
+
+
+def test_each_rate_is_the_fastest_of_the_passes():
+    from hetlapack.perf.calibration import _fastest
+
+    first = {"blas3": 2.0, "kernels": {"gemm": [[128, 3.0], [256, 5.0]]}, "whole": {"potrf": [[64, 1.0]]}}
+    second = {"blas3": 1.0, "kernels": {"gemm": [[128, 4.0], [256, 4.0]]}, "whole": {"potrf": [[64, 2.0]]}}
+    assert _fastest([first, second]) == {"blas3": 2.0, "kernels": {"gemm": [[128, 4.0], [256, 5.0]]},
+                                         "whole": {"potrf": [[64, 2.0]]}}
+    assert _fastest([first]) == first
