@@ -26,7 +26,7 @@ def explain(op: str, a: ArrayLike, *, mode: str = "full", pivoting: bool = False
     """
     if not isinstance(op, str) or op not in OPS:
         raise ValueError(f"explain: unknown operation {op!r}; expected one of {', '.join(sorted(OPS))}")
-    features, loop = lu_features(a) if op == "lu" else (), stack_loop(op)
+    features, loop = (lu_features(a), stack_loop("lu")) if op == "lu" else ((), None)
     if op == "qr":
         op, features = qr_route(a, mode, pivoting, lwork)
     return plan_call(OPS[op], a, check_finite, features, loop)[0]

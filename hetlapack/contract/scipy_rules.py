@@ -30,17 +30,18 @@ _SINGULAR = "Diagonal number {} is exactly zero. Singular matrix."
 #: failing slice, its results are C-ordered, and it deprecates dtypes LAPACK does not compute in.
 COMPILED_BATCH_LOOPS = NumpyVersion(scipy.__version__) >= "1.18.0"
 
-#: The functions whose loop over a stack SciPy does not run in Python (by their names or their LAPACK routines'),
-#: and how: since 1.18 ``cholesky``, ``cho_factor``, ``lu`` and ``qr`` in C; before, ``lu`` in Cython (its
-#: ``lu_dispatcher``). ``lu_factor`` and the solves loop in Python.
-_STACK_LOOPS = ({name: "compiled" for name in ("cholesky", "cho_factor", "potrf", "lu", "qr", "geqrf", "geqp3")}
-                if COMPILED_BATCH_LOOPS else {"lu": "cython"})
+#: The calls whose loop over a stack SciPy does not run in Python, by the LAPACK routine its function calls, and
+#: ``lu`` (which shares ``getrf`` with ``lu_factor``) by name: since 1.18 ``cholesky`` and ``cho_factor``
+#: (``potrf``), ``qr`` (``geqrf``, ``geqp3``) and ``lu`` in C; before, ``lu`` in Cython (its ``lu_dispatcher``).
+#: ``lu_factor`` and the solves loop in Python.
+_STACK_LOOPS = ({name: "compiled" for name in ("potrf", "geqrf", "geqp3", "lu")} if COMPILED_BATCH_LOOPS
+                else {"lu": "cython"})
 
 
-def stack_loop(function: str) -> str:
-    """How SciPy's ``function`` loops over a stack: ``"python"``, ``"cython"`` or ``"compiled"``
-    (:data:`_STACK_LOOPS`; ``hetlapack.perf.model.STACK_LOOP_S`` prices each)."""
-    return _STACK_LOOPS.get(function, "python")
+def stack_loop(routine: str) -> str:
+    """How SciPy's function for LAPACK's ``routine`` (or ``"lu"``) loops over a stack: ``"python"``, ``"cython"``
+    or ``"compiled"`` (:data:`_STACK_LOOPS`; ``hetlapack.perf.model.STACK_LOOP_S`` prices each)."""
+    return _STACK_LOOPS.get(routine, "python")
 
 
 #: ``scipy.linalg.qr``'s default ``lwork`` (``None`` before SciPy 1.18, a sentinel after): any other value, ``None``
