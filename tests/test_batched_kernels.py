@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 
 import numba
@@ -12,7 +13,7 @@ import scipy.linalg as sla
 from scipy.linalg import lapack
 
 from hetlapack.batched import _cholesky, _lu, _qr, compiling, kernels
-from hetlapack.batched._interleave import SMALL_ORDER_LANES, WIDE_LANES, lanes_for
+from hetlapack.batched._interleave import SMALL_ORDER_LANES, WIDE_LANES, lanes_for, permuted, smallest_normal
 from hetlapack.batched._lu import divides_by_pivot
 from hetlapack.batched._simd import WIDTH
 from hetlapack.batched._transpose import transpose_block
@@ -890,3 +891,21 @@ def test_numbas_pool_starts_with_short_spinning_unless_the_environment_says_othe
     expected = environment.get("GOMP_SPINCOUNT") if environment else str(threads.OPENMP_SPIN_COUNT)
     assert seen[0] == expected and seen[1:] == [environment.get("GOMP_SPINCOUNT")] * 2
     assert os.environ.get("GOMP_SPINCOUNT") == environment.get("GOMP_SPINCOUNT")
+
+
+@pytest.mark.parametrize("dtype", LAPACK_DTYPES, ids=str)
+def test_the_smallest_normal_number_is_read_in_compiled_code_as_numpy_gives_it(dtype):
+    """``smallest_normal`` gives NumPy's ``finfo(dtype).tiny`` in compiled code, for real and complex arrays."""
+    read = numba.njit(lambda array: smallest_normal(array))
+    assert read(np.zeros(1, dtype)) == np.finfo(dtype).tiny == smallest_normal(np.zeros(1, dtype))
+
+
+def test_permuted_views_are_numpys_transposes():
+    """``permuted`` gives the view ``transpose`` does, shape and strides, for every order of the axes of a strided
+    view."""
+    a = np.arange(5 * 6 * 7.0).reshape(5, 6, 7)[1:, ::-2, 1::3]
+    view = numba.njit(lambda a, first, second, third: permuted(a, first, second, third))
+    for axes in itertools.permutations(range(3)):
+        ours, numpys = view(a, *axes), a.transpose(axes)
+        assert ours.strides == numpys.strides
+        np.testing.assert_array_equal(ours, numpys)

@@ -17,7 +17,8 @@ from numba import types
 from numba.extending import overload
 
 from ._interleave import (JIT_OPTIONS, LOWER, SMALL_ORDER_LANES, WHOLE, blocked, buffer_as_stack, chunk_as_buffer,
-                          chunk_range, copy_blocks_along, divide, flag_poisoned, gather, rows_along_memory, scatter)
+                          chunk_range, copy_blocks_along, divide, flag_poisoned, gather, permuted, rows_along_memory,
+                          scatter)
 from ._simd import (WIDTH, load, multiply, negative, quotient, splat, square_root, store, subtract_product,
                     where_at_most)
 from ._split_complex import ELEMENT, join, product, split
@@ -38,7 +39,7 @@ def gather_hermitian(a, first, lower, buf, n, lanes, whole):
     ``a`` -> checked in the buffer: order 16 266 -> 81, order 32 794 -> 471; 47 and 495 unchecked)."""
     count = min(lanes, a.shape[0] - first)
     if blocked(a, count, n, n, lanes):
-        source = a if lower else a.transpose(0, 2, 1)
+        source = a if lower else permuted(a, 0, 2, 1)
         copy_blocks_along(source[first:first + lanes], buf, n, n, lanes, rows_along_memory(source), WHOLE, not lower)
         return count
     for lane in range(count):
@@ -259,7 +260,7 @@ def scatter_triangle(buf, count, a, lower, clean, out, first, n):
     lanes = buf.shape[2]
     in_blocks = blocked(out, count, n, n, lanes)
     if in_blocks:  # the lower triangle of out's matrices as they are, or conjugate-transposed
-        target = out if lower else out.transpose(0, 2, 1)
+        target = out if lower else permuted(out, 0, 2, 1)
         if clean:
             for i in range(n):
                 for j in range(i + 1, n):

@@ -24,8 +24,8 @@ from numba import types
 from numba.extending import overload
 
 from ..machine import vector_bytes
-from ._interleave import (SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range, divide, flag_poisoned, gather,
-                          poison_lanes, scatter)
+from ._interleave import (SMALL_ORDER_LANES, JIT_OPTIONS, buffer_as_stack, chunk_range, divide, flag_poisoned,
+                          gather, poison_lanes, scatter, smallest_normal)
 from ._simd import (WIDTH, add, any_below, any_equal, load, magnitude, multiply, quotient, splat, store,
                     subtract_product, where_equal, where_greater)
 from ._split_complex import ELEMENT, join, product, reciprocal, split
@@ -109,7 +109,7 @@ def _take_pivots(buf, k, info, recip, lanes):
     smallest normal number (neither zero nor divided by), the reciprocals are taken in one loop with no branch, which
     the compiler runs on vectors (float64, 10^4 matrices of order 2 and 4, 2 threads: 13 -> 7 and 33 -> 21 ns a
     matrix)."""
-    tiny = np.finfo(recip.real.dtype).tiny
+    tiny = smallest_normal(recip)
     normal = True
     for lane in range(lanes):
         normal &= abs(buf[k, k, lane].real) >= tiny or abs(buf[k, k, lane].imag) >= tiny
@@ -129,7 +129,7 @@ def _take_pivots(buf, k, info, recip, lanes):
 def _divide_by_subnormal_pivots(buf, k, m, lanes):
     """Divide column ``k`` below the diagonal by its pivot in the lanes whose pivot is too small for
     its reciprocal (multiplied by 1 so far)."""
-    tiny = np.finfo(buf.real.dtype).tiny
+    tiny = smallest_normal(buf)
     for lane in range(lanes):
         if divides_by_pivot(buf[k, k, lane], tiny):
             for i in range(k + 1, m):
@@ -214,7 +214,7 @@ def _pivot_vector_column(buf, k, piv, info, recip, m, n):
     store(piv, k * WIDTH, rows)
     _swap_each_lane(buf, k, piv, n, WIDTH)  # selects across its one vector ran slower (n = 24: 769 -> 843 ns)
     subnormal = False
-    if any_below(best, splat(buf.dtype.type(np.finfo(buf.dtype).tiny))):
+    if any_below(best, splat(smallest_normal(buf))):
         subnormal = _take_pivots(buf, k, info, recip, WIDTH)
         scale = load(recip, 0)
     else:  # no zero or subnormal pivot: the reciprocals in one vector division
@@ -321,7 +321,7 @@ def _pivot_split_column(words, k, piv, info, recip, touched, m, n):
         best = where_greater(size, best, size, best)
     store(piv, k * WIDTH, rows)
     _swap_split_rows(words, k, rows, touched, m, n)
-    tiny = np.finfo(words.dtype).tiny
+    tiny = smallest_normal(words)
     subnormal = False
     if not any_below(best, splat(words.dtype.type(2 * tiny))):
         scale_real, scale_imag = reciprocal(load(words, at), load(words, at + WIDTH))
@@ -512,7 +512,7 @@ def scatter_lu(buf, chunk_piv, chunk_info, poison, count, piv, info, first, piec
     ``REDO_INFO``."""
     _record(buf, chunk_piv, chunk_info, poison, count, piv, info, first, m, n, lanes)
     permute_l, rows, lower, upper, permutation = pieces
-    packed, pivots = buf.transpose((2, 0, 1)), chunk_piv.T
+    packed, pivots = buffer_as_stack(buf), chunk_piv.T
     for lane in range(count):
         if chunk_info[lane] != REDO_INFO:
             _write_plu(packed, pivots, lane, first + lane, permute_l, order, rows, lower, upper, permutation, m, n)

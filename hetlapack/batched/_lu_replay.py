@@ -24,7 +24,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range
+from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range, smallest_normal
 from ._lu import REDO_INFO, gather_checked, scatter_factored, search_pivot, swap_pivot_rows
 from ._simd import fused_multiply_add
 
@@ -127,7 +127,7 @@ def matrix_vector_update(buf, x, j, top, acc, m, lanes, kernels, widest):
 def _scale_below_pivot(buf, j, info, recip, m, lanes):
     """Multiply column ``j`` below the diagonal by the pivot's reciprocal; an exactly zero pivot sets ``info`` and
     leaves the column, a subnormal one (which OpenBLAS neither swaps in nor divides by) ``REDO_INFO``."""
-    tiny = np.finfo(buf.dtype).tiny
+    tiny = smallest_normal(buf)
     for lane in range(lanes):
         pivot = buf[j, j, lane]
         size = abs(pivot)
