@@ -8,7 +8,12 @@ import scipy.linalg as sla
 import threadpoolctl
 
 from hetlapack.batched import kernels, replay
+from hetlapack.batched._interleave import SMALL_ORDER_LANES
+from hetlapack.batched._lu import REDO_INFO
 from hetlapack.batched._lu_replay import HASWELL, KERNEL_NAMES, SKYLAKEX
+from hetlapack.batched._simd import WIDTH
+from hetlapack.batched.compiling import INDEX_DTYPE
+from hetlapack.batched.threads import kernel_lanes, launch_checked
 from hetlapack.blas_threads import one_thread_per_call
 from hetlapack.perf.model import REPLAY_MAX_N
 
@@ -66,6 +71,38 @@ def test_single_precision_lu_is_lapacks_bit_for_bit(shape):
         np.testing.assert_array_equal(piv, want_piv, err_msg=name)
         np.testing.assert_array_equal(info, want_info, err_msg=name)
         np.testing.assert_array_equal(a.view(np.uint32), before.view(np.uint32), err_msg=name)
+
+
+def _replayed_lu(a: np.ndarray, kernels_: int, lanes: int) -> tuple[np.ndarray, ...]:
+    """The replay of ``kernels_``'s LU on the float32 stack ``a`` with ``lanes`` matrices per buffer: the packed
+    LU's bits, the pivots and ``info``."""
+    out = np.empty_like(a)
+    piv = np.empty((a.shape[0], min(a.shape[1:])), dtype=INDEX_DTYPE)
+    info = np.zeros(a.shape[0], dtype=INDEX_DTYPE)
+    launch_checked("getrf_replay", False, a.dtype, *a.shape, a, out, piv, info, kernels_, lanes=lanes)
+    return out.view(np.uint32), piv, info
+
+
+@pytest.mark.parametrize("kernels_", list(KERNEL_NAMES), ids=KERNEL_NAMES.get)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_the_lu_replay_on_simd_vectors_gives_the_bits_of_its_loop_over_lanes(kernels_, shape):
+    """A buffer of one vector of matrices runs the replay on SIMD vectors (``_lu_replay._replay_vector``), a wider
+    one in loops over the lanes: the same roundings of either kernel family, bit for bit, on this machine whichever
+    family its LAPACK runs (the check against LAPACK covers that one only). A matrix left to LAPACK (``REDO_INFO``)
+    is compared by ``info`` alone."""
+    for name, a in _hard_stacks(*shape, seed=sum(shape)).items():
+        vector, loop = (_replayed_lu(a, kernels_, lanes) for lanes in (WIDTH, 2 * WIDTH))
+        np.testing.assert_array_equal(vector[2], loop[2], err_msg=name)
+        kept = vector[2] != REDO_INFO
+        for ours, theirs in zip(vector[:2], loop[:2]):
+            np.testing.assert_array_equal(ours[kept], theirs[kept], err_msg=name)
+
+
+def test_single_precision_lu_takes_one_vector_of_matrices_per_buffer():
+    """Past the orders compiled one by one, the LU replay's buffer holds one SIMD vector of matrices."""
+    f32 = np.dtype(np.float32)
+    assert kernel_lanes("getrf_replay", f32, 1000, 5, 5) == kernel_lanes("getrf_replay", f32, 1000, 16, 3) == WIDTH
+    assert kernel_lanes("getrf_replay", f32, 1000, 4, 4) == SMALL_ORDER_LANES
 
 
 def _spd_stacks(n: int, seed: int) -> dict[str, np.ndarray]:

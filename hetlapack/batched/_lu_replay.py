@@ -10,9 +10,11 @@ magnitude is the pivot, its row is swapped in and the column below it multiplied
 The kernel here does the same operations in the same order, each rounding where OpenBLAS's kernels round (every
 fused multiply-add written as one, nothing else contracted), as its SkylakeX kernels (AVX-512) or its Haswell ones
 (AVX2, and Zen's, the same files) do: on machines running those, its results are the LAPACK loop's bit for bit, at
-the interleaved kernels' speed. :mod:`.replay` checks that in each process before it is used. How ``sdot`` and
-``sgemv_n`` round is in :func:`strided_dot` and :func:`matrix_vector_update` (docs/batched.md, "Single precision:
-replays of OpenBLAS's own roundings", has the whole account). :mod:`._cholesky_replay` uses both.
+the interleaved kernels' speed. :mod:`.replay` checks that in each process before it is used. A buffer of one
+vector of matrices (the default past order 4) runs :func:`_replay_vector`, the same operations on ``_simd`` vectors.
+How ``sdot`` and ``sgemv_n`` round is in :func:`strided_dot` and :func:`matrix_vector_update` (docs/batched.md,
+"Single precision: replays of OpenBLAS's own roundings", has the whole account). :mod:`._cholesky_replay` uses
+both.
 
 What OpenBLAS does its own way is left to LAPACK (``REDO_INFO``): a matrix whose factors hold an infinity or NaN
 (``isamax``'s rule for a NaN), and one with a nonzero pivot below the smallest normal number, which OpenBLAS neither
@@ -25,8 +27,9 @@ import numba
 import numpy as np
 
 from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range, smallest_normal
-from ._lu import REDO_INFO, gather_checked, scatter_factored, search_pivot, swap_pivot_rows
-from ._simd import fused_multiply_add
+from ._lu import REDO_INFO, gather_checked, pivot_vector_rows, scatter_factored, search_pivot, swap_pivot_rows
+from ._simd import (WIDTH, add, add_rounded_product, any_below, fused_multiply_add, load, multiply, narrowed,
+                    negative, quotient, splat, store, subtract, widened)
 
 #: No contraction: each fused multiply-add is written as one (``fused_multiply_add``), each other product rounded.
 REPLAY_JIT_OPTIONS = {**JIT_OPTIONS, "fastmath": False}
@@ -166,12 +169,129 @@ def _replay_chunk(buf, piv, info, acc, dot, recip, column, m, n, lanes, kernels)
         _scale_below_pivot(buf, j, info, recip, m, lanes)
 
 
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _vector_dot(buf, column, i, n, kernels):
+    """:func:`strided_dot` of row ``i`` of a buffer of one vector of matrices with ``column[:i]``, on vectors: the
+    products in pairs, each pair added in double precision; the sum as a vector of doubles."""
+    row = i * n * WIDTH
+    total = splat(np.float64(0))
+    k = 0
+    while k + 1 < i:
+        second = multiply(load(buf, row + (k + 1) * WIDTH), load(column, (k + 1) * WIDTH))
+        x, y = load(buf, row + k * WIDTH), load(column, k * WIDTH)
+        if kernels == SKYLAKEX:
+            pair = fused_multiply_add(x, y, second)
+        else:
+            pair = add_rounded_product(second, x, y)
+        total = add(total, widened(pair))
+        k += 2
+    if k < i:
+        total = add(total, widened(multiply(load(buf, row + k * WIDTH), load(column, k * WIDTH))))
+    return total
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _vector_two_chains(buf, column, j, first, stop, start, end, n):
+    """:func:`_columns_in_two_chains` for rows ``start:end`` of a buffer of one vector of matrices. Its ``(even +
+    odd) * -1 + a`` is ``a - (even + odd)``: the product by -1 is exact."""
+    zero = splat(buf.dtype.type(0))
+    for r in range(start, end):
+        row = r * n * WIDTH
+        even = odd = zero
+        for k in range(first, stop, 2):
+            even = fused_multiply_add(load(buf, row + k * WIDTH), load(column, k * WIDTH), even)
+            odd = fused_multiply_add(load(buf, row + (k + 1) * WIDTH), load(column, (k + 1) * WIDTH), odd)
+        store(buf, row + j * WIDTH, subtract(load(buf, row + j * WIDTH), add(even, odd)))
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _vector_one_chain(buf, column, j, first, stop, start, end, n):
+    """:func:`_columns_in_one_chain` for rows ``start:end`` of a buffer of one vector of matrices."""
+    zero, minus_one = splat(buf.dtype.type(0)), splat(buf.dtype.type(-1))
+    for r in range(start, end):
+        row = r * n * WIDTH
+        total = zero
+        for k in range(first, stop):
+            total = fused_multiply_add(load(buf, row + k * WIDTH), load(column, k * WIDTH), total)
+        store(buf, row + j * WIDTH, fused_multiply_add(total, minus_one, load(buf, row + j * WIDTH)))
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _vector_update(buf, column, j, m, n, kernels):
+    """:func:`matrix_vector_update` from the diagonal down (``top = j``, a contiguous ``x``) in a buffer of one
+    vector of matrices, with the same roundings in the same order. Its last ``a + (-1) * total`` is ``a - total``."""
+    blocked = (m - j) - (m - j) % 4
+    split = blocked & 12
+    if kernels == SKYLAKEX and j != 4:
+        _vector_one_chain(buf, column, j, 0, j, j, m, n)
+        return
+    first = 0
+    while j - first >= 4:
+        stop = first + (8 if j - first >= 8 else 4)
+        _vector_two_chains(buf, column, j, first, stop, j, j + split, n)
+        _vector_one_chain(buf, column, j, first, stop, j + split, j + blocked, n)
+        first = stop
+    for r in range(j, j + blocked):  # the SSE kernels of the last columns: nothing fused
+        at = (r * n + j) * WIDTH
+        value = load(buf, at)
+        for k in range(first, j):
+            value = add_rounded_product(value, load(buf, at + (k - j) * WIDTH), negative(load(column, k * WIDTH)))
+        store(buf, at, value)
+    for r in range(j + blocked, m):
+        row = r * n * WIDTH
+        total = splat(buf.dtype.type(0))
+        for k in range(j):
+            if kernels == SKYLAKEX:
+                total = fused_multiply_add(load(buf, row + k * WIDTH), load(column, k * WIDTH), total)
+            else:
+                total = add_rounded_product(total, load(buf, row + k * WIDTH), load(column, k * WIDTH))
+        store(buf, row + j * WIDTH, subtract(load(buf, row + j * WIDTH), total))
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _vector_pivot(buf, j, piv, info, recip, m, n):
+    """Pivot search and row swap (:func:`~._lu.pivot_vector_rows`) and scaling of column ``j`` in a buffer of one
+    vector of matrices: the reciprocals in one vector division where every pivot is at least the smallest normal
+    number, else lane by lane (:func:`_scale_below_pivot`)."""
+    at = (j * n + j) * WIDTH
+    best = pivot_vector_rows(buf, j, piv, m, n)
+    if any_below(best, splat(smallest_normal(buf))):
+        _scale_below_pivot(buf, j, info, recip, m, WIDTH)
+        return
+    scale = quotient(splat(buf.dtype.type(1)), load(buf, at))
+    for i in range(j + 1, m):
+        below = at + (i - j) * n * WIDTH
+        store(buf, below, multiply(scale, load(buf, below)))
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _replay_vector(buf, piv, info, recip, column, m, n, kernels):
+    """:func:`_replay_chunk` for a buffer of one vector of matrices (``WIDTH`` lanes), on ``_simd`` vectors: the
+    same operations in the same order, bitwise its results. Written as loops over the lanes, the replay's short
+    loops reached the compiler as scalar code (float32, order 16: about 4,600 scalar moves to a few dozen
+    fused multiply-adds)."""
+    for lane in range(WIDTH):
+        info[lane] = 0
+    for j in range(n):
+        for k in range(min(j, m)):
+            store(column, k * WIDTH, load(buf, (k * n + j) * WIDTH))
+        for i in range(1, min(j, m)):
+            value = subtract(load(column, i * WIDTH), narrowed(_vector_dot(buf, column, i, n, kernels)))
+            store(column, i * WIDTH, value)
+            store(buf, (i * n + j) * WIDTH, value)
+        if j >= m:
+            continue
+        if j:
+            _vector_update(buf, column, j, m, n, kernels)
+        _vector_pivot(buf, j, piv, info, recip, m, n)
+
+
 @numba.njit(**REPLAY_JIT_OPTIONS)
 def _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, m, n, lanes):
     """Replay chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share; the sizes as
     arguments, so that the small orders get versions compiled for them)."""
     buf = np.empty((m, n, lanes), dtype=out.dtype)
-    chunk_piv = np.empty((min(m, n), lanes), dtype=np.int32)
+    chunk_piv = np.empty((min(m, n), lanes), dtype=np.int64)
     chunk_info = np.empty(lanes, dtype=np.int32)
     acc = np.empty(lanes, dtype=out.dtype)
     recip = np.empty(lanes, dtype=out.dtype)
@@ -180,7 +300,10 @@ def _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, m
     for chunk in range(start, stop):
         first = chunk * lanes
         count = gather_checked(a, first, buf, acc, nonfinite, thread, m, n, lanes)
-        _replay_chunk(buf, chunk_piv, chunk_info, acc, dot, recip, column, m, n, lanes, kernels)
+        if lanes == WIDTH:
+            _replay_vector(buf, chunk_piv, chunk_info, recip, column, m, n, kernels)
+        else:
+            _replay_chunk(buf, chunk_piv, chunk_info, acc, dot, recip, column, m, n, lanes, kernels)
         scatter_factored(buf, chunk_piv, chunk_info, acc, count, out, piv, info, first, m, n, lanes)
 
 

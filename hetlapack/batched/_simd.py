@@ -319,6 +319,30 @@ def add_rounded_product(typingctx, total, a, b):
 
 
 @intrinsic
+def widened(typingctx, a):
+    """A vector of single-precision numbers in double precision (exactly), lane by lane."""
+    if not (_is_real(a) and a.dtype == types.float32):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fpext(args[0], ir.VectorType(ir.DoubleType(), WIDTH))
+
+    return Vector(types.float64)(a), codegen
+
+
+@intrinsic
+def narrowed(typingctx, a):
+    """A vector of double-precision numbers rounded to single precision, lane by lane (as ``np.float32(x)``)."""
+    if not (_is_real(a) and a.dtype == types.float64):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fptrunc(args[0], ir.VectorType(ir.FloatType(), WIDTH))
+
+    return Vector(types.float32)(a), codegen
+
+
+@intrinsic
 def subtract_rounded_product(typingctx, a, b, c):
     """``c - a * b`` rounded twice, the product first (never fused), lane by lane."""
     if not (_is_real(a) and a == b == c):

@@ -129,7 +129,7 @@ _SMALL_ORDER = frozenset({"getrf", "getrf_replay", "potrf", "potrf_replay"})
 #: versions per order. The fused QR has one too (``_qr._factor_vector``) but keeps ``WIDE_LANES`` unless calibrated:
 #: up to order 8 its loops over 128 lanes ran faster (2 threads, float64, 10^4 matrices into warm outputs, ns a
 #: matrix, 8 / 128 lanes: n = 2 16 / 12, 4 34 / 29, 8 108 / 94, 16 523 / 711, 32 3,667 / 4,708).
-_VECTOR = {"getrf": "fc", "potrf": "fc"}
+_VECTOR = {"getrf": "fc", "potrf": "fc", "getrf_replay": "f"}
 
 
 def kernel_lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int, lanes: int | None = None) -> int:
