@@ -128,7 +128,10 @@ _SMALL_ORDER = frozenset({"getrf", "getrf_replay", "potrf", "potrf_replay"})
 #: such buffers are their default, and ``hetlapack calibrate``'s measured choice of lanes picks between the two
 #: versions per order. The fused QR has one too (``_qr._factor_vector``) but keeps ``WIDE_LANES`` unless calibrated:
 #: up to order 8 its loops over 128 lanes ran faster (2 threads, float64, 10^4 matrices into warm outputs, ns a
-#: matrix, 8 / 128 lanes: n = 2 16 / 12, 4 34 / 29, 8 108 / 94, 16 523 / 711, 32 3,667 / 4,708).
+#: matrix, 8 / 128 lanes: n = 2 16 / 12, 4 34 / 29, 8 108 / 94, 16 523 / 711, 32 3,667 / 4,708). The
+#: single-precision LU replay's choice is not calibrated: one vector against its loops over 64 lanes (2-core AMD
+#: EPYC, AVX2, 2 threads, 10^4 matrices, ns a matrix): n = 5 112-130 / 104-117, 8 221-258 / 185-216, 12 532-560 /
+#: 564-609, 16 713-861 / 847-887.
 _VECTOR = {"getrf": "fc", "potrf": "fc", "getrf_replay": "f"}
 
 
