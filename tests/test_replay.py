@@ -7,13 +7,13 @@ import pytest
 import scipy.linalg as sla
 import threadpoolctl
 
-from hetlapack.batched import kernels, replay
+from hetlapack.batched import _qr_replay, kernels, replay
 from hetlapack.batched._interleave import SMALL_ORDER_LANES
 from hetlapack.batched._lu import REDO_INFO
 from hetlapack.batched._lu_replay import HASWELL, KERNEL_NAMES, SKYLAKEX
 from hetlapack.batched._simd import WIDTH
 from hetlapack.batched.compiling import INDEX_DTYPE
-from hetlapack.batched.threads import kernel_lanes, launch_checked
+from hetlapack.batched.threads import kernel_lanes, launch_checked, replay_loop
 from hetlapack.blas_threads import one_thread_per_call
 from hetlapack.perf.model import REPLAY_MAX_N
 
@@ -148,7 +148,8 @@ def test_single_precision_cholesky_is_lapacks_bit_for_bit(n, lower):
 #: QR's shapes: square and tall ones the replay takes (SkylakeX's small kernels at up to 8 rows, the blocks of four
 #: rows, norms of columns at either address parity), and past its orders and wide ones, where the loop runs.
 QR_SHAPES = [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9), (12, 12), (13, 13), (16, 16),
-             (2, 1), (6, 5), (7, 3), (8, 2), (11, 4), (16, 9), (16, 1), (17, 17), (20, 3), (3, 5)]
+             (2, 1), (6, 5), (7, 3), (8, 2), (11, 4), (16, 9), (16, 1), (17, 17), (20, 3), (24, 24), (29, 13),
+             (32, 32), (33, 33), (3, 5)]
 
 
 @pytest.mark.parametrize("shape", QR_SHAPES, ids=str)
@@ -172,6 +173,52 @@ def test_single_precision_qr_is_lapacks_bit_for_bit(shape):
                 np.testing.assert_array_equal(r.view(np.uint32), np.stack([w[1] for w in want]).view(np.uint32),
                                               err_msg=f"{name} {mode} R")
         np.testing.assert_array_equal(a.view(np.uint32), before.view(np.uint32), err_msg=name)
+
+
+def _replayed_qr(a: np.ndarray, kernels_: int, lanes: int) -> tuple[np.ndarray, ...]:
+    """The bits of the replay of ``kernels_``'s QR (full Q and R) on the float32 stack ``a``, ``lanes`` matrices at
+    a time."""
+    batch, m, n = a.shape
+    q, r = np.empty((batch, m, m), dtype=a.dtype), np.empty((batch, m, n), dtype=a.dtype)
+    with np.errstate(all="ignore"):
+        replay_loop("qr_replay", a.dtype, batch, m, False, (a, q, r), kernels_, lanes)
+    return q.view(np.uint32), r.view(np.uint32)
+
+
+@pytest.mark.parametrize("kernels_", list(KERNEL_NAMES), ids=KERNEL_NAMES.get)
+@pytest.mark.parametrize("shape", [shape for shape in QR_SHAPES if shape[1] <= shape[0] <= REPLAY_MAX_N["geqrf"]],
+                         ids=str)
+def test_the_qr_replay_on_simd_vectors_gives_the_bits_of_its_replay_matrix_by_matrix(kernels_, shape):
+    """``WIDTH`` matrices at a time on SIMD vectors, the QR replay (``_qr_replay``, written once for a matrix and
+    for a vector of them) gives the bits of its replay of each matrix, for either kernel family, on this machine
+    whichever family its LAPACK runs: on dense stacks (on vectors), on those with a zero column, subnormal, huge
+    or non-finite entries (a chunk whose lanes would branch apart goes matrix by matrix), and on a last chunk
+    shorter than a vector."""
+    stacks = _hard_stacks(*shape, seed=sum(shape))
+    stacks["short last chunk"] = stacks["normal"][:WIDTH + 3]
+    for name, a in stacks.items():
+        for ours, theirs, part in zip(_replayed_qr(a, kernels_, WIDTH), _replayed_qr(a, kernels_, 1), "QR"):
+            np.testing.assert_array_equal(ours, theirs, err_msg=f"{name} {part}")
+
+
+def test_a_dense_chunk_is_replayed_on_vectors_and_one_with_a_triangular_matrix_is_not():
+    """The QR replay takes a chunk of dense matrices on vectors, and leaves one holding a matrix already upper
+    triangular (a zero column below the diagonal: no reflector in its lane) to the replay of each matrix, with
+    nothing written."""
+    m = n = 5
+    a = np.random.default_rng(3).standard_normal((WIDTH, m, n)).astype(np.float32)
+    scratch = [np.empty((m, n, WIDTH), np.float32), np.empty((m, m, WIDTH), np.float32),
+               np.empty((n, WIDTH), np.float32), np.empty((m, WIDTH), np.float32), np.empty(WIDTH, np.float32)]
+    for dense in (True, False):
+        if not dense:
+            a[2] = np.triu(a[2])
+        q, r = np.full((WIDTH, m, m), 7, np.float32), np.full((WIDTH, m, n), 7, np.float32)
+        kept = _qr_replay._replayed_on_vectors(a, 0, *scratch, q, r, HASWELL)
+        assert kept == dense
+        if dense:
+            np.testing.assert_array_equal(q.view(np.uint32), _replayed_qr(a, HASWELL, 1)[0])
+        else:
+            assert (q == 7).all() and (r == 7).all()
 
 
 def _replayed_architecture() -> int:

@@ -360,7 +360,7 @@ def orgqr_stack(qr, tau, out, lanes, thread, threads):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _scatter_upper(buf, count, out, first):
+def scatter_upper(buf, count, out, first):
     """Write the first ``out.shape[1]`` rows of each lane's upper triangle to ``out[first + lane]``, zeros below:
     the buffer's reflectors are zeroed and whole rows scattered, in blocks where :func:`scatter` copies in blocks."""
     rows, n, lanes = out.shape[1], out.shape[2], buf.shape[2]
@@ -392,6 +392,6 @@ def qr_stack(a, q_out, r_out, nonfinite, lanes, thread, threads):
         count = gather(a, first, buf, m, n, lanes)
         flag_poisoned(buf, poison, count, nonfinite, thread, m, n, lanes)
         _qr_in_chunk(buf, chunk_tau, norm, dots, q, lanes)
-        _scatter_upper(buf, count, r_out, first)
+        scatter_upper(buf, count, r_out, first)
         if ncols:
             scatter(q, count, q_out, first, m, ncols)

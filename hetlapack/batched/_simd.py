@@ -10,12 +10,14 @@ into vectors of real and of imaginary parts (:func:`real_parts` and the shuffles
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.extending import intrinsic, models, register_model
+from numba.extending import intrinsic, models, overload, register_model
+from numba.np.numpy_support import as_dtype
 
 #: Lanes of a vector: eight matrices, one AVX-512 register of float64 (two AVX2 ones; float32 fills half).
 WIDTH = 8
@@ -320,14 +322,18 @@ def add_rounded_product(typingctx, total, a, b):
 
 @intrinsic
 def widened(typingctx, a):
-    """A vector of single-precision numbers in double precision (exactly), lane by lane."""
-    if not (_is_real(a) and a.dtype == types.float32):
+    """A single-precision number, or a vector of them, in double precision (exactly), lane by lane."""
+    if a == types.float32:
+        result = types.float64
+    elif _is_real(a) and a.dtype == types.float32:
+        result = Vector(types.float64)
+    else:
         return None
 
     def codegen(context, builder, sig, args):
-        return builder.fpext(args[0], ir.VectorType(ir.DoubleType(), WIDTH))
+        return builder.fpext(args[0], context.get_value_type(sig.return_type))
 
-    return Vector(types.float64)(a), codegen
+    return result(a), codegen
 
 
 @intrinsic
@@ -352,3 +358,118 @@ def subtract_rounded_product(typingctx, a, b, c):
         return builder.fsub(args[2], builder.fmul(args[0], args[1]))
 
     return a(a, b, c), codegen
+
+
+@intrinsic
+def any_zero(typingctx, a):
+    """Whether ``a`` is zero (of either sign) in any lane."""
+    if not _is_real(a):
+        return None
+
+    def codegen(context, builder, sig, args):
+        zero = ir.Constant(args[0].type, None)
+        lanes = builder.bitcast(builder.fcmp_ordered("==", args[0], zero), ir.IntType(WIDTH))
+        return builder.icmp_unsigned("!=", lanes, ir.Constant(ir.IntType(WIDTH), 0))
+
+    return types.boolean(a), codegen
+
+
+#: The options of the overloads below: compiled once, inlined by LLVM (numba's own inlining retypes the caller at
+#: each use, which multiplied a replay's compile time).
+_INLINED_BY_LLVM = {"forceinline": True, "fastmath": False}
+
+
+def _exact_operator(python_operator: Callable, instruction: Callable) -> None:
+    """Give real vectors Python's binary operator ``python_operator`` as one LLVM ``instruction(builder, a, b)`` per
+    lane, never contracted with another: the rounding of a replay's scalar code, written once for scalars and
+    vectors alike (:func:`entry`)."""
+    exact = _lanewise(f"exact_{python_operator.__name__}", "The operator, rounded alone, lane by lane.", instruction)
+
+    @overload(python_operator, jit_options=_INLINED_BY_LLVM)
+    def exact_for(a, b):
+        if _is_real(a) and a == b:
+            return lambda a, b: exact(a, b)
+
+
+_exact_operator(operator.add, lambda builder, a, b: builder.fadd(a, b))
+_exact_operator(operator.sub, lambda builder, a, b: builder.fsub(a, b))
+_exact_operator(operator.mul, lambda builder, a, b: builder.fmul(a, b))
+_exact_operator(operator.truediv, lambda builder, a, b: builder.fdiv(a, b))
+
+
+@overload(operator.neg, jit_options=_INLINED_BY_LLVM)
+def _negative_for(a):
+    if _is_real(a):
+        return lambda a: negative(a)
+
+
+def entry(a, r, c):
+    """Entry ``[r, c]`` of a matrix (2-D), or of every matrix of a buffer of one vector of them (``m x n x WIDTH``,
+    C-ordered) as a vector: code written with it (and :func:`set_entry`, :func:`element`, :func:`constant_like`)
+    runs on one matrix or on ``WIDTH`` of them with the same roundings."""
+    return a[r, c]
+
+
+@overload(entry, jit_options=_INLINED_BY_LLVM)
+def _entry_for(a, r, c):
+    if a.ndim == 2:
+        return lambda a, r, c: a[r, c]
+    if a.ndim == 3 and a.layout == "C":
+        return lambda a, r, c: load(a, (r * a.shape[1] + c) * WIDTH)
+
+
+def set_entry(a, r, c, value):
+    """Write ``value`` to :func:`entry` ``[r, c]``."""
+    a[r, c] = value
+
+
+@overload(set_entry, jit_options=_INLINED_BY_LLVM)
+def _set_entry_for(a, r, c, value):
+    if a.ndim == 2:
+        def set_matrix_entry(a, r, c, value):
+            a[r, c] = value
+        return set_matrix_entry
+    if a.ndim == 3 and a.layout == "C":
+        return lambda a, r, c, value: store(a, (r * a.shape[1] + c) * WIDTH, value)
+
+
+def element(x, k):
+    """Element ``k`` of a vector of numbers (1-D), or of every lane's (``count x WIDTH``, C-ordered) as a vector."""
+    return x[k]
+
+
+@overload(element, jit_options=_INLINED_BY_LLVM)
+def _element_for(x, k):
+    if x.ndim == 1:
+        return lambda x, k: x[k]
+    if x.ndim == 2 and x.layout == "C":
+        return lambda x, k: load(x, k * WIDTH)
+
+
+def set_element(x, k, value):
+    """Write ``value`` to :func:`element` ``k``."""
+    x[k] = value
+
+
+@overload(set_element, jit_options=_INLINED_BY_LLVM)
+def _set_element_for(x, k, value):
+    if x.ndim == 1:
+        def set_number(x, k, value):
+            x[k] = value
+        return set_number
+    if x.ndim == 2 and x.layout == "C":
+        return lambda x, k, value: store(x, k * WIDTH, value)
+
+
+def constant_like(a, value):
+    """``value`` in the type of :func:`entry` of ``a``: a number, or a vector of it in every lane."""
+    return a.dtype.type(value)
+
+
+@overload(constant_like, jit_options=_INLINED_BY_LLVM)
+def _constant_like_for(a, value):
+    scalar = as_dtype(a.dtype).type
+    if a.ndim == 2:
+        return lambda a, value: scalar(value)
+    if a.ndim == 3:
+        return lambda a, value: splat(scalar(value))

@@ -61,7 +61,7 @@ KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
                    ("in3", "piv_in", "in3", "count", "out3", "flags", "lapack:getrs")),
     "qr_each": (_lapack_each.qr_each, ("in3", "out3", "out3", "flags", "lapack:geqrf", "lapack:orgqr")),
     "qr_replay": (_qr_replay.qr_replay_each,
-                  ("in3", "out3", "out3", "flags", "lapack:geqrf", "lapack:orgqr", "count")),
+                  ("in3", "out3", "out3", "flags", "lapack:geqrf", "lapack:orgqr", "count", "count")),
     "geqp3_each": (_lapack_each.geqp3_each,
                    ("in3", "out3", "out3", "piv_out", "flags", "lapack:geqp3", "lapack:orgqr")),
 }

@@ -24,10 +24,20 @@ from .threads import launch_checked, lapack_loop, replay_loop
 CHECKED_SHAPES = (tuple((n, n) for n in range(1, REPLAY_MAX_N["getrf"] + 1))
                   + ((17, 16), (16, 17), (24, 5), (40, 4), (37, 16), (5, 24), (3, 1), (1, 3)))
 
-#: Shapes QR factors both ways: every square order the replay takes, and tall ones (columns whose norms start at
-#: either parity of address, reflectors shorter than the whole matrix in SkylakeX's small kernels, blocks of rows).
-CHECKED_QR_SHAPES = (tuple((n, n) for n in range(1, REPLAY_MAX_N["geqrf"] + 1))
+#: Rows up to which the QR replay is checked in one piece (:func:`replayed_qr_kernels`): where it first ran, on
+#: machines of both kernel families.
+CHECKED_QR_ROWS = 16
+
+#: Shapes QR factors both ways: every square order to :data:`CHECKED_QR_ROWS`, and tall ones (columns whose norms
+#: start at either parity of address, reflectors shorter than the whole matrix in SkylakeX's small kernels, blocks
+#: of rows).
+CHECKED_QR_SHAPES = (tuple((n, n) for n in range(1, CHECKED_QR_ROWS + 1))
                      + ((2, 1), (3, 1), (5, 2), (6, 5), (7, 3), (8, 3), (9, 8), (12, 5), (13, 4), (16, 9), (16, 1)))
+
+#: Shapes of more rows, to the replay's largest, checked apart (:func:`replayed_larger_qr_kernels`): a LAPACK whose
+#: QR of these the replay does not give leaves them to the loop, and the smaller ones to the replay.
+CHECKED_LARGER_QR_SHAPES = (tuple((n, n) for n in range(CHECKED_QR_ROWS + 1, REPLAY_MAX_N["geqrf"] + 1))
+                            + ((24, 5), (29, 13), (32, 17), (32, 1)))
 
 #: Matrices of each shape and kind (LU: normally distributed, and entries in {-1, 0, 1} with ties and zero pivots;
 #: Cholesky: Gram matrices, and diagonally dominant ones of small integers).
@@ -55,10 +65,14 @@ def potrf_kernels(dtype: np.dtype, n: int) -> int | None:
 
 
 def qr_kernels(dtype: np.dtype, m: int, n: int) -> int | None:
-    """As :func:`getrf_kernels`, for the QR of ``m x n`` matrices (:func:`replayed_qr_kernels`): ``n <= m``."""
-    if np.dtype(dtype) in kernel_dtypes("qr_replay") and 0 < n <= m <= REPLAY_MAX_N["geqrf"]:
+    """As :func:`getrf_kernels`, for the QR of ``m x n`` matrices (:func:`replayed_qr_kernels`, and
+    :func:`replayed_larger_qr_kernels` past :data:`CHECKED_QR_ROWS` rows): ``n <= m``."""
+    if np.dtype(dtype) not in kernel_dtypes("qr_replay") or not 0 < n <= m <= REPLAY_MAX_N["geqrf"]:
+        return None
+    if m <= CHECKED_QR_ROWS:
         return replayed_qr_kernels()
-    return None
+    larger = replayed_larger_qr_kernels()
+    return larger if larger == replayed_qr_kernels() else None
 
 
 @functools.cache
@@ -87,6 +101,12 @@ def replayed_qr_kernels() -> int | None:
     """The kernels whose replay gave LAPACK's Q (economic and full) and R, bit for bit, on every
     :data:`CHECKED_QR_SHAPES` in this process, or ``None``."""
     return _replaying_kernels(_general_stacks(CHECKED_QR_SHAPES), _factored_qr)
+
+
+@functools.cache
+def replayed_larger_qr_kernels() -> int | None:
+    """As :func:`replayed_qr_kernels`, on :data:`CHECKED_LARGER_QR_SHAPES`."""
+    return _replaying_kernels(_general_stacks(CHECKED_LARGER_QR_SHAPES), _factored_qr)
 
 
 def qr_shapes_replayed_otherwise(kernels: int) -> list[tuple[int, int]]:

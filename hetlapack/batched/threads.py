@@ -192,9 +192,10 @@ def lapack_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite: 
 
 
 def replay_loop(op: str, dtype: np.dtype, batch: int, order: int, check_finite: bool, arrays: tuple,
-                kernels: int) -> None:
-    """Run ``op``, a replay of LAPACK's roundings that goes matrix by matrix (``_qr_replay``) and hands the matrices
-    it leaves to LAPACK's routines, with ``kernels``' roundings: threads as for a LAPACK loop of ``order``, not
-    capped as OpenBLAS's routines are (the replay takes none of their locks)."""
-    lapack_loop(op, dtype, batch, order, check_finite, arrays, pool_threads(), (kernels,))
+                kernels: int, lanes: int = WIDTH) -> None:
+    """Run ``op``, a replay of LAPACK's roundings that hands the matrices it leaves to LAPACK's routines
+    (``_qr_replay``), with ``kernels``' roundings, ``lanes`` matrices at a time (``WIDTH`` on vectors, 1 one by
+    one): threads as for a LAPACK loop of ``order``, not capped as OpenBLAS's routines are (the replay takes none of
+    their locks)."""
+    lapack_loop(op, dtype, batch, order, check_finite, arrays, pool_threads(), (kernels, lanes))
 

@@ -298,9 +298,8 @@ def _replay_reason(req: Request) -> str:
         return ""
     limit = model.REPLAY_MAX_N[req.op]
     which = {"getrf": f"min(m, n) <= {limit}", "geqrf": f"n <= m <= {limit}"}.get(req.op, f"orders <= {limit}")
-    how = "a matrix at a time" if req.op == "geqrf" else "over interleaved matrices"
-    return (f"; for {which}, a replay of OpenBLAS's own roundings {how} runs instead, where this process found on "
-            "first use that it gives the loop's results bit for bit")
+    return (f"; for {which}, a replay of OpenBLAS's own roundings over interleaved matrices runs instead, where this "
+            "process found on first use that it gives the loop's results bit for bit")
 
 
 def _ratio(path: str, predicted: dict[str, float]) -> str:

@@ -94,10 +94,11 @@ LAPACK_LOOP_MAX_N = {"potrf": 384, "getrf": 384, "geqrf": 384, "geqp3": 384, "po
 #: OpenBLAS's own roundings (``batched/_lu_replay``, ``_cholesky_replay``, ``_qr_replay``) where the process found it
 #: gives the loop's bits: where OpenBLAS's ``getrf`` runs its unblocked ``getf2`` alone (its block size, half the
 #: order rounded up to the GEMM kernel's four columns, is at most twice that) and ``potrf`` its ``potf2`` (up to half
-#: its ``DTB_ENTRIES``, 32 on the kernels replayed). ``geqrf`` (with ``orgqr``) is unblocked to order 32, but its
-#: replay, a matrix at a time, beat the loop only to order 16 (measured, one thread, ns per matrix, loop / replay:
-#: n = 2 254 / 57, 8 1,273 / 723, 16 3,786 / 3,258, 24 8,199 / 9,404).
-REPLAY_MAX_N = {"getrf": 16, "potrf": 16, "geqrf": 16}
+#: its ``DTB_ENTRIES``, 32 on the kernels replayed), and ``geqrf`` (with ``orgqr``) its ``geqr2`` (to its block size,
+#: 32). The QR replay, a matrix at a time, had beaten the loop only to order 16 (one thread, ns per matrix, loop /
+#: replay: n = 16 3,786 / 3,258, 24 8,199 / 9,404); on SIMD vectors of matrices it does to 32 (2-core AMD EPYC,
+#: AVX2, 2 threads, 4,000 matrices, full Q and R: n = 16 11,386 / 1,300, 24 13,305 / 2,699, 32 24,088 / 4,949).
+REPLAY_MAX_N = {"getrf": 16, "potrf": 16, "geqrf": 32}
 
 #: Largest order at which a LAPACK loop runs on one thread where ``hetlapack calibrate`` has not timed it
 #: (:func:`lapack_loop_threads`; routines not named run on every core worth starting). OpenBLAS's ``potrf``,
