@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import scipy.linalg as sla
@@ -12,7 +14,7 @@ from hetlapack.batched._interleave import SMALL_ORDER_LANES
 from hetlapack.batched._lu import REDO_INFO
 from hetlapack.batched._lu_replay import HASWELL, KERNEL_NAMES, SKYLAKEX
 from hetlapack.batched._simd import WIDTH
-from hetlapack.batched.compiling import INDEX_DTYPE
+from hetlapack.batched.compiling import INDEX_DTYPE, lu_pieces
 from hetlapack.batched.threads import kernel_lanes, launch_checked, replay_loop
 from hetlapack.blas_threads import one_thread_per_call
 from hetlapack.perf.model import REPLAY_MAX_N
@@ -79,7 +81,8 @@ def _replayed_lu(a: np.ndarray, kernels_: int, lanes: int) -> tuple[np.ndarray, 
     out = np.empty_like(a)
     piv = np.empty((a.shape[0], min(a.shape[1:])), dtype=INDEX_DTYPE)
     info = np.zeros(a.shape[0], dtype=INDEX_DTYPE)
-    launch_checked("getrf_replay", False, a.dtype, *a.shape, a, out, piv, info, kernels_, lanes=lanes)
+    launch_checked("getrf_replay", False, a.dtype, *a.shape, a, out, piv, info, kernels_,
+                   *lu_pieces(0, *a.shape[1:], a.dtype, permute_l=False, p_matrix=False), lanes=lanes)
     return out.view(np.uint32), piv, info
 
 
@@ -96,6 +99,23 @@ def test_the_lu_replay_on_simd_vectors_gives_the_bits_of_its_loop_over_lanes(ker
         kept = vector[2] != REDO_INFO
         for ours, theirs in zip(vector[:2], loop[:2]):
             np.testing.assert_array_equal(ours[kept], theirs[kept], err_msg=name)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_the_lu_replay_writes_lus_pieces_from_its_buffers_as_plu_does_from_the_packed_factors(shape):
+    """``lu`` of float32 stacks, P (or the row indices), L and U written straight from the replay's buffers, gives
+    the bits ``plu`` gives from the replay's packed LU, every option, C- and Fortran-ordered stacks; matrices the
+    replay leaves to LAPACK (subnormal pivots, infinities and NaNs) are factored again as ``getrf`` does."""
+    for name, a in _hard_stacks(*shape, seed=sum(shape)).items():
+        for stack, permute_l, p_matrix in itertools.product((a, np.asfortranarray(a)), (False, True), (False, True)):
+            with np.errstate(all="ignore"):
+                packed, piv, _ = kernels.getrf(stack, lapack=True)
+                got = kernels.lu(stack, permute_l=permute_l, p_matrix=p_matrix, lapack=True)
+            expected = kernels.plu(packed, piv, permute_l=permute_l, p_matrix=p_matrix)
+            for ours, theirs in zip(got, expected, strict=True):
+                assert ours.dtype == theirs.dtype and ours.flags.c_contiguous
+                np.testing.assert_array_equal(ours.view(np.uint32), theirs.view(np.uint32),
+                                              err_msg=f"{name} {permute_l} {p_matrix}")
 
 
 def test_single_precision_lu_takes_one_vector_of_matrices_per_buffer():

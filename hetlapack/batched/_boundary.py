@@ -23,7 +23,7 @@ SHAPES: dict[str, tuple[str | None, ...]] = {
     "potrf_replay": ("bnn", None, None, "bnn", "b", None, "t", None),
     "potrs": ("bnn", None, "bnr", "bnr", None),
     "getrf": ("bmn", "bmn?", "bk", "b", None, "bm?", "bmk?", "bkn?", "bmm?", "t", None),
-    "getrf_replay": ("bmn", "bmn", "bk", "b", None, "t", None),
+    "getrf_replay": ("bmn", "bmn?", "bk", "b", None, None, "bm?", "bmk?", "bkn?", "bmm?", "t", None),
     "getrs": ("bnn", "bn", "bnr", None, "bnr", "t", None),
     "solve_each": ("bnn", "bn?", "bnr", None, "bnr", "t"),
     "plu": ("bmn", "bk", None, "bm", "bmk", "bkn", "bmm?"),
@@ -35,7 +35,7 @@ SHAPES: dict[str, tuple[str | None, ...]] = {
     "potrs_each": ("bnn", None, "bnr", "bnr", "t", None),
     "getrs_each": ("bnn", "bn", "bnr", None, "bnr", "t", None),
     "qr_each": ("bmn", "bmc", "bwn", "t", None, None),
-    "qr_replay": ("bmn", "bmc", "bwn", "t", None, None, None),
+    "qr_replay": ("bmn", "bmc", "bwn", "t", None, None, None, None),
     "geqp3_each": ("bmn", "bmc", "bwn", "bn", "t", None, None),
 }
 
@@ -48,11 +48,18 @@ _RELATIONS: dict[str, tuple[tuple[str, Callable[[dict[str, int]], bool]], ...]] 
 }
 _RELATIONS["qr_replay"] += (("n <= m", lambda d: d["n"] <= d["m"]),)
 
+
+def _packed_or_pieces(rows_at: int) -> tuple[tuple[str, Callable[[tuple], bool]], ...]:
+    """An LU kernel's outputs: a packed LU to write (argument 1), or ``lu``'s rows, L and U (arguments ``rows_at``
+    on)."""
+    return (("a packed LU to write, or lu's rows, L and U",
+             lambda args: args[1].size > 0 or min(piece.size for piece in args[rows_at:rows_at + 3]) > 0),)
+
+
 #: What must hold of the arguments themselves, by kernel: (what must hold, test of the arguments).
-_WHOLE: dict[str, tuple[tuple[str, Callable[[tuple], bool]], ...]] = {
-    "getrf": (("a packed LU to write, or lu's rows, L and U", lambda args: args[1].size > 0 or min(
-        args[5].size, args[6].size, args[7].size) > 0),),
-}
+_WHOLE: dict[str, tuple[tuple[str, Callable[[tuple], bool]], ...]] = {"getrf": _packed_or_pieces(5),
+                                                                       "getrf_replay": _packed_or_pieces(6)}
+
 
 #: The dtype an array kind holds (``None``: the kernel's own, ``"real"``: its real precision) and whether the kernel
 #: writes it.

@@ -27,7 +27,8 @@ import numba
 import numpy as np
 
 from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range, smallest_normal
-from ._lu import REDO_INFO, gather_checked, pivot_vector_rows, scatter_factored, search_pivot, swap_pivot_rows
+from ._lu import (REDO_INFO, gather_checked, pivot_vector_rows, scatter_factored, scatter_lu, search_pivot,
+                  swap_pivot_rows)
 from ._simd import (WIDTH, add, add_rounded_product, any_below, fused_multiply_add, load, multiply, narrowed,
                     negative, quotient, splat, store, subtract, widened)
 
@@ -287,9 +288,10 @@ def _replay_vector(buf, piv, info, recip, column, m, n, kernels):
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
-def _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, m, n, lanes):
+def _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, m, n, lanes):
     """Replay chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share; the sizes as
-    arguments, so that the small orders get versions compiled for them)."""
+    arguments, so that the small orders get versions compiled for them), writing each chunk's packed LU, or, where
+    ``out`` is empty, ``lu``'s ``pieces`` as :func:`~._lu.getrf_stack` does."""
     buf = np.empty((m, n, lanes), dtype=out.dtype)
     chunk_piv = np.empty((min(m, n), lanes), dtype=np.int64)
     chunk_info = np.empty(lanes, dtype=np.int32)
@@ -297,6 +299,7 @@ def _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, m
     recip = np.empty(lanes, dtype=out.dtype)
     dot = np.empty(lanes, dtype=np.float64)
     column = np.empty((m, lanes), dtype=out.dtype)
+    order = np.empty(m, dtype=np.int64)
     for chunk in range(start, stop):
         first = chunk * lanes
         count = gather_checked(a, first, buf, acc, nonfinite, thread, m, n, lanes)
@@ -304,22 +307,27 @@ def _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, m
             _replay_vector(buf, chunk_piv, chunk_info, recip, column, m, n, kernels)
         else:
             _replay_chunk(buf, chunk_piv, chunk_info, acc, dot, recip, column, m, n, lanes, kernels)
-        scatter_factored(buf, chunk_piv, chunk_info, acc, count, out, piv, info, first, m, n, lanes)
+        if out.shape[0]:
+            scatter_factored(buf, chunk_piv, chunk_info, acc, count, out, piv, info, first, m, n, lanes)
+        else:
+            scatter_lu(buf, chunk_piv, chunk_info, acc, count, piv, info, first, pieces, order, m, n, lanes)
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
-def getrf_replay_stack(a, out, piv, info, kernels, nonfinite, lanes, thread, threads):
-    """:func:`~._lu.getrf_stack`'s contract with OpenBLAS's roundings (:func:`_replay_chunk`), for matrices with
-    ``min(m, n)`` up to ``model.REPLAY_MAX_N["getrf"]``."""
+def getrf_replay_stack(a, out, piv, info, kernels, permute_l, rows, lower, upper, permutation, nonfinite, lanes,
+                       thread, threads):
+    """:func:`~._lu.getrf_stack`'s contract (``lu``'s pieces too) with OpenBLAS's roundings (:func:`_replay_chunk`),
+    for matrices with ``min(m, n)`` up to ``model.REPLAY_MAX_N["getrf"]``."""
     batch, m, n = a.shape
     chunks = (batch + lanes - 1) // lanes
     small = lanes == SMALL_ORDER_LANES and m == n
+    pieces = (permute_l, rows, lower, upper, permutation)
     start, stop = chunk_range(thread, threads, chunks)
     if small and m == 2:
-        _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, 2, 2, SMALL_ORDER_LANES)
+        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 2, 2, SMALL_ORDER_LANES)
     elif small and m == 3:
-        _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, 3, 3, SMALL_ORDER_LANES)
+        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 3, 3, SMALL_ORDER_LANES)
     elif small and m == 4:
-        _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, 4, 4, SMALL_ORDER_LANES)
+        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 4, 4, SMALL_ORDER_LANES)
     else:
-        _replay_chunks(a, out, piv, info, kernels, nonfinite, thread, start, stop, m, n, lanes)
+        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, m, n, lanes)

@@ -47,7 +47,8 @@ KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "bool", "piv_out", "out3", "out3", "real_out3",
                                 "flags", "count")),
     "getrf_replay": (_lu_replay.getrf_replay_stack,
-                     ("in3", "out3", "piv_out", "info", "count", "flags", "count")),
+                     ("in3", "out3", "piv_out", "info", "count", "bool", "piv_out", "out3", "out3", "real_out3",
+                      "flags", "count")),
     "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "flags", "count")),
     "solve_each": (_solve.solve_each, ("in3", "piv_in", "in3", "count", "out3", "flags")),
     "plu": (_lu.plu_stack, ("in3", "piv_in", "bool", "piv_out", "out3", "out3", "real_out3")),
@@ -65,6 +66,17 @@ KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "geqp3_each": (_lapack_each.geqp3_each,
                    ("in3", "out3", "out3", "piv_out", "flags", "lapack:geqp3", "lapack:orgqr")),
 }
+
+
+def lu_pieces(batch: int, m: int, n: int, dtype: np.dtype, *, permute_l: bool,
+              p_matrix: bool) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The arguments the ``getrf``, ``getrf_replay`` and ``plu`` kernels write ``lu``'s pieces into for ``batch``
+    matrices of ``m x n`` (none where ``batch`` is 0: the packed LU only): ``permute_l``, the row indices, ``L``,
+    ``U`` and ``P`` (empty unless ``p_matrix``), each C-ordered."""
+    k = min(m, n)
+    return (bool(permute_l), np.empty((batch, m), dtype=INDEX_DTYPE), np.empty((batch, m, k), dtype=dtype),
+            np.empty((batch, k, n), dtype=dtype),
+            np.empty((batch if p_matrix else 0, m, m), dtype=real_dtype(dtype)))
 
 
 #: The kernels of our own arithmetic (not LAPACK's on each matrix), compiled in double precision only

@@ -19,12 +19,11 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..contract.arrays import batch_shape, broadcast
-from ..dtypes import real_dtype
 from ..perf.model import INTERLEAVED_DTYPES
 from ..pivots import check_pivots
 from . import _lu, _solve
 from ._interleave import as_stack
-from .compiling import INDEX_DTYPE, LAPACK_DTYPES, run
+from .compiling import INDEX_DTYPE, LAPACK_DTYPES, lu_pieces, run
 from .replay import getrf_kernels, potrf_kernels, qr_kernels
 from .threads import (MIN_BATCH_PER_THREAD, call_checked, lapack_loop, launch, launch_checked, replay_loop,
                       threads_for, unusable_after_fork)
@@ -104,35 +103,42 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, l
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
     replayed = getrf_kernels(a.dtype, m, n) if lapack else None
     if out.size and replayed is not None:
-        launch_checked("getrf_replay", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info, replayed)
+        launch_checked("getrf_replay", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info, replayed,
+                       *lu_pieces(0, m, n, a.dtype, permute_l=False, p_matrix=False))
         _refactor_marked("getrf_each", stack, (), (out, piv, info), fortran)
     elif out.size and lapack:
         lapack_loop("getrf_each", a.dtype, stack.shape[0], max(m, n), check_finite, (stack, out, piv, info),
                     loop_threads)
     elif out.size:
         launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info,
-                       *_plu_outputs(0, m, n, a.dtype, permute_l=False, p_matrix=False), lanes=lanes)
+                       *lu_pieces(0, m, n, a.dtype, permute_l=False, p_matrix=False), lanes=lanes)
         _refactor_marked("getrf_each", stack, (), (out, piv, info), fortran)
     return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
 
 
 def lu(a: np.ndarray, *, permute_l: bool, p_matrix: bool = False, check_finite: bool = False, lapack: bool = False,
        lanes: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`plu` of :func:`getrf`'s factors (flags as there), the interleaved kernel writing P (or the row
-    indices), L and U from its buffers: no packed LU is written and read back. A matrix whose factors hold an
-    infinity or NaN is factored again by LAPACK, as :func:`getrf` does."""
+    """:func:`plu` of :func:`getrf`'s factors (flags as there), the interleaved kernel or the replay of LAPACK's
+    roundings writing P (or the row indices), L and U from its buffers: no packed LU is written and read back. A
+    matrix whose factors hold an infinity or NaN is factored again by LAPACK, as :func:`getrf` does."""
     _check_dtype(a)
     m, n = a.shape[-2:]
-    if _lapack_loop(a.dtype, lapack) or not a.size:
+    lapack = _lapack_loop(a.dtype, lapack)
+    replayed = getrf_kernels(a.dtype, m, n) if lapack else None
+    if (lapack and replayed is None) or not a.size:
         packed, piv, _ = getrf(a, check_finite=check_finite, lapack=lapack)
         return plu(packed, piv, permute_l=permute_l, p_matrix=p_matrix)
     stack = as_stack(a)
     batch = stack.shape[0]
     piv = np.empty((batch, min(m, n)), dtype=INDEX_DTYPE)
     info = np.zeros(batch, dtype=INDEX_DTYPE)
-    pieces = _plu_outputs(batch, m, n, a.dtype, permute_l=permute_l, p_matrix=p_matrix)
-    launch_checked("getrf", check_finite, a.dtype, batch, m, n, stack, np.empty((0, m, n), a.dtype), piv, info,
-                   *pieces, lanes=lanes)
+    pieces = lu_pieces(batch, m, n, a.dtype, permute_l=permute_l, p_matrix=p_matrix)
+    no_packed = np.empty((0, m, n), a.dtype)
+    if replayed is None:
+        launch_checked("getrf", check_finite, a.dtype, batch, m, n, stack, no_packed, piv, info, *pieces, lanes=lanes)
+    else:
+        launch_checked("getrf_replay", check_finite, a.dtype, batch, m, n, stack, no_packed, piv, info, replayed,
+                       *pieces)
     marked = _marked(info)
     results = _plu_results(pieces, p_matrix)
     if marked.size:
@@ -142,18 +148,9 @@ def lu(a: np.ndarray, *, permute_l: bool, p_matrix: bool = False, check_finite: 
     return _shaped_plu(results, a.shape[:-2])
 
 
-def _plu_outputs(batch: int, m: int, n: int, dtype: np.dtype, *, permute_l: bool,
-                 p_matrix: bool) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The arguments the ``getrf`` and ``plu`` kernels write ``lu``'s pieces into for ``batch`` matrices of ``m x
-    n``: ``permute_l``, the row indices, ``L``, ``U`` and ``P`` (empty unless ``p_matrix``), each C-ordered."""
-    k = min(m, n)
-    return (bool(permute_l), np.empty((batch, m), dtype=INDEX_DTYPE), np.empty((batch, m, k), dtype=dtype),
-            np.empty((batch, k, n), dtype=dtype),
-            np.empty((batch if p_matrix else 0, m, m), dtype=real_dtype(dtype)))
-
-
 def _plu_results(pieces: tuple, p_matrix: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Of the arrays :func:`_plu_outputs` gave, the three ``lu`` returns: ``P`` or the row indices, ``L``, ``U``."""
+    """Of the arrays :func:`~.compiling.lu_pieces` gave, the three ``lu`` returns: ``P`` or the row indices, ``L``,
+    ``U``."""
     _, rows, lower, upper, permutation = pieces
     return permutation if p_matrix else rows, lower, upper
 
@@ -200,7 +197,7 @@ def plu(lu: np.ndarray, piv: np.ndarray, *, permute_l: bool,
                          f"{np.shape(piv)}")
     check_pivots(piv, m)
     stack = as_stack(lu)
-    pieces = _plu_outputs(stack.shape[0], m, n, lu.dtype, permute_l=permute_l, p_matrix=p_matrix)
+    pieces = lu_pieces(stack.shape[0], m, n, lu.dtype, permute_l=permute_l, p_matrix=p_matrix)
     if stack.shape[0]:
         pivots = np.asarray(piv, dtype=INDEX_DTYPE).reshape(-1, k)
         run("plu", lu.dtype, stack, pivots, *pieces, threads_for(stack.shape[0], MIN_BATCH_PER_THREAD))
