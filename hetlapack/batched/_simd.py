@@ -394,7 +394,12 @@ def _exact_operator(python_operator: Callable, instruction: Callable) -> None:
 _exact_operator(operator.add, lambda builder, a, b: builder.fadd(a, b))
 _exact_operator(operator.sub, lambda builder, a, b: builder.fsub(a, b))
 _exact_operator(operator.mul, lambda builder, a, b: builder.fmul(a, b))
-_exact_operator(operator.truediv, lambda builder, a, b: builder.fdiv(a, b))
+
+
+@overload(operator.truediv, jit_options=_INLINED_BY_LLVM)
+def _quotient_for(a, b):
+    if _is_real(a) and a == b:
+        return lambda a, b: quotient(a, b)
 
 
 @overload(operator.neg, jit_options=_INLINED_BY_LLVM)
