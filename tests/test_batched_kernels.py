@@ -296,7 +296,7 @@ def test_lu_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shape):
             work = buf.copy()
             piv, info, recip = np.empty((min(m, n), lanes), np.int64), np.empty(lanes, np.int64), np.empty(lanes, dtype)
             if vector and work.dtype.kind == "c":
-                _lu._factor_split(work, piv, info, recip, np.empty(m, np.int64), m, n)
+                _lu._factor_split(work, piv, info, recip, m, n)
             elif vector:
                 _lu._factor_vector(work, piv, info, recip, m, n)
             else:
@@ -304,6 +304,25 @@ def test_lu_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shape):
             results.append((work.view(np.uint8), piv, info))
         for scalar, vector in zip(*results):
             np.testing.assert_array_equal(vector, scalar)
+
+
+@pytest.mark.parametrize("dtype", LAPACK_DTYPES, ids=str)
+@pytest.mark.parametrize("below", [1, 2, 3])
+def test_row_swaps_across_the_lanes_move_every_bit(dtype, below):
+    """``_lu.swap_pivot_rows`` (exchanges of bits across the lanes where few rows are left below the pivot, a swap
+    lane by lane otherwise) moves every bit as a swap does: NaN payloads, infinities, signed zeros and subnormal
+    numbers among random bit patterns, in lanes that pivot on each row below and in lanes that keep their own."""
+    m = n = 5
+    k, lanes = m - 1 - below, 2 * WIDTH
+    rng = np.random.default_rng(below)
+    buf = rng.integers(0, 256, size=(m, n, lanes * np.dtype(dtype).itemsize), dtype=np.uint8).view(dtype)
+    piv = np.zeros((m, lanes), np.int64)
+    piv[k] = rng.integers(k, m, size=lanes)
+    expected = buf.copy()
+    for lane in range(lanes):
+        expected[[k, piv[k, lane]], :, lane] = expected[[piv[k, lane], k], :, lane]
+    _lu.swap_pivot_rows(buf, k, piv, m, n, lanes)
+    np.testing.assert_array_equal(buf.view(np.uint8), expected.view(np.uint8))
 
 
 @pytest.mark.parametrize("op", ["getrf", "potrf"])

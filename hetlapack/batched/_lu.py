@@ -13,7 +13,7 @@ update reached the compiler as a loop guarded by run-time overlap checks, nothin
 keep the loops: there a vector's rows lie ``8 x lanes`` bytes apart, at 16-64 lanes in one set of the L1 cache.
 ``hetlapack calibrate``'s choice of matrices per buffer therefore picks the kernel, order by order. A buffer of one
 vector of complex matrices takes :func:`_factor_split`, the same on vectors of real and of imaginary parts
-(``_split_complex``), its row swaps by selects across the lanes.
+(``_split_complex``), its row swaps by exchanges across the lanes.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from numba.extending import overload
 from ..machine import vector_bytes
 from ._interleave import (SMALL_ORDER_LANES, JIT_OPTIONS, buffer_as_stack, chunk_range, divide, flag_poisoned,
                           gather, poison_lanes, scatter, smallest_normal)
-from ._simd import (WIDTH, add, any_below, any_equal, load, magnitude, multiply, quotient, splat, store,
-                    subtract_product, where_equal, where_greater)
+from ._simd import (WIDTH, add, any_below, any_equal, exchange_where, load, magnitude, multiply, quotient, splat, store,
+                    subtract_product, where_greater)
 from ._split_complex import ELEMENT, join, product, reciprocal, split
 from ._split_complex import subtract_product as subtract_complex_product
 
@@ -62,8 +62,9 @@ def _swap_each_lane(buf, k, piv, n, lanes):
             buf[k, j, lane] = held
 
 
-#: Bytes of lanes per row below the pivot up to which a row swap is done by selects: a select costs about seven
-#: vector operations (compare, two loads, two blends, two stores) a row below and column per vector of lanes, a swap
+#: Bytes of lanes per row below the pivot up to which a row swap is done by exchanges across the lanes: one costs
+#: about seven vector operations (compare, two loads, three logical operations, two stores) a row below and column
+#: per vector of lanes, as the selects measured here did (their stores, masked where AVX-512 runs them well), a swap
 #: element by element four memory operations a lane and column, so selects are cheaper while the rows below hold
 #: fewer than 4 / 7 of a vector's elements: with AVX-512 (64-byte vectors) 4 rows of float64, 9 of float32. Measured
 #: there (``kernels.getrf``, float64, B = 10^4, 2 threads, ns per matrix, 32 / 64 lanes, before / after): n = 2 12 /
@@ -74,19 +75,34 @@ SELECT_BYTES = 4 * vector_bytes() // 7
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def swap_pivot_rows(buf, k, piv, m, n, lanes):
-    """Swap row ``k`` with the pivot row ``piv[k, lane]`` in every lane (a different row in each): by a select per
-    row below ``k`` and column, one vector operation across the lanes, where few rows are left below (up to
-    ``SELECT_BYTES`` of lanes), element by element in each lane otherwise."""
+    """Swap row ``k`` with the pivot row ``piv[k, lane]`` in every lane (a different row in each): by an exchange
+    per row below ``k`` and column, vector operations across the lanes, where few rows are left below (up to
+    ``SELECT_BYTES`` of lanes), element by element in each lane otherwise. The exchange is of the words' bits by
+    exclusive ors (as :func:`~._simd.exchange_where`): written as selects, LLVM stored float64 and float32 ones with
+    masked stores, microcode on AVX2 machines."""
     if (m - k - 1) * buf.itemsize > SELECT_BYTES:
         _swap_each_lane(buf, k, piv, n, lanes)
         return
+    words = as_words(buf)
+    parts = words.shape[2] // lanes
     for row in range(k + 1, m):
         for j in range(n):
-            for lane in range(lanes):
-                take = piv[k, lane] == row
-                below, top = buf[row, j, lane], buf[k, j, lane]
-                buf[row, j, lane] = top if take else below
-                buf[k, j, lane] = below if take else top
+            for word in range(lanes * parts):
+                change = (words[row, j, word] ^ words[k, j, word]) & -np.int64(piv[k, word // parts] == row)
+                words[row, j, word] ^= change
+                words[k, j, word] ^= change
+
+
+def as_words(buf):
+    """A C-ordered real or complex array seen as integers as wide as its real precision's numbers (a view)."""
+    return buf.view(np.int64 if buf.real.dtype.itemsize == 8 else np.int32)
+
+
+@overload(as_words, jit_options=JIT_OPTIONS)
+def _as_words_for(buf):
+    bits = buf.dtype.bitwidth // (2 if isinstance(buf.dtype, types.Complex) else 1)
+    word = np.int64 if bits == 64 else np.int32
+    return lambda buf: buf.view(word)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -212,7 +228,8 @@ def pivot_vector_rows(buf, k, piv, m, n):
         rows = where_greater(size, best, splat(i), rows)
         best = where_greater(size, best, size, best)
     store(piv, k * WIDTH, rows)
-    _swap_each_lane(buf, k, piv, n, WIDTH)  # selects across its one vector ran slower (n = 24: 769 -> 843 ns)
+    _swap_each_lane(buf, k, piv, n, WIDTH)  # selects across the vector ran slower (n = 24: 769 -> 843 ns), exchanges
+    # (as _swap_split_rows) no faster (n = 8-24)
     return best
 
 
@@ -282,30 +299,22 @@ def _factor_vector(buf, piv, info, recip, m, n):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _swap_split_rows(words, k, rows, touched, m, n):
-    """Swap row ``k`` with each lane's pivot row (the vector ``rows``) in a split complex buffer (``_split_complex``)
-    by selects across the lanes, word vector by word vector: the new row ``k`` is gathered in a register from the
-    rows some lane pivots on (``touched``, scratch of ``m`` integers, takes them: at most ``WIDTH`` rows), each
-    of which takes row ``k``'s words in its pivoting lanes. Where a swap lane by lane takes ``WIDTH`` scalar moves,
-    this takes one vector operation per row touched."""
-    count = 0
-    for i in range(k + 1, m):
-        if any_equal(rows, splat(i)):
-            touched[count] = i
-            count += 1
-    if count == 0:
-        return
+def _swap_split_rows(words, k, rows, m, n):
+    """Swap row ``k`` with each lane's pivot row (the vector ``rows``, a different row in each lane) in a split
+    complex buffer (``_split_complex``): each row some lane pivots on exchanges its words with row ``k``'s in those
+    lanes, vector by vector (:func:`~._simd.exchange_where`). Measured (complex128, one thread, a chunk in cache, ns a
+    matrix, by selects of the words / by exchanges): n = 8 345-418 / 212-213, n = 16 2,036-2,114 / 1,083-1,139,
+    n = 24 5,612-5,804 / 3,129-3,260."""
     stride = n * ELEMENT
-    for at in range(k * stride, (k + 1) * stride, WIDTH):
-        top = load(words, at)
-        swapped = top
-        for t in range(count):
-            row = splat(touched[t])
-            below = at + (touched[t] - k) * stride
-            word = load(words, below)
-            swapped = where_equal(rows, row, word, swapped)
-            store(words, below, where_equal(rows, row, top, word))
-        store(words, at, swapped)
+    top = k * stride
+    for i in range(k + 1, m):
+        row = splat(i)
+        if any_equal(rows, row):
+            below = i * stride
+            for at in range(0, stride, WIDTH):
+                upper, lower = exchange_where(rows, row, load(words, top + at), load(words, below + at))
+                store(words, top + at, upper)
+                store(words, below + at, lower)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -316,7 +325,7 @@ def _split_element(words, at, lane, like):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _pivot_split_column(words, k, piv, info, recip, touched, m, n):
+def _pivot_split_column(words, k, piv, info, recip, m, n):
     """:func:`_pivot_column` on a split buffer of one vector of complex matrices: the search, the swap and the
     scaling on vectors; the pivots are checked for zeros and for division lane by lane only in a column where some
     pivot's magnitude ``|re| + |im|`` is below twice the smallest normal number (else each has a part above it)."""
@@ -330,7 +339,7 @@ def _pivot_split_column(words, k, piv, info, recip, touched, m, n):
         rows = where_greater(size, best, splat(i), rows)
         best = where_greater(size, best, size, best)
     store(piv, k * WIDTH, rows)
-    _swap_split_rows(words, k, rows, touched, m, n)
+    _swap_split_rows(words, k, rows, m, n)
     tiny = smallest_normal(words)
     subnormal = False
     if not any_below(best, splat(words.dtype.type(2 * tiny))):
@@ -369,7 +378,7 @@ def _update_split_column(words, k, j, first, m, n):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _factor_split(buf, piv, info, recip, touched, m, n):
+def _factor_split(buf, piv, info, recip, m, n):
     """:func:`_factor_chunk` for a buffer of one SIMD vector of complex matrices (``WIDTH`` lanes), split in place
     into vectors of real and imaginary parts while it is factored (``_split_complex``), with the same roundings in
     the same order: bitwise its results. The trailing update takes two columns of the pass at once, their eight
@@ -381,13 +390,13 @@ def _factor_split(buf, piv, info, recip, touched, m, n):
     steps = min(m, n)
     stride = n * ELEMENT
     for k in range(0, steps, 2):
-        _pivot_split_column(words, k, piv, info, recip, touched, m, n)
+        _pivot_split_column(words, k, piv, info, recip, m, n)
         if k + 1 == steps:
             for j in range(k + 1, n):
                 _update_split_column(words, k, j, k + 1, m, n)
             break
         _update_split_column(words, k, k + 1, k + 1, m, n)
-        _pivot_split_column(words, k + 1, piv, info, recip, touched, m, n)
+        _pivot_split_column(words, k + 1, piv, info, recip, m, n)
         below = ((k + 1) * n + k) * ELEMENT
         below_real, below_imag = load(words, below), load(words, below + WIDTH)
         for j in range(k + 2, n, 2):
@@ -421,23 +430,23 @@ def _factor_split(buf, piv, info, recip, touched, m, n):
     join(words, m * n)
 
 
-def _factor(buf, piv, info, best, recip, rows, m, n, lanes):
-    """LU of an interleaved chunk: :func:`_factor_vector` (real) or :func:`_factor_split` (complex, ``rows`` scratch
-    of ``m`` integers) where the buffer is one vector of matrices, :func:`_factor_chunk` otherwise."""
+def _factor(buf, piv, info, best, recip, m, n, lanes):
+    """LU of an interleaved chunk: :func:`_factor_vector` (real) or :func:`_factor_split` (complex) where the buffer
+    is one vector of matrices, :func:`_factor_chunk` otherwise."""
 
 
 @overload(_factor, jit_options=JIT_OPTIONS)
-def _factor_for(buf, piv, info, best, recip, rows, m, n, lanes):
+def _factor_for(buf, piv, info, best, recip, m, n, lanes):
     if isinstance(buf.dtype, types.Complex):
-        def factor(buf, piv, info, best, recip, rows, m, n, lanes):
+        def factor(buf, piv, info, best, recip, m, n, lanes):
             if lanes == WIDTH:
-                _factor_split(buf, piv, info, recip, rows, m, n)
+                _factor_split(buf, piv, info, recip, m, n)
             else:
                 _factor_chunk(buf, piv, info, best, recip, m, n, lanes)
 
         return factor
 
-    def factor(buf, piv, info, best, recip, rows, m, n, lanes):
+    def factor(buf, piv, info, best, recip, m, n, lanes):
         if lanes == WIDTH:
             _factor_vector(buf, piv, info, recip, m, n)
         else:
@@ -540,7 +549,7 @@ def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, 
     for chunk in range(start, stop):
         first = chunk * lanes
         count = gather_checked(a, first, buf, best, nonfinite, thread, m, n, lanes)
-        _factor(buf, chunk_piv, chunk_info, best, recip, order, m, n, lanes)
+        _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
         if out.shape[0]:
             scatter_factored(buf, chunk_piv, chunk_info, best, count, out, piv, info, first, m, n, lanes)
         else:
