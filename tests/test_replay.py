@@ -82,7 +82,7 @@ def _replayed_lu(a: np.ndarray, kernels_: int, lanes: int) -> tuple[np.ndarray, 
     piv = np.empty((a.shape[0], min(a.shape[1:])), dtype=INDEX_DTYPE)
     info = np.zeros(a.shape[0], dtype=INDEX_DTYPE)
     launch_checked("getrf_replay", False, a.dtype, *a.shape, a, out, piv, info, kernels_,
-                   *lu_pieces(0, *a.shape[1:], a.dtype, permute_l=False, p_matrix=False), lanes=lanes)
+                   *lu_pieces(0, *a.shape[1:], a.dtype), lanes=lanes)
     return out.view(np.uint32), piv, info
 
 

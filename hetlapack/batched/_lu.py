@@ -62,25 +62,25 @@ def _swap_each_lane(buf, k, piv, n, lanes):
             buf[k, j, lane] = held
 
 
-#: Bytes of lanes per row below the pivot up to which a row swap is done by exchanges across the lanes: one costs
-#: about seven vector operations (compare, two loads, three logical operations, two stores) a row below and column
-#: per vector of lanes, as the selects measured here did (their stores, masked where AVX-512 runs them well), a swap
-#: element by element four memory operations a lane and column, so selects are cheaper while the rows below hold
-#: fewer than 4 / 7 of a vector's elements: with AVX-512 (64-byte vectors) 4 rows of float64, 9 of float32. Measured
-#: there (``kernels.getrf``, float64, B = 10^4, 2 threads, ns per matrix, 32 / 64 lanes, before / after): n = 2 12 /
-#: 13 -> 9-10 / 10-11, n = 4 23 / 24 -> 18-19 / 18-19, n = 8 70-73 / 54-62 -> 56-69 / 42-51, n = 12-24 within the
-#: spread; selects at every step took n = 16 from 290-323 to 307-394 and n = 32 from 1,944-2,261 to 2,690-2,768.
-SELECT_BYTES = 4 * vector_bytes() // 7
+#: Bytes of lanes per row below the pivot up to which a row swap is done by exchanges across the lanes: an exchange
+#: costs about seven vector operations (compare, two loads, three logical operations, two stores) a row below and column
+#: per vector of lanes, a swap element by element four memory operations a lane and column, so exchanges are cheaper
+#: while the rows below hold fewer than 4 / 7 of a vector's elements: with AVX-512 (64-byte vectors) 4 rows of float64,
+#: 9 of float32. Measured there with selects, which cost as many operations (``kernels.getrf``, float64, B = 10^4, 2
+#: threads, ns per matrix, 32 / 64 lanes, before / after): n = 2 12 / 13 -> 9-10 / 10-11, n = 4 23 / 24 -> 18-19 /
+#: 18-19, n = 8 70-73 / 54-62 -> 56-69 / 42-51, n = 12-24 within the spread; selects at every step took n = 16 from
+#: 290-323 to 307-394 and n = 32 from 1,944-2,261 to 2,690-2,768.
+EXCHANGE_BYTES = 4 * vector_bytes() // 7
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def swap_pivot_rows(buf, k, piv, m, n, lanes):
     """Swap row ``k`` with the pivot row ``piv[k, lane]`` in every lane (a different row in each): by an exchange
     per row below ``k`` and column, vector operations across the lanes, where few rows are left below (up to
-    ``SELECT_BYTES`` of lanes), element by element in each lane otherwise. The exchange is of the words' bits by
+    ``EXCHANGE_BYTES`` of lanes), element by element in each lane otherwise. The exchange is of the words' bits by
     exclusive ors (as :func:`~._simd.exchange_where`): written as selects, LLVM stored float64 and float32 ones with
     masked stores, microcode on AVX2 machines."""
-    if (m - k - 1) * buf.itemsize > SELECT_BYTES:
+    if (m - k - 1) * buf.itemsize > EXCHANGE_BYTES:
         _swap_each_lane(buf, k, piv, n, lanes)
         return
     words = as_words(buf)

@@ -68,8 +68,8 @@ KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
 }
 
 
-def lu_pieces(batch: int, m: int, n: int, dtype: np.dtype, *, permute_l: bool,
-              p_matrix: bool) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def lu_pieces(batch: int, m: int, n: int, dtype: np.dtype, *, permute_l: bool = False,
+              p_matrix: bool = False) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The arguments the ``getrf``, ``getrf_replay`` and ``plu`` kernels write ``lu``'s pieces into for ``batch``
     matrices of ``m x n`` (none where ``batch`` is 0: the packed LU only): ``permute_l``, the row indices, ``L``,
     ``U`` and ``P`` (empty unless ``p_matrix``), each C-ordered."""

@@ -104,14 +104,14 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, l
     replayed = getrf_kernels(a.dtype, m, n) if lapack else None
     if out.size and replayed is not None:
         launch_checked("getrf_replay", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info, replayed,
-                       *lu_pieces(0, m, n, a.dtype, permute_l=False, p_matrix=False))
+                       *lu_pieces(0, m, n, a.dtype))
         _refactor_marked("getrf_each", stack, (), (out, piv, info), fortran)
     elif out.size and lapack:
         lapack_loop("getrf_each", a.dtype, stack.shape[0], max(m, n), check_finite, (stack, out, piv, info),
                     loop_threads)
     elif out.size:
         launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info,
-                       *lu_pieces(0, m, n, a.dtype, permute_l=False, p_matrix=False), lanes=lanes)
+                       *lu_pieces(0, m, n, a.dtype), lanes=lanes)
         _refactor_marked("getrf_each", stack, (), (out, piv, info), fortran)
     return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
 

@@ -151,7 +151,7 @@ def _factored_lu(a: np.ndarray, kernels: int | None) -> tuple[np.ndarray, ...]:
         lapack_loop("getrf_each", a.dtype, a.shape[0], max(a.shape[1:]), False, (a, out, piv, info), 1)
     else:
         launch_checked("getrf_replay", False, a.dtype, *a.shape, a, out, piv, info, kernels,
-                       *lu_pieces(0, *a.shape[1:], a.dtype, permute_l=False, p_matrix=False))
+                       *lu_pieces(0, *a.shape[1:], a.dtype))
     return out.view(np.uint32), piv, info
 
 
