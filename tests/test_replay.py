@@ -75,6 +75,20 @@ def test_single_precision_lu_is_lapacks_bit_for_bit(shape):
         np.testing.assert_array_equal(a.view(np.uint32), before.view(np.uint32), err_msg=name)
 
 
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_the_lu_replays_compiled_per_order_are_lapacks_bit_for_bit(n):
+    """Stacks of 64 matrices of order 2-4 run the replay's versions compiled for their order (order 2 in loops over
+    ``SMALL_ORDER_LANES`` lanes, 3 and 4 on one vector): SciPy's ``sgetrf`` bit for bit, hard cases included."""
+    assert kernel_lanes("getrf_replay", np.dtype(np.float32), 64, n, n) == (SMALL_ORDER_LANES if n == 2 else WIDTH)
+    for name, stack in _hard_stacks(n, n, seed=40 + n).items():
+        a = np.concatenate([stack, stack[::-1], stack[:16]])
+        lu, piv, info = kernels.getrf(a, lapack=True)
+        want_lu, want_piv, want_info = _lapack(a)
+        np.testing.assert_array_equal(lu.view(np.uint32), want_lu.view(np.uint32), err_msg=name)
+        np.testing.assert_array_equal(piv, want_piv, err_msg=name)
+        np.testing.assert_array_equal(info, want_info, err_msg=name)
+
+
 def _replayed_lu(a: np.ndarray, kernels_: int, lanes: int) -> tuple[np.ndarray, ...]:
     """The replay of ``kernels_``'s LU on the float32 stack ``a`` with ``lanes`` matrices per buffer: the packed
     LU's bits, the pivots and ``info``."""
@@ -119,10 +133,12 @@ def test_the_lu_replay_writes_lus_pieces_from_its_buffers_as_plu_does_from_the_p
 
 
 def test_single_precision_lu_takes_one_vector_of_matrices_per_buffer():
-    """Past the orders compiled one by one, the LU replay's buffer holds one SIMD vector of matrices."""
+    """The LU replay's buffer holds one SIMD vector of matrices, at orders 3 and 4 (compiled one by one) too; orders
+    1 and 2 keep the loops over ``SMALL_ORDER_LANES`` lanes."""
     f32 = np.dtype(np.float32)
     assert kernel_lanes("getrf_replay", f32, 1000, 5, 5) == kernel_lanes("getrf_replay", f32, 1000, 16, 3) == WIDTH
-    assert kernel_lanes("getrf_replay", f32, 1000, 4, 4) == SMALL_ORDER_LANES
+    assert kernel_lanes("getrf_replay", f32, 1000, 3, 3) == kernel_lanes("getrf_replay", f32, 1000, 4, 4) == WIDTH
+    assert kernel_lanes("getrf_replay", f32, 1000, 1, 1) == kernel_lanes("getrf_replay", f32, 1000, 2, 2) == 32
 
 
 def _spd_stacks(n: int, seed: int) -> dict[str, np.ndarray]:

@@ -55,10 +55,11 @@ JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": {"contract"}, "error_mo
 #: 87,339 ns with 8 lanes (the cache rule's), 33,762 with 128.
 WIDE_LANES = 128
 
-#: Square orders up to ``SMALL_ORDER`` take ``SMALL_ORDER_LANES`` matrices per buffer, every dtype, in kernels with
-#: a version compiled for each such order (``_lu.getrf_stack`` and ``_cholesky.potrf_stack`` list them): with
-#: constant loop bounds the compiler unrolls the loops over the matrix and keeps the lanes in registers. Measured
-#: (LU, 2 threads, float64, ns per matrix): 21 -> 8 at n = 2, 52 -> 29 at n = 3, 72 -> 45 at n = 4; none from n = 8.
+#: Square orders up to ``SMALL_ORDER`` take ``SMALL_ORDER_LANES`` matrices per buffer in kernels with a version
+#: compiled for each such order (``_lu.getrf_stack`` and ``_cholesky.potrf_stack`` list them), but where those
+#: versions run on one vector of matrices (``threads._SMALL_ORDER_VECTOR``): with constant loop bounds the compiler
+#: unrolls the loops over the matrix and keeps the lanes in registers. Measured (LU, 2 threads, float64, ns per
+#: matrix): 21 -> 8 at n = 2, 52 -> 29 at n = 3, 72 -> 45 at n = 4; none from n = 8.
 SMALL_ORDER, SMALL_ORDER_LANES = 4, 32
 
 

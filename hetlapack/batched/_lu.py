@@ -152,10 +152,16 @@ def _divide_by_subnormal_pivots(buf, k, m, lanes):
                 buf[i, k, lane] = divide(buf[i, k, lane], buf[k, k, lane])
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
+@numba.njit(**JIT_OPTIONS)
 def search_pivot(buf, k, piv, best, m, lanes):
     """``piv[k, lane]``: the row of the first largest magnitude in column ``k`` from the diagonal down (LAPACK's
-    ``i?amax``); ``best`` is scratch of ``lanes`` real numbers."""
+    ``i?amax``); ``best`` is scratch of ``lanes`` real numbers.
+
+    Compiled as a function of its own, not inlined: inlined into the versions compiled per small order (constant
+    sizes, 32 lanes), its copies unrolled row by row held 84 masked stores of ``best`` and ``piv`` (where a lane
+    finds a larger magnitude; microcode on AVX2 machines, each read back by the next row's comparison); on its own
+    it is one loop with two, and ran faster (float64, 2 threads, ns a matrix, inlined / on its own: n = 3 47-55 /
+    19-27, n = 4 54-63 / 34-41; n = 2 8-14 / 9-14)."""
     for lane in range(lanes):
         best[lane] = _magnitude(buf[k, k, lane])
         piv[k, lane] = k
@@ -556,6 +562,19 @@ def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, 
             scatter_lu(buf, chunk_piv, chunk_info, best, count, piv, info, first, pieces, order, m, n, lanes)
 
 
+def small_order_lanes(a):
+    """Matrices per buffer of ``getrf_stack``'s versions compiled per small order: ``SMALL_ORDER_LANES`` for a real
+    stack (the loops over the lanes, unrolled over the matrix), one vector (``WIDTH``) for a complex one, which
+    runs on split vectors (:func:`_factor_split`; at n = 4 its factorization in cache took 42 ns a matrix against
+    95 for the loops over 32 lanes, one thread)."""
+
+
+@overload(small_order_lanes, jit_options=JIT_OPTIONS)
+def _small_order_lanes_for(a):
+    lanes = WIDTH if isinstance(a.dtype, types.Complex) else SMALL_ORDER_LANES
+    return lambda a: lanes
+
+
 @numba.njit(**JIT_OPTIONS)
 def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, nonfinite, lanes, thread, threads):
     """Factorize every matrix of the 3-D stack ``a`` into ``out``; ``piv`` (batch, min(m, n)), ``info`` (batch,),
@@ -564,19 +583,20 @@ def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, n
     (batch, k, n) and, unless empty, ``permutation`` (batch, m, m), as :func:`plu_stack` (nothing for a matrix
     marked ``REDO_INFO``).
     Given a ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a``
-    sets its own. Square orders up to ``SMALL_ORDER`` in buffers of ``SMALL_ORDER_LANES`` run versions compiled for
-    their sizes (given as constants, numba compiles one version each)."""
+    sets its own. Square orders up to ``SMALL_ORDER`` in buffers of :func:`small_order_lanes` run versions compiled
+    for their sizes (given as constants, numba compiles one version each)."""
     batch, m, n = a.shape
     chunks = (batch + lanes - 1) // lanes
-    small = lanes == SMALL_ORDER_LANES and m == n
+    small_lanes = small_order_lanes(a)
+    small = lanes == small_lanes and m == n
     pieces = (permute_l, rows, lower, upper, permutation)
     start, stop = chunk_range(thread, threads, chunks)
     if small and m == 2:
-        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 2, 2, SMALL_ORDER_LANES)
+        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 2, 2, small_lanes)
     elif small and m == 3:
-        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 3, 3, SMALL_ORDER_LANES)
+        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 3, 3, small_lanes)
     elif small and m == 4:
-        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 4, 4, SMALL_ORDER_LANES)
+        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 4, 4, small_lanes)
     else:
         _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, n, lanes)
 

@@ -317,17 +317,19 @@ def _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start,
 def getrf_replay_stack(a, out, piv, info, kernels, permute_l, rows, lower, upper, permutation, nonfinite, lanes,
                        thread, threads):
     """:func:`~._lu.getrf_stack`'s contract (``lu``'s pieces too) with OpenBLAS's roundings (:func:`_replay_chunk`),
-    for matrices with ``min(m, n)`` up to ``model.REPLAY_MAX_N["getrf"]``."""
+    for matrices with ``min(m, n)`` up to ``model.REPLAY_MAX_N["getrf"]``. Square orders 3 to ``SMALL_ORDER`` in
+    buffers of one vector of matrices, and order 2 in buffers of ``SMALL_ORDER_LANES``, run versions compiled for
+    their sizes (:func:`_replay_vector`, or the loops over the lanes, unrolled over the matrix)."""
     batch, m, n = a.shape
     chunks = (batch + lanes - 1) // lanes
-    small = lanes == SMALL_ORDER_LANES and m == n
+    small = lanes == WIDTH and m == n
     pieces = (permute_l, rows, lower, upper, permutation)
     start, stop = chunk_range(thread, threads, chunks)
-    if small and m == 2:
+    if lanes == SMALL_ORDER_LANES and m == n == 2:
         _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 2, 2, SMALL_ORDER_LANES)
     elif small and m == 3:
-        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 3, 3, SMALL_ORDER_LANES)
+        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 3, 3, WIDTH)
     elif small and m == 4:
-        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 4, 4, SMALL_ORDER_LANES)
+        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 4, 4, WIDTH)
     else:
         _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, m, n, lanes)
