@@ -56,36 +56,11 @@ JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": {"contract"}, "error_mo
 WIDE_LANES = 128
 
 #: Square orders up to ``SMALL_ORDER`` take ``SMALL_ORDER_LANES`` matrices per buffer in kernels with a version
-#: compiled for each such order (``_lu.getrf_stack`` and ``_cholesky.potrf_stack`` list them), unless
-#: ``SMALL_ORDER_VECTOR`` gives them one vector (:func:`small_order_lanes`): with constant loop bounds the compiler
+#: compiled for each such order (``_lu.getrf_stack`` and ``_cholesky.potrf_stack`` list them), but where those
+#: versions run on one vector of matrices (``threads._SMALL_ORDER_VECTOR``): with constant loop bounds the compiler
 #: unrolls the loops over the matrix and keeps the lanes in registers. Measured (LU, 2 threads, float64, ns per
 #: matrix): 21 -> 8 at n = 2, 52 -> 29 at n = 3, 72 -> 45 at n = 4; none from n = 8.
 SMALL_ORDER, SMALL_ORDER_LANES = 4, 32
-
-#: Kernels whose versions for the small orders run on one vector of matrices (``WIDTH``), by dtype kind, from which
-#: order: complex LU on split vectors (``_lu._factor_split``; at n = 4 it factors a chunk in cache in 42 ns a matrix
-#: against 95 for the loops over 32 lanes, whose complex reciprocals are scalar calls lane by lane) from order 2, the
-#: single-precision LU replay (``_lu_replay._replay_vector``) from order 3. Measured against the loops over 32 lanes
-#: (2 threads, 10^4 / 10^5 matrices, ns a matrix, old / new alternating in one process): complex128 n = 2 46 / 44 and
-#: 53 / 47, n = 3 73 / 63 and 90 / 76, n = 4 117 / 94 and 128 / 98; float32 n = 3 34 / 31 and 32 / 29, n = 4 64 / 48
-#: and 55 / 48, but n = 2 16-22 / 20-25 and 14-15 / 18 (the chunk's fixed costs over 8 matrices instead of 32). Order
-#: 1 keeps the loops over lanes: 31 ns a matrix against 44 on one vector (complex128, 10^4 matrices).
-SMALL_ORDER_VECTOR = {"getrf": {"c": 2}, "getrf_replay": {"f": 3}}
-
-
-def small_order_lanes(op: str, like, m: int) -> int:
-    """Matrices per buffer of kernel ``op``'s version compiled for square order ``m`` (up to ``SMALL_ORDER``) in the
-    dtype of ``like`` (a dtype or an array): one vector from the order ``SMALL_ORDER_VECTOR`` gives, else
-    ``SMALL_ORDER_LANES``. The launch (``threads.kernel_lanes``) and the kernels read this one rule."""
-    kind = np.dtype(getattr(like, "dtype", like)).kind
-    return WIDTH if m >= SMALL_ORDER_VECTOR.get(op, {}).get(kind, SMALL_ORDER + 1) else SMALL_ORDER_LANES
-
-
-@overload(small_order_lanes, jit_options=JIT_OPTIONS)
-def _small_order_lanes_for(op, like, m):
-    kind = "c" if isinstance(like.dtype, types.Complex) else "f"
-    first = SMALL_ORDER_VECTOR.get(op.literal_value, {}).get(kind, SMALL_ORDER + 1)
-    return lambda op, like, m: WIDTH if m >= first else SMALL_ORDER_LANES
 
 
 def lanes_for(m: int, n: int, itemsize: int, batch: int, wide: bool = False, small_order: bool = False,
