@@ -337,8 +337,8 @@ def test_lu_and_cholesky_take_one_vector_of_matrices_per_buffer(op):
 
 
 def test_complex_lu_of_the_small_orders_takes_one_vector_of_matrices():
-    """Complex LU of orders 2-4 runs on one vector of split matrices (``_lu.small_order_lanes``); order 1, complex
-    Cholesky and real LU keep their loops over ``SMALL_ORDER_LANES``."""
+    """Complex LU of orders 2-4 runs on one vector of split matrices (``_interleave.small_order_lanes``); order 1,
+    complex Cholesky and real LU keep their loops over ``SMALL_ORDER_LANES``."""
     complex128 = np.dtype(np.complex128)
     assert kernel_lanes("getrf", complex128, BATCH, 2, 2) == kernel_lanes("getrf", complex128, BATCH, 4, 4) == WIDTH
     assert kernel_lanes("getrf", complex128, BATCH, 1, 1) == SMALL_ORDER_LANES

@@ -74,8 +74,9 @@ def _factor_chunk(buf, info, recip, n, lanes):
                     buf[i, j, lane] -= buf[i, j - 1, lane] * np.conj(buf[j, j - 1, lane])
         for lane in range(lanes):
             diagonal = buf[j, j, lane].real
-            if diagonal <= 0.0 and info[lane] == 0:  # OpenBLAS's potf2 test (SciPy's): a NaN runs through
-                info[lane] = j + 1
+            # OpenBLAS's potf2 test (SciPy's): a NaN runs through. Added on every lane, not stored under a condition,
+            # which the compiler vectorizes as a masked store (microcode on AVX2)
+            info[lane] += (j + 1) * ((diagonal <= 0.0) & (info[lane] == 0))
             root = 1.0 if diagonal <= 0.0 else math.sqrt(diagonal)
             buf[j, j, lane] = root
             recip[lane] = 1.0 / root
@@ -116,9 +117,8 @@ def _diagonal_root(words, recip, info, j, value):
     :func:`_factor_chunk` takes it; ``info`` set for the lanes whose first non-positive diagonal this is
     (``recip`` is scratch)."""
     store(recip, 0, value)
-    for lane in range(WIDTH):
-        if recip[lane] <= 0.0 and info[lane] == 0:
-            info[lane] = j + 1
+    for lane in range(WIDTH):  # added on every lane, as in _factor_chunk
+        info[lane] += (j + 1) * ((recip[lane] <= 0.0) & (info[lane] == 0))
     one = splat(words.dtype.type(1.0))
     return where_at_most(value, splat(words.dtype.type(0.0)), one, square_root(value))
 

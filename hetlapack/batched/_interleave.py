@@ -57,10 +57,27 @@ WIDE_LANES = 128
 
 #: Square orders up to ``SMALL_ORDER`` take ``SMALL_ORDER_LANES`` matrices per buffer in kernels with a version
 #: compiled for each such order (``_lu.getrf_stack`` and ``_cholesky.potrf_stack`` list them), but where those
-#: versions run on one vector of matrices (``threads._SMALL_ORDER_VECTOR``): with constant loop bounds the compiler
-#: unrolls the loops over the matrix and keeps the lanes in registers. Measured (LU, 2 threads, float64, ns per
-#: matrix): 21 -> 8 at n = 2, 52 -> 29 at n = 3, 72 -> 45 at n = 4; none from n = 8.
+#: versions run on one vector of matrices (``SMALL_ORDER_VECTOR``): with constant loop bounds the compiler unrolls
+#: the loops over the matrix and keeps the lanes in registers. Measured (LU, 2 threads, float64, ns per matrix):
+#: 21 -> 8 at n = 2, 52 -> 29 at n = 3, 72 -> 45 at n = 4; none from n = 8.
 SMALL_ORDER, SMALL_ORDER_LANES = 4, 32
+
+#: Kernels whose versions for the small orders run on one vector of matrices, by dtype kind, from which order (up to
+#: ``SMALL_ORDER``): complex LU on split vectors (``_lu._factor_split``) from order 2, the single-precision LU replay
+#: (``_lu_replay._replay_vector``) from order 3. Measured against their loops over 32 lanes (2 threads, 10^4 / 10^5
+#: matrices, ns a matrix, old / new alternating in one process): complex128 n = 2 46 / 44 and 53 / 47, n = 3 73 / 63
+#: and 90 / 76, n = 4 117 / 94 and 128 / 98; float32 n = 3 34 / 31 and 32 / 29, n = 4 64 / 48 and 55 / 48, but n = 2
+#: 16-22 / 20-25 and 14-15 / 18 (the chunk's fixed costs over 8 matrices instead of 32). Order 1 keeps the loops
+#: over lanes: 31 ns a matrix against 44 on one vector (complex128, 10^4 matrices).
+SMALL_ORDER_VECTOR = {"getrf": {"c": 2}, "getrf_replay": {"f": 3}}
+
+
+def small_order_lanes(op: str, kind: str, order: int) -> int:
+    """Matrices per buffer of kernel ``op``'s version compiled for square ``order`` (up to ``SMALL_ORDER``) in the
+    dtype of ``kind`` (NumPy's dtype kind): one vector (``WIDTH``) from the order ``SMALL_ORDER_VECTOR`` gives, else
+    ``SMALL_ORDER_LANES``. The one rule that the launch (``threads.kernel_lanes``) and the kernels' branches into
+    those versions read: where the two disagreed, a stack would silently run the general kernel."""
+    return WIDTH if order >= SMALL_ORDER_VECTOR.get(op, {}).get(kind, SMALL_ORDER + 1) else SMALL_ORDER_LANES
 
 
 def lanes_for(m: int, n: int, itemsize: int, batch: int, wide: bool = False, small_order: bool = False,

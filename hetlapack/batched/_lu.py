@@ -24,8 +24,8 @@ from numba import types
 from numba.extending import overload
 
 from ..machine import vector_bytes
-from ._interleave import (SMALL_ORDER_LANES, JIT_OPTIONS, buffer_as_stack, chunk_range, divide, flag_poisoned,
-                          gather, poison_lanes, scatter, smallest_normal)
+from ._interleave import (JIT_OPTIONS, buffer_as_stack, chunk_range, divide, flag_poisoned, gather, poison_lanes,
+                          scatter, small_order_lanes, smallest_normal)
 from ._simd import (WIDTH, add, any_below, any_equal, exchange_where, load, magnitude, multiply, quotient, splat, store,
                     subtract_product, where_greater)
 from ._split_complex import ELEMENT, join, product, reciprocal, split
@@ -562,16 +562,18 @@ def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, 
             scatter_lu(buf, chunk_piv, chunk_info, best, count, piv, info, first, pieces, order, m, n, lanes)
 
 
-def small_order_lanes(a):
-    """Matrices per buffer of ``getrf_stack``'s versions compiled per small order: ``SMALL_ORDER_LANES`` for a real
-    stack (the loops over the lanes, unrolled over the matrix), one vector (``WIDTH``) for a complex one, which
-    runs on split vectors (:func:`_factor_split`; at n = 4 its factorization in cache took 42 ns a matrix against
-    95 for the loops over 32 lanes, one thread)."""
+def small_orders_lanes(a):
+    """Matrices per buffer of ``getrf_stack``'s versions compiled for orders 2, 3 and 4 in the dtype of ``a``
+    (``_interleave.small_order_lanes``), as constants: the loops over ``SMALL_ORDER_LANES`` lanes for a real stack
+    (unrolled over the matrix), one vector (``WIDTH``) for a complex one, which runs on split vectors
+    (:func:`_factor_split`; at n = 4 its factorization in cache took 42 ns a matrix against 95 for the loops over 32
+    lanes, one thread)."""
 
 
-@overload(small_order_lanes, jit_options=JIT_OPTIONS)
-def _small_order_lanes_for(a):
-    lanes = WIDTH if isinstance(a.dtype, types.Complex) else SMALL_ORDER_LANES
+@overload(small_orders_lanes, jit_options=JIT_OPTIONS)
+def _small_orders_lanes_for(a):
+    kind = "c" if isinstance(a.dtype, types.Complex) else "f"
+    lanes = tuple(small_order_lanes("getrf", kind, order) for order in (2, 3, 4))
     return lambda a: lanes
 
 
@@ -583,20 +585,19 @@ def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, n
     (batch, k, n) and, unless empty, ``permutation`` (batch, m, m), as :func:`plu_stack` (nothing for a matrix
     marked ``REDO_INFO``).
     Given a ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a``
-    sets its own. Square orders up to ``SMALL_ORDER`` in buffers of :func:`small_order_lanes` run versions compiled
+    sets its own. Square orders up to ``SMALL_ORDER`` in buffers of :func:`small_orders_lanes` run versions compiled
     for their sizes (given as constants, numba compiles one version each)."""
     batch, m, n = a.shape
     chunks = (batch + lanes - 1) // lanes
-    small_lanes = small_order_lanes(a)
-    small = lanes == small_lanes and m == n
+    lanes_2, lanes_3, lanes_4 = small_orders_lanes(a)
     pieces = (permute_l, rows, lower, upper, permutation)
     start, stop = chunk_range(thread, threads, chunks)
-    if small and m == 2:
-        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 2, 2, small_lanes)
-    elif small and m == 3:
-        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 3, 3, small_lanes)
-    elif small and m == 4:
-        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 4, 4, small_lanes)
+    if m == n == 2 and lanes == lanes_2:
+        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 2, 2, lanes_2)
+    elif m == n == 3 and lanes == lanes_3:
+        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 3, 3, lanes_3)
+    elif m == n == 4 and lanes == lanes_4:
+        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 4, 4, lanes_4)
     else:
         _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, n, lanes)
 

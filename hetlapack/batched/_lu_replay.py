@@ -26,7 +26,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._interleave import SMALL_ORDER_LANES, JIT_OPTIONS, chunk_range, smallest_normal
+from ._interleave import JIT_OPTIONS, chunk_range, small_order_lanes, smallest_normal
 from ._lu import (REDO_INFO, gather_checked, pivot_vector_rows, scatter_factored, scatter_lu, search_pivot,
                   swap_pivot_rows)
 from ._simd import (WIDTH, add, add_rounded_product, any_below, fused_multiply_add, load, multiply, narrowed,
@@ -313,23 +313,27 @@ def _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start,
             scatter_lu(buf, chunk_piv, chunk_info, acc, count, piv, info, first, pieces, order, m, n, lanes)
 
 
+#: ``_interleave.small_order_lanes`` of the replay (single precision only) at orders 2, 3 and 4: each reaches
+#: :func:`_replay_chunks` as a constant, so that its loops over the lanes have constant bounds.
+_LANES_2, _LANES_3, _LANES_4 = (small_order_lanes("getrf_replay", "f", order) for order in (2, 3, 4))
+
+
 @numba.njit(**REPLAY_JIT_OPTIONS)
 def getrf_replay_stack(a, out, piv, info, kernels, permute_l, rows, lower, upper, permutation, nonfinite, lanes,
                        thread, threads):
     """:func:`~._lu.getrf_stack`'s contract (``lu``'s pieces too) with OpenBLAS's roundings (:func:`_replay_chunk`),
-    for matrices with ``min(m, n)`` up to ``model.REPLAY_MAX_N["getrf"]``. Square orders 3 to ``SMALL_ORDER`` in
-    buffers of one vector of matrices, and order 2 in buffers of ``SMALL_ORDER_LANES``, run versions compiled for
-    their sizes (:func:`_replay_vector`, or the loops over the lanes, unrolled over the matrix)."""
+    for matrices with ``min(m, n)`` up to ``model.REPLAY_MAX_N["getrf"]``. Square orders up to ``SMALL_ORDER`` in
+    buffers of ``_interleave.small_order_lanes`` run versions compiled for their sizes (:func:`_replay_vector` on one
+    vector of matrices, or the loops over the lanes, unrolled over the matrix)."""
     batch, m, n = a.shape
     chunks = (batch + lanes - 1) // lanes
-    small = lanes == WIDTH and m == n
     pieces = (permute_l, rows, lower, upper, permutation)
     start, stop = chunk_range(thread, threads, chunks)
-    if lanes == SMALL_ORDER_LANES and m == n == 2:
-        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 2, 2, SMALL_ORDER_LANES)
-    elif small and m == 3:
-        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 3, 3, WIDTH)
-    elif small and m == 4:
-        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 4, 4, WIDTH)
+    if m == n == 2 and lanes == _LANES_2:
+        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 2, 2, _LANES_2)
+    elif m == n == 3 and lanes == _LANES_3:
+        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 3, 3, _LANES_3)
+    elif m == n == 4 and lanes == _LANES_4:
+        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 4, 4, _LANES_4)
     else:
         _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, m, n, lanes)

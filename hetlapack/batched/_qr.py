@@ -99,13 +99,16 @@ def _reflectors(buf, k, tau, norm, dots, safmin, largest):
         plain = norm[lane] != 0.0 and safmin <= total <= largest
         rare += not plain
         beta = -math.copysign(math.sqrt(total), alpha.real)
-        tau[k, lane] = divide(beta - alpha, beta)
+        # every store unconditional (a rare lane's alpha kept in its tau until _larfg_scaled replaces it): the
+        # compiler vectorizes a store of beta or the element's own value as masked stores, microcode on AVX2
+        tau[k, lane] = divide(beta - alpha, beta) if plain else alpha
         dots[lane] = divide(1.0, alpha - beta)
-        buf[k, k, lane] = beta if plain else alpha
-        norm[lane] = norm[lane] if plain else -1.0
+        buf[k, k, lane] = beta
+        norm[lane] = 1.0 if plain else -1.0
     if rare:
         for lane in range(lanes):
             if norm[lane] < 0.0:
+                buf[k, k, lane] = tau[k, lane]
                 _larfg_scaled(buf, k, lane, tau, dots, safmin)
 
 

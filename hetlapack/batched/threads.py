@@ -19,7 +19,7 @@ import numpy as np
 
 from ..blas_threads import one_thread_per_call
 from ..perf import model
-from ._interleave import SMALL_ORDER, lanes_for
+from ._interleave import SMALL_ORDER, lanes_for, small_order_lanes
 from ._simd import WIDTH
 from .compiling import lapack_routines, run
 
@@ -134,24 +134,14 @@ _SMALL_ORDER = frozenset({"getrf", "getrf_replay", "potrf", "potrf_replay"})
 #: 564-609, 16 713-861 / 847-887.
 _VECTOR = {"getrf": "fc", "potrf": "fc", "getrf_replay": "f"}
 
-#: Kernels whose versions for the small orders run on one vector of matrices, by dtype kind, from which order (up to
-#: ``SMALL_ORDER``): complex LU on split vectors (``_lu.small_order_lanes``) from order 2, the single-precision LU
-#: replay from order 3. Measured against their loops over 32 lanes (2 threads, 10^4 / 10^5 matrices, ns a matrix,
-#: old / new alternating in one process): complex128 n = 2 46 / 44 and 53 / 47, n = 3 73 / 63 and 90 / 76, n = 4
-#: 117 / 94 and 128 / 98; float32 n = 3 34 / 31 and 32 / 29, n = 4 64 / 48 and 55 / 48, but n = 2 16-22 / 20-25 and
-#: 14-15 / 18 (the chunk's fixed costs over 8 matrices instead of 32). Order 1 keeps the loops over lanes: 31 ns a
-#: matrix against 44 on one vector (complex128, 10^4 matrices).
-_SMALL_ORDER_VECTOR = {"getrf": {"c": 2}, "getrf_replay": {"f": 3}}
-
-
 def kernel_lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int, lanes: int | None = None) -> int:
     """Matrices per buffer for ``op``'s kernel: :func:`~._interleave.lanes_for` with the kernel's kind, or with
-    ``lanes`` (a measured choice) where given. Matrices past ``SMALL_ORDER`` in a kernel with a version on SIMD
-    vectors for their dtype, and those up to it from the order where its small orders' versions run on one
-    (``_SMALL_ORDER_VECTOR``), take one vector of lanes (:data:`~._simd.WIDTH`) unless measured otherwise."""
-    small = m == n <= SMALL_ORDER
-    vector_from = _SMALL_ORDER_VECTOR.get(op, {}).get(dtype.kind, SMALL_ORDER + 1)
-    if lanes is None and dtype.kind in _VECTOR.get(op, "") and (not small or m >= vector_from):
+    ``lanes`` (a measured choice) where given. Square orders up to ``SMALL_ORDER`` in a kernel with versions
+    compiled for them take :func:`~._interleave.small_order_lanes`; larger matrices in a kernel with a version on
+    SIMD vectors for their dtype take one vector of lanes (:data:`~._simd.WIDTH`) unless measured otherwise."""
+    if lanes is None and op in _SMALL_ORDER and m == n <= SMALL_ORDER:
+        lanes = small_order_lanes(op, dtype.kind, m)
+    elif lanes is None and dtype.kind in _VECTOR.get(op, ""):
         lanes = WIDTH
     return lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE, small_order=op in _SMALL_ORDER, lanes=lanes)
 
