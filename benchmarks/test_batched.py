@@ -172,15 +172,32 @@ def test_batched(benchmark, op, peer, dtype, n, batch):
     })
 
 
+#: Seconds of timed calls a case aims at, in at most ``MAX_ROUNDS`` rounds: the best of 5 calls of a fraction of a
+#: millisecond is this noisy VM's, not the code's (2-core AMD EPYC: ``lu_factor``, float64, n = 2, B = 10^4 read 20
+#: ns a matrix as the best of 5 rounds in a full run, 14.1 as the best of 200 calls in a script minutes later).
+#: Every peer of a case gets the same rule.
+TARGET_SECONDS, MAX_ROUNDS = 0.25, 50
+
+
+def _rounds(call, a, least: int) -> int:
+    """Rounds for ``call`` on ``a``: at least ``least``, else as many as fill ``TARGET_SECONDS`` (up to
+    ``MAX_ROUNDS``), from the time of one call (which also warms it up)."""
+    start = time.perf_counter()
+    call(a)
+    once = time.perf_counter() - start
+    return max(least, min(MAX_ROUNDS, int(TARGET_SECONDS / max(once, 1e-9))))
+
+
 def _measure(benchmark, op: str, peer: str, dtype: type, n: int, batch: int, rounds: int) -> float:
-    """Time ``peer``'s ``op`` on a stack of ``batch`` matrices of order ``n`` (best of ``rounds``, on ``THREADS``
-    BLAS threads), record the case and its ns per matrix in ``extra_info``, and return the best seconds."""
+    """Time ``peer``'s ``op`` on a stack of ``batch`` matrices of order ``n`` (best of at least ``rounds``, more for
+    short calls: :func:`_rounds`; on ``THREADS`` BLAS threads), record the case and its ns per matrix in
+    ``extra_info``, and return the best seconds."""
     prepare, call = PEERS[op][peer]()
     a = prepare(stack("spd" if op.startswith("cho") else "general", dtype, n, batch))
     benchmark.group = f"{op} {np.dtype(dtype).name} n={n} B={batch}"
     with threadpool_limits(THREADS):
         call(a)
-        benchmark.pedantic(call, args=(a,), rounds=rounds, warmup_rounds=1)
+        benchmark.pedantic(call, args=(a,), rounds=_rounds(call, a, rounds), warmup_rounds=1)
     seconds = benchmark.stats.stats.min
     benchmark.extra_info.update({"op": f"{op} {np.dtype(dtype).name} B={batch}", "n": n, "peer": peer,
                                  "ns_per_matrix": seconds / batch * 1e9, "scipy": scipy.__version__})

@@ -52,8 +52,9 @@ def c_ordered_in_place(x: np.ndarray, block: int = 256) -> np.ndarray:
 
 def fortran_matrices(x, xp=np):
     """A stack whose every matrix is Fortran-ordered, as SciPy's batch loop stacks LAPACK's outputs (``xp``: the
-    array module, NumPy or CuPy)."""
-    return xp.swapaxes(xp.ascontiguousarray(xp.swapaxes(x, -1, -2)), -1, -2)
+    array module, NumPy or CuPy): ``x`` itself where it already is."""
+    swapped = x.swapaxes(-1, -2)
+    return x if swapped.flags.c_contiguous else xp.swapaxes(xp.ascontiguousarray(swapped), -1, -2)
 
 
 def peek(a):
