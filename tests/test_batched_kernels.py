@@ -346,6 +346,33 @@ def test_complex_lu_of_the_small_orders_takes_one_vector_of_matrices():
     assert kernel_lanes("getrf", np.dtype(np.float64), BATCH, 3, 3) == SMALL_ORDER_LANES
 
 
+@pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_qr_versions_compiled_per_order_equal_the_general_kernel(dtype, n):
+    """A stack of square matrices of order 2-4 in buffers of ``WIDE_LANES`` runs the fused QR compiled for its order
+    (with the whole ``Q``; without it, the general kernel); asked for 64 lanes, the general kernel. Both give bitwise
+    the same ``Q`` and ``R``, with a zero column, a column zero below the diagonal (a negative zero above), tiny and
+    huge matrices (larfg's rescaling and its scaled norm), a NaN and a zero matrix."""
+    batch = 2 * WIDE_LANES + 3
+    a = random_matrix((batch, n, n), dtype, seed=40 + n)
+    a[3, :, 0] = 0.0
+    a[4, 1:, 0] = 0.0
+    a[4, 0, 0] = -0.0
+    a[5] *= np.finfo(dtype).tiny
+    a[6] *= np.finfo(dtype).max / 4
+    a[7, n - 1, 0] = np.nan
+    a[batch - 1] = 0.0
+    assert kernel_lanes("qr", dtype, batch, n, n) == WIDE_LANES
+    for ncols in (n, 0):
+        compiled_for_order, general_kernel = kernels.qr(a, ncols, n), kernels.qr(a, ncols, n, lanes=64)
+        for ours, general in zip(compiled_for_order, general_kernel):
+            if ours is not None:
+                np.testing.assert_array_equal(ours, general)
+    q, r = kernels.qr(a, n, n)
+    assert np.isnan(r[7]).any() and not np.isnan(r[8]).any()
+    np.testing.assert_allclose(q[8] @ r[8], a[8], atol=_tolerance(dtype, n))
+
+
 @pytest.mark.parametrize("dtype", [np.dtype(np.float64)], ids=str)
 @pytest.mark.parametrize("shape", [(1, 1, 1), (2, 2, 2), (5, 5, 5), (8, 8, 8), (13, 13, 13), (16, 16, 16),
                                    (32, 32, 32), (7, 3, 3), (7, 3, 7), (3, 7, 3), (9, 1, 9)])

@@ -18,7 +18,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from ._interleave import JIT_OPTIONS, chunk_range, divide, flag_poisoned, gather, scatter
+from ._interleave import JIT_OPTIONS, WIDE_LANES, chunk_range, divide, flag_poisoned, gather, scatter
 from ._simd import (WIDTH, add_rounded_product, any_below, copy_sign, load, multiply, negative, quotient, splat,
                     square_root, store, subtract, subtract_rounded_product, where_at_least, where_at_most,
                     where_greater)
@@ -374,18 +374,12 @@ def scatter_upper(buf, count, out, first):
     scatter(buf, count, out, first, rows, n)
 
 
-@numba.njit(**JIT_OPTIONS)
-def qr_stack(a, q_out, r_out, nonfinite, lanes, thread, threads):
-    """``Q`` (batch, m, ncols; none when ``ncols`` is 0) and ``R`` (batch, rows, n) of every matrix of ``a``, as
-    ``orgqr(geqrf(a))`` and ``triu`` of its first rows would give them, from one gathered chunk. Given a
-    ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a`` sets its
-    own."""
-    batch, m, n = a.shape
-    k, ncols = min(m, n), q_out.shape[2]
-    chunks = (batch + lanes - 1) // lanes
-    start, stop = chunk_range(thread, threads, chunks)
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, m, n, ncols, lanes):
+    """Chunks ``start:stop`` of :func:`qr_stack`'s stack (one thread's share) in ``m x n x lanes`` buffers, with
+    ``Q``'s first ``ncols`` columns."""
     buf = np.empty((m, n, lanes), dtype=r_out.dtype)
-    chunk_tau = np.empty((k, lanes), dtype=r_out.dtype)
+    chunk_tau = np.empty((min(m, n), lanes), dtype=r_out.dtype)
     q = np.empty((m, ncols, lanes), dtype=r_out.dtype)
     norm = np.empty(lanes, dtype=r_out.real.dtype)
     dots = np.empty(lanes, dtype=r_out.dtype)
@@ -398,3 +392,25 @@ def qr_stack(a, q_out, r_out, nonfinite, lanes, thread, threads):
         scatter_upper(buf, count, r_out, first)
         if ncols:
             scatter(q, count, q_out, first, m, ncols)
+
+
+@numba.njit(**JIT_OPTIONS)
+def qr_stack(a, q_out, r_out, nonfinite, lanes, thread, threads):
+    """``Q`` (batch, m, ncols; none when ``ncols`` is 0) and ``R`` (batch, rows, n) of every matrix of ``a``, as
+    ``orgqr(geqrf(a))`` and ``triu`` of its first rows would give them, from one gathered chunk. Given a
+    ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a`` sets its
+    own. Square orders up to ``SMALL_ORDER`` with their whole ``Q``, in buffers of ``WIDE_LANES``, run versions
+    compiled for their sizes (given as constants, numba compiles one version each)."""
+    batch, m, n = a.shape
+    ncols = q_out.shape[2]
+    chunks = (batch + lanes - 1) // lanes
+    start, stop = chunk_range(thread, threads, chunks)
+    small = m == n == ncols and lanes == WIDE_LANES
+    if small and m == 2:
+        _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, 2, 2, 2, WIDE_LANES)
+    elif small and m == 3:
+        _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, 3, 3, 3, WIDE_LANES)
+    elif small and m == 4:
+        _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, 4, 4, 4, WIDE_LANES)
+    else:
+        _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, m, n, ncols, lanes)
