@@ -352,7 +352,8 @@ def test_qr_versions_compiled_per_order_equal_the_general_kernel(dtype, n):
     """A stack of square matrices of order 2-4 in buffers of ``WIDE_LANES`` runs the fused QR compiled for its order
     (with the whole ``Q``; without it, the general kernel); asked for 64 lanes, the general kernel. Both give bitwise
     the same ``Q`` and ``R``, with a zero column, a column zero below the diagonal (a negative zero above), tiny and
-    huge matrices (larfg's rescaling and its scaled norm), a NaN and a zero matrix."""
+    huge matrices (larfg's rescaling and its scaled norm), a NaN and a zero matrix; asked to check, it sees a NaN or
+    an infinity anywhere in the stack."""
     batch = 2 * WIDE_LANES + 3
     a = random_matrix((batch, n, n), dtype, seed=40 + n)
     a[3, :, 0] = 0.0
@@ -371,6 +372,12 @@ def test_qr_versions_compiled_per_order_equal_the_general_kernel(dtype, n):
     q, r = kernels.qr(a, n, n)
     assert np.isnan(r[7]).any() and not np.isnan(r[8]).any()
     np.testing.assert_allclose(q[8] @ r[8], a[8], atol=_tolerance(dtype, n))
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        kernels.qr(a, n, n, check_finite=True)
+    a[7, n - 1, 0] = 1.0
+    a[batch - 2, 0, n - 1] = np.inf
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        kernels.qr(a, n, n, check_finite=True)
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float64)], ids=str)
