@@ -68,6 +68,15 @@ def test_kernel_boundary_refuses_an_output_smaller_than_its_input():
         compiling.run("getrf", a.dtype, a, np.empty((0, 6, 6)), piv, info, *pieces(0), flags, 8, 1)
     with pytest.raises(ValueError, match="float64"):
         compiling.run("geqrf", a.dtype, a.astype(np.float32), np.empty_like(a), np.empty((4, 6)), 8, 1)
+    read_only = np.empty_like(a)
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="written but read-only"):
+        compiling.run("geqrf", a.dtype, a, read_only, np.empty((4, 6)), 8, 1)
+    # the shapes' rules are remembered per set of shapes where they hold, never where they fail
+    compiling.run("geqrf", a.dtype, a, np.empty_like(a), np.empty((4, 6)), 8, 1)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="pivots or reflectors"):
+            compiling.run("geqrf", a.dtype, a, np.empty_like(a), np.empty((4, 5)), 8, 1)
 
 
 # --- 2: fork while another thread prices or runs a call --------------------------------------------------------

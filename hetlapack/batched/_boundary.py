@@ -98,8 +98,11 @@ def check_arguments(op: str, kinds: tuple[str, ...], dtype: np.dtype, arguments:
     checks = _array_checks(op, kinds, dtype)
     for position, held, written in checks:
         value = arguments[position]
-        if not isinstance(value, np.ndarray) or value.dtype != held or written and not value.flags.writeable:
-            _check_array(op, position, value, held, written)
+        if not isinstance(value, np.ndarray) or value.dtype != held:
+            raise ValueError(f"kernel {op}: argument {position} must be a {held} array, got "
+                             f"{getattr(value, 'dtype', type(value).__name__)}")
+        if written and not value.flags.writeable:
+            raise ValueError(f"kernel {op}: argument {position} is written but read-only")
     _check_shapes(op, kinds, tuple(arguments[position].shape for position, _, _ in checks))
     for text, holds in _WHOLE.get(op, ()):
         if not holds(arguments):
@@ -122,14 +125,6 @@ def _check_shapes(op: str, kinds: tuple[str, ...], shapes: tuple[tuple[int, ...]
     for text, holds in _RELATIONS.get(op, ()):
         if not holds(lengths):
             raise ValueError(f"kernel {op}: needs {text}, got {lengths}")
-
-
-def _check_array(op: str, position: int, value, dtype: np.dtype, written: bool) -> None:
-    if not isinstance(value, np.ndarray) or value.dtype != dtype:
-        raise ValueError(f"kernel {op}: argument {position} must be a {dtype} array, got "
-                         f"{getattr(value, 'dtype', type(value).__name__)}")
-    if written and not value.flags.writeable:
-        raise ValueError(f"kernel {op}: argument {position} is written but read-only")
 
 
 def _bind(op: str, position: int, shape: tuple[int, ...], spec: str, lengths: dict[str, int]) -> None:

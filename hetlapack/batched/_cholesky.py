@@ -53,6 +53,14 @@ def gather_hermitian(a, first, lower, buf, n, lanes, whole):
     return count
 
 
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _mark_failure(info, lane, j, diagonal):
+    """``info[lane] = j + 1`` where ``diagonal`` (column ``j``'s) is the lane's first that is not positive (OpenBLAS's
+    potf2 test, SciPy's: a NaN runs through), as an addition made on every lane: a store under that condition
+    compiles, in a loop over the lanes, to a masked store (microcode on AVX2)."""
+    info[lane] += (j + 1) * ((diagonal <= 0.0) & (info[lane] == 0))
+
+
 @numba.njit(**JIT_OPTIONS)
 def _factor_chunk(buf, info, recip, n, lanes):
     """Lower Cholesky of the interleaved matrices in the ``n x n x lanes`` buffer; ``info[lane]`` as LAPACK's potrf.
@@ -74,9 +82,7 @@ def _factor_chunk(buf, info, recip, n, lanes):
                     buf[i, j, lane] -= buf[i, j - 1, lane] * np.conj(buf[j, j - 1, lane])
         for lane in range(lanes):
             diagonal = buf[j, j, lane].real
-            # OpenBLAS's potf2 test (SciPy's): a NaN runs through. Added on every lane, not stored under a condition,
-            # which the compiler vectorizes as a masked store (microcode on AVX2)
-            info[lane] += (j + 1) * ((diagonal <= 0.0) & (info[lane] == 0))
+            _mark_failure(info, lane, j, diagonal)
             root = 1.0 if diagonal <= 0.0 else math.sqrt(diagonal)
             buf[j, j, lane] = root
             recip[lane] = 1.0 / root
@@ -117,8 +123,8 @@ def _diagonal_root(words, recip, info, j, value):
     :func:`_factor_chunk` takes it; ``info`` set for the lanes whose first non-positive diagonal this is
     (``recip`` is scratch)."""
     store(recip, 0, value)
-    for lane in range(WIDTH):  # added on every lane, as in _factor_chunk
-        info[lane] += (j + 1) * ((recip[lane] <= 0.0) & (info[lane] == 0))
+    for lane in range(WIDTH):
+        _mark_failure(info, lane, j, recip[lane])
     one = splat(words.dtype.type(1.0))
     return where_at_most(value, splat(words.dtype.type(0.0)), one, square_root(value))
 

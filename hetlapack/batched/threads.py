@@ -134,6 +134,7 @@ _SMALL_ORDER = frozenset({"getrf", "getrf_replay", "potrf", "potrf_replay"})
 #: 564-609, 16 713-861 / 847-887.
 _VECTOR = {"getrf": "fc", "potrf": "fc", "getrf_replay": "f"}
 
+
 def kernel_lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int, lanes: int | None = None) -> int:
     """Matrices per buffer for ``op``'s kernel: :func:`~._interleave.lanes_for` with the kernel's kind, or with
     ``lanes`` (a measured choice) where given. Square orders up to ``SMALL_ORDER`` in a kernel with versions

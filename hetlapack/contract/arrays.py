@@ -54,7 +54,7 @@ def fortran_matrices(x, xp=np):
     """A stack whose every matrix is Fortran-ordered, as SciPy's batch loop stacks LAPACK's outputs (``xp``: the
     array module, NumPy or CuPy): ``x`` itself where it already is."""
     swapped = x.swapaxes(-1, -2)
-    return x if swapped.flags.c_contiguous else xp.swapaxes(xp.ascontiguousarray(swapped), -1, -2)
+    return x if swapped.flags.c_contiguous else xp.ascontiguousarray(swapped).swapaxes(-1, -2)
 
 
 def peek(a):
