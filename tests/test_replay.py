@@ -14,7 +14,7 @@ from hetlapack.batched._interleave import SMALL_ORDER_LANES
 from hetlapack.batched._lu import REDO_INFO
 from hetlapack.batched._lu_replay import HASWELL, KERNEL_NAMES, SKYLAKEX
 from hetlapack.batched._simd import WIDTH
-from hetlapack.batched.compiling import INDEX_DTYPE, lu_pieces
+from hetlapack.batched.compiling import INDEX_DTYPE, packed_lu_only
 from hetlapack.batched.threads import kernel_lanes, launch_checked, replay_loop
 from hetlapack.blas_threads import one_thread_per_call
 from hetlapack.perf.model import REPLAY_MAX_N
@@ -96,7 +96,7 @@ def _replayed_lu(a: np.ndarray, kernels_: int, lanes: int) -> tuple[np.ndarray, 
     piv = np.empty((a.shape[0], min(a.shape[1:])), dtype=INDEX_DTYPE)
     info = np.zeros(a.shape[0], dtype=INDEX_DTYPE)
     launch_checked("getrf_replay", False, a.dtype, *a.shape, a, out, piv, info, kernels_,
-                   *lu_pieces(0, *a.shape[1:], a.dtype), lanes=lanes)
+                   *packed_lu_only(*a.shape[1:], a.dtype), lanes=lanes)
     return out.view(np.uint32), piv, info
 
 

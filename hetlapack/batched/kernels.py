@@ -23,7 +23,7 @@ from ..perf.model import INTERLEAVED_DTYPES
 from ..pivots import check_pivots
 from . import _lu, _solve
 from ._interleave import as_stack
-from .compiling import INDEX_DTYPE, LAPACK_DTYPES, lu_pieces, run
+from .compiling import INDEX_DTYPE, LAPACK_DTYPES, lu_pieces, packed_lu_only, run
 from .replay import getrf_kernels, potrf_kernels, qr_kernels
 from .threads import (MIN_BATCH_PER_THREAD, call_checked, lapack_loop, launch, launch_checked, replay_loop,
                       threads_for, unusable_after_fork)
@@ -104,14 +104,14 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, l
     replayed = getrf_kernels(a.dtype, m, n) if lapack else None
     if out.size and replayed is not None:
         launch_checked("getrf_replay", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info, replayed,
-                       *lu_pieces(0, m, n, a.dtype))
+                       *packed_lu_only(m, n, a.dtype))
         _refactor_marked("getrf_each", stack, (), (out, piv, info), fortran)
     elif out.size and lapack:
         lapack_loop("getrf_each", a.dtype, stack.shape[0], max(m, n), check_finite, (stack, out, piv, info),
                     loop_threads)
     elif out.size:
         launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info,
-                       *lu_pieces(0, m, n, a.dtype), lanes=lanes)
+                       *packed_lu_only(m, n, a.dtype), lanes=lanes)
         _refactor_marked("getrf_each", stack, (), (out, piv, info), fortran)
     return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..perf.model import REPLAY_MAX_N
 from ._lu_replay import KERNEL_NAMES
-from .compiling import INDEX_DTYPE, kernel_dtypes, lu_pieces
+from .compiling import INDEX_DTYPE, kernel_dtypes, packed_lu_only
 from .threads import launch_checked, lapack_loop, replay_loop
 
 #: Shapes LU factors both ways: every square order the replay takes, and tall and wide ones whose matrix-vector
@@ -151,7 +151,7 @@ def _factored_lu(a: np.ndarray, kernels: int | None) -> tuple[np.ndarray, ...]:
         lapack_loop("getrf_each", a.dtype, a.shape[0], max(a.shape[1:]), False, (a, out, piv, info), 1)
     else:
         launch_checked("getrf_replay", False, a.dtype, *a.shape, a, out, piv, info, kernels,
-                       *lu_pieces(0, *a.shape[1:], a.dtype))
+                       *packed_lu_only(*a.shape[1:], a.dtype))
     return out.view(np.uint32), piv, info
 
 

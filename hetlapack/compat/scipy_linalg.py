@@ -317,7 +317,8 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     lu, piv, info = plan.runner.getrf(plan, plan.runner.operand(a1, a, dtype, overwrite_a),
                                      fortran=fortran_result("lu_factor", stacked), check_finite=check_finite)
     warn_singular(info, stacklevel=2)
-    return scipy_returns("lu_factor", (lu, piv.astype(np.int32, copy=False)), stacked, in_place=arr)
+    return scipy_returns("lu_factor", (lu, piv.astype(np.int32, copy=False)), stacked,
+                         in_place=arr if overwrite_a else None)
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
@@ -489,8 +490,8 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     stacked, options = arr.ndim > 2, {"mode": mode, "pivoting": pivoting}
     if mode == "raw":  # one matrix without pivoting: geqrf's output and tau, R from its first rows, as SciPy's
         packed, tau = plan.runner.geqrf(plan, work, check_finite)
-        qr_raw, tau, r = scipy_returns("qr", (packed, tau, upper_trapezoid(packed, rows)), stacked, in_place=arr,
-                                       **options)
+        qr_raw, tau, r = scipy_returns("qr", (packed, tau, upper_trapezoid(packed, rows)), stacked,
+                                       in_place=arr if overwrite_a else None, **options)
         return (qr_raw, tau), r
     fortran = fortran_result("qr", stacked, **options)
     if pivoting:  # a stack (one matrix stays on the host path)
@@ -498,4 +499,5 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     else:
         (q, r), p = plan.runner.qr(plan, work, ncols, rows, fortran=fortran, check_finite=check_finite), None
     outputs = (r,) if mode == "r" else (q, r)
-    return scipy_returns("qr", (*outputs, *(() if p is None else (p,))), stacked, in_place=arr, **options)
+    return scipy_returns("qr", (*outputs, *(() if p is None else (p,))), stacked,
+                         in_place=arr if overwrite_a else None, **options)

@@ -107,6 +107,12 @@ def _arrays(result) -> list[np.ndarray]:
     return [x for item in result for x in _arrays(item)]
 
 
+def _signature(options: dict) -> tuple:
+    """A call's keyword ``options`` as a key of the caches read per call signature (none, the common case, without
+    sorting anything)."""
+    return tuple(sorted(options.items())) if options else ()
+
+
 @functools.cache
 def _result_form(name: str, stacked: bool, options: tuple) -> tuple[type | None, tuple[bool, ...]]:
     """The container of SciPy's result (``None`` for a bare array) and whether each of its arrays is C-ordered, read
@@ -132,9 +138,9 @@ def scipy_returns(name: str, outputs: tuple[np.ndarray, ...], stacked: bool, in_
                   **options):
     """``outputs`` (SciPy's arrays for this call of ``name``, in order) returned as SciPy returns them: each in the
     layout and all in the container (tuple, list or a bare array) SciPy's own ``name`` gives for a matrix or a stack
-    with these ``options``. A result written into the caller's ``in_place`` array keeps that array's layout, as
-    SciPy's does."""
-    container, c_ordered = _result_form(name, stacked, tuple(sorted(options.items())))
+    with these ``options``. A result written into the caller's ``in_place`` array (given where the caller allowed
+    it to be overwritten) keeps that array's layout, as SciPy's does."""
+    container, c_ordered = _result_form(name, stacked, _signature(options))
     laid = tuple(x if in_place is not None and np.may_share_memory(x, in_place) else _in_layout(x, c)
                  for x, c in zip(outputs, c_ordered, strict=True))
     return laid[0] if container is None else container(laid)
@@ -151,17 +157,17 @@ def _fortran_copy_unseen(name: str, options: tuple) -> bool:
 def fortran_copy_unseen(name: str, **options) -> bool:
     """Whether SciPy's ``name`` returns the same layouts for a C-ordered matrix as for a Fortran-ordered copy of it
     that it may overwrite: the copy f2py makes is then all that differs, and handing it one is invisible."""
-    return _fortran_copy_unseen(name, tuple(sorted(options.items())))
+    return _fortran_copy_unseen(name, _signature(options))
 
 
 def scipy_container(name: str, stacked: bool, **options) -> type:
     """The sequence type (tuple or list) SciPy's ``name`` returns for a matrix or a stack."""
-    return type(_result(name, stacked, tuple(sorted(options.items()))))
+    return type(_result(name, stacked, _signature(options)))
 
 
 def fortran_result(name: str, stacked: bool, **options) -> bool:
     """Whether the first result of SciPy's ``name`` holds Fortran-ordered matrices."""
-    return not _result_form(name, stacked, tuple(sorted(options.items())))[1][0]
+    return not _result_form(name, stacked, _signature(options))[1][0]
 
 
 def cholesky_as_scipy(potrf: Callable, a, lower: bool, stacked: bool, in_place: bool = False):
@@ -285,5 +291,5 @@ def warn_dtypes_as_scipy(name: str, *dtypes: np.dtype, stacklevel: int, prefix: 
     """The DeprecationWarnings SciPy's ``name`` gives for operands of these dtypes (SciPy 1.18's for the dtypes LAPACK
     does not compute in: float16, long double, bool ...), asked of SciPy on probe operands, each after ``prefix``,
     pointing ``stacklevel`` frames above the caller."""
-    for text in _dtype_warnings(name, tuple(np.dtype(dtype) for dtype in dtypes)):
+    for text in _dtype_warnings(name, dtypes):
         warnings.warn(prefix + text, DeprecationWarning, stacklevel=stacklevel + 1)

@@ -104,7 +104,8 @@ def choose(req: Request, options: Options | None = None) -> Plan:
     options = current() if options is None else options
     by_name = options.devices is None or all(isinstance(device, str) for device in options.devices)
     plan = _remembered(req, options) if by_name else _choose(req, options)
-    _log.debug("%s on %s %s -> %s: %s", req.op, req.dtype, tuple(req.shape), plan.path, plan.reason)
+    if _log.isEnabledFor(logging.DEBUG):
+        _log.debug("%s on %s %s -> %s: %s", req.op, req.dtype, tuple(req.shape), plan.path, plan.reason)
     return plan
 
 
