@@ -4,8 +4,9 @@
 --benchmark-only --benchmark-json=batched.json`` and prints, under the run's machine head (CPU, OpenBLAS kernels,
 DGEMM), one Markdown row per (operation, dtype, batch, n): hetlapack's ns per matrix, the GB/s it moved, the copy
 bound (the bytes read and written over the run's copy rate) and how far above it hetlapack is, each peer's time over
-hetlapack's, and the fastest peer's. A last column marks the cells that miss #38's targets: below 1.0x the fastest
-peer, below 1.5x it for n <= 16, or (float64, n <= 32) more than 2.5x the copy bound.
+hetlapack's, and the fastest peer's (a case dispatch sent elsewhere than the batched path names its path). A last
+column marks the cells that miss #38's targets: below 1.0x the fastest peer, below 1.5x it for n <= 16, or
+(float64, n <= 32) more than 2.5x the copy bound.
 """
 
 from __future__ import annotations
@@ -53,8 +54,10 @@ def rows(benchmarks: list[dict]) -> list[str]:
         over_bound = ours["ns_per_matrix"] / ours["bound_ns"]
         cells = [f"{ratios[peer]:.2f}x" if peer in ratios else "–" for peer in PEERS]
         op, dtype, batch, n = case
-        lines.append(f"| {op} {dtype} B={batch} | {n} | {ours['ns_per_matrix']:,.0f} | {ours['achieved_GBps']:.1f} | "
-                     f"{ours['bound_ns']:,.0f} | {over_bound:.1f}x | {' | '.join(cells)} | "
+        path = "" if ours.get("path", "batched") == "batched" else f" ({ours['path']} path)"
+        lines.append(f"| {op} {dtype} B={batch}{path} | {n} | {ours['ns_per_matrix']:,.0f} | "
+                     f"{ours['achieved_GBps']:.1f} | {ours['bound_ns']:,.0f} | {over_bound:.1f}x | "
+                     f"{' | '.join(cells)} | "
                      f"{'–' if fastest is None else f'{fastest:.2f}x'} | "
                      f"{', '.join(misses(case, fastest, over_bound)) or 'met'} |")
     return lines

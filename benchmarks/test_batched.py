@@ -1,7 +1,8 @@
 """Batched small-matrix factorizations: hetlapack beside NumPy, torch, JAX and SciPy on the same stacks.
 
-hetlapack is timed as a user calls it: ``hetlapack.linalg``'s SciPy-compatible function on the batched path, with
-SciPy's default ``check_finite`` and SciPy's output layout, so the shim's costs count as the peers' own do.
+hetlapack is timed as a user calls it: ``hetlapack.linalg``'s SciPy-compatible function on the path dispatch picks
+(``extra_info["path"]`` names it), with SciPy's default ``check_finite`` and SciPy's output layout, so the shim's
+costs count as the peers' own do.
 
 Run ``pytest benchmarks/test_batched.py --benchmark-only --benchmark-json=batched.json``. Each benchmark group is
 one (operation, dtype, n, batch) case; every row records in ``extra_info`` its ns/matrix, achieved GB/s (minimal
@@ -14,12 +15,12 @@ batch). Cases whose input exceeds
 ``MAX_INPUT_BYTES`` are skipped to keep the suite within minutes and memory. ``benchmarks/batched_table.py`` turns
 the JSON into the table of every case against the fastest peer, the copy bound and the machine's head.
 
-On the batched path dispatch picks the kernels as it would unforced: the interleaved kernels for double-precision
-stacks up to their crossover order, the LAPACK loop (SciPy's LAPACK per matrix from compiled code) in single
-precision and past it. ``test_batched_large_orders`` times the factorizations at orders 96-384, where only the loop
-runs. ``test_batched_lists`` times the list API (``hetlapack.batched``) on single-precision lists, on either kernel.
-``test_numpy_single_precision_stacks`` times NumPy's ``cholesky`` and ``qr`` as ``hetlapack.compat.install()`` gives
-them (computing in double, as NumPy does) against NumPy's own.
+Dispatch sends every stack of these cases to the batched path and picks its kernels: the interleaved kernels for
+double-precision stacks up to their crossover order, the LAPACK loop (SciPy's LAPACK per matrix from compiled code)
+in single precision and past it. ``test_batched_large_orders`` times the factorizations at orders 96-384, where only
+the loop runs. ``test_batched_lists`` times the list API (``hetlapack.batched``) on single-precision lists, on either
+kernel. ``test_numpy_single_precision_stacks`` times NumPy's ``cholesky`` and ``qr`` as ``hetlapack.compat.install()``
+gives them (computing in double, as NumPy does) against NumPy's own.
 """
 
 from __future__ import annotations
@@ -90,11 +91,15 @@ def _jax(name: str, **options):
 
 
 def _ours(call, prepare=None):
-    """``call`` on hetlapack's batched path (forced, so that sizes past the crossover show what it would cost)."""
-    def on_batched_path(a):
-        with hetlapack.using(path="batched"):
-            return call(a)
-    return lambda: (prepare or _same, on_batched_path)
+    """``call`` as a user makes it: dispatch picks the path (:data:`EXPLAINED` records which in ``extra_info``).
+    Forcing the batched path in a ``using`` block, as the benchmark did before, added that block's 7-10 us to each
+    call (1 ns a matrix at 10^4)."""
+    return lambda: (prepare or _same, call)
+
+
+#: The function and keywords ``hetlapack.explain`` reads the plan of each factorization's call from.
+EXPLAINED = {"cholesky": ("cholesky", {}), "lu": ("lu_factor", {}), "plu": ("lu", {}),
+             "qr": ("qr", {"mode": "economic"}), "qr_pivoted": ("qr", {"mode": "economic", "pivoting": True})}
 
 
 def _same(a: np.ndarray) -> np.ndarray:
@@ -201,6 +206,9 @@ def _measure(benchmark, op: str, peer: str, dtype: type, n: int, batch: int, rou
     seconds = benchmark.stats.stats.min
     benchmark.extra_info.update({"op": f"{op} {np.dtype(dtype).name} B={batch}", "n": n, "peer": peer,
                                  "ns_per_matrix": seconds / batch * 1e9, "scipy": scipy.__version__})
+    if peer == "hetlapack" and op in EXPLAINED:
+        name, options = EXPLAINED[op]
+        benchmark.extra_info["path"] = hetlapack.explain(name, a, **options).path
     return seconds
 
 

@@ -39,3 +39,12 @@ def test_targets_by_order_and_dtype(table):
     assert table.misses(("qr", "float64", 10_000, 64), 0.9, 9.0) == ["< 1.0x peer"]
     assert table.misses(("qr", "float32", 10_000, 8), 2.0, 9.0) == []
     assert table.misses(("qr", "float64", 10_000, 8), None, 3.0) == ["> 2.5x bound"]
+
+
+def test_a_case_dispatch_sent_elsewhere_names_its_path(table):
+    ours = _row("hetlapack", 200.0)
+    assert table.rows([ours])[0].startswith("| lu float64 B=10000 | 8 |")
+    ours["extra_info"]["path"] = "batched"
+    assert table.rows([ours])[0].startswith("| lu float64 B=10000 | 8 |")
+    ours["extra_info"]["path"] = "host"
+    assert table.rows([ours])[0].startswith("| lu float64 B=10000 (host path) | 8 |")
