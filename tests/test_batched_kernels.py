@@ -985,3 +985,49 @@ def test_permuted_views_are_numpys_transposes():
         ours, numpys = view(a, *axes), a.transpose(axes)
         assert ours.strides == numpys.strides
         np.testing.assert_array_equal(ours, numpys)
+
+
+def _bad_values(dtype) -> list:
+    """Every kind of infinity or NaN an element of ``dtype`` can hold."""
+    real = [np.nan, np.inf, -np.inf]
+    complex_only = [complex(0, np.inf), complex(np.inf, np.nan), complex(1, np.nan)]
+    return real + complex_only if np.dtype(dtype).kind == "c" else real
+
+
+@pytest.mark.parametrize("dtype", INTERLEAVED_DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (8, 8), (9, 9), (3, 5), (5, 3)])
+def test_lu_check_finite_sees_every_element_of_every_matrix(dtype, shape):
+    """The LU kernel reads the input again only for matrices whose factors hold an infinity or NaN: an infinity or
+    NaN anywhere in the input must leave one there, in a random matrix, in a zero column (no division), as the
+    pivot and beside an infinite pivot (whose reciprocal is zero), in any chunk of the stack."""
+    rng = np.random.default_rng(sum(shape))
+    m, n = shape
+    batch = 2 * WIDTH + 2 * SMALL_ORDER_LANES + 3
+    bases = {"random": random_matrix((batch, m, n), dtype, seed=m * n)}
+    bases["zero column"] = bases["random"].copy()
+    bases["zero column"][:, :, 0] = 0
+    bases["infinite pivot"] = bases["random"].copy()
+    bases["infinite pivot"][:, 0, 0] = np.inf
+    for (name, base), (i, j), bad in itertools.product(bases.items(), itertools.product(range(m), range(n)),
+                                                       _bad_values(dtype)):
+        if name == "infinite pivot" and (i, j) == (0, 0):
+            continue
+        a = base.copy()
+        a[rng.integers(batch), i, j] = bad
+        for check in (functools.partial(kernels.getrf, a, check_finite=True),
+                      functools.partial(kernels.lu, a, permute_l=False, check_finite=True)):
+            with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+                check()
+    with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+        kernels.getrf(bases["infinite pivot"], check_finite=True)
+
+
+@pytest.mark.parametrize("dtype", INTERLEAVED_DTYPES, ids=str)
+def test_lu_check_finite_refuses_no_finite_stack_whose_factors_overflow(dtype):
+    """A finite matrix whose factors overflow (``-1e308 - 1e308``) is factored again by LAPACK, not refused."""
+    a = np.repeat(np.array([[[1.0, 1e308], [1.0, -1e308]]], dtype=dtype), 2 * WIDTH + 1, axis=0)
+    lu, piv, info = kernels.getrf(a, check_finite=True)
+    theirs, their_piv = sla.lu_factor(a[0], check_finite=False)
+    assert np.isinf(lu[:, 1, 1]).all() and (info == 0).all()
+    np.testing.assert_array_equal(lu, np.broadcast_to(theirs, a.shape))
+    np.testing.assert_array_equal(piv, np.broadcast_to(their_piv, piv.shape))

@@ -24,8 +24,8 @@ from numba import types
 from numba.extending import overload
 
 from ..machine import vector_bytes
-from ._interleave import (JIT_OPTIONS, buffer_as_stack, chunk_range, divide, flag_poisoned, gather, poison_lanes,
-                          scatter, small_order_lanes, smallest_normal)
+from ._interleave import (JIT_OPTIONS, buffer_as_stack, chunk_range, divide, flag_poisoned, gather, is_finite,
+                          poison_lanes, scatter, small_order_lanes, smallest_normal)
 from ._simd import (WIDTH, add, any_below, any_equal, exchange_where, load, magnitude, multiply, quotient, splat, store,
                     subtract_product, where_greater)
 from ._split_complex import ELEMENT, join, product, reciprocal, split
@@ -544,6 +544,23 @@ def scatter_lu(buf, chunk_piv, chunk_info, poison, count, piv, info, first, piec
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
+def _flag_nonfinite_marked(a, chunk_info, count, first, nonfinite, thread, m, n):
+    """Where asked (``nonfinite`` not empty), set ``thread``'s flag if a matrix of the chunk marked ``REDO_INFO`` held
+    an infinity or NaN in ``a``: SciPy's ``check_finite``, with the input read again for those matrices only. An
+    infinity or NaN in the input always leaves one in the factors, which marks the matrix: each element reaches its
+    own place in L or U through subtractions and multiplications, which keep it non-finite (an infinity times zero is
+    NaN), and the division that turns an infinity into zero divides by a pivot, which U keeps. Checked as the chunk
+    was gathered instead, it took 2.4 of 23.4 ns a matrix (complex128, order 2, 10^4 matrices, 2 threads)."""
+    if nonfinite.size:
+        for lane in range(count):
+            if chunk_info[lane] == REDO_INFO:
+                for i in range(m):
+                    for j in range(n):
+                        if not is_finite(a[first + lane, i, j]):
+                            nonfinite[thread] = 1
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, n, lanes):
     """Factorize chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share)."""
     buf = np.empty((m, n, lanes), dtype=a.dtype)
@@ -554,12 +571,13 @@ def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, 
     order = np.empty(m, dtype=np.int64)
     for chunk in range(start, stop):
         first = chunk * lanes
-        count = gather_checked(a, first, buf, best, nonfinite, thread, m, n, lanes)
+        count = gather(a, first, buf, m, n, lanes)
         _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
         if out.shape[0]:
             scatter_factored(buf, chunk_piv, chunk_info, best, count, out, piv, info, first, m, n, lanes)
         else:
             scatter_lu(buf, chunk_piv, chunk_info, best, count, piv, info, first, pieces, order, m, n, lanes)
+        _flag_nonfinite_marked(a, chunk_info, count, first, nonfinite, thread, m, n)
 
 
 def small_orders_lanes(a):
