@@ -418,7 +418,8 @@ NON_FINITE = [(dtype, bad) for dtype in DTYPES for bad in (np.nan, np.inf, -np.i
 @pytest.mark.parametrize("where", [(0, 5, 1), (38, 1, 5)], ids=["lower", "upper"])
 def test_check_finite_on_stacks(path, dtype, bad, where):
     """SciPy's ValueError for an infinity or NaN anywhere in a stack, in either triangle whichever Cholesky reads
-    (the batched LU and QR kernels check as they gather), and ``check_finite=False`` lifts the check."""
+    (the batched QR kernels check as they gather, the LU kernels where the factors hold one), and
+    ``check_finite=False`` lifts the check."""
     a = testing.spd(7, dtype, batch=(40,))
     a[where] = bad
     kept = a.copy()

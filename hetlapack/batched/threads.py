@@ -169,8 +169,9 @@ def launch(op: str, dtype: np.dtype, batch: int, m: int, n: int, *arguments: obj
 
 def launch_checked(op: str, check_finite: bool, dtype: np.dtype, batch: int, m: int, n: int,
                    *arguments: object, lanes: int | None = None) -> None:
-    """:func:`launch` for a kernel that can check its input for infinities and NaNs as it gathers it; ``lanes``
-    overrides the matrices per buffer (:func:`kernel_lanes`)."""
+    """:func:`launch` for a kernel that checks its input for infinities and NaNs as it reads it (as it gathers it, or
+    for the LU kernels, where it reads the factors); ``lanes`` overrides the matrices per buffer
+    (:func:`kernel_lanes`)."""
     lanes = kernel_lanes(op, dtype, batch, m, n, lanes)
     call_checked(op, dtype, check_finite, threads_for(batch, lanes), arguments, lanes)
 
