@@ -3,8 +3,8 @@
 numba's dispatch refuses an array of the wrong dtype, or a read-only one where the kernel writes, with a
 ``TypeError`` of its own before the kernel runs, but not one of the wrong shape: a kernel handed a non-square stack
 to factor, or an output smaller than its input, reads and writes outside the arrays and corrupts the process's heap.
-:func:`check_shapes` refuses such calls with a ``ValueError`` before any kernel runs, and :func:`check_arguments`
-says which argument numba refused; every call of a compiled kernel goes through both (:func:`.compiling.run`).
+:func:`check_shapes` refuses such calls with a ``ValueError`` before any kernel runs, and :func:`check_types` names
+the argument numba refused; every call of a compiled kernel goes through both (:func:`.compiling.run`).
 """
 
 from __future__ import annotations
@@ -89,12 +89,28 @@ def _array_checks(op: str, kinds: tuple[str, ...], dtype: np.dtype) -> tuple[_Ar
     return tuple(checks)
 
 
-def check_arguments(op: str, kinds: tuple[str, ...], dtype: np.dtype, arguments: tuple) -> None:
-    """Raise ``ValueError`` unless ``arguments`` are what kernel ``op`` (arguments of ``kinds``, computing in
-    ``dtype``) reads and writes: each array of its kind's dtype, writable where written, and of the shape
-    :data:`SHAPES` gives it."""
+def check_shapes(op: str, kinds: tuple[str, ...], dtype: np.dtype, arguments: tuple) -> None:
+    """Raise ``ValueError`` unless ``arguments`` are as many as ``kinds`` and their shapes those :data:`SHAPES` gives
+    kernel ``op``'s: what numba's dispatch cannot check. The shapes' rules are worked out once per set of shapes
+    (:func:`_check_shapes`), and the dtypes and writable outputs left to numba's dispatch (:func:`check_types` names
+    what it refused): on a small stack this Python work is most of the call (checking every argument's dtype and
+    writability besides took 6 of the 38 µs of a batched ``lu_factor`` of 16 matrices of order 2)."""
     if len(arguments) != len(kinds):
         raise ValueError(f"kernel {op} takes {len(kinds)} arguments, got {len(arguments)}")
+    try:
+        shapes = tuple(arguments[position].shape for position, _, _ in _array_checks(op, kinds, dtype))
+    except AttributeError:  # not an array: say which
+        check_types(op, kinds, dtype, arguments)
+        raise
+    _check_shapes(op, kinds, shapes)
+    for text, holds in _WHOLE.get(op, ()):
+        if not holds(arguments):
+            raise ValueError(f"kernel {op}: needs {text}")
+
+
+def check_types(op: str, kinds: tuple[str, ...], dtype: np.dtype, arguments: tuple) -> None:
+    """Raise ``ValueError`` naming the first of ``arguments`` (as many as ``kinds``) that is not what kernel ``op``
+    (computing in ``dtype``) reads or writes: an array of its kind's dtype, writable where written."""
     for position, held, written in _array_checks(op, kinds, dtype):
         value = arguments[position]
         if not isinstance(value, np.ndarray) or value.dtype != held:
@@ -102,26 +118,6 @@ def check_arguments(op: str, kinds: tuple[str, ...], dtype: np.dtype, arguments:
                              f"{getattr(value, 'dtype', type(value).__name__)}")
         if written and not value.flags.writeable:
             raise ValueError(f"kernel {op}: argument {position} is written but read-only")
-    check_shapes(op, kinds, dtype, arguments)
-
-
-def check_shapes(op: str, kinds: tuple[str, ...], dtype: np.dtype, arguments: tuple) -> None:
-    """Raise ``ValueError`` unless the shapes of ``arguments`` are those :data:`SHAPES` gives kernel ``op``'s: what
-    numba's dispatch cannot check. The shapes' rules are worked out once per set of shapes (:func:`_check_shapes`),
-    and the dtypes and writable outputs left to numba's dispatch (:func:`check_arguments` names what it refused):
-    on a small stack this Python work is most of the call (all of :func:`check_arguments` took 6 of the 38 µs of a
-    batched ``lu_factor`` of 16 matrices of order 2)."""
-    if len(arguments) != len(kinds):
-        raise ValueError(f"kernel {op} takes {len(kinds)} arguments, got {len(arguments)}")
-    try:
-        shapes = tuple(arguments[position].shape for position, _, _ in _array_checks(op, kinds, dtype))
-    except AttributeError:  # not an array: say which
-        check_arguments(op, kinds, dtype, arguments)
-        raise
-    _check_shapes(op, kinds, shapes)
-    for text, holds in _WHOLE.get(op, ()):
-        if not holds(arguments):
-            raise ValueError(f"kernel {op}: needs {text}")
 
 
 @functools.lru_cache(maxsize=1024)

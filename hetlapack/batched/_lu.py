@@ -468,15 +468,6 @@ REDO_INFO = -1
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def gather_checked(a, first, buf, poison, nonfinite, thread, m, n, lanes):
-    """:func:`gather` chunk ``first`` into ``buf``, setting ``thread``'s ``nonfinite`` flag (where asked) if it holds
-    an infinity or NaN; ``poison`` is scratch of ``lanes`` real numbers. Returns the number of real lanes."""
-    count = gather(a, first, buf, m, n, lanes)
-    flag_poisoned(buf, poison, count, nonfinite, thread, m, n, lanes)
-    return count
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
 def _write_plu(packed, pivots, s, b, permute_l, order, rows, lower, upper, permutation, m, n):
     """Write SciPy's ``lu`` of matrix ``b`` from its packed LU ``packed[s]`` and 0-based pivots ``pivots[s]``:
     ``rows[b, i]`` the column of row ``i``'s one in ``P`` (``A = P L U``), ``P`` itself where ``permutation`` is not
@@ -510,43 +501,10 @@ def _write_plu(packed, pivots, s, b, permute_l, order, rows, lower, upper, permu
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _record(buf, chunk_piv, chunk_info, poison, count, piv, info, first, m, n, lanes):
-    """Write a factored chunk's pivots and ``info`` to the stack's, with ``REDO_INFO`` (in ``chunk_info`` too) for
-    each matrix whose factors hold an infinity or NaN."""
-    poison_lanes(buf, poison, m, n, lanes)
-    for lane in range(count):
-        if poison[lane] != 0:
-            chunk_info[lane] = REDO_INFO
-        info[first + lane] = chunk_info[lane]
-        for k in range(min(m, n)):
-            piv[first + lane, k] = chunk_piv[k, lane]
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
-def scatter_factored(buf, chunk_piv, chunk_info, poison, count, out, piv, info, first, m, n, lanes):
-    """Write a factored chunk's LU, pivots and ``info`` to the stack's, with ``REDO_INFO`` for each matrix whose
-    factors hold an infinity or NaN."""
-    _record(buf, chunk_piv, chunk_info, poison, count, piv, info, first, m, n, lanes)
-    scatter(buf, count, out, first, m, n)
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
-def scatter_lu(buf, chunk_piv, chunk_info, poison, count, piv, info, first, pieces, order, m, n, lanes):
-    """:func:`scatter_factored` for ``lu``: each matrix's ``pieces`` (``permute_l, rows, lower, upper,
-    permutation`` of :func:`_write_plu`) written from the buffer instead of its packed LU, but for a matrix marked
-    ``REDO_INFO``."""
-    _record(buf, chunk_piv, chunk_info, poison, count, piv, info, first, m, n, lanes)
-    permute_l, rows, lower, upper, permutation = pieces
-    packed, pivots = buffer_as_stack(buf), chunk_piv.T
-    for lane in range(count):
-        if chunk_info[lane] != REDO_INFO:
-            _write_plu(packed, pivots, lane, first + lane, permute_l, order, rows, lower, upper, permutation, m, n)
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
 def _flag_nonfinite_marked(a, chunk_info, count, first, nonfinite, thread, m, n):
-    """Where asked (``nonfinite`` not empty), set ``thread``'s flag if a matrix of the chunk marked ``REDO_INFO`` held
-    an infinity or NaN in ``a``: SciPy's ``check_finite``, with the input read again for those matrices only. An
+    """Where asked (``nonfinite`` not empty), set ``thread``'s flag if a matrix of the chunk marked ``REDO_INFO`` (its
+    factors hold an infinity or NaN, or a replay left it to LAPACK) held an infinity or NaN in ``a``: SciPy's
+    ``check_finite``, with the input read again for those matrices only, in the LU kernel and its replay alike. An
     infinity or NaN in the input always leaves one in the factors, which marks the matrix: each element reaches its
     own place in L or U through subtractions and multiplications, which keep it non-finite (an infinity times zero is
     NaN), and the division that turns an infinity into zero divides by a pivot, which U keeps. Checked as the chunk
@@ -558,6 +516,44 @@ def _flag_nonfinite_marked(a, chunk_info, count, first, nonfinite, thread, m, n)
                     for j in range(n):
                         if not is_finite(a[first + lane, i, j]):
                             nonfinite[thread] = 1
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _record(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, thread, first, m, n, lanes):
+    """Write a factored chunk's pivots and ``info`` to the stack's, with ``REDO_INFO`` (in ``chunk_info`` too) for
+    each matrix whose factors hold an infinity or NaN; SciPy's ``check_finite`` of the chunk's input ``a`` where asked
+    (:func:`_flag_nonfinite_marked`)."""
+    poison_lanes(buf, poison, m, n, lanes)
+    for lane in range(count):
+        if poison[lane] != 0:
+            chunk_info[lane] = REDO_INFO
+        info[first + lane] = chunk_info[lane]
+        for k in range(min(m, n)):
+            piv[first + lane, k] = chunk_piv[k, lane]
+    _flag_nonfinite_marked(a, chunk_info, count, first, nonfinite, thread, m, n)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def scatter_factored(a, buf, chunk_piv, chunk_info, poison, count, out, piv, info, nonfinite, thread, first, m, n,
+                     lanes):
+    """Write a factored chunk's LU, pivots and ``info`` to the stack's, with ``REDO_INFO`` for each matrix whose
+    factors hold an infinity or NaN, and flag ``thread``'s infinity or NaN in ``a`` where asked (:func:`_record`)."""
+    _record(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, thread, first, m, n, lanes)
+    scatter(buf, count, out, first, m, n)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def scatter_lu(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, thread, first, pieces, order, m, n,
+               lanes):
+    """:func:`scatter_factored` for ``lu``: each matrix's ``pieces`` (``permute_l, rows, lower, upper,
+    permutation`` of :func:`_write_plu`) written from the buffer instead of its packed LU, but for a matrix marked
+    ``REDO_INFO``."""
+    _record(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, thread, first, m, n, lanes)
+    permute_l, rows, lower, upper, permutation = pieces
+    packed, pivots = buffer_as_stack(buf), chunk_piv.T
+    for lane in range(count):
+        if chunk_info[lane] != REDO_INFO:
+            _write_plu(packed, pivots, lane, first + lane, permute_l, order, rows, lower, upper, permutation, m, n)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -574,10 +570,11 @@ def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, 
         count = gather(a, first, buf, m, n, lanes)
         _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
         if out.shape[0]:
-            scatter_factored(buf, chunk_piv, chunk_info, best, count, out, piv, info, first, m, n, lanes)
+            scatter_factored(a, buf, chunk_piv, chunk_info, best, count, out, piv, info, nonfinite, thread, first, m,
+                             n, lanes)
         else:
-            scatter_lu(buf, chunk_piv, chunk_info, best, count, piv, info, first, pieces, order, m, n, lanes)
-        _flag_nonfinite_marked(a, chunk_info, count, first, nonfinite, thread, m, n)
+            scatter_lu(a, buf, chunk_piv, chunk_info, best, count, piv, info, nonfinite, thread, first, pieces,
+                       order, m, n, lanes)
 
 
 def small_orders_lanes(a):

@@ -26,9 +26,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._interleave import JIT_OPTIONS, chunk_range, small_order_lanes, smallest_normal
-from ._lu import (REDO_INFO, gather_checked, pivot_vector_rows, scatter_factored, scatter_lu, search_pivot,
-                  swap_pivot_rows)
+from ._interleave import JIT_OPTIONS, chunk_range, gather, small_order_lanes, smallest_normal
+from ._lu import REDO_INFO, pivot_vector_rows, scatter_factored, scatter_lu, search_pivot, swap_pivot_rows
 from ._simd import (WIDTH, add, add_rounded_product, any_below, fused_multiply_add, load, multiply, narrowed,
                     negative, quotient, splat, store, subtract, widened)
 
@@ -302,15 +301,17 @@ def _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start,
     order = np.empty(m, dtype=np.int64)
     for chunk in range(start, stop):
         first = chunk * lanes
-        count = gather_checked(a, first, buf, acc, nonfinite, thread, m, n, lanes)
+        count = gather(a, first, buf, m, n, lanes)
         if lanes == WIDTH:
             _replay_vector(buf, chunk_piv, chunk_info, recip, column, m, n, kernels)
         else:
             _replay_chunk(buf, chunk_piv, chunk_info, acc, dot, recip, column, m, n, lanes, kernels)
         if out.shape[0]:
-            scatter_factored(buf, chunk_piv, chunk_info, acc, count, out, piv, info, first, m, n, lanes)
+            scatter_factored(a, buf, chunk_piv, chunk_info, acc, count, out, piv, info, nonfinite, thread, first, m,
+                             n, lanes)
         else:
-            scatter_lu(buf, chunk_piv, chunk_info, acc, count, piv, info, first, pieces, order, m, n, lanes)
+            scatter_lu(a, buf, chunk_piv, chunk_info, acc, count, piv, info, nonfinite, thread, first, pieces,
+                       order, m, n, lanes)
 
 
 #: ``_interleave.small_order_lanes`` of the replay (single precision only) at orders 2, 3 and 4: each reaches

@@ -24,7 +24,7 @@ from ..dtypes import real_dtype
 from ..imports import importing
 from ..perf.model import INTERLEAVED_DTYPES
 from . import _cholesky, _cholesky_replay, _lapack_each, _launch, _lu, _lu_replay, _qr, _qr_replay, _solve
-from ._boundary import check_arguments, check_shapes
+from ._boundary import check_shapes, check_types
 
 #: The dtypes the kernels compute in (LAPACK's s, d, c, z).
 LAPACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64), np.dtype(np.complex128))
@@ -192,7 +192,7 @@ def run(op: str, dtype: np.dtype, *arguments) -> None:
     """Run kernel ``op`` compiled for ``dtype`` on ``arguments``, the last of them the number of threads that share
     the stack, once their shapes are checked to be what it was written for (:func:`~._boundary.check_shapes`; numba's
     dispatch refuses the wrong dtypes and read-only outputs before the kernel runs, and
-    :func:`~._boundary.check_arguments` then says which): the one way into the compiled code."""
+    :func:`~._boundary.check_types` then says which): the one way into the compiled code."""
     *given, threads = arguments
     kinds = KERNELS[op][1]
     check_shapes(op, kinds, dtype, given)
@@ -201,5 +201,5 @@ def run(op: str, dtype: np.dtype, *arguments) -> None:
     try:
         compiled(op, dtype)(*arguments)
     except TypeError:
-        check_arguments(op, kinds, dtype, given)
+        check_types(op, kinds, dtype, given)
         raise
