@@ -48,7 +48,8 @@ JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": {"contract"}, "error_mo
 # 46 / 39; the replays' 83 / 113 and 99 / 131); the machine code runs as fast either way.
 
 
-#: Matrices per buffer of the Householder kernels, whatever their size. Their inner loops are short (one reflector
+#: Matrices per buffer of the Householder kernels (the fused real QR's from order 12: one vector of them, ``threads``'
+#: ``_VECTOR_FROM_ORDER``). Their inner loops are short (one reflector
 #: against one column) and the loop overhead, not the cache, bounds them: measured (2 threads, ``kernels.qr``, ns per
 #: matrix at 32 / 64 / 128 lanes), float64 n = 32 11,278 / 9,879 / 8,811, n = 64 94,303 (32 lanes) / 84,168 /
 #: 74,520, float32 n = 32 7,776 / 4,783 / 5,007; n <= 16 within 10% either way. ``geqrf`` alone at float64 n = 64:

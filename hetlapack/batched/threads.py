@@ -137,13 +137,17 @@ _SMALL_ORDER = frozenset({"getrf", "getrf_replay", "potrf", "potrf_replay"})
 #: Kernels with a version on SIMD vectors (``_simd``) for a buffer of one vector of matrices, by the dtype kinds it
 #: takes, whose elements then lie next to one another, a cache line each (wider buffers run the loops over lanes):
 #: such buffers are their default, and ``hetlapack calibrate``'s measured choice of lanes picks between the two
-#: versions per order. The fused QR has one too (``_qr._factor_vector``) but keeps ``WIDE_LANES`` unless calibrated:
-#: up to order 8 its loops over 128 lanes ran faster (2 threads, float64, 10^4 matrices into warm outputs, ns a
-#: matrix, 8 / 128 lanes: n = 2 16 / 12, 4 34 / 29, 8 108 / 94, 16 523 / 711, 32 3,667 / 4,708). The
-#: single-precision LU replay's choice is not calibrated: one vector against its loops over 64 lanes (2-core AMD
-#: EPYC, AVX2, 2 threads, 10^4 matrices, ns a matrix): n = 5 112-130 / 104-117, 8 221-258 / 185-216, 12 532-560 /
-#: 564-609, 16 713-861 / 847-887.
-_VECTOR = {"getrf": "fc", "potrf": "fc", "getrf_replay": "f"}
+#: versions per order. The single-precision LU replay's choice is not calibrated: one vector against its loops over
+#: 64 lanes (2-core AMD EPYC, AVX2, 2 threads, 10^4 matrices, ns a matrix): n = 5 112-130 / 104-117, 8 221-258 /
+#: 185-216, 12 532-560 / 564-609, 16 713-861 / 847-887.
+_VECTOR = {"getrf": "fc", "potrf": "fc", "getrf_replay": "f", "qr": "f"}
+
+#: The order (of the smaller side) from which a kernel of :data:`_VECTOR` defaults to one vector of lanes; below it,
+#: its loops over ``WIDE_LANES``. The fused QR's vectors won from order 12 on both kinds of machine (``kernels.qr``,
+#: 2 threads, float64, 10^4 matrices, ns a matrix, 128 lanes / one vector): 2-core AMD EPYC, AVX2, n = 8 307 / 551,
+#: 10 524 / 526, 11 555 / 537, 12 698 / 588, 16 1,210 / 889, 24 3,332 / 1,935, 32 7,796 / 4,815; 2-core AVX-512
+#: machine n = 4 22 / 35, 8 89 / 104, 16 611 / 427, 32 4,223 / 2,873.
+_VECTOR_FROM_ORDER = {"qr": 12}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -151,11 +155,12 @@ def kernel_lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int, lanes: in
     """Matrices per buffer for ``op``'s kernel: :func:`~._interleave.lanes_for` with the kernel's kind, or with
     ``lanes`` (a measured choice) where given. Square orders up to ``SMALL_ORDER`` in a kernel with versions
     compiled for them take :func:`~._interleave.small_order_lanes`; larger matrices in a kernel with a version on
-    SIMD vectors for their dtype take one vector of lanes (:data:`~._simd.WIDTH`) unless measured otherwise.
+    SIMD vectors for their dtype take one vector of lanes (:data:`~._simd.WIDTH`) from the order
+    :data:`_VECTOR_FROM_ORDER` gives, unless measured otherwise.
     Remembered per call's shape: worked out afresh, it took 4 µs of a batched call of 16 matrices."""
     if lanes is None and op in _SMALL_ORDER and m == n <= SMALL_ORDER:
         lanes = small_order_lanes(op, dtype.kind, m)
-    elif lanes is None and dtype.kind in _VECTOR.get(op, ""):
+    elif lanes is None and dtype.kind in _VECTOR.get(op, "") and min(m, n) >= _VECTOR_FROM_ORDER.get(op, 0):
         lanes = WIDTH
     return lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE, small_order=op in _SMALL_ORDER, lanes=lanes)
 
