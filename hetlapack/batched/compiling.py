@@ -23,7 +23,7 @@ from ..devices import lapack_pointers
 from ..dtypes import real_dtype
 from ..imports import importing
 from ..perf.model import INTERLEAVED_DTYPES
-from . import _cholesky, _cholesky_replay, _lapack_each, _launch, _lu, _lu_replay, _qr, _qr_replay, _solve
+from . import _cholesky, _cholesky_replay, _lapack_each, _launch, _lu, _lu_replay, _qr, _qr_replay, _solve, recycled
 from ._boundary import check_shapes, check_types
 
 #: The dtypes the kernels compute in (LAPACK's s, d, c, z).
@@ -74,9 +74,8 @@ def lu_pieces(batch: int, m: int, n: int, dtype: np.dtype, *, permute_l: bool = 
     matrices of ``m x n`` (none where ``batch`` is 0: the packed LU only): ``permute_l``, the row indices, ``L``,
     ``U`` and ``P`` (empty unless ``p_matrix``), each C-ordered."""
     k = min(m, n)
-    return (bool(permute_l), np.empty((batch, m), dtype=INDEX_DTYPE), np.empty((batch, m, k), dtype=dtype),
-            np.empty((batch, k, n), dtype=dtype),
-            np.empty((batch if p_matrix else 0, m, m), dtype=real_dtype(dtype)))
+    return (bool(permute_l), recycled.empty((batch, m), INDEX_DTYPE), recycled.empty((batch, m, k), dtype),
+            recycled.empty((batch, k, n), dtype), recycled.empty((batch if p_matrix else 0, m, m), real_dtype(dtype)))
 
 
 @functools.lru_cache(maxsize=256)

@@ -21,7 +21,7 @@ import numpy as np
 from ..contract.arrays import batch_shape, broadcast
 from ..perf.model import INTERLEAVED_DTYPES
 from ..pivots import check_pivots
-from . import _lu, _solve
+from . import _lu, _solve, recycled
 from ._interleave import as_stack
 from .compiling import INDEX_DTYPE, LAPACK_DTYPES, lu_pieces, packed_lu_only, run
 from .replay import getrf_kernels, potrf_kernels, qr_kernels
@@ -43,10 +43,11 @@ def _lapack_loop(dtype: np.dtype, lapack: bool) -> bool:
 
 
 def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.ndarray:
-    """An uninitialized ``(batch, m, n)`` output stack: C-ordered, or of Fortran-ordered matrices."""
+    """An uninitialized ``(batch, m, n)`` output stack: C-ordered, or of Fortran-ordered matrices; large ones on
+    memory of results the caller dropped (:mod:`.recycled`)."""
     if fortran:
-        return np.empty((batch, n, m), dtype=dtype).swapaxes(1, 2)
-    return np.empty((batch, m, n), dtype=dtype)
+        return recycled.empty((batch, n, m), dtype).swapaxes(1, 2)
+    return recycled.empty((batch, m, n), dtype)
 
 
 def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lapack: bool = False,
@@ -99,7 +100,7 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, l
     m, n = a.shape[-2:]
     stack = as_stack(a)
     out = _output(*stack.shape, a.dtype, fortran)
-    piv = np.empty((stack.shape[0], min(m, n)), dtype=INDEX_DTYPE)
+    piv = recycled.empty((stack.shape[0], min(m, n)), INDEX_DTYPE)
     info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
     replayed = getrf_kernels(a.dtype, m, n) if lapack else None
     if out.size and replayed is not None:
@@ -130,7 +131,7 @@ def lu(a: np.ndarray, *, permute_l: bool, p_matrix: bool = False, check_finite: 
         return plu(packed, piv, permute_l=permute_l, p_matrix=p_matrix)
     stack = as_stack(a)
     batch = stack.shape[0]
-    piv = np.empty((batch, min(m, n)), dtype=INDEX_DTYPE)
+    piv = recycled.empty((batch, min(m, n)), INDEX_DTYPE)
     info = np.zeros(batch, dtype=INDEX_DTYPE)
     pieces = lu_pieces(batch, m, n, a.dtype, permute_l=permute_l, p_matrix=p_matrix)
     no_packed = np.empty((0, m, n), a.dtype)
@@ -210,7 +211,7 @@ def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     _check_dtype(a)
     m, n = a.shape[-2:]
     stack = as_stack(a)
-    out = np.empty(stack.shape, dtype=a.dtype)
+    out = recycled.empty(stack.shape, a.dtype)
     tau = np.zeros((stack.shape[0], min(m, n)), dtype=a.dtype)
     if out.size:
         launch("geqrf", a.dtype, stack.shape[0], m, n, stack, out, tau)
@@ -225,7 +226,7 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray:
         raise ValueError(f"orgqr needs k <= ncols <= m and k <= n; got m={m}, n={qr.shape[-1]}, k={k}, ncols={ncols}")
     reflectors = as_stack(qr[..., :k])
     taus = np.asarray(tau, dtype=qr.dtype).reshape((reflectors.shape[0], k))
-    out = np.empty((reflectors.shape[0], m, ncols), dtype=qr.dtype)
+    out = recycled.empty((reflectors.shape[0], m, ncols), qr.dtype)
     if out.size:
         launch("orgqr", qr.dtype, out.shape[0], m, ncols, reflectors, taus, out)
     return out.reshape((*qr.shape[:-2], m, ncols))
@@ -240,7 +241,7 @@ def _qr_outputs(a: np.ndarray, ncols: int, rows: int, fortran: bool) -> tuple[np
         raise ValueError(f"qr needs min(m, n) <= ncols <= m (or ncols = 0) and min(m, n) <= rows <= m; got m={m}, "
                          f"n={n}, ncols={ncols}, rows={rows}")
     stack = as_stack(a)
-    return stack, _output(stack.shape[0], m, ncols, a.dtype, fortran), np.empty((stack.shape[0], rows, n), a.dtype)
+    return stack, _output(stack.shape[0], m, ncols, a.dtype, fortran), _output(stack.shape[0], rows, n, a.dtype, False)
 
 
 def _shaped_qr(a: np.ndarray, q: np.ndarray, r: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
