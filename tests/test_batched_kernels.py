@@ -380,15 +380,18 @@ def test_qr_versions_compiled_per_order_equal_the_general_kernel(dtype, n):
         kernels.qr(a, n, n, check_finite=True)
 
 
-@pytest.mark.parametrize("dtype", [np.dtype(np.float64)], ids=str)
-@pytest.mark.parametrize("shape", [(1, 1, 1), (2, 2, 2), (5, 5, 5), (8, 8, 8), (13, 13, 13), (16, 16, 16),
-                                   (32, 32, 32), (7, 3, 3), (7, 3, 7), (3, 7, 3), (9, 1, 9)])
-def test_real_qr_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shape):
-    """``_qr._factor_vector`` and ``_build_q_vector`` (one vector of real matrices, on ``_simd`` vectors, four columns
-    reflected at a time) and the loops over the lanes round the same operations in the same order: the same
-    reflectors, ``tau`` and ``Q``, every bit, with zero columns, a column zero below the diagonal, tiny matrices (the
-    rescaled ``larfg``), huge ones (an overflowing sum of squares), a negative zero on the diagonal and a NaN, which
-    stays a NaN in the same places."""
+@pytest.mark.parametrize("dtype", [np.dtype(np.float64), np.dtype(np.float32)], ids=str)
+@pytest.mark.parametrize("shape", [(1, 1, 1), (2, 2, 2), (3, 3, 3), (5, 5, 5), (8, 8, 8), (13, 13, 13),
+                                   (16, 16, 16), (32, 32, 32), (7, 3, 3), (7, 3, 7), (3, 7, 3), (9, 1, 9), (9, 2, 2),
+                                   (12, 5, 11), (4, 6, 4)])
+@pytest.mark.parametrize("padding", [0, 1])
+def test_real_qr_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shape, padding):
+    """``_qr._factor_vector`` and ``_build_q_vector`` (one vector of real matrices, on ``_simd`` vectors, pairs of
+    reflectors applied two columns at a time) and the loops over the lanes round the same operations in the same
+    order: the same reflectors, ``tau`` and ``Q``, every bit, with zero columns, a column zero below the diagonal,
+    tiny matrices (the rescaled ``larfg``), huge ones (an overflowing sum of squares), a negative zero on the
+    diagonal and a NaN, which stays a NaN in the same places; also in buffers whose rows are ``padding`` elements
+    wider than the matrices (``_qr.padded_width``), whose padding stays zero."""
     m, n, ncols = shape
     rng = np.random.default_rng(m * n)
     buf = rng.standard_normal((m, n, WIDTH)).astype(dtype)
@@ -400,14 +403,17 @@ def test_real_qr_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shap
     buf[:, :, 7] *= np.finfo(dtype).max / 4
     results = []
     for vector in (False, True):
-        work, tau = buf.copy(), np.empty((min(m, n), WIDTH), dtype)
-        norm, dots, q = np.empty(WIDTH, dtype), np.empty(WIDTH, dtype), np.empty((m, ncols, WIDTH), dtype)
+        work, tau = np.zeros((m, n + padding, WIDTH), dtype), np.empty((min(m, n), WIDTH), dtype)
+        work[:, :n] = buf
+        norm, dots = np.empty(WIDTH, dtype), np.empty(WIDTH, dtype)
+        q = np.zeros((m, ncols + padding, WIDTH), dtype)
         if vector:
-            _qr._factor_vector(work, tau, norm, dots)
-            _qr._build_q_vector(work, tau, q, dots)
+            _qr._factor_vector(work, n, tau, norm, dots)
+            _qr._build_q_vector(work, tau, q, ncols, dots)
         else:
-            _qr._factor_chunk(work, tau, norm, dots)
-            _qr._build_q_chunk(work, tau, q, dots)
+            _qr._factor_chunk(work, n, tau, norm, dots, np.empty((_qr.WORK_ROWS, WIDTH), dtype))
+            _qr._build_q_chunk(work, tau, q, ncols, dots, np.empty((_qr.WORK_ROWS, WIDTH), dtype))
+        assert not work[:, n:].any() and not q[:, ncols:].any()
         results.append((work, tau, q))
     for scalar, vector in zip(*results):
         nan = np.isnan(scalar)

@@ -4,7 +4,9 @@ The reflectors follow LAPACK's ``larfg`` convention exactly (``beta = -sign(Re a
 ``tau = (beta - alpha) / beta``, ``v = x / (alpha - beta)``, ``tau = 0`` when ``x = 0`` and ``alpha`` is real, a
 scaled norm and larfg's rescaling where the plain one would over- or underflow), so ``R``'s signs and the stored
 reflectors match SciPy's. ``geqr2`` applies ``H^H`` to the trailing columns; ``org2r``
-accumulates ``Q = H_0 H_1 ... H_{k-1}`` backwards from the identity. ``qr_stack`` does both on one gathered chunk
+accumulates ``Q = H_0 H_1 ... H_{k-1}`` backwards from the identity; both apply their reflectors two at a time, each
+column read twice and written once per pair (a block of two, LAPACK's compact WY with ``T`` of order 2), the loops
+over the lanes and the SIMD vectors in the same order of roundings. ``qr_stack`` does both on one gathered chunk
 and writes ``Q`` and ``R`` directly: the reflectors never leave the cache, so main memory sees one read of ``A``
 and one write of each result instead of the five passes of ``geqrf``, ``orgqr`` and a separate ``triu``.
 """
@@ -22,6 +24,16 @@ from ._interleave import JIT_OPTIONS, WIDE_LANES, chunk_range, divide, flag_pois
 from ._simd import (WIDTH, add_rounded_product, any_below, copy_sign, load, multiply, negative, quotient, splat,
                     square_root, store, subtract, subtract_rounded_product, where_at_least, where_at_most,
                     where_greater)
+
+
+#: Rows of lanes the loops over the lanes work in: a pair's two scales, its coupling and its two dot products.
+WORK_ROWS = 5
+
+#: Bytes of a buffer row at whose multiples :func:`padded_width` adds a column: rows two apart then lie 4 KiB apart,
+#: and a load waits on an earlier store whose address ends in the same 12 bits. Measured (fused QR on one vector
+#: of 8 float64 matrices, in cache, 1 thread, ns a matrix, rows of n / n + 1 elements): n = 32 (2 KiB rows) 6,196 /
+#: 3,672; n = 16 (1 KiB) 568 / 596, n = 24 1,515 / 1,634.
+ALIASED_ROW_BYTES = 2048
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -140,71 +152,147 @@ def _reflectors_vector(buf, k, tau, norm, dots, safmin, largest):
                 _larfg_scaled(buf, k, lane, tau, dots, safmin)
 
 
-@numba.njit(**JIT_OPTIONS, forceinline=True)
-def _factor_chunk(buf, tau, norm, dots):
-    """Householder QR of the interleaved ``m x n`` matrices in ``buf``; ``tau[k, lane]`` as LAPACK's geqrf.
-
-    A plain sum of squares makes each reflector (:func:`_reflectors`)."""
-    m, n, lanes = buf.shape
-    safmin, largest = _limits(norm)
-    for k in range(min(m, n)):
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _column_reflector(buf, k, tau, norm, dots, safmin, largest):
+    """Column ``k``'s reflector in every lane (:func:`_reflectors` from the plain sum of squares below the
+    diagonal), ``v`` stored below the diagonal."""
+    m, lanes = buf.shape[0], buf.shape[2]
+    for lane in range(lanes):
+        norm[lane] = 0.0
+    for i in range(k + 1, m):
         for lane in range(lanes):
-            norm[lane] = 0.0
-        for i in range(k + 1, m):
-            for lane in range(lanes):
-                norm[lane] += buf[i, k, lane].real ** 2 + buf[i, k, lane].imag ** 2
-        _reflectors(buf, k, tau, norm, dots, safmin, largest)
-        for i in range(k + 1, m):
-            for lane in range(lanes):
-                buf[i, k, lane] *= dots[lane]
-        for j in range(k + 1, n):
-            for lane in range(lanes):
-                dots[lane] = buf[k, j, lane]
-            for i in range(k + 1, m):
-                for lane in range(lanes):
-                    dots[lane] += np.conj(buf[i, k, lane]) * buf[i, j, lane]
-            for lane in range(lanes):
-                dots[lane] *= np.conj(tau[k, lane])
-                buf[k, j, lane] -= dots[lane]
-            for i in range(k + 1, m):
-                for lane in range(lanes):
-                    buf[i, j, lane] -= buf[i, k, lane] * dots[lane]
+            norm[lane] += buf[i, k, lane].real ** 2 + buf[i, k, lane].imag ** 2
+    _reflectors(buf, k, tau, norm, dots, safmin, largest)
+    for i in range(k + 1, m):
+        for lane in range(lanes):
+            buf[i, k, lane] *= dots[lane]
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _reflect_four(target, reflectors, top, column, scale, j):
-    """Apply the reflector in ``reflectors[top:, column]`` (``v[top] = 1``; ``scale`` = its ``tau``, a vector) to
-    columns ``j`` to ``j + 3`` of ``target`` from row ``top`` down, in a buffer of one vector of real matrices: the
-    four dot products run as independent chains over the rows. Each product is rounded before its sum, as in
-    :func:`_factor_chunk`'s loops over the lanes (which the compiler leaves unfused): bitwise its results."""
-    rows, width, depth = target.shape[0], target.shape[1], reflectors.shape[1]
-    at = (top * width + j) * WIDTH
-    d0, d1 = load(target, at), load(target, at + WIDTH)
-    d2, d3 = load(target, at + 2 * WIDTH), load(target, at + 3 * WIDTH)
-    for i in range(top + 1, rows):
-        v = load(reflectors, (i * depth + column) * WIDTH)
-        row = (i * width + j) * WIDTH
-        d0 = add_rounded_product(d0, v, load(target, row))
-        d1 = add_rounded_product(d1, v, load(target, row + WIDTH))
-        d2 = add_rounded_product(d2, v, load(target, row + 2 * WIDTH))
-        d3 = add_rounded_product(d3, v, load(target, row + 3 * WIDTH))
-    store(target, at, subtract_rounded_product(d0, scale, load(target, at)))
-    store(target, at + WIDTH, subtract_rounded_product(d1, scale, load(target, at + WIDTH)))
-    store(target, at + 2 * WIDTH, subtract_rounded_product(d2, scale, load(target, at + 2 * WIDTH)))
-    store(target, at + 3 * WIDTH, subtract_rounded_product(d3, scale, load(target, at + 3 * WIDTH)))
-    d0, d1, d2, d3 = multiply(d0, scale), multiply(d1, scale), multiply(d2, scale), multiply(d3, scale)
-    for i in range(top + 1, rows):
-        v = load(reflectors, (i * depth + column) * WIDTH)
-        row = (i * width + j) * WIDTH
-        store(target, row, subtract_rounded_product(v, d0, load(target, row)))
-        store(target, row + WIDTH, subtract_rounded_product(v, d1, load(target, row + WIDTH)))
-        store(target, row + 2 * WIDTH, subtract_rounded_product(v, d2, load(target, row + 2 * WIDTH)))
-        store(target, row + 3 * WIDTH, subtract_rounded_product(v, d3, load(target, row + 3 * WIDTH)))
+def _reflect_column(target, reflectors, top, column, scale, j, dots):
+    """``target[top:, j] -= v * (scale * (v^H target[top:, j]))`` in every lane, ``v`` the reflector in
+    ``reflectors[top:, column]`` (``v[top] = 1``): ``H^H`` applied where ``scale`` is ``conj(tau)``, ``H`` where it
+    is ``tau``."""
+    m, lanes = target.shape[0], target.shape[2]
+    for lane in range(lanes):
+        dots[lane] = target[top, j, lane]
+    for i in range(top + 1, m):
+        for lane in range(lanes):
+            dots[lane] += np.conj(reflectors[i, column, lane]) * target[i, j, lane]
+    for lane in range(lanes):
+        dots[lane] *= scale[lane]
+        target[top, j, lane] -= dots[lane]
+    for i in range(top + 1, m):
+        for lane in range(lanes):
+            target[i, j, lane] -= reflectors[i, column, lane] * dots[lane]
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _coupling(reflectors, top, first, second, coupling):
+    """``coupling[lane] = v_second^H v_first`` for the reflectors of columns ``first`` and ``second``, one starting
+    at row ``top`` and the other at ``top + 1`` (each with 1 at its start)."""
+    m, lanes = reflectors.shape[0], reflectors.shape[2]
+    for lane in range(lanes):
+        if first < second:
+            coupling[lane] = reflectors[top + 1, first, lane]
+        else:
+            coupling[lane] = np.conj(reflectors[top + 1, second, lane])
+    for i in range(top + 2, m):
+        for lane in range(lanes):
+            coupling[lane] += np.conj(reflectors[i, second, lane]) * reflectors[i, first, lane]
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _reflect_column_by_pair(target, reflectors, top, first, second, scales, coupling, j, upper, lower):
+    """Two reflectors applied to column ``j`` of ``target`` from row ``top`` in one pass over it: the one of column
+    ``first`` (scaled by ``scales[0]``), then the one of ``second`` (``scales[1]``), one of them starting at ``top``
+    and the other at ``top + 1``. Both dot products are taken on the column as it was (``upper``, ``lower``: the
+    reflectors starting at ``top`` and ``top + 1``) and the second corrected by ``coupling`` (:func:`_coupling`): a
+    block of two reflectors (LAPACK's compact WY with ``T`` of order 2), so the column is read twice and written
+    once instead of read four times and written twice."""
+    m, lanes = target.shape[0], target.shape[2]
+    high, low = min(first, second), max(first, second)
+    for lane in range(lanes):
+        upper[lane] = target[top, j, lane]
+        lower[lane] = target[top + 1, j, lane]
+        upper[lane] += np.conj(reflectors[top + 1, high, lane]) * target[top + 1, j, lane]
+    for i in range(top + 2, m):
+        for lane in range(lanes):
+            upper[lane] += np.conj(reflectors[i, high, lane]) * target[i, j, lane]
+            lower[lane] += np.conj(reflectors[i, low, lane]) * target[i, j, lane]
+    if first == high:
+        for lane in range(lanes):
+            upper[lane] *= scales[0, lane]
+            lower[lane] -= coupling[lane] * upper[lane]
+            lower[lane] *= scales[1, lane]
+    else:
+        for lane in range(lanes):
+            lower[lane] *= scales[0, lane]
+            upper[lane] -= coupling[lane] * lower[lane]
+            upper[lane] *= scales[1, lane]
+    for lane in range(lanes):
+        target[top, j, lane] -= upper[lane]
+        target[top + 1, j, lane] -= reflectors[top + 1, high, lane] * upper[lane]
+        target[top + 1, j, lane] -= lower[lane]
+    for i in range(top + 2, m):
+        for lane in range(lanes):
+            target[i, j, lane] -= reflectors[i, high, lane] * upper[lane]
+            target[i, j, lane] -= reflectors[i, low, lane] * lower[lane]
+
+
+def _in_pairs(buf):
+    """Whether the loops over the lanes apply reflectors to ``buf``'s columns in pairs: for real matrices, as the
+    SIMD vectors do (so both give the same bits). Complex ones take one reflector at a time, which ran faster in
+    those loops (complex128, 2 threads, 10^4 matrices, ns a matrix, one at a time / pairs: n = 4 167 / 185, 8 945 /
+    1,031, 16 5,368 / 5,867)."""
+
+
+@overload(_in_pairs, jit_options=JIT_OPTIONS, inline="always")
+def _in_pairs_for(buf):
+    real = not isinstance(buf.dtype, types.Complex)
+    return lambda buf: real
+
+
+@numba.njit(**JIT_OPTIONS, forceinline=True)
+def _factor_chunk(buf, n, tau, norm, dots, work):
+    """Householder QR of the interleaved ``m x n`` matrices in ``buf``; ``tau[k, lane]`` as LAPACK's geqrf.
+
+    A plain sum of squares makes each reflector (:func:`_reflectors`). Real columns are factored two at a time
+    (:func:`_in_pairs`): the first reflector is applied to the second column alone, and the pair to the columns
+    right of them in one pass (:func:`_reflect_column_by_pair`). ``work`` holds five rows of lanes: the pair's
+    scales, coupling and dot products."""
+    m, lanes = buf.shape[0], buf.shape[2]
+    safmin, largest = _limits(norm)
+    scales, coupling, upper, lower = work[0:2], work[2], work[3], work[4]
+    paired = _in_pairs(buf)
+    steps = min(m, n)
+    k = 0
+    while k < steps:
+        _column_reflector(buf, k, tau, norm, dots, safmin, largest)
+        for lane in range(lanes):
+            scales[0, lane] = np.conj(tau[k, lane])
+        if not paired or k + 1 == steps:
+            for j in range(k + 1, n):
+                _reflect_column(buf, buf, k, k, scales[0], j, dots)
+            k += 1
+            continue
+        _reflect_column(buf, buf, k, k, scales[0], k + 1, dots)
+        _column_reflector(buf, k + 1, tau, norm, dots, safmin, largest)
+        if k + 2 < n:
+            for lane in range(lanes):
+                scales[1, lane] = np.conj(tau[k + 1, lane])
+            _coupling(buf, k, k, k + 1, coupling)
+            for j in range(k + 2, n):
+                _reflect_column_by_pair(buf, buf, k, k, k + 1, scales, coupling, j, upper, lower)
+        k += 2
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _reflect_one(target, reflectors, top, column, scale, j):
-    """:func:`_reflect_four` for column ``j`` alone."""
+    """:func:`_reflect_column` for a buffer of one vector of real matrices, on ``_simd`` vectors: the reflector in
+    ``reflectors[top:, column]`` (``v[top] = 1``; ``scale`` = its ``tau``, a vector) applied to column ``j`` of
+    ``target`` from row ``top`` down. Each product is rounded before its sum, as in the loops over the lanes (which
+    the compiler leaves unfused): bitwise their results."""
     rows, width, depth = target.shape[0], target.shape[1], reflectors.shape[1]
     at = (top * width + j) * WIDTH
     d = load(target, at)
@@ -220,74 +308,194 @@ def _reflect_one(target, reflectors, top, column, scale, j):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _reflect_columns(target, reflectors, top, column, scale, first):
-    """Apply the reflector of ``reflectors[top:, column]`` to the columns of ``target`` from ``first`` on, four at a
-    time."""
-    width = target.shape[1]
-    for j in range(first, width - 3, 4):
-        _reflect_four(target, reflectors, top, column, scale, j)
-    for j in range(width - (width - first) % 4, width):
-        _reflect_one(target, reflectors, top, column, scale, j)
+def _column_reflector_vector(buf, k, tau, norm, dots, safmin, largest):
+    """:func:`_column_reflector` for a buffer of one vector of real matrices, on ``_simd`` vectors."""
+    m, width = buf.shape[0], buf.shape[1]
+    total = splat(buf.dtype.type(0.0))
+    for i in range(k + 1, m):
+        x = load(buf, (i * width + k) * WIDTH)
+        total = add_rounded_product(total, x, x)
+    store(norm, 0, total)
+    _reflectors_vector(buf, k, tau, norm, dots, safmin, largest)
+    scale = load(dots, 0)
+    for i in range(k + 1, m):
+        store(buf, (i * width + k) * WIDTH, multiply(load(buf, (i * width + k) * WIDTH), scale))
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _factor_vector(buf, tau, norm, dots):
-    """:func:`_factor_chunk` for a buffer of one SIMD vector of real matrices (``WIDTH`` lanes), on ``_simd``
-    vectors: the sums of squares, the scaling and the reflections with the products held in registers, four columns
-    at a time, in the chunk kernel's order of operations."""
-    m, n = buf.shape[0], buf.shape[1]
-    safmin, largest = _limits(norm)
-    zero = splat(buf.dtype.type(0.0))
-    for k in range(min(m, n)):
-        total = zero
-        for i in range(k + 1, m):
-            x = load(buf, (i * n + k) * WIDTH)
-            total = add_rounded_product(total, x, x)
-        store(norm, 0, total)
-        _reflectors_vector(buf, k, tau, norm, dots, safmin, largest)
-        scale = load(dots, 0)
-        for i in range(k + 1, m):
-            store(buf, (i * n + k) * WIDTH, multiply(load(buf, (i * n + k) * WIDTH), scale))
-        _reflect_columns(buf, buf, k, k, load(tau, k * WIDTH), k + 1)
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
-def _build_q_vector(reflectors, tau, q, dots):
-    """:func:`_build_q_chunk` for buffers of one SIMD vector of real matrices, on ``_simd`` vectors."""
-    m, ncols = q.shape[0], q.shape[1]
+def _coupling_vector(reflectors, top):
+    """:func:`_coupling` of the reflectors of columns ``top`` and ``top + 1`` in a buffer of one vector of real
+    matrices, whose product is the same either way round."""
     depth = reflectors.shape[1]
+    coupling = load(reflectors, ((top + 1) * depth + top) * WIDTH)
+    for i in range(top + 2, reflectors.shape[0]):
+        coupling = add_rounded_product(coupling, load(reflectors, (i * depth + top + 1) * WIDTH),
+                                       load(reflectors, (i * depth + top) * WIDTH))
+    return coupling
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _pair_products(upper, lower, high_first, scales, coupling):
+    """The scaled products of :func:`_reflect_column_by_pair` from the dot products ``upper`` and ``lower`` with
+    the reflectors starting at ``top`` and ``top + 1``: ``(s0 upper, s1 (lower - coupling s0 upper))`` where
+    ``high_first`` is a vector of ones (``geqr2``'s order), ``(s1 (upper - coupling s0 lower), s0 lower)`` where it
+    is zeros (``org2r``'s). Both are computed and one selected: a branch here, inlined, broke numba's SSA checks."""
+    high = multiply(upper, scales[0])
+    after_high = multiply(subtract_rounded_product(coupling, high, lower), scales[1])
+    low = multiply(lower, scales[0])
+    after_low = multiply(subtract_rounded_product(coupling, low, upper), scales[1])
+    below = negative(high_first)  # 1 > -1, but 0 > -0 is false
+    return where_greater(high_first, below, high, after_low), where_greater(high_first, below, after_high, low)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _reflect_two_by_pair(target, reflectors, top, high_first, scales, coupling, j):
+    """:func:`_reflect_column_by_pair` for columns ``j`` and ``j + 1`` of a buffer of one vector of real matrices,
+    on ``_simd`` vectors, the reflectors those of columns ``top`` and ``top + 1`` in the order ``high_first`` says
+    (:func:`_pair_products`): the four dot products in registers, each product rounded before its sum as in the
+    loops over the lanes."""
+    rows, width, depth = target.shape[0], target.shape[1], reflectors.shape[1]
+    high, low = top, top + 1
+    at0, at1 = (top * width + j) * WIDTH, ((top + 1) * width + j) * WIDTH
+    v1 = load(reflectors, ((top + 1) * depth + high) * WIDTH)
+    x0, x1 = load(target, at1), load(target, at1 + WIDTH)
+    upper0 = add_rounded_product(load(target, at0), v1, x0)
+    upper1 = add_rounded_product(load(target, at0 + WIDTH), v1, x1)
+    lower0, lower1 = x0, x1
+    for i in range(top + 2, rows):
+        vh, vl = load(reflectors, (i * depth + high) * WIDTH), load(reflectors, (i * depth + low) * WIDTH)
+        row = (i * width + j) * WIDTH
+        y0, y1 = load(target, row), load(target, row + WIDTH)
+        upper0, upper1 = add_rounded_product(upper0, vh, y0), add_rounded_product(upper1, vh, y1)
+        lower0, lower1 = add_rounded_product(lower0, vl, y0), add_rounded_product(lower1, vl, y1)
+    upper0, lower0 = _pair_products(upper0, lower0, high_first, scales, coupling)
+    upper1, lower1 = _pair_products(upper1, lower1, high_first, scales, coupling)
+    store(target, at0, subtract(load(target, at0), upper0))
+    store(target, at0 + WIDTH, subtract(load(target, at0 + WIDTH), upper1))
+    store(target, at1, subtract(subtract_rounded_product(v1, upper0, load(target, at1)), lower0))
+    store(target, at1 + WIDTH, subtract(subtract_rounded_product(v1, upper1, load(target, at1 + WIDTH)), lower1))
+    for i in range(top + 2, rows):
+        vh, vl = load(reflectors, (i * depth + high) * WIDTH), load(reflectors, (i * depth + low) * WIDTH)
+        row = (i * width + j) * WIDTH
+        store(target, row, subtract_rounded_product(vl, lower0, subtract_rounded_product(vh, upper0,
+                                                                                          load(target, row))))
+        store(target, row + WIDTH, subtract_rounded_product(vl, lower1, subtract_rounded_product(
+            vh, upper1, load(target, row + WIDTH))))
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _reflect_one_by_pair(target, reflectors, top, high_first, scales, coupling, j):
+    """:func:`_reflect_two_by_pair` for column ``j`` alone."""
+    rows, width, depth = target.shape[0], target.shape[1], reflectors.shape[1]
+    high, low = top, top + 1
+    at0, at1 = (top * width + j) * WIDTH, ((top + 1) * width + j) * WIDTH
+    v1 = load(reflectors, ((top + 1) * depth + high) * WIDTH)
+    x = load(target, at1)
+    upper, lower = add_rounded_product(load(target, at0), v1, x), x
+    for i in range(top + 2, rows):
+        y = load(target, (i * width + j) * WIDTH)
+        upper = add_rounded_product(upper, load(reflectors, (i * depth + high) * WIDTH), y)
+        lower = add_rounded_product(lower, load(reflectors, (i * depth + low) * WIDTH), y)
+    upper, lower = _pair_products(upper, lower, high_first, scales, coupling)
+    store(target, at0, subtract(load(target, at0), upper))
+    store(target, at1, subtract(subtract_rounded_product(v1, upper, load(target, at1)), lower))
+    for i in range(top + 2, rows):
+        row = (i * width + j) * WIDTH
+        store(target, row, subtract_rounded_product(load(reflectors, (i * depth + low) * WIDTH), lower,
+                                                    subtract_rounded_product(load(reflectors, (i * depth + high)
+                                                                                  * WIDTH), upper, load(target, row))))
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _reflect_columns_by_pair(target, reflectors, top, high_first, scales, coupling, start, stop):
+    """Apply the reflectors of columns ``top`` and ``top + 1`` in ``high_first``'s order (as
+    :func:`_reflect_column_by_pair`) to columns ``start`` to ``stop - 1`` of ``target``, two at a time."""
+    for j in range(start, stop - 1, 2):
+        _reflect_two_by_pair(target, reflectors, top, high_first, scales, coupling, j)
+    if (stop - start) % 2:
+        _reflect_one_by_pair(target, reflectors, top, high_first, scales, coupling, stop - 1)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _factor_vector(buf, n, tau, norm, dots):
+    """:func:`_factor_chunk` for a buffer of one SIMD vector of real matrices (``WIDTH`` lanes), on ``_simd``
+    vectors, in the chunk kernel's order of operations; the buffer's rows may be wider than ``n`` columns
+    (:func:`padded_width`). One step a column, each helper inlined once (inlined twice in one loop, numba's SSA
+    checks warned of variables out of scope)."""
+    m = buf.shape[0]
+    safmin, largest = _limits(norm)
+    steps = min(m, n)
+    for k in range(steps):
+        _column_reflector_vector(buf, k, tau, norm, dots, safmin, largest)
+        scale = load(tau, k * WIDTH)
+        if k % 2 and k + 1 < n:  # the second of a pair: both to the columns right of them
+            _reflect_columns_by_pair(buf, buf, k - 1, splat(buf.dtype.type(1.0)), (load(tau, (k - 1) * WIDTH), scale),
+                                     _coupling_vector(buf, k - 1), k + 1, n)
+        elif k % 2 == 0:  # the first of a pair to the next column alone; the last, unpaired, to every column right
+            for j in range(k + 1, k + 2 if k + 1 < steps else n):
+                _reflect_one(buf, buf, k, k, scale, j)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _set_q_column(reflectors, q, r, scale):
+    """Column ``r`` of ``Q`` from row ``r`` down, ``H_r e_r``: ``1 - tau`` on the diagonal, ``-tau v`` below."""
+    m, width, depth = q.shape[0], q.shape[1], reflectors.shape[1]
+    for i in range(r + 1, m):
+        store(q, (i * width + r) * WIDTH, multiply(negative(scale), load(reflectors, (i * depth + r) * WIDTH)))
+    one = splat(q.dtype.type(1.0))
+    store(q, (r * width + r) * WIDTH, subtract_rounded_product(one, scale, one))
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _build_q_vector(reflectors, tau, q, ncols, dots):
+    """:func:`_build_q_chunk` for buffers of one SIMD vector of real matrices, on ``_simd`` vectors, one reflector a
+    step as :func:`_factor_vector`; ``q``'s rows may be wider than ``ncols``."""
+    m, count = q.shape[0], tau.shape[0]
     for i in range(m):
         for j in range(ncols):
             for lane in range(WIDTH):
                 q[i, j, lane] = 1.0 if i == j else 0.0
-    one = splat(q.dtype.type(1.0))
-    for r in range(tau.shape[0] - 1, -1, -1):
+    for r in range(count - 1, -1, -1):
         scale = load(tau, r * WIDTH)
-        _reflect_columns(q, reflectors, r, r, scale, r + 1)
-        for i in range(r + 1, m):
-            store(q, (i * ncols + r) * WIDTH, multiply(negative(scale), load(reflectors, (i * depth + r) * WIDTH)))
-        store(q, (r * ncols + r) * WIDTH, subtract_rounded_product(one, scale, one))
+        single = r == count - 1 and count % 2
+        if not single and (count - count % 2 - r) % 2:  # the later of a pair: both to the columns right of them
+            if r + 1 < ncols:
+                _reflect_columns_by_pair(q, reflectors, r - 1, splat(q.dtype.type(0.0)),
+                                         (scale, load(tau, (r - 1) * WIDTH)), _coupling_vector(reflectors, r - 1),
+                                         r + 1, ncols)
+        else:  # the earlier of a pair to the next column alone; the last, unpaired, to every column right
+            for j in range(r + 1, ncols if single else r + 2):
+                _reflect_one(q, reflectors, r, r, scale, j)
+        _set_q_column(reflectors, q, r, scale)
 
 
-def _qr_in_chunk(buf, tau, norm, dots, q, lanes):
-    """Householder QR of an interleaved chunk, and its ``Q`` into ``q`` where that has columns: on SIMD vectors
-    (:func:`_factor_vector`, :func:`_build_q_vector`) where the buffers are one vector of real matrices, in loops
-    over the lanes otherwise."""
+@numba.njit(**JIT_OPTIONS)
+def _qr_vector(buf, n, tau, norm, dots, q, ncols):
+    """:func:`_factor_vector` and, where ``Q`` has columns, :func:`_build_q_vector`: one compiled call per chunk
+    (inlined into the kernel with the loops over the lanes, numba's SSA checks warned of variables out of scope;
+    its explicit vector loads and stores need no knowledge that the buffers do not overlap)."""
+    _factor_vector(buf, n, tau, norm, dots)
+    if ncols:
+        _build_q_vector(buf, tau, q, ncols, dots)
+
+
+def _qr_in_chunk(buf, n, tau, norm, dots, work, q, ncols, lanes):
+    """Householder QR of an interleaved chunk's ``n`` columns, and its ``Q``'s first ``ncols`` columns into ``q``
+    where there are any: on SIMD vectors (:func:`_qr_vector`) where the buffers are one vector of real matrices, in
+    loops over the lanes otherwise."""
 
 
 @overload(_qr_in_chunk, jit_options=JIT_OPTIONS, inline="always")
-def _qr_in_chunk_for(buf, tau, norm, dots, q, lanes):
+def _qr_in_chunk_for(buf, n, tau, norm, dots, work, q, ncols, lanes):
     vector = not isinstance(buf.dtype, types.Complex)
 
-    def qr_in_chunk(buf, tau, norm, dots, q, lanes):
+    def qr_in_chunk(buf, n, tau, norm, dots, work, q, ncols, lanes):
         if vector and lanes == WIDTH:
-            _factor_vector(buf, tau, norm, dots)
-            if q.shape[1]:
-                _build_q_vector(buf, tau, q, dots)
+            _qr_vector(buf, n, tau, norm, dots, q, ncols)
         else:
-            _factor_chunk(buf, tau, norm, dots)
-            if q.shape[1]:
-                _build_q_chunk(buf, tau, q, dots)
+            _factor_chunk(buf, n, tau, norm, dots, work)
+            if ncols:
+                _build_q_chunk(buf, tau, q, ncols, dots, work)
 
     return qr_in_chunk
 
@@ -302,10 +510,11 @@ def geqrf_stack(a, out, tau, lanes, thread, threads):
     chunk_tau = np.empty((min(m, n), lanes), dtype=out.dtype)
     norm = np.empty(lanes, dtype=out.real.dtype)
     dots = np.empty(lanes, dtype=out.dtype)
+    work = np.empty((WORK_ROWS, lanes), dtype=out.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
         count = gather(a, first, buf, m, n, lanes)
-        _factor_chunk(buf, chunk_tau, norm, dots)
+        _factor_chunk(buf, n, chunk_tau, norm, dots, work)
         scatter(buf, count, out, first, m, n)
         for lane in range(count):
             for k in range(min(m, n)):
@@ -313,32 +522,49 @@ def geqrf_stack(a, out, tau, lanes, thread, threads):
 
 
 @numba.njit(**JIT_OPTIONS, forceinline=True)
-def _build_q_chunk(reflectors, tau, q, dots):
-    """``q[:, :, lane]`` = first columns of ``H_0 ... H_{k-1}`` from interleaved reflectors (LAPACK org2r)."""
-    m, ncols, lanes = q.shape
-    k = tau.shape[0]
+def _build_q_chunk(reflectors, tau, q, ncols, dots, work):
+    """``q[:, :ncols, lane]`` = first columns of ``H_0 ... H_{k-1}`` from interleaved reflectors (LAPACK org2r),
+    backwards from the identity. Real reflectors (:func:`_in_pairs`): the last alone where there is an odd number,
+    then two at a time to the columns right of them (:func:`_reflect_column_by_pair`); ``work`` as for
+    :func:`_factor_chunk`."""
+    m, lanes = q.shape[0], q.shape[2]
+    scales, coupling, upper, lower = work[0:2], work[2], work[3], work[4]
+    paired = _in_pairs(q)
     for i in range(m):
         for j in range(ncols):
             for lane in range(lanes):
                 q[i, j, lane] = 1.0 if i == j else 0.0
-    for r in range(k - 1, -1, -1):
-        for j in range(r + 1, ncols):
+    count = tau.shape[0]
+    r = count - 1
+    while r >= 0:
+        if not paired or r == count - 1 and count % 2:
+            for j in range(r + 1, ncols):
+                _reflect_column(q, reflectors, r, r, tau[r], j, dots)
+            _set_q_column_chunk(reflectors, tau, q, r)
+            r -= 1
+            continue
+        if r + 1 < ncols:
             for lane in range(lanes):
-                dots[lane] = q[r, j, lane]
-            for i in range(r + 1, m):
-                for lane in range(lanes):
-                    dots[lane] += np.conj(reflectors[i, r, lane]) * q[i, j, lane]
-            for lane in range(lanes):
-                dots[lane] *= tau[r, lane]
-                q[r, j, lane] -= dots[lane]
-            for i in range(r + 1, m):
-                for lane in range(lanes):
-                    q[i, j, lane] -= reflectors[i, r, lane] * dots[lane]
-        for i in range(r + 1, m):
-            for lane in range(lanes):
-                q[i, r, lane] = -tau[r, lane] * reflectors[i, r, lane]
+                scales[0, lane] = tau[r, lane]
+                scales[1, lane] = tau[r - 1, lane]
+            _coupling(reflectors, r - 1, r, r - 1, coupling)
+            for j in range(r + 1, ncols):
+                _reflect_column_by_pair(q, reflectors, r - 1, r, r - 1, scales, coupling, j, upper, lower)
+        _set_q_column_chunk(reflectors, tau, q, r)
+        _reflect_column(q, reflectors, r - 1, r - 1, tau[r - 1], r, dots)
+        _set_q_column_chunk(reflectors, tau, q, r - 1)
+        r -= 2
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _set_q_column_chunk(reflectors, tau, q, r):
+    """Column ``r`` of ``Q`` from row ``r`` down in every lane, ``H_r e_r`` (as :func:`_set_q_column`)."""
+    m, lanes = q.shape[0], q.shape[2]
+    for i in range(r + 1, m):
         for lane in range(lanes):
-            q[r, r, lane] = 1.0 - tau[r, lane]
+            q[i, r, lane] = -tau[r, lane] * reflectors[i, r, lane]
+    for lane in range(lanes):
+        q[r, r, lane] = 1.0 - tau[r, lane]
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -352,13 +578,14 @@ def orgqr_stack(qr, tau, out, lanes, thread, threads):
     chunk_tau = np.zeros((k, lanes), dtype=out.dtype)
     q = np.empty((m, ncols, lanes), dtype=out.dtype)
     dots = np.empty(lanes, dtype=out.dtype)
+    work = np.empty((WORK_ROWS, lanes), dtype=out.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
         count = gather(qr, first, reflectors, m, k, lanes)
         for lane in range(count):
             for r in range(k):
                 chunk_tau[r, lane] = tau[first + lane, r]
-        _build_q_chunk(reflectors, chunk_tau, q, dots)
+        _build_q_chunk(reflectors, chunk_tau, q, ncols, dots, work)
         scatter(q, count, out, first, m, ncols)
 
 
@@ -375,20 +602,32 @@ def scatter_upper(buf, count, out, first):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
+def padded_width(n, itemsize, lanes):
+    """Elements per row of a buffer of ``lanes`` matrices with ``n`` columns: one more where the buffer is one vector
+    of matrices and a row is a multiple of ``ALIASED_ROW_BYTES``, so that rows two apart do not share the low 12 bits
+    of their addresses (a load then waits on the store to a row two above it, 4K aliasing)."""
+    if lanes == WIDTH and (n * lanes * itemsize) % ALIASED_ROW_BYTES == 0:
+        return n + 1
+    return n
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, m, n, ncols, lanes):
-    """Chunks ``start:stop`` of :func:`qr_stack`'s stack (one thread's share) in ``m x n x lanes`` buffers, with
-    ``Q``'s first ``ncols`` columns."""
-    buf = np.empty((m, n, lanes), dtype=r_out.dtype)
+    """Chunks ``start:stop`` of :func:`qr_stack`'s stack (one thread's share) in ``m x n x lanes`` buffers (rows
+    padded where :func:`padded_width` says; the padding stays zero), with ``Q``'s first ``ncols`` columns."""
+    width = padded_width(n, r_out.itemsize, lanes)
+    buf = np.zeros((m, width, lanes), dtype=r_out.dtype)
     chunk_tau = np.empty((min(m, n), lanes), dtype=r_out.dtype)
-    q = np.empty((m, ncols, lanes), dtype=r_out.dtype)
+    q = np.zeros((m, padded_width(ncols, r_out.itemsize, lanes), lanes), dtype=r_out.dtype)
     norm = np.empty(lanes, dtype=r_out.real.dtype)
     dots = np.empty(lanes, dtype=r_out.dtype)
+    work = np.empty((WORK_ROWS, lanes), dtype=r_out.dtype)
     poison = np.empty(lanes, dtype=r_out.real.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
         count = gather(a, first, buf, m, n, lanes)
-        flag_poisoned(buf, poison, count, nonfinite, thread, m, n, lanes)
-        _qr_in_chunk(buf, chunk_tau, norm, dots, q, lanes)
+        flag_poisoned(buf, poison, count, nonfinite, thread, m, width, lanes)
+        _qr_in_chunk(buf, n, chunk_tau, norm, dots, work, q, ncols, lanes)
         scatter_upper(buf, count, r_out, first)
         if ncols:
             scatter(q, count, q_out, first, m, ncols)
