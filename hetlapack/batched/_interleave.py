@@ -42,7 +42,9 @@ JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": {"contract"}, "error_mo
 # (``_factor_chunk``, ``_build_q_chunk``) are compiled once and inlined by LLVM (``forceinline``), not in numba's IR:
 # ``qr`` compiles in 42 s for float64 instead of 82, 23 for complex128 instead of 50, and runs 3-9% slower at
 # n = 2-4 (B = 10^4), within 1% from n = 8, bitwise the same. As plain calls they lose the compiler's knowledge that
-# the buffers do not overlap (complex128 n = 2: 54 ns a matrix against 39). A thread's share of the chunks, one
+# the buffers do not overlap (complex128 n = 2: 54 ns a matrix against 39). QR's code on SIMD vectors for a chunk
+# (``_qr._qr_vector``) is a plain call: its explicit loads and stores need no such knowledge, and inlined into the
+# kernel beside the loops over the lanes it made numba's SSA checks warn 171 times. A thread's share of the chunks, one
 # function called with each small order as a constant, is inlined into the parallel loop where that compiles faster
 # and a call where that does (seconds to compile one dtype, one process, a call / inlined: getrf 77 / 64, potrf
 # 46 / 39; the replays' 83 / 113 and 99 / 131); the machine code runs as fast either way.
