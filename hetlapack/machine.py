@@ -1,4 +1,4 @@
-"""Facts about the host machine that several layers ask: the cores this process may use, its caches.
+"""Facts about the host machine that several layers ask: the cores this process may use, its caches, its memory.
 
 A leaf module (it imports nothing of the package), so that the runtime, dispatch and the host path can ask it
 without loading the devices.
@@ -22,6 +22,14 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count() or 1
+
+
+def physical_memory() -> int | None:
+    """Bytes of this machine's memory, where the system says."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def _caches() -> list[tuple[int, str, int, int]]:

@@ -188,39 +188,35 @@ def _reflect_column(target, reflectors, top, column, scale, j, dots):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _coupling(reflectors, top, first, second, coupling):
-    """``coupling[lane] = v_second^H v_first`` for the reflectors of columns ``first`` and ``second``, one starting
-    at row ``top`` and the other at ``top + 1`` (each with 1 at its start)."""
+def _coupling(reflectors, top, coupling):
+    """``coupling[lane]``: the product of the real reflectors of columns ``top`` and ``top + 1`` (each with 1 at its
+    start, on the diagonal), the same either way round."""
     m, lanes = reflectors.shape[0], reflectors.shape[2]
     for lane in range(lanes):
-        if first < second:
-            coupling[lane] = reflectors[top + 1, first, lane]
-        else:
-            coupling[lane] = np.conj(reflectors[top + 1, second, lane])
+        coupling[lane] = reflectors[top + 1, top, lane]
     for i in range(top + 2, m):
         for lane in range(lanes):
-            coupling[lane] += np.conj(reflectors[i, second, lane]) * reflectors[i, first, lane]
+            coupling[lane] += reflectors[i, top + 1, lane] * reflectors[i, top, lane]
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _reflect_column_by_pair(target, reflectors, top, first, second, scales, coupling, j, upper, lower):
-    """Two reflectors applied to column ``j`` of ``target`` from row ``top`` in one pass over it: the one of column
-    ``first`` (scaled by ``scales[0]``), then the one of ``second`` (``scales[1]``), one of them starting at ``top``
-    and the other at ``top + 1``. Both dot products are taken on the column as it was (``upper``, ``lower``: the
-    reflectors starting at ``top`` and ``top + 1``) and the second corrected by ``coupling`` (:func:`_coupling`): a
-    block of two reflectors (LAPACK's compact WY with ``T`` of order 2), so the column is read twice and written
-    once instead of read four times and written twice."""
+def _reflect_column_by_pair(target, reflectors, top, high_first, scales, coupling, j, upper, lower):
+    """The real reflectors of columns ``top`` and ``top + 1`` applied to column ``j`` of ``target`` from row ``top``
+    in one pass over it, the one of ``top`` first where ``high_first`` (``geqr2``'s order, scaled by ``scales[0]``,
+    then ``scales[1]``), else the one of ``top + 1`` (``org2r``'s): both dot products (``upper``, ``lower``) taken on
+    the column as it was and the second corrected by ``coupling`` (:func:`_coupling`), a block of two reflectors
+    (LAPACK's compact WY with ``T`` of order 2), so the column is read twice and written once instead of read four
+    times and written twice."""
     m, lanes = target.shape[0], target.shape[2]
-    high, low = min(first, second), max(first, second)
     for lane in range(lanes):
         upper[lane] = target[top, j, lane]
         lower[lane] = target[top + 1, j, lane]
-        upper[lane] += np.conj(reflectors[top + 1, high, lane]) * target[top + 1, j, lane]
+        upper[lane] += reflectors[top + 1, top, lane] * target[top + 1, j, lane]
     for i in range(top + 2, m):
         for lane in range(lanes):
-            upper[lane] += np.conj(reflectors[i, high, lane]) * target[i, j, lane]
-            lower[lane] += np.conj(reflectors[i, low, lane]) * target[i, j, lane]
-    if first == high:
+            upper[lane] += reflectors[i, top, lane] * target[i, j, lane]
+            lower[lane] += reflectors[i, top + 1, lane] * target[i, j, lane]
+    if high_first:
         for lane in range(lanes):
             upper[lane] *= scales[0, lane]
             lower[lane] -= coupling[lane] * upper[lane]
@@ -232,12 +228,12 @@ def _reflect_column_by_pair(target, reflectors, top, first, second, scales, coup
             upper[lane] *= scales[1, lane]
     for lane in range(lanes):
         target[top, j, lane] -= upper[lane]
-        target[top + 1, j, lane] -= reflectors[top + 1, high, lane] * upper[lane]
+        target[top + 1, j, lane] -= reflectors[top + 1, top, lane] * upper[lane]
         target[top + 1, j, lane] -= lower[lane]
     for i in range(top + 2, m):
         for lane in range(lanes):
-            target[i, j, lane] -= reflectors[i, high, lane] * upper[lane]
-            target[i, j, lane] -= reflectors[i, low, lane] * lower[lane]
+            target[i, j, lane] -= reflectors[i, top, lane] * upper[lane]
+            target[i, j, lane] -= reflectors[i, top + 1, lane] * lower[lane]
 
 
 def _in_pairs(buf):
@@ -259,32 +255,28 @@ def _factor_chunk(buf, n, tau, norm, dots, work):
 
     A plain sum of squares makes each reflector (:func:`_reflectors`). Real columns are factored two at a time
     (:func:`_in_pairs`): the first reflector is applied to the second column alone, and the pair to the columns
-    right of them in one pass (:func:`_reflect_column_by_pair`). ``work`` holds five rows of lanes: the pair's
-    scales, coupling and dot products."""
+    right of them in one pass (:func:`_reflect_column_by_pair`). One step a column, as :func:`_factor_vector` takes
+    them. ``work`` holds five rows of lanes: the pair's scales, coupling and dot products."""
     m, lanes = buf.shape[0], buf.shape[2]
     safmin, largest = _limits(norm)
     scales, coupling, upper, lower = work[0:2], work[2], work[3], work[4]
     paired = _in_pairs(buf)
     steps = min(m, n)
-    k = 0
-    while k < steps:
+    for k in range(steps):
         _column_reflector(buf, k, tau, norm, dots, safmin, largest)
-        for lane in range(lanes):
-            scales[0, lane] = np.conj(tau[k, lane])
-        if not paired or k + 1 == steps:
-            for j in range(k + 1, n):
-                _reflect_column(buf, buf, k, k, scales[0], j, dots)
-            k += 1
-            continue
-        _reflect_column(buf, buf, k, k, scales[0], k + 1, dots)
-        _column_reflector(buf, k + 1, tau, norm, dots, safmin, largest)
-        if k + 2 < n:
+        if paired and k % 2:  # the second of a pair: both to the columns right of them
+            if k + 1 < n:
+                for lane in range(lanes):
+                    scales[0, lane] = tau[k - 1, lane]
+                    scales[1, lane] = tau[k, lane]
+                _coupling(buf, k - 1, coupling)
+                for j in range(k + 1, n):
+                    _reflect_column_by_pair(buf, buf, k - 1, True, scales, coupling, j, upper, lower)
+        else:  # the first of a pair to the next column alone; one unpaired to every column right
             for lane in range(lanes):
-                scales[1, lane] = np.conj(tau[k + 1, lane])
-            _coupling(buf, k, k, k + 1, coupling)
-            for j in range(k + 2, n):
-                _reflect_column_by_pair(buf, buf, k, k, k + 1, scales, coupling, j, upper, lower)
-        k += 2
+                scales[0, lane] = np.conj(tau[k, lane])
+            for j in range(k + 1, k + 2 if paired and k + 1 < steps else n):
+                _reflect_column(buf, buf, k, k, scales[0], j, dots)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -524,36 +516,31 @@ def geqrf_stack(a, out, tau, lanes, thread, threads):
 @numba.njit(**JIT_OPTIONS, forceinline=True)
 def _build_q_chunk(reflectors, tau, q, ncols, dots, work):
     """``q[:, :ncols, lane]`` = first columns of ``H_0 ... H_{k-1}`` from interleaved reflectors (LAPACK org2r),
-    backwards from the identity. Real reflectors (:func:`_in_pairs`): the last alone where there is an odd number,
-    then two at a time to the columns right of them (:func:`_reflect_column_by_pair`); ``work`` as for
-    :func:`_factor_chunk`."""
+    backwards from the identity, one reflector a step as :func:`_build_q_vector` takes them. Real reflectors
+    (:func:`_in_pairs`): the last alone where there is an odd number, then two at a time to the columns right of
+    them (:func:`_reflect_column_by_pair`); ``work`` as for :func:`_factor_chunk`."""
     m, lanes = q.shape[0], q.shape[2]
     scales, coupling, upper, lower = work[0:2], work[2], work[3], work[4]
     paired = _in_pairs(q)
+    count = tau.shape[0]
     for i in range(m):
         for j in range(ncols):
             for lane in range(lanes):
                 q[i, j, lane] = 1.0 if i == j else 0.0
-    count = tau.shape[0]
-    r = count - 1
-    while r >= 0:
-        if not paired or r == count - 1 and count % 2:
-            for j in range(r + 1, ncols):
+    for r in range(count - 1, -1, -1):
+        single = not paired or r == count - 1 and count % 2
+        if not single and (count - count % 2 - r) % 2:  # the later of a pair: both to the columns right of them
+            if r + 1 < ncols:
+                for lane in range(lanes):
+                    scales[0, lane] = tau[r, lane]
+                    scales[1, lane] = tau[r - 1, lane]
+                _coupling(reflectors, r - 1, coupling)
+                for j in range(r + 1, ncols):
+                    _reflect_column_by_pair(q, reflectors, r - 1, False, scales, coupling, j, upper, lower)
+        else:  # the earlier of a pair to the next column alone; one unpaired to every column right
+            for j in range(r + 1, ncols if single else r + 2):
                 _reflect_column(q, reflectors, r, r, tau[r], j, dots)
-            _set_q_column_chunk(reflectors, tau, q, r)
-            r -= 1
-            continue
-        if r + 1 < ncols:
-            for lane in range(lanes):
-                scales[0, lane] = tau[r, lane]
-                scales[1, lane] = tau[r - 1, lane]
-            _coupling(reflectors, r - 1, r, r - 1, coupling)
-            for j in range(r + 1, ncols):
-                _reflect_column_by_pair(q, reflectors, r - 1, r, r - 1, scales, coupling, j, upper, lower)
         _set_q_column_chunk(reflectors, tau, q, r)
-        _reflect_column(q, reflectors, r - 1, r - 1, tau[r - 1], r, dots)
-        _set_q_column_chunk(reflectors, tau, q, r - 1)
-        r -= 2
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")

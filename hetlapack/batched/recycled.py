@@ -15,27 +15,20 @@ at most :data:`RETAINED_BYTES` of blocks, in use or free, and outputs below :dat
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 
 import numpy as np
 
+from ..machine import physical_memory
+
 #: Outputs smaller than this come from ``np.empty``: the C library keeps memory of this size (glibc's default
 #: threshold for returning memory to the system is 128 KiB), and searching the pool costs about a microsecond.
 MIN_BYTES = 1 << 20
 
-def _physical_memory() -> int | None:
-    """Bytes of this machine's memory, where the system says."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 #: Bytes of blocks the pool holds, in use or free: what it can keep from the system after every result is dropped.
 #: 512 MiB, or a 32nd of the machine's memory where that is less.
-RETAINED_BYTES = min(512 << 20, (_physical_memory() or 16 << 30) // 32)
+RETAINED_BYTES = min(512 << 20, (physical_memory() or 16 << 30) // 32)
 
 #: A block serves an output of at least this fraction of its size, so a small output does not hold a large block.
 SMALLEST_SHARE = 0.5
