@@ -8,6 +8,8 @@ seed 004 §4.1. A partial last chunk is padded with identity matrices so padding
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 from numba import types
@@ -385,7 +387,7 @@ def _smallest_normal_for(array):
 
 def as_stack(a: np.ndarray) -> np.ndarray:
     """``a`` viewed as a 3-D stack ``(batch, m, n)`` (a copy only where NumPy cannot reshape a view)."""
-    return a if a.ndim == 3 else a.reshape((int(np.prod(a.shape[:-2])), *a.shape[-2:]))
+    return a if a.ndim == 3 else a.reshape((math.prod(a.shape[:-2]), *a.shape[-2:]))
 
 
 def smith_quotient(a, b):

@@ -15,6 +15,7 @@ at most :data:`RETAINED_BYTES` of blocks, in use or free, and outputs below :dat
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 
@@ -62,7 +63,7 @@ def empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     pool where one fits and else on a new block (``np.empty`` itself below :data:`MIN_BYTES`, or where the pool is
     full of blocks in use)."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize  # np.prod took 4 us a call, a tenth of a small stack's LU
     if nbytes < MIN_BYTES:
         return np.empty(shape, dtype)
     with _lock:
