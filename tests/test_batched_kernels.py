@@ -1039,3 +1039,89 @@ def test_lu_check_finite_refuses_no_finite_stack_whose_factors_overflow(dtype):
     assert np.isinf(lu[:, 1, 1]).all() and (info == 0).all()
     np.testing.assert_array_equal(lu, np.broadcast_to(theirs, a.shape))
     np.testing.assert_array_equal(piv, np.broadcast_to(their_piv, piv.shape))
+
+
+def _order_two_stacks(dtype) -> dict[str, np.ndarray]:
+    """Stacks of 2 x 2 matrices for the kernels that factor a group of ``WIDTH`` such matrices straight from the
+    stack (``_order_two``): each special matrix in a chunk of its own (of ``WIDE_LANES``, the most any of those
+    kernels takes), among chunks of none, and a partial chunk last. Specials: zero, exactly singular and subnormal
+    pivots, pivots tying, a zero column below the diagonal (larfg's ``tau = 0``), sums of squares beyond the largest
+    and below the smallest normal number, Cholesky's non-positive diagonals, and infinities and NaNs in every
+    place."""
+    tiny, big = np.finfo(dtype).tiny, np.finfo(dtype).max
+    specials = [[[0, 0], [0, 0]], [[1, 2], [2, 4]], [[tiny / 4, 1], [0, 1]], [[1, 1], [-1, 3]], [[2, 1], [0, 3]],
+                [[big / 4, 1], [big / 4, 1]], [[1, 1], [1e-170, 1]], [[-1, 0], [0, 1]], [[1, 1], [1, 1]]]
+    for place, bad in itertools.product(range(4), (np.inf, -np.inf, np.nan)):
+        special = np.eye(2) + 1
+        special.flat[place] = bad
+        specials.append(special)
+    batch = WIDE_LANES * (2 * len(specials) + 1) + 5
+    a = random_matrix((batch, 2, 2), dtype, seed=22)
+    h = a @ a.transpose(0, 2, 1) + 0.1 * np.eye(2, dtype=dtype)
+    for k, special in enumerate(specials):
+        a[WIDE_LANES * (2 * k + 1) + 9 * k % WIDE_LANES] = special
+        h[WIDE_LANES * (2 * k + 1) + 9 * k % WIDE_LANES] = special
+    return {"general": a, "hermitian": h}
+
+
+def _not_as_records(stack: np.ndarray) -> np.ndarray:
+    """The same matrices in a strided view, which the kernels factor in their buffers, never straight from it."""
+    wide = np.zeros((stack.shape[0], 2, 3), stack.dtype)
+    wide[:, :, :2] = stack
+    return wide[:, :, :2]
+
+
+@pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_order_two_straight_from_the_stack_gives_the_bits_of_the_buffered_kernels(dtype, order):
+    """Groups of ``WIDTH`` matrices of order 2 that lie one after another are factored on vectors loaded straight
+    from the stack, and a group that is not the common case sends its chunk to the interleaved kernel: every
+    output (LU, pivots, info, ``lu``'s pieces, Cholesky's factors either way and cleaned or not, Q in either order
+    and R) is bitwise what the kernels give from their buffers, NaNs included, and ``check_finite`` still sees an
+    infinity or NaN in any group."""
+    stacks = _order_two_stacks(dtype)
+    a, h = stacks["general"], stacks["hermitian"]
+    if order == "F":
+        a, h = a.transpose(0, 2, 1).copy().transpose(0, 2, 1), h.transpose(0, 2, 1).copy().transpose(0, 2, 1)
+    calls = [lambda x, fortran: kernels.getrf(x, fortran=fortran),
+             lambda x, fortran: kernels.qr(x, 2, 2, fortran=fortran)]
+    calls += [functools.partial(lambda x, fortran, p, m: kernels.lu(x, permute_l=p, p_matrix=m), p=p, m=m)
+              for p, m in itertools.product((False, True), repeat=2)]
+    hermitian_calls = [functools.partial(lambda x, fortran, lower, clean: kernels.potrf(
+        x, lower=lower, clean=clean, fortran=fortran), lower=lower, clean=clean)
+        for lower, clean in itertools.product((False, True), repeat=2)]
+    for stack, factorizations in ((a, calls), (h, hermitian_calls)):
+        for factor, fortran in itertools.product(factorizations, (False, True)):
+            direct, buffered = factor(stack, fortran), factor(_not_as_records(stack), fortran)
+            for ours, theirs in zip(direct, buffered, strict=True):
+                np.testing.assert_array_equal(ours, theirs)
+    for stack in (a, h):
+        for k in range(0, stack.shape[0], 3 * WIDTH + 1):
+            broken = stack.copy()
+            broken[k, 1, 0] = np.nan
+            for check in (lambda x: kernels.getrf(x, check_finite=True),
+                          lambda x: kernels.qr(x, 2, 2, check_finite=True),
+                          lambda x: kernels.potrf(x, lower=True, clean=True, check_finite=True),
+                          lambda x: kernels.lu(x, permute_l=False, check_finite=True)):
+                with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+                    check(broken)
+
+
+def test_records_are_dealt_into_vectors_and_gathered_back_in_order():
+    """``load_records`` deals ``WIDTH`` records of ``k`` numbers into ``k`` vectors (lane ``w`` of vector ``j`` is
+    record ``w``'s number ``j``) and ``store_records`` writes them back where they were, integers as floats."""
+    from hetlapack.batched._simd import load_records, store_records
+
+    @numba.njit
+    def round_trip(source, target, offset):
+        four = load_records(source, offset, 4)
+        store_records(target, 0, (four[1], four[0], four[3], four[2]))
+        two = load_records(source.view(np.int64), offset, 2)
+        store_records(target.view(np.int64), 4 * WIDTH, two)
+
+    source = np.arange(5 * WIDTH + 3, dtype=np.float64)
+    target = np.zeros(6 * WIDTH)
+    round_trip(source, target, 3)
+    records = source[3:3 + 4 * WIDTH].reshape(WIDTH, 4)
+    np.testing.assert_array_equal(target[:4 * WIDTH].reshape(WIDTH, 4), records[:, [1, 0, 3, 2]])
+    np.testing.assert_array_equal(target.view(np.int64)[4 * WIDTH:], source.view(np.int64)[3:3 + 2 * WIDTH])

@@ -19,6 +19,7 @@ from numba.extending import overload
 from ._interleave import (JIT_OPTIONS, LOWER, SMALL_ORDER_LANES, WHOLE, blocked, buffer_as_stack, chunk_as_buffer,
                           chunk_range, copy_blocks_along, divide, flag_poisoned, gather, permuted, rows_along_memory,
                           scatter)
+from ._order_two import NEITHER, potrf_chunk, record_order
 from ._simd import (WIDTH, load, multiply, negative, quotient, splat, square_root, store, subtract_product,
                     where_at_most)
 from ._split_complex import ELEMENT, join, product, split
@@ -308,6 +309,20 @@ def _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n,
         scatter_triangle(buf, count, a, lower, clean, out, first, n)
 
 
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _potrf_order_two(a, lower, clean, out, info, nonfinite, thread, start, stop, lanes):
+    """:func:`_potrf_chunks` for 2 x 2 matrices: a full chunk of a real stack whose matrices, and those of ``out``,
+    lie one after another on vectors straight from the stack (:func:`._order_two.potrf_chunk`), any other in a
+    buffer."""
+    a_order, out_order = record_order(a), record_order(out)
+    direct = a_order != NEITHER and out_order != NEITHER and lanes % WIDTH == 0
+    for chunk in range(start, stop):
+        first = chunk * lanes
+        if not (direct and first + lanes <= a.shape[0]
+                and potrf_chunk(a, a_order, lower, clean, out, out_order, info, nonfinite.size > 0, first, lanes)):
+            _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, chunk, chunk + 1, 2, lanes)
+
+
 @numba.njit(**JIT_OPTIONS)
 def potrf_stack(a, lower, clean, out, info, nonfinite, lanes, thread, threads):
     """Factorize every matrix of the 3-D stack ``a`` into ``out`` (C- or Fortran-ordered matrices); ``info`` per
@@ -318,7 +333,7 @@ def potrf_stack(a, lower, clean, out, info, nonfinite, lanes, thread, threads):
     small = lanes == SMALL_ORDER_LANES
     start, stop = chunk_range(thread, threads, chunks)
     if small and n == 2:
-        _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, 2, SMALL_ORDER_LANES)
+        _potrf_order_two(a, lower, clean, out, info, nonfinite, thread, start, stop, SMALL_ORDER_LANES)
     elif small and n == 3:
         _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, 3, SMALL_ORDER_LANES)
     elif small and n == 4:

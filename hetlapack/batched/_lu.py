@@ -26,6 +26,7 @@ from numba.extending import overload
 from ..machine import vector_bytes
 from ._interleave import (JIT_OPTIONS, buffer_as_stack, chunk_range, divide, flag_poisoned, gather, is_finite,
                           poison_lanes, scatter, small_order_lanes, smallest_normal)
+from ._order_two import BY_ROWS, NEITHER, lu_chunk, record_order
 from ._simd import (WIDTH, add, any_below, any_equal, exchange_where, load, magnitude, multiply, quotient, splat, store,
                     subtract_product, where_greater)
 from ._split_complex import ELEMENT, join, product, reciprocal, split
@@ -577,6 +578,26 @@ def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, 
                        order, m, n, lanes)
 
 
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _getrf_order_two(a, out, piv, info, pieces, nonfinite, thread, start, stop, lanes):
+    """:func:`_getrf_chunks` for 2 x 2 matrices: a full chunk of a real stack whose matrices, and those it writes,
+    lie one after another on vectors straight from the stack (:func:`._order_two.lu_chunk`), any other in a
+    buffer."""
+    _, rows, lower, upper, permutation = pieces
+    a_order, out_order = record_order(a), record_order(out)
+    if out.shape[0]:
+        direct = out_order != NEITHER
+    else:
+        direct = (record_order(lower) == BY_ROWS and record_order(upper) == BY_ROWS
+                  and (permutation.shape[0] == 0 or record_order(permutation) == BY_ROWS))
+    direct = direct and a_order != NEITHER and lanes % WIDTH == 0
+    for chunk in range(start, stop):
+        first = chunk * lanes
+        if not (direct and first + lanes <= a.shape[0]
+                and lu_chunk(a, a_order, out, out_order, piv, info, pieces, first, lanes)):
+            _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, chunk, chunk + 1, 2, 2, lanes)
+
+
 def small_orders_lanes(a):
     """Matrices per buffer of ``getrf_stack``'s versions compiled for orders 2, 3 and 4 in the dtype of ``a``
     (``_interleave.small_order_lanes``), as constants: the loops over ``SMALL_ORDER_LANES`` lanes for a real stack
@@ -608,7 +629,7 @@ def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, n
     pieces = (permute_l, rows, lower, upper, permutation)
     start, stop = chunk_range(thread, threads, chunks)
     if m == n == 2 and lanes == lanes_2:
-        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 2, 2, lanes_2)
+        _getrf_order_two(a, out, piv, info, pieces, nonfinite, thread, start, stop, lanes_2)
     elif m == n == 3 and lanes == lanes_3:
         _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 3, 3, lanes_3)
     elif m == n == 4 and lanes == lanes_4:

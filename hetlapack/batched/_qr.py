@@ -21,6 +21,7 @@ from numba import types
 from numba.extending import overload
 
 from ._interleave import JIT_OPTIONS, WIDE_LANES, chunk_range, divide, flag_poisoned, gather, scatter
+from ._order_two import BY_ROWS, NEITHER, qr_chunk, record_order
 from ._simd import (WIDTH, add_rounded_product, any_below, copy_sign, load, multiply, negative, quotient, splat,
                     square_root, store, subtract, subtract_rounded_product, where_at_least, where_at_most,
                     where_greater)
@@ -620,6 +621,21 @@ def _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, m, n, ncols, lan
             scatter(q, count, q_out, first, m, ncols)
 
 
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _qr_order_two(a, q_out, r_out, nonfinite, thread, start, stop, lanes):
+    """:func:`_qr_chunks` for 2 x 2 matrices and their whole ``Q``: a full chunk of a real stack whose matrices, and
+    those of ``Q`` and ``R``, lie one after another on vectors straight from the stack
+    (:func:`._order_two.qr_chunk`), any other in a buffer."""
+    a_order, q_order = record_order(a), record_order(q_out)
+    direct = (a_order != NEITHER and q_order != NEITHER and record_order(r_out) == BY_ROWS
+              and lanes % WIDTH == 0)
+    for chunk in range(start, stop):
+        first = chunk * lanes
+        if not (direct and first + lanes <= a.shape[0]
+                and qr_chunk(a, a_order, q_out, q_order, r_out, nonfinite.size > 0, first, lanes)):
+            _qr_chunks(a, q_out, r_out, nonfinite, thread, chunk, chunk + 1, 2, 2, 2, lanes)
+
+
 @numba.njit(**JIT_OPTIONS)
 def qr_stack(a, q_out, r_out, nonfinite, lanes, thread, threads):
     """``Q`` (batch, m, ncols; none when ``ncols`` is 0) and ``R`` (batch, rows, n) of every matrix of ``a``, as
@@ -633,7 +649,7 @@ def qr_stack(a, q_out, r_out, nonfinite, lanes, thread, threads):
     start, stop = chunk_range(thread, threads, chunks)
     small = m == n == ncols and lanes == WIDE_LANES
     if small and m == 2:
-        _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, 2, 2, 2, WIDE_LANES)
+        _qr_order_two(a, q_out, r_out, nonfinite, thread, start, stop, WIDE_LANES)
     elif small and m == 3:
         _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, 3, 3, 3, WIDE_LANES)
     elif small and m == 4:

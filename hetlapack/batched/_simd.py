@@ -384,6 +384,79 @@ def any_zero(typingctx, a):
     return types.boolean(a), codegen
 
 
+
+@intrinsic
+def any_not_a_number(typingctx, a):
+    """Whether ``a`` is NaN in any lane."""
+    if not _is_real(a):
+        return None
+
+    def codegen(context, builder, sig, args):
+        lanes = builder.bitcast(builder.fcmp_unordered("uno", args[0], args[0]), ir.IntType(WIDTH))
+        return builder.icmp_unsigned("!=", lanes, ir.Constant(ir.IntType(WIDTH), 0))
+
+    return types.boolean(a), codegen
+
+
+def _records_pointer(context, builder, array_type, array, offset, places):
+    """A pointer to ``places * WIDTH`` elements from element ``offset`` of an array's data, as one LLVM vector."""
+    data = context.make_array(array_type)(context, builder, array).data
+    records = ir.VectorType(context.get_value_type(array_type.dtype), places * WIDTH)
+    return builder.bitcast(builder.gep(data, [offset]), records.as_pointer())
+
+
+@intrinsic
+def load_records(typingctx, array, offset, places):
+    """``WIDTH`` records of ``places`` numbers each (small matrices, laid one after another), from element
+    ``offset`` of an array's data, dealt into ``places`` vectors: lane ``w`` of vector ``k`` is element ``offset + w
+    * places + k``. One wide load and shuffles, which LLVM lowers to the shortest transpose it knows; the caller
+    checks that the records lie in the array's memory as said (any layout)."""
+    if not (isinstance(array, types.Array) and isinstance(places, types.IntegerLiteral)):
+        return None
+    count = places.literal_value
+    result = types.UniTuple(Vector(array.dtype), count)
+
+    def codegen(context, builder, sig, args):
+        records = builder.load(_records_pointer(context, builder, sig.args[0], args[0], args[1], count),
+                               align=array.dtype.bitwidth // 8)
+        undefined = ir.Constant(records.type, ir.Undefined)
+        mask = ir.VectorType(ir.IntType(32), WIDTH)
+        dealt = [builder.shuffle_vector(records, undefined, ir.Constant(mask, [w * count + k for w in range(WIDTH)]))
+                 for k in range(count)]
+        return context.make_tuple(builder, sig.return_type, dealt)
+
+    return result(array, types.intp, places), codegen
+
+
+@intrinsic
+def store_records(typingctx, array, offset, vectors):
+    """The inverse of :func:`load_records`: lane ``w`` of vector ``k`` of the tuple ``vectors`` written to element
+    ``offset + w * len(vectors) + k`` of an array's data."""
+    if not (isinstance(array, types.Array) and isinstance(vectors, types.UniTuple)
+            and vectors.dtype == Vector(array.dtype)):
+        return None
+    count = vectors.count
+
+    def codegen(context, builder, sig, args):
+        dealt = cgutils.unpack_tuple(builder, args[2], count)
+        joined = dealt[0]
+        for k, vector in enumerate(dealt[1:], start=1):  # end to end: lane w of vector k at k * WIDTH + w
+            width = k * WIDTH
+            wider = ir.VectorType(ir.IntType(32), width + WIDTH)
+            if width > WIDTH:
+                vector = builder.shuffle_vector(vector, ir.Constant(vector.type, ir.Undefined),
+                                                ir.Constant(ir.VectorType(ir.IntType(32), width),
+                                                            [i if i < WIDTH else 0 for i in range(width)]))
+            joined = builder.shuffle_vector(joined, vector, ir.Constant(wider, list(range(width + WIDTH))))
+        order = [(i % count) * WIDTH + i // count for i in range(count * WIDTH)]
+        records = builder.shuffle_vector(joined, ir.Constant(joined.type, ir.Undefined),
+                                         ir.Constant(ir.VectorType(ir.IntType(32), count * WIDTH), order))
+        builder.store(records, _records_pointer(context, builder, sig.args[0], args[0], args[1], count),
+                      align=array.dtype.bitwidth // 8)
+        return context.get_dummy_value()
+
+    return types.none(array, types.intp, vectors), codegen
+
 #: The options of the overloads below: compiled once, inlined by LLVM (numba's own inlining retypes the caller at
 #: each use, which multiplied a replay's compile time).
 _INLINED_BY_LLVM = {"forceinline": True, "fastmath": False}
