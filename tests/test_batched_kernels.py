@@ -163,6 +163,8 @@ def test_any_matrices_per_buffer_give_the_same_bits(dtype, n):
 #: in strided layouts, buffers beyond an L1 cache of up to 48 KiB, ``BLOCKED_MIN_BYTES``):
 #: whole blocks of eight and ragged ones, square and not; (8, 8) and (16, 16) at every buffer size.
 BLOCKED_SHAPES = [(8, 8), (16, 16), (24, 24), (25, 25), (33, 33), (40, 17), (17, 40)]
+#: Matrices too small for blocks of their rows, copied in blocks of whole records where they lie one after another.
+RECORD_SHAPES = [(3, 3), (4, 4), (2, 4), (4, 2), (3, 5), (1, 9), (9, 1)]
 
 
 def _every_layout(a: np.ndarray) -> dict[str, np.ndarray]:
@@ -221,10 +223,11 @@ def test_a_block_transposed_in_registers_moves_every_bit(dtype):
 
 
 @pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
-@pytest.mark.parametrize("shape", BLOCKED_SHAPES)
+@pytest.mark.parametrize("shape", BLOCKED_SHAPES + RECORD_SHAPES)
 def test_blocked_copies_give_each_matrix_the_bits_it_gets_alone(dtype, shape):
     """Full chunks of large matrices are copied in and out of the buffers in blocks, along rows or columns as the
-    matrices lie; a lone matrix is copied element by element. In every layout, each matrix of a stack of two full
+    matrices lie, and of small ones lying one after another (C- or Fortran-ordered) in blocks of whole records; a
+    lone matrix is copied element by element. In every layout, each matrix of a stack of two full
     wide chunks and a ragged one gets the bits it gets alone, from every kernel, and the input is untouched."""
     m, n = shape
     batch = 2 * WIDE_LANES + 3

@@ -16,10 +16,10 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from ._interleave import (JIT_OPTIONS, LOWER, SMALL_ORDER_LANES, WHOLE, blocked, buffer_as_stack, chunk_as_buffer,
-                          chunk_range, copy_blocks_along, divide, flag_poisoned, gather, permuted, rows_along_memory,
-                          scatter)
-from ._order_two import NEITHER, potrf_chunk, record_order
+from ._interleave import (JIT_OPTIONS, LOWER, NEITHER, SMALL_ORDER_LANES, WHOLE, blocked, buffer_as_stack,
+                          chunk_as_buffer, chunk_range, copy_blocks_along, copy_records, divide, flag_poisoned, gather,
+                          in_records, permuted, record_order, rows_along_memory, scatter)
+from ._order_two import potrf_chunk
 from ._simd import (WIDTH, load, multiply, negative, quotient, splat, square_root, store, subtract_product,
                     where_at_most)
 from ._split_complex import ELEMENT, join, product, split
@@ -31,14 +31,18 @@ def gather_hermitian(a, first, lower, buf, n, lanes, whole):
     """Load the ``lower`` (else upper, conjugate-transposed) triangle of each matrix into lower form in the
     ``n x n x lanes`` buffer (sizes as arguments, as for :func:`~._interleave.gather`), and the other triangle
     mirrored above it where ``whole`` (for a check of both triangles, as SciPy checks them, in the buffer:
-    :func:`~._interleave.flag_poisoned`); return the number of real lanes. Full chunks are copied whole in blocks
-    along memory where :func:`~._interleave.gather` copies in blocks (a triangle's short rows would be copied
+    :func:`~._interleave.flag_poisoned`); return the number of real lanes. Full chunks are copied whole, as records
+    or in blocks along memory where :func:`~._interleave.gather` copies so (a triangle's short rows would be copied
     element by element: float64, order 32, 8 lanes, one thread, 495 ns a matrix for the triangle, 471 whole).
 
     Checked in the buffer, the whole matrices cost less than a check of ``a``'s rows, whose strides the compiler
     does not know (float64, one vector of matrices per buffer, one thread, ns a matrix, gathered and checked in
     ``a`` -> checked in the buffer: order 16 266 -> 81, order 32 794 -> 471; 47 and 495 unchecked)."""
     count = min(lanes, a.shape[0] - first)
+    order = in_records(a, buf, count, n, n, lanes)
+    if order != NEITHER:
+        copy_records(a, first, buf, n, n, lanes, order, True, not lower, not lower)
+        return count
     if blocked(a, count, n, n, lanes):
         source = a if lower else permuted(a, 0, 2, 1)
         copy_blocks_along(source[first:first + lanes], buf, n, n, lanes, rows_along_memory(source), WHOLE, not lower)
@@ -254,8 +258,17 @@ def scatter_triangle(buf, count, a, lower, clean, out, first, n):
     them are copied element by element (float64, one thread, ns a matrix, C / Fortran-ordered output, triangle and
     zeros -> whole: order 32, 8 lanes 964 / 690 -> 500 / 572; order 24, 16 lanes 526 / 391 -> 339 / 334). Up to
     ``FULL_ROW_SCATTER_N``, a clean factor is written as whole rows instead, zero chosen over the buffer's upper
-    triangle: rows of constant length beat two short loops per row there.
+    triangle: rows of constant length beat two short loops per row there; and as whole records, after zeroing the
+    buffer's upper triangle, where its matrices lie one after another (:func:`~._interleave.in_records`).
     """
+    order = in_records(out, buf, count, n, n, buf.shape[2])
+    if clean and order != NEITHER:
+        for i in range(n):
+            for j in range(i + 1, n):
+                for lane in range(buf.shape[2]):
+                    buf[i, j, lane] = 0.0
+        copy_records(out, first, buf, n, n, buf.shape[2], order, False, not lower, not lower)
+        return
     if clean and n <= FULL_ROW_SCATTER_N:
         for lane in range(count):
             m = first + lane
@@ -314,7 +327,7 @@ def _potrf_order_two(a, lower, clean, out, info, nonfinite, thread, start, stop,
     """:func:`_potrf_chunks` for 2 x 2 matrices: a full chunk of a real stack whose matrices, and those of ``out``,
     lie one after another on vectors straight from the stack (:func:`._order_two.potrf_chunk`), any other in a
     buffer."""
-    a_order, out_order = record_order(a), record_order(out)
+    a_order, out_order = record_order(a, 2, 2), record_order(out, 2, 2)
     direct = a_order != NEITHER and out_order != NEITHER and lanes % WIDTH == 0
     for chunk in range(start, stop):
         first = chunk * lanes

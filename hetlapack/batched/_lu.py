@@ -24,9 +24,9 @@ from numba import types
 from numba.extending import overload
 
 from ..machine import vector_bytes
-from ._interleave import (JIT_OPTIONS, buffer_as_stack, chunk_range, divide, flag_poisoned, gather, is_finite,
-                          poison_lanes, scatter, small_order_lanes, smallest_normal)
-from ._order_two import BY_ROWS, NEITHER, lu_chunk, record_order
+from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, buffer_as_stack, chunk_range, divide, flag_poisoned, gather,
+                          is_finite, poison_lanes, record_order, scatter, small_order_lanes, smallest_normal)
+from ._order_two import lu_chunk
 from ._simd import (WIDTH, add, any_below, any_equal, exchange_where, load, magnitude, multiply, quotient, splat, store,
                     subtract_product, where_greater)
 from ._split_complex import ELEMENT, join, product, reciprocal, split
@@ -584,12 +584,12 @@ def _getrf_order_two(a, out, piv, info, pieces, nonfinite, thread, start, stop, 
     lie one after another on vectors straight from the stack (:func:`._order_two.lu_chunk`), any other in a
     buffer."""
     _, rows, lower, upper, permutation = pieces
-    a_order, out_order = record_order(a), record_order(out)
+    a_order, out_order = record_order(a, 2, 2), record_order(out, 2, 2)
     if out.shape[0]:
         direct = out_order != NEITHER
     else:
-        direct = (record_order(lower) == BY_ROWS and record_order(upper) == BY_ROWS
-                  and (permutation.shape[0] == 0 or record_order(permutation) == BY_ROWS))
+        direct = (record_order(lower, 2, 2) == BY_ROWS and record_order(upper, 2, 2) == BY_ROWS
+                  and (permutation.shape[0] == 0 or record_order(permutation, 2, 2) == BY_ROWS))
     direct = direct and a_order != NEITHER and lanes % WIDTH == 0
     for chunk in range(start, stop):
         first = chunk * lanes

@@ -17,28 +17,10 @@ from numba import types
 from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
-from ._interleave import JIT_OPTIONS, smallest_normal
+from ._interleave import BY_COLUMNS, JIT_OPTIONS, smallest_normal
 from ._simd import (WIDTH, add, add_rounded_product, any_below, any_not_a_number, any_zero, copy_sign, load_records,
                     magnitude, multiply, negative, quotient, splat, square_root, store, store_records, subtract,
                     subtract_product, subtract_rounded_product, where_greater)
-
-#: How a stack's matrices lie (:func:`record_order`): one after another, each by rows or by columns, or neither.
-BY_ROWS, BY_COLUMNS, NEITHER = 0, 1, -1
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
-def record_order(stack) -> int:
-    """:data:`BY_ROWS` or :data:`BY_COLUMNS` where the 2 x 2 matrices of a 3-D stack lie one after another, each
-    C- or Fortran-ordered, else :data:`NEITHER`."""
-    item = stack.itemsize
-    if stack.strides[0] != 4 * item:
-        return NEITHER
-    if stack.strides[1] == 2 * item and stack.strides[2] == item:
-        return BY_ROWS
-    if stack.strides[1] == item and stack.strides[2] == 2 * item:
-        return BY_COLUMNS
-    return NEITHER
-
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _as_rows(order, e0, e1, e2, e3):

@@ -20,8 +20,9 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from ._interleave import JIT_OPTIONS, WIDE_LANES, chunk_range, divide, flag_poisoned, gather, scatter
-from ._order_two import BY_ROWS, NEITHER, qr_chunk, record_order
+from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, WIDE_LANES, chunk_range, divide, flag_poisoned, gather,
+                          record_order, scatter)
+from ._order_two import qr_chunk
 from ._simd import (WIDTH, add_rounded_product, any_below, copy_sign, load, multiply, negative, quotient, splat,
                     square_root, store, subtract, subtract_rounded_product, where_at_least, where_at_most,
                     where_greater)
@@ -626,8 +627,8 @@ def _qr_order_two(a, q_out, r_out, nonfinite, thread, start, stop, lanes):
     """:func:`_qr_chunks` for 2 x 2 matrices and their whole ``Q``: a full chunk of a real stack whose matrices, and
     those of ``Q`` and ``R``, lie one after another on vectors straight from the stack
     (:func:`._order_two.qr_chunk`), any other in a buffer."""
-    a_order, q_order = record_order(a), record_order(q_out)
-    direct = (a_order != NEITHER and q_order != NEITHER and record_order(r_out) == BY_ROWS
+    a_order, q_order = record_order(a, 2, 2), record_order(q_out, 2, 2)
+    direct = (a_order != NEITHER and q_order != NEITHER and record_order(r_out, 2, 2) == BY_ROWS
               and lanes % WIDTH == 0)
     for chunk in range(start, stop):
         first = chunk * lanes

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 #: Elements on each side of a block.
@@ -32,6 +33,16 @@ def _shuffle_round(builder: ir.IRBuilder, rows: list, step: int, parts: int) -> 
             result[i] = builder.shuffle_vector(first, second, ir.Constant(mask, low))
             result[i + step] = builder.shuffle_vector(first, second, ir.Constant(mask, high))
     return result
+
+
+def _conjugated(builder: ir.IRBuilder, rows: list, row_type: ir.VectorType, conjugate, parts: int, bits: int) -> list:
+    """``rows`` with the sign bits of their imaginary parts (every second word) flipped where ``conjugate`` is true
+    and the elements are complex, as negation does."""
+    if parts == 1:
+        return rows
+    word = ir.IntType(bits)
+    sign = ir.Constant(row_type, [word(0), word(1 << (bits - 1))] * SIZE)
+    return [builder.select(conjugate, builder.xor(row, sign), row) for row in rows]
 
 
 @intrinsic
@@ -62,11 +73,44 @@ def transpose_block(typingctx, source, source_offset, source_stride, target, tar
         rows = [builder.load(row_pointer(source_array, args[1], args[2], r), align=1) for r in range(SIZE)]
         for step in (1, 2, 4):
             rows = _shuffle_round(builder, rows, step, parts)
-        if parts == 2:  # the sign bits of the imaginary parts, every second word
-            sign = ir.Constant(row_type, [word(0), word(1 << (bits - 1))] * SIZE)
-            rows = [builder.select(args[6], builder.xor(row, sign), row) for row in rows]
+        rows = _conjugated(builder, rows, row_type, args[6], parts, bits)
         for c, row in enumerate(rows):
             builder.store(row, row_pointer(target_array, args[4], args[5], c), align=1)
+        return context.get_dummy_value()
+
+    return signature, codegen
+
+
+@intrinsic
+def transpose_rows(typingctx, source, source_rows, target, target_rows, conjugate):
+    """:func:`transpose_block` between rows anywhere: row ``r`` of ``source`` is the eight elements from byte
+    ``source_rows[r]`` of its data, row ``c`` of ``target`` those from byte ``target_rows[c]`` (two tuples of eight
+    offsets), so that one side's rows may follow an order no single stride gives (the places of a small
+    Fortran-ordered matrix among an interleaved buffer's rows); conjugated if ``conjugate``."""
+    if not (isinstance(source, types.Array) and isinstance(target, types.Array) and source.dtype == target.dtype
+            and isinstance(source_rows, types.UniTuple) and source_rows.count == SIZE
+            and isinstance(source_rows.dtype, types.Integer) and source_rows == target_rows):
+        return None
+    signature = types.none(source, source_rows, target, target_rows, types.boolean)
+    parts = 2 if isinstance(source.dtype, types.Complex) else 1
+    bits = source.dtype.bitwidth // parts
+
+    def codegen(context, builder, sig, args):
+        row_type = ir.VectorType(ir.IntType(bits), SIZE * parts)
+        byte = ir.IntType(8).as_pointer()
+
+        def row_pointer(array_type, array, offset):
+            data = context.make_array(array_type)(context, builder, array).data
+            return builder.bitcast(builder.gep(builder.bitcast(data, byte), [offset]), row_type.as_pointer())
+
+        sources = cgutils.unpack_tuple(builder, args[1], SIZE)
+        targets = cgutils.unpack_tuple(builder, args[3], SIZE)
+        rows = [builder.load(row_pointer(sig.args[0], args[0], offset), align=1) for offset in sources]
+        for step in (1, 2, 4):
+            rows = _shuffle_round(builder, rows, step, parts)
+        rows = _conjugated(builder, rows, row_type, args[4], parts, bits)
+        for offset, row in zip(targets, rows):
+            builder.store(row, row_pointer(sig.args[2], args[2], offset), align=1)
         return context.get_dummy_value()
 
     return signature, codegen
