@@ -16,7 +16,7 @@ from numba import types
 from numba.extending import overload
 
 from ..machine import l1_data_cache
-from ._simd import WIDTH, imag_parts, load, magnitude, real_parts, splat, store, subtract_product
+from ._simd import WIDTH, imag_parts, load, magnitude, prefetch, real_parts, splat, store, subtract_product
 from ._transpose import SIZE, transpose_block, transpose_rows
 
 #: Bytes of one thread's interleaved buffer: a quarter megabyte, half a core's L2 cache. Measured (1 thread,
@@ -311,6 +311,22 @@ def copy_records(stack, first: int, buf, m: int, n: int, lanes: int, order: int,
                     stack[first + lane0 + w, i, j] = np.conj(value) if conjugate else value
 
 
+#: Bytes of a cache line: the step of :func:`prefetch_next`.
+LINE_BYTES = 64
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def prefetch_next(stack, first: int, lanes: int, m: int, n: int, for_writing: bool) -> None:
+    """Ask the caches for the matrices of the chunk after the one at ``first``, where a stack's matrices lie one
+    after another: read (or, ``for_writing``, owned) while this chunk is factored, so that main memory's latency
+    passes behind the arithmetic instead of before it."""
+    if record_order(stack, m, n) == NEITHER:
+        return
+    span = m * n * stack.itemsize
+    for at in range((first + lanes) * span, min(first + 2 * lanes, stack.shape[0]) * span, LINE_BYTES):
+        prefetch(stack, at, for_writing)
+
+
 @numba.njit(**JIT_OPTIONS)
 def gather(a, first: int, buf, m: int, n: int, lanes: int) -> int:
     """Copy matrices ``a[first:first + lanes]`` into the ``m x n x lanes`` buffer ``buf[i, j, lane]``; pad missing
@@ -321,6 +337,7 @@ def gather(a, first: int, buf, m: int, n: int, lanes: int) -> int:
     Returns the number of real lanes.
     """
     count = min(lanes, a.shape[0] - first)
+    prefetch_next(a, first, lanes, m, n, False)
     order = in_records(a, buf, count, m, n, lanes)
     if order != NEITHER:
         copy_records(a, first, buf, m, n, lanes, order, True)
@@ -344,6 +361,7 @@ def scatter(buf, count: int, out, first: int, m: int, n: int) -> None:
     """Copy the first ``count`` lanes of the ``m x n`` matrices in ``buf`` back to ``out[first + lane]`` (in blocks
     as :func:`gather` copies them)."""
     lanes = buf.shape[2]
+    prefetch_next(out, first, lanes, m, n, True)
     order = in_records(out, buf, count, m, n, lanes)
     if order != NEITHER:
         copy_records(out, first, buf, m, n, lanes, order, False)

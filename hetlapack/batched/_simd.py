@@ -561,3 +561,27 @@ def _constant_like_for(a, value):
         return lambda a, value: scalar(value)
     if a.ndim == 3:
         return lambda a, value: splat(scalar(value))
+
+
+@intrinsic
+def prefetch(typingctx, array, offset, for_writing):
+    """Ask the caches for the line holding byte ``offset`` of an array's data (for writing where ``for_writing``), into
+    the second level (a hint that never faults, whatever the address)."""
+    if not isinstance(array, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        byte = ir.IntType(8).as_pointer()
+        address = builder.gep(builder.bitcast(data, byte), [args[1]])
+        i32 = ir.IntType(32)
+        function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]),
+                                                  "llvm.prefetch.p0i8")
+        with builder.if_else(args[2]) as (writing, reading):  # the kind is an immediate operand
+            with writing:
+                builder.call(function, [address, i32(1), i32(2), i32(1)])
+            with reading:
+                builder.call(function, [address, i32(0), i32(2), i32(1)])
+        return context.get_dummy_value()
+
+    return types.none(array, types.intp, types.boolean), codegen
