@@ -19,7 +19,7 @@ from numba.extending import overload
 from ._interleave import (JIT_OPTIONS, LOWER, NEITHER, SMALL_ORDER_LANES, WHOLE, blocked, buffer_as_stack,
                           chunk_as_buffer, chunk_range, copy_blocks_along, copy_records, divide, flag_poisoned, gather,
                           in_records, permuted, record_order, rows_along_memory, scatter)
-from ._order_two import potrf_chunk
+from ._order_two import potrf_chunk, takes
 from ._simd import (WIDTH, load, multiply, negative, quotient, splat, square_root, store, subtract_product,
                     where_at_most)
 from ._split_complex import ELEMENT, join, product, split
@@ -328,10 +328,12 @@ def _potrf_order_two(a, lower, clean, out, info, nonfinite, thread, start, stop,
     lie one after another on vectors straight from the stack (:func:`._order_two.potrf_chunk`), any other in a
     buffer."""
     a_order, out_order = record_order(a, 2, 2), record_order(out, 2, 2)
-    direct = a_order != NEITHER and out_order != NEITHER and lanes % WIDTH == 0
+    if not (takes(a) and a_order != NEITHER and out_order != NEITHER and lanes % WIDTH == 0):
+        _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, 2, lanes)
+        return
     for chunk in range(start, stop):
         first = chunk * lanes
-        if not (direct and first + lanes <= a.shape[0]
+        if not (first + lanes <= a.shape[0]
                 and potrf_chunk(a, a_order, lower, clean, out, out_order, info, nonfinite.size > 0, first, lanes)):
             _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, chunk, chunk + 1, 2, lanes)
 

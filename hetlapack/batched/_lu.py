@@ -26,7 +26,7 @@ from numba.extending import overload
 from ..machine import vector_bytes
 from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, buffer_as_stack, chunk_range, divide, flag_poisoned, gather,
                           is_finite, poison_lanes, record_order, scatter, small_order_lanes, smallest_normal)
-from ._order_two import lu_chunk
+from ._order_two import lu_chunk, takes
 from ._simd import (WIDTH, add, any_below, any_equal, exchange_where, load, magnitude, multiply, quotient, splat, store,
                     subtract_product, where_greater)
 from ._split_complex import ELEMENT, join, product, reciprocal, split
@@ -590,10 +590,12 @@ def _getrf_order_two(a, out, piv, info, pieces, nonfinite, thread, start, stop, 
     else:
         direct = (record_order(lower, 2, 2) == BY_ROWS and record_order(upper, 2, 2) == BY_ROWS
                   and (permutation.shape[0] == 0 or record_order(permutation, 2, 2) == BY_ROWS))
-    direct = direct and a_order != NEITHER and lanes % WIDTH == 0
+    if not (direct and takes(a) and a_order != NEITHER and lanes % WIDTH == 0):
+        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 2, 2, lanes)
+        return
     for chunk in range(start, stop):
         first = chunk * lanes
-        if not (direct and first + lanes <= a.shape[0]
+        if not (first + lanes <= a.shape[0]
                 and lu_chunk(a, a_order, out, out_order, piv, info, pieces, first, lanes)):
             _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, chunk, chunk + 1, 2, 2, lanes)
 

@@ -22,6 +22,17 @@ from ._simd import (WIDTH, add, add_rounded_product, any_below, any_not_a_number
                     magnitude, multiply, negative, quotient, splat, square_root, store, store_records, subtract,
                     subtract_product, subtract_rounded_product, where_greater)
 
+def takes(a) -> bool:
+    """Whether the kernels here factor a stack of the dtype of ``a`` (real ones only): a caller that is told no
+    sends all its chunks to the interleaved kernel in one call, whose buffers are made once, not once a chunk."""
+
+
+@overload(takes, jit_options=JIT_OPTIONS, inline="always")
+def _takes_for(a):
+    real = not isinstance(a.dtype, types.Complex)
+    return lambda a: real
+
+
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _as_rows(order, e0, e1, e2, e3):
     """A matrix's four elements (vectors) as they lie in a record, by rows or by columns, in the order ``[0, 0],

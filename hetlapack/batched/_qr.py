@@ -22,7 +22,7 @@ from numba.extending import overload
 
 from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, WIDE_LANES, chunk_range, divide, flag_poisoned, gather,
                           record_order, scatter)
-from ._order_two import qr_chunk
+from ._order_two import qr_chunk, takes
 from ._simd import (WIDTH, add_rounded_product, any_below, copy_sign, load, multiply, negative, quotient, splat,
                     square_root, store, subtract, subtract_rounded_product, where_at_least, where_at_most,
                     where_greater)
@@ -628,11 +628,13 @@ def _qr_order_two(a, q_out, r_out, nonfinite, thread, start, stop, lanes):
     those of ``Q`` and ``R``, lie one after another on vectors straight from the stack
     (:func:`._order_two.qr_chunk`), any other in a buffer."""
     a_order, q_order = record_order(a, 2, 2), record_order(q_out, 2, 2)
-    direct = (a_order != NEITHER and q_order != NEITHER and record_order(r_out, 2, 2) == BY_ROWS
-              and lanes % WIDTH == 0)
+    if not (takes(a) and a_order != NEITHER and q_order != NEITHER and record_order(r_out, 2, 2) == BY_ROWS
+            and lanes % WIDTH == 0):
+        _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, 2, 2, 2, lanes)
+        return
     for chunk in range(start, stop):
         first = chunk * lanes
-        if not (direct and first + lanes <= a.shape[0]
+        if not (first + lanes <= a.shape[0]
                 and qr_chunk(a, a_order, q_out, q_order, r_out, nonfinite.size > 0, first, lanes)):
             _qr_chunks(a, q_out, r_out, nonfinite, thread, chunk, chunk + 1, 2, 2, 2, lanes)
 
