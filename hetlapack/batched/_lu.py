@@ -25,7 +25,8 @@ from numba.extending import overload
 
 from ..machine import vector_bytes
 from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, buffer_as_stack, chunk_range, divide, flag_poisoned, gather,
-                          is_finite, poison_lanes, record_order, scatter, small_order_lanes, smallest_normal)
+                          is_finite, padded_width, poison_lanes, record_order, scatter, small_order_lanes,
+                          smallest_normal)
 from ._order_two import lu_chunk, takes
 from ._simd import (WIDTH, add, any_below, any_equal, exchange_where, load, magnitude, multiply, quotient, splat, store,
                     subtract_product, where_greater)
@@ -226,12 +227,14 @@ def _factor_chunk(buf, piv, info, best, recip, m, n, lanes):
 def pivot_vector_rows(buf, k, piv, m, n):
     """In a buffer of one vector of real matrices, ``piv[k]``: each lane's first largest magnitude in column ``k``
     from the diagonal down, searched on vectors; that row swapped with row ``k`` element by element (a different row
-    in each lane). Returns the pivots' magnitudes."""
-    at = (k * n + k) * WIDTH
+    in each lane). Returns the pivots' magnitudes. The buffer's rows may be wider than ``n``
+    (:func:`~._interleave.padded_width`)."""
+    width = buf.shape[1]
+    at = (k * width + k) * WIDTH
     best = magnitude(load(buf, at))
     rows = splat(k)
     for i in range(k + 1, m):
-        size = magnitude(load(buf, at + (i - k) * n * WIDTH))
+        size = magnitude(load(buf, at + (i - k) * width * WIDTH))
         rows = where_greater(size, best, splat(i), rows)
         best = where_greater(size, best, size, best)
     store(piv, k * WIDTH, rows)
@@ -245,7 +248,8 @@ def _pivot_vector_column(buf, k, piv, info, recip, m, n):
     """:func:`_pivot_column` on a buffer of one vector of real matrices: the search, the scaling and, where no pivot
     is zero or subnormal, the reciprocals on vectors; the row swap (:func:`pivot_vector_rows`) element by
     element."""
-    at = (k * n + k) * WIDTH
+    stride = buf.shape[1] * WIDTH
+    at = (k * buf.shape[1] + k) * WIDTH
     best = pivot_vector_rows(buf, k, piv, m, n)
     subnormal = False
     if any_below(best, splat(smallest_normal(buf))):
@@ -254,7 +258,7 @@ def _pivot_vector_column(buf, k, piv, info, recip, m, n):
     else:  # no zero or subnormal pivot: the reciprocals in one vector division
         scale = quotient(splat(buf.dtype.type(1.0)), load(buf, at))
     for i in range(k + 1, m):
-        store(buf, at + (i - k) * n * WIDTH, multiply(load(buf, at + (i - k) * n * WIDTH), scale))
+        store(buf, at + (i - k) * stride, multiply(load(buf, at + (i - k) * stride), scale))
     if subnormal:
         _divide_by_subnormal_pivots(buf, k, m, WIDTH)
 
@@ -262,10 +266,11 @@ def _pivot_vector_column(buf, k, piv, info, recip, m, n):
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _update_column(buf, k, j, first, m, n):
     """``A[first:, j] -= A[first:, k] * A[k, j]`` in a buffer of one vector of matrices (``first > k``)."""
-    above = load(buf, (k * n + j) * WIDTH)
+    width = buf.shape[1]
+    above = load(buf, (k * width + j) * WIDTH)
     for i in range(first, m):
-        at = (i * n + j) * WIDTH
-        store(buf, at, subtract_product(load(buf, (i * n + k) * WIDTH), above, load(buf, at)))
+        at = (i * width + j) * WIDTH
+        store(buf, at, subtract_product(load(buf, (i * width + k) * WIDTH), above, load(buf, at)))
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -273,11 +278,12 @@ def _factor_vector(buf, piv, info, recip, m, n):
     """:func:`_factor_chunk` for a buffer of one SIMD vector of real matrices (``WIDTH`` lanes), written on ``_simd``
     vectors, with the same roundings in the same order: bitwise its results. The trailing update takes two columns
     of the pass at once, their four multipliers held in registers while it runs down the rows (4 FMAs to 4 loads and
-    2 stores)."""
+    2 stores). The buffer's rows may be wider than ``n`` (:func:`~._interleave.padded_width`)."""
     for lane in range(WIDTH):
         info[lane] = 0
     steps = min(m, n)
-    stride = n * WIDTH
+    width = buf.shape[1]
+    stride = width * WIDTH
     for k in range(0, steps, 2):
         _pivot_vector_column(buf, k, piv, info, recip, m, n)
         if k + 1 == steps:
@@ -286,17 +292,17 @@ def _factor_vector(buf, piv, info, recip, m, n):
             break
         _update_column(buf, k, k + 1, k + 1, m, n)
         _pivot_vector_column(buf, k + 1, piv, info, recip, m, n)
-        below = load(buf, ((k + 1) * n + k) * WIDTH)
+        below = load(buf, ((k + 1) * width + k) * WIDTH)
         for j in range(k + 2, n, 2):
             second = min(j + 1, n - 1)  # a last column alone is taken twice: same loads, same results
-            top = (k * n + j) * WIDTH
+            top = (k * width + j) * WIDTH
             u0, v0 = load(buf, top), load(buf, top + (second - j) * WIDTH)
             u1 = subtract_product(below, u0, load(buf, top + stride))
             v1 = subtract_product(below, v0, load(buf, top + stride + (second - j) * WIDTH))
             store(buf, top + stride + (second - j) * WIDTH, v1)
             store(buf, top + stride, u1)
             for i in range(k + 2, m):
-                row = (i * n + k) * WIDTH
+                row = (i * width + k) * WIDTH
                 l0, l1 = load(buf, row), load(buf, row + WIDTH)
                 at = row + (j - k) * WIDTH
                 other = at + (second - j) * WIDTH
@@ -524,7 +530,7 @@ def _record(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, 
     """Write a factored chunk's pivots and ``info`` to the stack's, with ``REDO_INFO`` (in ``chunk_info`` too) for
     each matrix whose factors hold an infinity or NaN; SciPy's ``check_finite`` of the chunk's input ``a`` where asked
     (:func:`_flag_nonfinite_marked`)."""
-    poison_lanes(buf, poison, m, n, lanes)
+    poison_lanes(buf, poison, m, buf.shape[1], lanes)
     for lane in range(count):
         if poison[lane] != 0:
             chunk_info[lane] = REDO_INFO
@@ -559,8 +565,10 @@ def scatter_lu(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinit
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, n, lanes):
-    """Factorize chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share)."""
-    buf = np.empty((m, n, lanes), dtype=a.dtype)
+    """Factorize chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share), rows of real
+    matrices padded where :func:`~._interleave.padded_width` says (the padding stays zero)."""
+    width = n if a.real.itemsize != a.itemsize else padded_width(n, a.itemsize, lanes)
+    buf = np.zeros((m, width, lanes), dtype=a.dtype)
     chunk_piv = np.empty((min(m, n), lanes), dtype=np.int64)
     chunk_info = np.empty(lanes, dtype=np.int64)
     best = np.empty(lanes, dtype=a.real.dtype)

@@ -21,7 +21,7 @@ from numba import types
 from numba.extending import overload
 
 from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, WIDE_LANES, chunk_range, divide, flag_poisoned, gather,
-                          record_order, scatter)
+                          padded_width, record_order, scatter)
 from ._order_two import qr_chunk, takes
 from ._simd import (WIDTH, add_rounded_product, any_below, copy_sign, load, multiply, negative, quotient, splat,
                     square_root, store, subtract, subtract_rounded_product, where_at_least, where_at_most,
@@ -30,13 +30,6 @@ from ._simd import (WIDTH, add_rounded_product, any_below, copy_sign, load, mult
 
 #: Rows of lanes the loops over the lanes work in: a pair's two scales, its coupling and its two dot products.
 WORK_ROWS = 5
-
-#: Bytes of a buffer row at whose multiples :func:`padded_width` adds a column: rows two apart then lie 4 KiB apart,
-#: and a load waits on an earlier store whose address ends in the same 12 bits. Measured (fused QR on one vector
-#: of 8 float64 matrices, in cache, 1 thread, ns a matrix, rows of n / n + 1 elements): n = 32 (2 KiB rows) 6,196 /
-#: 3,672; n = 16 (1 KiB) 568 / 596, n = 24 1,515 / 1,634.
-ALIASED_ROW_BYTES = 2048
-
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _column_norm(buf, k, lane):
@@ -588,16 +581,6 @@ def scatter_upper(buf, count, out, first):
             for lane in range(lanes):
                 buf[i, j, lane] = 0.0
     scatter(buf, count, out, first, rows, n)
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
-def padded_width(n, itemsize, lanes):
-    """Elements per row of a buffer of ``lanes`` matrices with ``n`` columns: one more where the buffer is one vector
-    of matrices and a row is a multiple of ``ALIASED_ROW_BYTES``, so that rows two apart do not share the low 12 bits
-    of their addresses (a load then waits on the store to a row two above it, 4K aliasing)."""
-    if lanes == WIDTH and (n * lanes * itemsize) % ALIASED_ROW_BYTES == 0:
-        return n + 1
-    return n
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
