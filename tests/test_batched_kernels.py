@@ -399,7 +399,7 @@ def test_real_qr_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shap
     order: the same reflectors, ``tau`` and ``Q``, every bit, with zero columns, a column zero below the diagonal,
     tiny matrices (the rescaled ``larfg``), huge ones (an overflowing sum of squares), a negative zero on the
     diagonal and a NaN, which stays a NaN in the same places; also in buffers whose rows are ``padding`` elements
-    wider than the matrices (``_qr.padded_width``), whose padding stays zero."""
+    wider than the matrices (``_interleave.padded_width``), whose padding stays zero."""
     m, n, ncols = shape
     rng = np.random.default_rng(m * n)
     buf = rng.standard_normal((m, n, WIDTH)).astype(dtype)

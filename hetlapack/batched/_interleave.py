@@ -234,14 +234,24 @@ def chunk_as_buffer(stack, first: int, lanes: int):
 ALIASED_ROW_BYTES = 2048
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
-def padded_width(n: int, itemsize: int, lanes: int) -> int:
-    """Elements per row of a buffer of ``lanes`` matrices with ``n`` columns: one more where the buffer is one vector
-    of matrices and a row is a multiple of ``ALIASED_ROW_BYTES``, so that rows two apart do not share the low 12 bits
-    of their addresses (a load then waits on the store to a row two above it, 4K aliasing)."""
-    if lanes == WIDTH and (n * lanes * itemsize) % ALIASED_ROW_BYTES == 0:
-        return n + 1
-    return n
+def padded_width(a, n: int, lanes: int) -> int:
+    """Elements per row of a buffer of ``lanes`` matrices of the dtype of ``a`` with ``n`` columns: one more where the
+    buffer is one vector of real matrices and a row is a multiple of ``ALIASED_ROW_BYTES``, so that rows two apart do
+    not share the low 12 bits of their addresses (a load then waits on the store to a row two above it, 4K aliasing).
+    Complex buffers are never padded: the split kernels (``_split_complex``) address their words as one run."""
+
+
+@overload(padded_width, jit_options=JIT_OPTIONS, inline="always")
+def _padded_width_for(a, n, lanes):
+    if isinstance(a.dtype, types.Complex):
+        return lambda a, n, lanes: n
+
+    def width(a, n, lanes):
+        if lanes == WIDTH and (n * lanes * a.itemsize) % ALIASED_ROW_BYTES == 0:
+            return n + 1
+        return n
+
+    return width
 
 
 #: How the matrices of a stack lie (:func:`record_order`): one after another, each by rows (C-ordered) or by columns

@@ -248,8 +248,9 @@ def _pivot_vector_column(buf, k, piv, info, recip, m, n):
     """:func:`_pivot_column` on a buffer of one vector of real matrices: the search, the scaling and, where no pivot
     is zero or subnormal, the reciprocals on vectors; the row swap (:func:`pivot_vector_rows`) element by
     element."""
-    stride = buf.shape[1] * WIDTH
-    at = (k * buf.shape[1] + k) * WIDTH
+    width = buf.shape[1]
+    stride = width * WIDTH
+    at = (k * width + k) * WIDTH
     best = pivot_vector_rows(buf, k, piv, m, n)
     subnormal = False
     if any_below(best, splat(smallest_normal(buf))):
@@ -264,7 +265,7 @@ def _pivot_vector_column(buf, k, piv, info, recip, m, n):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _update_column(buf, k, j, first, m, n):
+def _update_column(buf, k, j, first, m):
     """``A[first:, j] -= A[first:, k] * A[k, j]`` in a buffer of one vector of matrices (``first > k``)."""
     width = buf.shape[1]
     above = load(buf, (k * width + j) * WIDTH)
@@ -288,9 +289,9 @@ def _factor_vector(buf, piv, info, recip, m, n):
         _pivot_vector_column(buf, k, piv, info, recip, m, n)
         if k + 1 == steps:
             for j in range(k + 1, n):
-                _update_column(buf, k, j, k + 1, m, n)
+                _update_column(buf, k, j, k + 1, m)
             break
-        _update_column(buf, k, k + 1, k + 1, m, n)
+        _update_column(buf, k, k + 1, k + 1, m)
         _pivot_vector_column(buf, k + 1, piv, info, recip, m, n)
         below = load(buf, ((k + 1) * width + k) * WIDTH)
         for j in range(k + 2, n, 2):
@@ -565,10 +566,9 @@ def scatter_lu(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinit
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, n, lanes):
-    """Factorize chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share), rows of real
-    matrices padded where :func:`~._interleave.padded_width` says (the padding stays zero)."""
-    width = n if a.real.itemsize != a.itemsize else padded_width(n, a.itemsize, lanes)
-    buf = np.zeros((m, width, lanes), dtype=a.dtype)
+    """Factorize chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share), rows padded
+    where :func:`~._interleave.padded_width` says (the padding stays zero)."""
+    buf = np.zeros((m, padded_width(a, n, lanes), lanes), dtype=a.dtype)
     chunk_piv = np.empty((min(m, n), lanes), dtype=np.int64)
     chunk_info = np.empty(lanes, dtype=np.int64)
     best = np.empty(lanes, dtype=a.real.dtype)

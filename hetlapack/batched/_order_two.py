@@ -22,9 +22,11 @@ from ._simd import (WIDTH, add, add_rounded_product, any_below, any_not_a_number
                     magnitude, multiply, negative, quotient, splat, square_root, store, store_records, subtract,
                     subtract_product, subtract_rounded_product, where_greater)
 
+
 def takes(a) -> bool:
     """Whether the kernels here factor a stack of the dtype of ``a`` (real ones only): a caller that is told no
-    sends all its chunks to the interleaved kernel in one call, whose buffers are made once, not once a chunk."""
+    sends all its chunks to the interleaved kernel in one call, whose buffers are made once, not once a chunk. (The
+    kernels' complex versions, which answer false at once, exist so that a caller's guarded call compiles.)"""
 
 
 @overload(takes, jit_options=JIT_OPTIONS, inline="always")

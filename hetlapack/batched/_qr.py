@@ -587,10 +587,10 @@ def scatter_upper(buf, count, out, first):
 def _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, m, n, ncols, lanes):
     """Chunks ``start:stop`` of :func:`qr_stack`'s stack (one thread's share) in ``m x n x lanes`` buffers (rows
     padded where :func:`padded_width` says; the padding stays zero), with ``Q``'s first ``ncols`` columns."""
-    width = padded_width(n, r_out.itemsize, lanes)
+    width = padded_width(r_out, n, lanes)
     buf = np.zeros((m, width, lanes), dtype=r_out.dtype)
     chunk_tau = np.empty((min(m, n), lanes), dtype=r_out.dtype)
-    q = np.zeros((m, padded_width(ncols, r_out.itemsize, lanes), lanes), dtype=r_out.dtype)
+    q = np.zeros((m, padded_width(r_out, ncols, lanes), lanes), dtype=r_out.dtype)
     norm = np.empty(lanes, dtype=r_out.real.dtype)
     dots = np.empty(lanes, dtype=r_out.dtype)
     work = np.empty((WORK_ROWS, lanes), dtype=r_out.dtype)
