@@ -590,14 +590,25 @@ def test_getrs_broadcasts_one_factorization_over_many_right_hand_sides():
     np.testing.assert_allclose(a @ x, b, atol=1e-13)
 
 
+def _rows_of_interchanges(pivots: np.ndarray, m: int) -> np.ndarray:
+    """The column of each row's one in ``P`` (``A = P L U``) for LAPACK's 0-based row interchanges ``pivots``."""
+    order = list(range(m))
+    for i, row in enumerate(pivots):
+        order[i], order[row] = order[row], order[i]
+    return np.argsort(order)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("shape", [(1, 1), (5, 5), (7, 3), (3, 7)])
+@pytest.mark.parametrize("shape", [(1, 1), (5, 5), (7, 3), (3, 7), (16, 16), (17, 17), (20, 4)])
 def test_plu_writes_the_permutation_matrix_of_its_row_indices(dtype, shape):
     """Asked for ``P``, the pass that writes ``L`` and ``U`` writes SciPy's permutation matrix too (``P[i, p[i]] =
-    1``, zeros elsewhere, in the real precision), with the same ``L`` and ``U``; by default the row indices."""
+    1``, zeros elsewhere, in the real precision), with the same ``L`` and ``U``; by default the row indices, those of
+    LAPACK's row interchanges applied in turn, on both sides of the order up to which they are packed in one
+    integer."""
     a = random_matrix((BATCH, *shape), dtype, seed=shape[0])
     lu, piv, _ = kernels.getrf(a)
     rows, lower, upper = kernels.plu(lu, piv, permute_l=False)
+    np.testing.assert_array_equal(rows, [_rows_of_interchanges(pivots, shape[0]) for pivots in piv])
     permutation, lower_too, upper_too = kernels.plu(lu, piv, permute_l=False, p_matrix=True)
     expected = np.zeros((BATCH, shape[0], shape[0]), dtype=np.finfo(dtype).dtype)
     np.put_along_axis(expected, rows[..., None].astype(np.intp), 1, axis=-1)
