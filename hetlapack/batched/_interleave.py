@@ -294,6 +294,29 @@ def _place_row(p: int, order: int, m: int, n: int) -> int:
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
+def _column_place(i: int, j: int, t: int, m: int, n: int) -> int:
+    """The buffer row (:func:`_place_row`) of the place ``t`` (below 8) after row ``i``, column ``j`` of a record
+    laid by columns of at least 8 rows (so at most one column further on)."""
+    return (i + t) * n + j if i + t < m else (i + t - m) * n + j + 1
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _place_rows(p: int, i: int, j: int, order: int, m: int, n: int):
+    """The buffer rows (:func:`_place_row`) of places ``p`` to ``p + 7`` of a record laid in ``order``; laid by
+    columns of at least 8 rows, counted on from place ``p``'s row and column (``i``, ``j``) instead of divided out.
+    With a division for each place (the sizes are not constants from order 5), copying Fortran-ordered records took
+    1.4-1.8x as long as C-ordered ones; scattering 10^4 float64 matrices, one thread, ns a matrix, C / Fortran before
+    / Fortran now: n = 16 125 / 172-221 / 117-168, n = 32 606-615 / 920-961 / 688-799."""
+    if order == BY_COLUMNS and m >= BLOCK:
+        return (_column_place(i, j, 0, m, n), _column_place(i, j, 1, m, n), _column_place(i, j, 2, m, n),
+                _column_place(i, j, 3, m, n), _column_place(i, j, 4, m, n), _column_place(i, j, 5, m, n),
+                _column_place(i, j, 6, m, n), _column_place(i, j, 7, m, n))
+    return (_place_row(p, order, m, n), _place_row(p + 1, order, m, n), _place_row(p + 2, order, m, n),
+            _place_row(p + 3, order, m, n), _place_row(p + 4, order, m, n), _place_row(p + 5, order, m, n),
+            _place_row(p + 6, order, m, n), _place_row(p + 7, order, m, n))
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
 def copy_records(stack, first: int, buf, m: int, n: int, lanes: int, order: int, into_buffer: bool,
                  conjugate: bool = False, transposed: bool = False) -> None:
     """Copy matrices ``first`` to ``first + lanes`` of ``stack``, records laid in ``order``, into ``buf``
@@ -310,15 +333,14 @@ def copy_records(stack, first: int, buf, m: int, n: int, lanes: int, order: int,
         at = (first + lane0) * span
         records = (at, at + span, at + 2 * span, at + 3 * span, at + 4 * span, at + 5 * span, at + 6 * span,
                    at + 7 * span)
+        i, j = 0, 0
         for j0 in range(0, whole, BLOCK):
-            rows = (_place_row(j0, placed, m, n) * width + lane0 * item,
-                    _place_row(j0 + 1, placed, m, n) * width + lane0 * item,
-                    _place_row(j0 + 2, placed, m, n) * width + lane0 * item,
-                    _place_row(j0 + 3, placed, m, n) * width + lane0 * item,
-                    _place_row(j0 + 4, placed, m, n) * width + lane0 * item,
-                    _place_row(j0 + 5, placed, m, n) * width + lane0 * item,
-                    _place_row(j0 + 6, placed, m, n) * width + lane0 * item,
-                    _place_row(j0 + 7, placed, m, n) * width + lane0 * item)
+            places = _place_rows(j0, i, j, placed, m, n)
+            i, j = (i + BLOCK - m, j + 1) if i + BLOCK >= m else (i + BLOCK, j)
+            rows = (places[0] * width + lane0 * item, places[1] * width + lane0 * item,
+                    places[2] * width + lane0 * item, places[3] * width + lane0 * item,
+                    places[4] * width + lane0 * item, places[5] * width + lane0 * item,
+                    places[6] * width + lane0 * item, places[7] * width + lane0 * item)
             runs = (records[0] + j0 * item, records[1] + j0 * item, records[2] + j0 * item, records[3] + j0 * item,
                     records[4] + j0 * item, records[5] + j0 * item, records[6] + j0 * item, records[7] + j0 * item)
             if into_buffer:
