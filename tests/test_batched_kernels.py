@@ -248,12 +248,14 @@ def test_blocked_copies_give_each_matrix_the_bits_it_gets_alone(dtype, shape):
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_getrf_versions_compiled_per_order_equal_the_general_kernel(dtype, n):
     """A stack of matrices of order 2-4 runs the version compiled for its order (in ``SMALL_ORDER_LANES`` lanes for
-    real matrices, one vector of split complex ones); asked for 16 lanes, it runs the general kernel. Both give
-    bitwise the same factors, pivots and info codes, zero pivots included, and both see an infinity."""
+    real matrices below order 4, one vector of real ones at order 4 and of split complex ones); asked for 16 lanes,
+    it runs the general kernel. Both give bitwise the same factors, pivots and info codes, zero pivots included, and
+    both see an infinity."""
     a = random_matrix((BATCH, n, n), dtype, seed=20 + n)
     a[3, :, 1] = 0.0
     a[6] = 0.0
-    assert kernel_lanes("getrf", dtype, BATCH, n, n) == (WIDTH if dtype.kind == "c" else SMALL_ORDER_LANES)
+    one_vector = dtype.kind == "c" or n == 4
+    assert kernel_lanes("getrf", dtype, BATCH, n, n) == (WIDTH if one_vector else SMALL_ORDER_LANES)
     whole, general = kernels.getrf(a), kernels.getrf(a, lanes=16)
     for compiled_for_order, general_kernel in zip(whole, general):
         np.testing.assert_array_equal(compiled_for_order, general_kernel)
@@ -345,13 +347,15 @@ def test_lu_and_cholesky_take_one_vector_of_matrices_per_buffer(op):
 
 
 def test_complex_lu_of_the_small_orders_takes_one_vector_of_matrices():
-    """Complex LU of orders 2-4 runs on one vector of split matrices (``_interleave.small_order_lanes``); order 1,
-    complex Cholesky and real LU keep their loops over ``SMALL_ORDER_LANES``."""
+    """Complex LU of orders 2-4 runs on one vector of split matrices (``_interleave.small_order_lanes``), real LU of
+    order 4 on one vector; order 1, complex Cholesky and real LU below order 4 keep their loops over
+    ``SMALL_ORDER_LANES``."""
     complex128 = np.dtype(np.complex128)
     assert kernel_lanes("getrf", complex128, BATCH, 2, 2) == kernel_lanes("getrf", complex128, BATCH, 4, 4) == WIDTH
     assert kernel_lanes("getrf", complex128, BATCH, 1, 1) == SMALL_ORDER_LANES
     assert kernel_lanes("potrf", complex128, BATCH, 3, 3) == SMALL_ORDER_LANES
     assert kernel_lanes("getrf", np.dtype(np.float64), BATCH, 3, 3) == SMALL_ORDER_LANES
+    assert kernel_lanes("getrf", np.dtype(np.float64), BATCH, 4, 4) == WIDTH
 
 
 @pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)

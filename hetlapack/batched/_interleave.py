@@ -73,8 +73,10 @@ SMALL_ORDER, SMALL_ORDER_LANES = 4, 32
 #: matrices, ns a matrix, old / new alternating in one process): complex128 n = 2 46 / 44 and 53 / 47, n = 3 73 / 63
 #: and 90 / 76, n = 4 117 / 94 and 128 / 98; float32 n = 3 34 / 31 and 32 / 29, n = 4 64 / 48 and 55 / 48, but n = 2
 #: 16-22 / 20-25 and 14-15 / 18 (the chunk's fixed costs over 8 matrices instead of 32). Order 1 keeps the loops
-#: over lanes: 31 ns a matrix against 44 on one vector (complex128, 10^4 matrices).
-SMALL_ORDER_VECTOR = {"getrf": {"c": 2}, "getrf_replay": {"f": 3}}
+#: over lanes: 31 ns a matrix against 44 on one vector (complex128, 10^4 matrices). Real LU (``_lu._factor_vector``)
+#: from order 4: float64, 10^4 / 10^5 matrices, `lu_factor` n = 4 29-33 / 31-33 -> 26-27 / 26, `lu` 42-43 / 42 ->
+#: 38-40 / 38; at n = 3 the loops stay faster (`lu_factor` 19 / 15-16 against 21 / 20).
+SMALL_ORDER_VECTOR = {"getrf": {"c": 2, "f": 4}, "getrf_replay": {"f": 3}}
 
 
 def small_order_lanes(op: str, kind: str, order: int) -> int:

@@ -660,7 +660,8 @@ def _getrf_order_two(a, out, piv, info, pieces, nonfinite, thread, start, stop, 
 def small_orders_lanes(a):
     """Matrices per buffer of ``getrf_stack``'s versions compiled for orders 2, 3 and 4 in the dtype of ``a``
     (``_interleave.small_order_lanes``), as constants: the loops over ``SMALL_ORDER_LANES`` lanes for a real stack
-    (unrolled over the matrix), one vector (``WIDTH``) for a complex one, which runs on split vectors
+    (unrolled over the matrix) below order 4, one vector (``WIDTH``) for a real one of order 4
+    (:func:`_factor_vector`) and for a complex one, which runs on split vectors
     (:func:`_factor_split`; at n = 4 its factorization in cache took 42 ns a matrix against 95 for the loops over 32
     lanes, one thread)."""
 
