@@ -338,7 +338,7 @@ def copy_records(stack, first: int, buf, m: int, n: int, lanes: int, order: int,
         i, j = 0, 0
         for j0 in range(0, whole, BLOCK):
             places = _place_rows(j0, i, j, placed, m, n)
-            i, j = (i + BLOCK - m, j + 1) if i + BLOCK >= m else (i + BLOCK, j)
+            i, j = (i + BLOCK - m, j + 1) if i + BLOCK >= m else (i + BLOCK, j)  # read for 8 rows or more only
             rows = (places[0] * width + lane0 * item, places[1] * width + lane0 * item,
                     places[2] * width + lane0 * item, places[3] * width + lane0 * item,
                     places[4] * width + lane0 * item, places[5] * width + lane0 * item,
