@@ -74,8 +74,8 @@ SMALL_ORDER, SMALL_ORDER_LANES = 4, 32
 #: and 90 / 76, n = 4 117 / 94 and 128 / 98; float32 n = 3 34 / 31 and 32 / 29, n = 4 64 / 48 and 55 / 48, but n = 2
 #: 16-22 / 20-25 and 14-15 / 18 (the chunk's fixed costs over 8 matrices instead of 32). Order 1 keeps the loops
 #: over lanes: 31 ns a matrix against 44 on one vector (complex128, 10^4 matrices). Real LU (``_lu._factor_vector``)
-#: from order 4: float64, 10^4 / 10^5 matrices, `lu_factor` n = 4 29-33 / 31-33 -> 26-27 / 26, `lu` 42-43 / 42 ->
-#: 38-40 / 38; at n = 3 the loops stay faster (`lu_factor` 19 / 15-16 against 21 / 20).
+#: from order 4: float64, 10^4 / 10^5 matrices, ``lu_factor`` n = 4 29-33 / 31-33 -> 26-27 / 26, ``lu`` 42-43 / 42 ->
+#: 38-40 / 38; at n = 3 the loops stay faster (``lu_factor`` 19 / 15-16 against 21 / 20).
 SMALL_ORDER_VECTOR = {"getrf": {"c": 2, "f": 4}, "getrf_replay": {"f": 3}}
 
 
@@ -338,7 +338,9 @@ def copy_records(stack, first: int, buf, m: int, n: int, lanes: int, order: int,
         i, j = 0, 0
         for j0 in range(0, whole, BLOCK):
             places = _place_rows(j0, i, j, placed, m, n)
-            i, j = (i + BLOCK - m, j + 1) if i + BLOCK >= m else (i + BLOCK, j)  # read for 8 rows or more only
+            i += BLOCK
+            while i >= m:  # (i, j): place j0 + 8's row and column in a record laid by columns
+                i, j = i - m, j + 1
             rows = (places[0] * width + lane0 * item, places[1] * width + lane0 * item,
                     places[2] * width + lane0 * item, places[3] * width + lane0 * item,
                     places[4] * width + lane0 * item, places[5] * width + lane0 * item,

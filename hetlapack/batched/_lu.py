@@ -704,10 +704,11 @@ def plu_stack(packed, piv, permute_l, rows, lower, upper, permutation, thread, t
     batch, m, n = packed.shape
     start, stop = chunk_range(thread, threads, batch)
     order = np.empty(m, dtype=np.int64)
-    for b in range(start, stop):
-        if permute_l:
+    if permute_l:
+        for b in range(start, stop):
             _write_plu(packed, piv, b, b, True, order, rows, lower, upper, permutation, m, n)
-        else:
+    else:  # a loop of its own, as in scatter_lu
+        for b in range(start, stop):
             _write_plu(packed, piv, b, b, False, order, rows, lower, upper, permutation, m, n)
 
 
