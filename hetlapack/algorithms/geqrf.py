@@ -21,13 +21,16 @@ import numpy as np
 from ..devices.base import Device
 from ..runtime import Placement, Runtime, TiledMatrix, Trace
 from ._common import check_fortran_matrix, check_tile, flop_scale, panel_bounds, widest_tile
+from .copy_in import FiniteCheck, insert_copy_in
 
 
 def geqrf(a: np.ndarray, *, tile: int | Sequence[int], devices: Sequence[Device] | None = None,
-          placement: str | Placement = "owner", trace: Trace | None = None) -> np.ndarray:
+          placement: str | Placement = "owner", trace: Trace | None = None, source: np.ndarray | None = None,
+          check: FiniteCheck | None = None) -> np.ndarray:
     """QR factorization in place on an ``(m, n)`` Fortran-ordered matrix; returns ``tau`` (length ``min(m, n)``).
 
     On return ``a`` holds LAPACK geqrf's output: ``R`` on and above the diagonal, the Householder vectors below.
+    ``source`` and ``check`` as for :func:`~.getrf.getrf`.
     """
     check_fortran_matrix(a, "geqrf")
     nb = check_tile(tile)
@@ -37,7 +40,10 @@ def geqrf(a: np.ndarray, *, tile: int | Sequence[int], devices: Sequence[Device]
 
     def insert(rt: Runtime) -> None:
         A = rt.matrix(a, nb)
-        insert_geqrf(rt, A, *householder_tiles(A, tau, factors))
+        tau_tiles, T = householder_tiles(A, tau, factors)
+        if source is not None:
+            insert_copy_in(rt, A, source, check, steps=tau_tiles.mt, scale=2)
+        insert_geqrf(rt, A, tau_tiles, T)
 
     Runtime(devices, placement, trace).run(insert)
     return tau[:, 0].copy()

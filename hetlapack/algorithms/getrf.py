@@ -16,6 +16,7 @@ import numpy as np
 from ..devices.base import Device
 from ..runtime import Placement, Runtime, TiledMatrix, Trace
 from ._common import check_fortran_matrix, check_tile, flop_scale, panel_bounds
+from .copy_in import FiniteCheck, insert_copy_in
 
 
 def _getrf_panel(device: Device, panel, piv, offset: int, infos: dict) -> None:
@@ -42,12 +43,15 @@ def _swap_left(device: Device, column, *pivots_and_offsets) -> None:
 
 
 def getrf(a: np.ndarray, *, tile: int | Sequence[int], devices: Sequence[Device] | None = None,
-          placement: str | Placement = "owner", trace: Trace | None = None) -> tuple[np.ndarray, int]:
+          placement: str | Placement = "owner", trace: Trace | None = None, source: np.ndarray | None = None,
+          check: FiniteCheck | None = None) -> tuple[np.ndarray, int]:
     """LU factorization ``P A = L U`` in place on an ``(m, n)`` Fortran-ordered matrix.
 
     Returns ``(piv, info)``: 0-based LAPACK row interchanges (``int32``, length ``min(m, n)``) and LAPACK's
     ``info`` (1-based index of the first exactly-zero diagonal of ``U``, or 0). A singular matrix is factored
-    completely.
+    completely. With ``source`` (a matrix of ``a``'s shape, in any layout) ``a`` is first filled from it by copy-in
+    tasks (:func:`~.copy_in.insert_copy_in`; the devices must include the host), ``check`` told whether every value
+    read was finite.
     """
     check_fortran_matrix(a, "getrf")
     nb = check_tile(tile)
@@ -58,6 +62,8 @@ def getrf(a: np.ndarray, *, tile: int | Sequence[int], devices: Sequence[Device]
     def insert(rt: Runtime) -> TiledMatrix:
         A = rt.matrix(a, nb)
         P = pivot_tiles(A, piv)
+        if source is not None:
+            insert_copy_in(rt, A, source, check, steps=P.mt, scale=3)
         insert_getrf(rt, A, P, infos)
         return P
 

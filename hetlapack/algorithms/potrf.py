@@ -23,6 +23,7 @@ from ..devices.base import Device
 from ..errors import NotPositiveDefinite
 from ..runtime import Block, Placement, Runtime, TiledMatrix, Trace
 from ._common import check_fortran_matrix, check_tile, flop_scale
+from .copy_in import FiniteCheck, insert_copy_in
 
 
 def _potrf_tile(device: Device, a_kk, offset: int, lower: bool) -> None:
@@ -83,15 +84,25 @@ class _LowerTriangle:
 
 
 def potrf(a: np.ndarray, *, lower: bool, tile: int | Sequence[int], devices: Sequence[Device] | None = None,
-          placement: str | Placement = "owner", trace: Trace | None = None) -> None:
+          placement: str | Placement = "owner", trace: Trace | None = None, source: np.ndarray | None = None,
+          clean: bool = False, check: FiniteCheck | None = None) -> None:
     """Cholesky factorization in place on the ``lower`` (or upper) triangle of a Fortran-ordered matrix.
 
-    Only that triangle is read and written. Raises :class:`~hetlapack.errors.NotPositiveDefinite` naming the first
-    leading minor that is not positive definite.
+    Only that triangle is read and written. With ``source`` (a matrix of ``a``'s shape, in any layout) ``a`` is
+    first filled from it by copy-in tasks (:func:`~.copy_in.insert_copy_in`, the devices must include the host), its
+    other triangle zeroed where ``clean``, and ``check`` told whether every value read was finite. Raises
+    :class:`~hetlapack.errors.NotPositiveDefinite` naming the first leading minor that is not positive definite.
     """
     check_fortran_matrix(a, "potrf", square=True)
     nb = check_tile(tile)
-    Runtime(devices, placement, trace).run(lambda rt: insert_potrf(rt, rt.matrix(a, nb), lower))
+
+    def insert(rt: Runtime) -> None:
+        A = rt.matrix(a, nb)
+        if source is not None:
+            insert_copy_in(rt, A, source, check, steps=A.nt, scale=3, triangle=lower, clean=clean)
+        insert_potrf(rt, A, lower)
+
+    Runtime(devices, placement, trace).run(insert)
 
 
 def insert_potrf(rt: Runtime, A: TiledMatrix, lower: bool, per_tile: bool = False) -> None:

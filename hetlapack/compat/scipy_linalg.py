@@ -23,7 +23,7 @@ from ..contract.arrays import (broadcast, check_flags, check_scipy_qr_mode, is_c
 from ._host import host_cholesky, host_lu, host_qr, scipy_call
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy,
-                                    cholesky_lower, fortran_in_place, fortran_result, raise_first_failure,
+                                    cholesky_lower, dtype_warns, fortran_in_place, fortran_result, raise_first_failure,
                                     refuse_flags, scipy_container, scipy_returns, stack_loop, warn_dtypes_as_scipy,
                                     warn_singular)
 
@@ -64,9 +64,16 @@ def lu_features(a) -> tuple[str, ...]:
     return ("lu (P, L, U)",) if is_cupy(a) else ()
 
 
-def _kernel_checked(plan: Plan, arr, check_finite: bool) -> np.ndarray:
-    """SciPy's entry conversion: ``asarray_chkfinite`` on the paths that do not check where they read the matrix."""
-    return validated(arr, check_finite and not plan.runner.checks_where_read)
+def _checked_where_read(plan: Plan, arr, warned_as: str | None) -> bool:
+    """Whether the plan's path reads ``check_finite`` where it reads the matrix: where it can, unless SciPy's
+    ``warned_as`` gives a dtype warning for ``arr``, which comes after SciPy's own check."""
+    return plan.runner.checks_where_read and not (warned_as and dtype_warns(warned_as, arr.dtype))
+
+
+def _kernel_checked(plan: Plan, arr, check_finite: bool, warned_as: str | None) -> np.ndarray:
+    """SciPy's entry conversion: ``asarray_chkfinite``, unless the path checks where it reads the matrix
+    (:func:`_checked_where_read`)."""
+    return validated(arr, check_finite and not _checked_where_read(plan, arr, warned_as))
 
 
 def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool | None):
@@ -76,7 +83,7 @@ def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool
     plan, arr, dtype = plan_call("potrf", a, check_finite)
     if plan.runner.own_call:
         return None, plan, arr
-    a1 = _kernel_checked(plan, arr, check_finite)
+    a1 = _kernel_checked(plan, arr, check_finite, "cholesky")
     try:
         factor_lower = cholesky_lower(lower, overwrite_a, dtype)
     except Exception:
@@ -87,8 +94,9 @@ def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool
     warn_dtypes_as_scipy("cholesky", arr.dtype, stacklevel=3)
 
     def potrf(operand: np.ndarray, lower_triangle: bool) -> tuple[np.ndarray, np.ndarray]:
-        return plan.runner.potrf(plan, plan.runner.operand(operand, a, dtype, bool(overwrite_a)), lower_triangle,
-                                 clean, fortran=True, check_finite=check_finite and plan.runner.checks_where_read)
+        work = plan.runner.operand(operand, a, dtype, bool(overwrite_a), unread=True)
+        return plan.runner.potrf(plan, work, lower_triangle, clean, fortran=True,
+                                 check_finite=check_finite and _checked_where_read(plan, arr, "cholesky"))
 
     in_place = fortran_in_place(arr, dtype, overwrite_a)
     c, info = cholesky_as_scipy(potrf, a1, factor_lower, arr.ndim > 2, in_place)
@@ -312,9 +320,9 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
         return scipy_call("lu_factor", a, overwrite_a, check_finite)
     warn_dtypes_as_scipy("lu_factor", arr.dtype, stacklevel=2)
     refuse_flags("lu_factor", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)
-    a1 = _kernel_checked(plan, arr, check_finite)
+    a1 = _kernel_checked(plan, arr, check_finite, None)  # its dtype warning came first, as SciPy's does
     stacked = arr.ndim > 2
-    lu, piv, info = plan.runner.getrf(plan, plan.runner.operand(a1, a, dtype, overwrite_a),
+    lu, piv, info = plan.runner.getrf(plan, plan.runner.operand(a1, a, dtype, overwrite_a, unread=True),
                                      fortran=fortran_result("lu_factor", stacked), check_finite=check_finite)
     warn_singular(info, stacklevel=2)
     return scipy_returns("lu_factor", (lu, piv.astype(np.int32, copy=False)), stacked,
@@ -424,12 +432,12 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     if plan.runner.own_call or np.shape(arr)[-2:] == (1, 1) or compiled_kernels_unusable():
         return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)
-    a1 = _kernel_checked(plan, arr, check_finite)
+    a1 = _kernel_checked(plan, arr, check_finite, "lu")
     warn_dtypes_as_scipy("lu", arr.dtype, stacklevel=2)
     read_overwrite_flag(overwrite_a, a1, a, dtype)
     # SciPy's lu may write into its input (a C-ordered one before 1.18, a Fortran-ordered one since), in a layout of
     # its own; these paths never write into the caller's (the flag permits, it does not require)
-    p, lower, upper = plan.runner.lu(plan, plan.runner.operand(a1, a, dtype, overwrite=False), permute_l,
+    p, lower, upper = plan.runner.lu(plan, plan.runner.operand(a1, a, dtype, overwrite=False, unread=True), permute_l,
                                      p_matrix=not (permute_l or p_indices), check_finite=check_finite)
     options = {"permute_l": permute_l, "p_indices": p_indices}
     return scipy_returns("lu", (lower, upper) if permute_l else (p, lower, upper), arr.ndim > 2, **options)
@@ -483,9 +491,9 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     if plan.runner.own_call:
         return host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
     refuse_flags("qr", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)
-    a1 = _kernel_checked(plan, arr, check_finite)
+    a1 = _kernel_checked(plan, arr, check_finite, "qr")
     warn_dtypes_as_scipy("qr", arr.dtype, stacklevel=2)
-    work = plan.runner.operand(a1, a, dtype, overwrite_a)
+    work = plan.runner.operand(a1, a, dtype, overwrite_a, unread=True)
     ncols, rows = scipy_qr_sizes(mode, *work.shape[-2:])
     stacked, options = arr.ndim > 2, {"mode": mode, "pivoting": pivoting}
     if mode == "raw":  # one matrix without pivoting: geqrf's output and tau, R from its first rows, as SciPy's

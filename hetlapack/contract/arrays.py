@@ -258,7 +258,7 @@ def _datacopied(arr: np.ndarray, original) -> bool:
     return arr.base is None
 
 
-def _writable_in_place(a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> bool:
+def writable_in_place(a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> bool:
     """Whether the factors may be written into ``a1`` itself: the caller allowed it (or ``a1`` is already a private
     copy of ``original``), and ``a1`` is a writable Fortran-ordered ndarray of ``dtype``."""
     own = overwrite or _datacopied(a1, original)
@@ -338,9 +338,9 @@ def copies_by_tiles(a: np.ndarray) -> bool:
 
 def working_copy(a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> np.ndarray:
     """A Fortran-ordered array of ``dtype`` the kernels may overwrite: ``a1`` itself only when SciPy's rules allow
-    (:func:`_writable_in_place`); a copy otherwise, made a tile at a time from a C-ordered matrix of more than a
+    (:func:`writable_in_place`); a copy otherwise, made a tile at a time from a C-ordered matrix of more than a
     tile each way (:func:`fortran_copy`)."""
-    if _writable_in_place(a1, original, dtype, overwrite):
+    if writable_in_place(a1, original, dtype, overwrite):
         return a1
     if copies_by_tiles(a1):
         return fortran_copy(a1, dtype)
@@ -349,8 +349,8 @@ def working_copy(a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> 
 
 def upload_operand(a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> np.ndarray:
     """What the gpu path uploads: ``a1`` in ``dtype`` as it lies, with no working copy on the host (the device
-    lays it out), and read-only unless the factors may be written back into it (:func:`_writable_in_place`)."""
-    if _writable_in_place(a1, original, dtype, overwrite):
+    lays it out), and read-only unless the factors may be written back into it (:func:`writable_in_place`)."""
+    if writable_in_place(a1, original, dtype, overwrite):
         return a1
     source = a1.astype(dtype, copy=False)
     if source is a1:

@@ -287,6 +287,11 @@ def _dtype_warnings(name: str, dtypes: tuple[np.dtype, ...]) -> tuple[str, ...]:
     return tuple(str(w.message) for w in caught if issubclass(w.category, DeprecationWarning))
 
 
+def dtype_warns(name: str, dtype: np.dtype) -> bool:
+    """Whether SciPy's ``name`` gives a dtype warning (:func:`warn_dtypes_as_scipy`) for an operand of ``dtype``."""
+    return bool(_dtype_warnings(name, (np.dtype(dtype),)))
+
+
 def warn_dtypes_as_scipy(name: str, *dtypes: np.dtype, stacklevel: int, prefix: str = "") -> None:
     """The DeprecationWarnings SciPy's ``name`` gives for operands of these dtypes (SciPy 1.18's for the dtypes LAPACK
     does not compute in: float16, long double, bool ...), asked of SciPy on probe operands, each after ``prefix``,

@@ -45,6 +45,26 @@ class Request:
         return self.shape[-2], self.shape[-1]
 
 
+@dataclass(frozen=True)
+class Unread:
+    """An operand no copy of which is made before the factorization: ``source`` (converted from the caller's
+    ``original``) read as it lies, by the tile algorithm's copy-in tasks, into a fresh Fortran-ordered array of
+    ``dtype``."""
+
+    source: np.ndarray
+    original: object
+    dtype: np.dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The operand's shape."""
+        return self.source.shape
+
+    def copy(self) -> np.ndarray:
+        """The working copy the path would have made (for a plan with no host to run the copy-in tasks)."""
+        return working_copy(self.source, self.original, self.dtype, False)
+
+
 #: Operations the tile algorithms and the whole-matrix device routines implement.
 TILED_OPS = frozenset({"potrf", "getrf", "geqrf"})
 
@@ -97,9 +117,11 @@ class Path:
         """The devices a plan on this path runs on: the user's, else the CPU."""
         return options.devices if options.devices is not None else ("cpu",)
 
-    def operand(self, a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> np.ndarray:
+    def operand(self, a1: np.ndarray, original, dtype: np.dtype, overwrite: bool,
+                unread: bool = False) -> np.ndarray | Unread:
         """What this path factors for ``a1`` (converted from the caller's ``original``): a Fortran-ordered working
-        copy in ``dtype``, ``a1`` itself where SciPy's rules let ``overwrite`` it."""
+        copy in ``dtype``, ``a1`` itself where SciPy's rules let ``overwrite`` it. With ``unread``, a path whose
+        factorization copies its operand in as it goes may return an :class:`Unread` instead of a copy."""
         return working_copy(a1, original, dtype, overwrite)
 
     def _lacks(self, operation: str):

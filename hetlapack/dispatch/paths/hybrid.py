@@ -7,13 +7,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...contract.arrays import validated, writable_in_place
 from ...devices.base import zero_other_triangle
 from ...errors import NotPositiveDefinite
 from ...imports import load
 from ...layout.two_level import TWO_LEVEL_OPS, two_level_unavailable
 from ...options import Options
 from ...perf import model
-from .base import TILED_OPS, Path, Request, kind, module_present, one_matrix_refusal
+from .base import TILED_OPS, Path, Request, Unread, kind, module_present, one_matrix_refusal
 
 if TYPE_CHECKING:
     from ...algorithms import geqrf, getrf, potrf
@@ -25,10 +26,13 @@ def _algorithm(op: str) -> potrf | getrf | geqrf:
 
 
 class HybridPath(Path):
-    """Tiles on the runtime: panels on the CPU, updates where the layout deals them."""
+    """Tiles on the runtime: panels on the CPU, updates where the layout deals them. The shims leave the finiteness
+    check to it: the tile algorithms read it as they copy their operand in (:meth:`operand`), or check the array
+    before they start."""
 
     name = "hybrid"
     reorders_arithmetic = True
+    checks_where_read = True
 
     def unavailable(self, req: Request, options: Options, gpus: tuple[str, ...] | None) -> str | None:
         if req.array_module != "numpy":
@@ -79,21 +83,54 @@ class HybridPath(Path):
         placement, bounds = two_level(max(plan.shape[-2:]), plan.tile, plan.host_cols, len(plan.devices) - 1)
         return {"tile": bounds, "devices": two_level_devices(plan.devices), "placement": placement}
 
+    def operand(self, a1, original, dtype, overwrite, unread=False):
+        """With ``unread``, a matrix that would be copied is left :class:`Unread`: the tile algorithm copies it in a
+        tile at a time (:mod:`~hetlapack.algorithms.copy_in`)."""
+        if unread and a1.ndim == 2 and not writable_in_place(a1, original, dtype, overwrite):
+            return Unread(a1, original, dtype)
+        return super().operand(a1, original, dtype, overwrite)
+
+    @staticmethod
+    def _read(plan, a, check_finite: bool) -> tuple[np.ndarray, dict]:
+        """The array the tile algorithm factors in place for the operand ``a``, and its copy-in arguments: from an
+        :class:`Unread` operand a fresh array its copy-in tasks fill (on a plan with the host among its devices),
+        ``check_finite`` read by them; otherwise the array itself (an Unread's working copy), checked first."""
+        if isinstance(a, Unread) and "cpu" in map(kind, plan.devices):
+            check = load("hetlapack.algorithms.copy_in").FiniteCheck() if check_finite else None
+            return np.empty(a.source.shape, dtype=a.dtype, order="F"), {"source": a.source, "check": check}
+        return validated(a.copy() if isinstance(a, Unread) else a, check_finite), {}
+
+    @staticmethod
+    def _raise_unless_read_finite(copy_in: dict, failed: bool = False) -> None:
+        """SciPy's ``ValueError`` where the copy-in tasks read an infinity or NaN; after a failure, which stopped
+        the tasks yet to read their tiles, where the input holds one anywhere (SciPy's check comes first)."""
+        check = copy_in.get("check")
+        if check is not None and (failed or not check.finite):
+            validated(copy_in["source"], True)
+
     def potrf(self, plan, a, lower, clean, fortran=False, check_finite=False):
+        a, copy_in = self._read(plan, a, check_finite)
         try:
-            _algorithm("potrf").potrf(a, lower=lower, **self.tile_arguments(plan))
+            _algorithm("potrf").potrf(a, lower=lower, clean=clean, **copy_in, **self.tile_arguments(plan))
         except NotPositiveDefinite as failure:
+            self._raise_unless_read_finite(copy_in, failed=True)
             return a, np.asarray(failure.minor, dtype=np.int32)
-        if clean:
+        self._raise_unless_read_finite(copy_in)
+        if clean and not copy_in:
             zero_other_triangle(a, lower)
         return a, np.zeros((), dtype=np.int32)
 
     def getrf(self, plan, a, fortran=False, check_finite=False):
-        piv, info = _algorithm("getrf").getrf(a, **self.tile_arguments(plan))
+        a, copy_in = self._read(plan, a, check_finite)
+        piv, info = _algorithm("getrf").getrf(a, **copy_in, **self.tile_arguments(plan))
+        self._raise_unless_read_finite(copy_in)
         return a, piv, np.asarray(info)
 
     def geqrf(self, plan, a, check_finite=False):
-        return a, _algorithm("geqrf").geqrf(a, **self.tile_arguments(plan))
+        a, copy_in = self._read(plan, a, check_finite)
+        tau = _algorithm("geqrf").geqrf(a, **copy_in, **self.tile_arguments(plan))
+        self._raise_unless_read_finite(copy_in)
+        return a, tau
 
     def orgqr(self, plan, qr, tau, ncols):
         return _algorithm("geqrf").orgqr(qr, tau, ncols=ncols, **self.tile_arguments(plan))
