@@ -1,8 +1,8 @@
 """Copy-in tasks: a tile algorithm reads its operand from the caller's array as it lies (C or Fortran order, any
 strides, any dtype it converts from) one tile at a time, on the host's workers, instead of taking a whole-matrix
-copy made before it starts (issue 36). Each tile's copy is a task that writes the tile, so the first panel starts
-once its own tiles are in while the others are still being copied, a C-ordered matrix is transposed a tile at a
-time in cache, and SciPy's ``check_finite`` is read in the same pass."""
+copy made before it starts (issue 36). Each copy is a task that writes its tile (or tile column), so the first panel
+starts once its own tiles are in while the others are still being copied, a C-ordered matrix is transposed a tile
+at a time in cache, and SciPy's ``check_finite`` is read in the same pass."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def _copy_tile(device, tile: np.ndarray, source: np.ndarray, keep_lower: bool | 
 
 def _copy_column(device, column: np.ndarray, source: np.ndarray, bounds: tuple[int, ...],
                  check: FiniteCheck | None) -> None:
-    """Copy ``source`` into the tile column ``column`` a tile at a time (rows ``bounds``, from 0): each tile's
+    """Copy ``source`` into the tile column ``column`` a tile at a time (at rows ``bounds``): each tile's
     transposing copy of a C-ordered source stays in the cache where the whole column's would not."""
     for r0, r1 in zip(bounds, bounds[1:]):
         _copy_tile(device, column[r0:r1], source[r0:r1], None, False, check)
@@ -68,13 +68,12 @@ def insert_copy_in(rt: Runtime, A: TiledMatrix, source: np.ndarray, check: Finit
         c0, c1 = A.col_range(j)
         if triangle is None:
             column = A.block(0, A.mt, j, j + 1)
-            bounds = tuple(b - A.row_bounds[0] for b in A.row_bounds)
-            rt.insert(_copy_column, column, source[:, c0:c1], bounds, check, reads=[], writes=[column],
+            rt.insert(_copy_column, column, source[:, c0:c1], A.row_bounds, check, reads=[], writes=[column],
                       priority=scale * (steps - j + 1), device=host, name="copy-in")
             continue
         for i in range(A.mt):
             r0, r1 = A.row_range(i)
-            other = triangle is not None and clean and (i < j if triangle else i > j)
-            diagonal = triangle if triangle is not None and clean and i == j else None
+            other = clean and (i < j if triangle else i > j)
+            diagonal = triangle if clean and i == j else None
             rt.insert(_copy_tile, A(i, j), source[r0:r1, c0:c1], diagonal, other, check, reads=[], writes=[A(i, j)],
                       priority=0 if other else scale * (steps - j + 1), device=host, name="copy-in")
