@@ -56,7 +56,7 @@ def test_stacks_take_the_batched_kernels_that_win_at_their_order():
     interleaved kernels' crossover, the LAPACK loop (SciPy's results to the bit); a lone matrix and orders past the
     loop's crossover stay on SciPy's call."""
     cases = [((1000,), 8, np.float64, "batched", "interleaved"), ((1000,), 8, np.float32, "batched", "lapack"),
-             ((4,), 100, np.float64, "batched", "lapack"), ((1,), 100, np.float64, "host", None),
+             ((16,), 100, np.float64, "batched", "lapack"), ((1,), 100, np.float64, "host", None),
              ((2,), 400, np.float32, "host", None)]
     for batch, n, dtype, path, kernels in cases:
         plan = hetlapack.explain("cholesky", np.ones((*batch, n, n), dtype=dtype))
