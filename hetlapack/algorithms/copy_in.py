@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices.base import zero_other_triangle
 from ..devices.cpu import HOST_MEMORY
 from ..runtime import Runtime, TiledMatrix
 
@@ -42,8 +43,7 @@ def _copy_tile(device, tile: np.ndarray, source: np.ndarray, keep_lower: bool | 
     if check is not None:
         check.read(tile)
     if keep_lower is not None:
-        rows, cols = tile.shape
-        tile[~np.tri(rows, cols, dtype=bool) if keep_lower else np.tri(rows, cols, k=-1, dtype=bool)] = 0
+        zero_other_triangle(tile, keep_lower)
 
 
 def _copy_column(device, column: np.ndarray, source: np.ndarray, bounds: tuple[int, ...],

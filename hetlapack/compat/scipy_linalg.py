@@ -94,7 +94,7 @@ def _cholesky(a, lower: bool, overwrite_a: bool, check_finite: bool, clean: bool
     warn_dtypes_as_scipy("cholesky", arr.dtype, stacklevel=3)
 
     def potrf(operand: np.ndarray, lower_triangle: bool) -> tuple[np.ndarray, np.ndarray]:
-        work = plan.runner.operand(operand, a, dtype, bool(overwrite_a), unread=True)
+        work = plan.runner.operand(operand, a, dtype, bool(overwrite_a))
         return plan.runner.potrf(plan, work, lower_triangle, clean, fortran=True,
                                  check_finite=check_finite and _checked_where_read(plan, arr, "cholesky"))
 
@@ -322,7 +322,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     refuse_flags("lu_factor", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)
     a1 = _kernel_checked(plan, arr, check_finite, None)  # its dtype warning came first, as SciPy's does
     stacked = arr.ndim > 2
-    lu, piv, info = plan.runner.getrf(plan, plan.runner.operand(a1, a, dtype, overwrite_a, unread=True),
+    lu, piv, info = plan.runner.getrf(plan, plan.runner.operand(a1, a, dtype, overwrite_a),
                                      fortran=fortran_result("lu_factor", stacked), check_finite=check_finite)
     warn_singular(info, stacklevel=2)
     return scipy_returns("lu_factor", (lu, piv.astype(np.int32, copy=False)), stacked,
@@ -437,7 +437,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     read_overwrite_flag(overwrite_a, a1, a, dtype)
     # SciPy's lu may write into its input (a C-ordered one before 1.18, a Fortran-ordered one since), in a layout of
     # its own; these paths never write into the caller's (the flag permits, it does not require)
-    p, lower, upper = plan.runner.lu(plan, plan.runner.operand(a1, a, dtype, overwrite=False, unread=True), permute_l,
+    p, lower, upper = plan.runner.lu(plan, plan.runner.operand(a1, a, dtype, overwrite=False), permute_l,
                                      p_matrix=not (permute_l or p_indices), check_finite=check_finite)
     options = {"permute_l": permute_l, "p_indices": p_indices}
     return scipy_returns("lu", (lower, upper) if permute_l else (p, lower, upper), arr.ndim > 2, **options)
@@ -493,7 +493,7 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     refuse_flags("qr", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)
     a1 = _kernel_checked(plan, arr, check_finite, "qr")
     warn_dtypes_as_scipy("qr", arr.dtype, stacklevel=2)
-    work = plan.runner.operand(a1, a, dtype, overwrite_a, unread=True)
+    work = plan.runner.operand(a1, a, dtype, overwrite_a)
     ncols, rows = scipy_qr_sizes(mode, *work.shape[-2:])
     stacked, options = arr.ndim > 2, {"mode": mode, "pivoting": pivoting}
     if mode == "raw":  # one matrix without pivoting: geqrf's output and tau, R from its first rows, as SciPy's

@@ -117,11 +117,10 @@ class Path:
         """The devices a plan on this path runs on: the user's, else the CPU."""
         return options.devices if options.devices is not None else ("cpu",)
 
-    def operand(self, a1: np.ndarray, original, dtype: np.dtype, overwrite: bool,
-                unread: bool = False) -> np.ndarray | Unread:
+    def operand(self, a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> np.ndarray | Unread:
         """What this path factors for ``a1`` (converted from the caller's ``original``): a Fortran-ordered working
-        copy in ``dtype``, ``a1`` itself where SciPy's rules let ``overwrite`` it. With ``unread``, a path whose
-        factorization copies its operand in as it goes may return an :class:`Unread` instead of a copy."""
+        copy in ``dtype``, ``a1`` itself where SciPy's rules let ``overwrite`` it. A path whose factorizations copy
+        their operand in as they go returns an :class:`Unread` instead of a copy."""
         return working_copy(a1, original, dtype, overwrite)
 
     def _lacks(self, operation: str):

@@ -51,7 +51,7 @@ class BatchedPath(Path):
             return "the batched kernels are not installed"
         return compiled_kernels_unusable()
 
-    def operand(self, a1: np.ndarray, original, dtype: np.dtype, overwrite: bool, unread: bool = False) -> np.ndarray:
+    def operand(self, a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> np.ndarray:
         """The stack in ``dtype``: the kernels read it as it lies and never write it."""
         return a1.astype(dtype, copy=False)
 

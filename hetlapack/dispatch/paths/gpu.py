@@ -89,7 +89,7 @@ class GpuPath(Path):
         """Seconds of the library call on the device and the matrix's trips over the link."""
         return model.predict_gpu(req.op, *req.core, req.dtype, self.devices(options, gpus)[0], options.tile)
 
-    def operand(self, a1: np.ndarray, original, dtype: np.dtype, overwrite: bool, unread: bool = False) -> np.ndarray:
+    def operand(self, a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> np.ndarray:
         """``a1`` in ``dtype`` as it lies (the device lays it out), read-only unless its factors may be written back
         into it."""
         return upload_operand(a1, original, dtype, overwrite)

@@ -83,12 +83,12 @@ class HybridPath(Path):
         placement, bounds = two_level(max(plan.shape[-2:]), plan.tile, plan.host_cols, len(plan.devices) - 1)
         return {"tile": bounds, "devices": two_level_devices(plan.devices), "placement": placement}
 
-    def operand(self, a1, original, dtype, overwrite, unread=False):
-        """With ``unread``, a matrix that would be copied is left :class:`Unread`: the tile algorithm copies it in a
-        tile at a time (:mod:`~hetlapack.algorithms.copy_in`)."""
-        if unread and a1.ndim == 2 and not writable_in_place(a1, original, dtype, overwrite):
-            return Unread(a1, original, dtype)
-        return super().operand(a1, original, dtype, overwrite)
+    def operand(self, a1, original, dtype, overwrite):
+        """A matrix that would be copied is left :class:`Unread`: the tile algorithm copies it in a tile at a time
+        (:mod:`~hetlapack.algorithms.copy_in`)."""
+        if writable_in_place(a1, original, dtype, overwrite):
+            return a1
+        return Unread(a1, original, dtype)
 
     @staticmethod
     def _read(plan, a, check_finite: bool) -> tuple[np.ndarray, dict]:
