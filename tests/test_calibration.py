@@ -126,6 +126,105 @@ def test_dispatch_prices_the_host_and_gpu_paths_from_whole_matrix_rates(cache_di
     assert plan.path == "gpu" and plan.predicted_s["gpu"] < plan.predicted_s["host"] / 100
 
 
+def test_the_paths_calls_are_timed_on_c_and_fortran_inputs_for_the_installed_scipy(cache_dir):
+    """Given the paths' calls, calibration times each on a C- and a Fortran-ordered matrix of each order, for the
+    CPU alone, under names that carry the installed SciPy's version; devices created later load them, and a later
+    calibration keeps another version's tables."""
+    import scipy
+
+    from hetlapack.perf.calibration import PathCalls
+
+    seen = []
+    calls = {table: {op: (lambda a, op=op, table=table: seen.append((table, op, a.flags.c_contiguous,
+                                                                     a.flags.f_contiguous)))
+                     for op in ("potrf", "getrf", "geqrf")} for table in ("host_call", "tile_call")}
+    path_calls = {"host_call": PathCalls(calls["host_call"]),
+                  "tile_call": PathCalls(calls["tile_call"], after=calls["host_call"])}
+    results = calibrate([CpuDevice(workers=1), EmulatedDevice(3)], tile=16, repeats=1, link_bytes=1 << 16,
+                        kernels=False, whole_orders=(48, 24), path_calls=path_calls)
+    cpu = CpuDevice()
+    for table, attribute in (("host_call", "host_call_rates"), ("tile_call", "tile_call_rates")):
+        tables = results["cpu"][table]
+        assert set(tables) == {f"{op} {order} scipy {scipy.__version__}" for op in calls[table] for order in "CF"}
+        assert all([n for n, _ in rows] == [24, 48] and all(rate > 0 for _, rate in rows) for rows in tables.values())
+        assert getattr(cpu, attribute) == {name: tuple(map(tuple, rows)) for name, rows in tables.items()}
+    assert set(seen) == {(table, op, *layout) for table in calls for op in calls[table]
+                         for layout in ((True, False), (False, True))}
+    tile_calls = [i for i, (table, *_) in enumerate(seen) if table == "tile_call"]
+    assert all(seen[i - 1][0] == "host_call" and seen[i - 1][1:] == seen[i][1:] for i in tile_calls)
+    assert "host_call" not in results["emulated:3"] and "tile_call" not in results["emulated:3"]
+    (cache_dir / "calibration.json").write_text(json.dumps({"tile": 16, "devices": {"cpu": {
+        "host_call": {"potrf C scipy 0.1.0": [[64, 1.0]]}, "tile_call": {"potrf C scipy 0.1.0": [[64, 2.0]]}}}}))
+    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, kernels=False, whole_orders=(24,), path_calls=path_calls)
+    for table in ("host_call", "tile_call"):
+        assert len(load()["cpu"][table]) == 7 and "potrf C scipy 0.1.0" in load()["cpu"][table]
+
+
+def test_dispatch_prices_the_host_path_at_its_timed_call_on_the_inputs_memory_order(cache_dir):
+    """Where the host path's call was timed, a C-ordered (or strided) matrix is priced at its rate on C-ordered
+    input and a Fortran-ordered one at its rate on Fortran-ordered input, and explain says so; an operation not
+    timed that way, another SciPy version's timing and NumPy's functions are priced at LAPACK's call."""
+    import numpy as np
+
+    import hetlapack
+    from hetlapack.dispatch import Request
+    from hetlapack.perf import model, rates
+
+    gemm = rates.host_gemm_gflops("d")
+    whole = {op: [[64, 0.5 * gemm], [4096, 0.5 * gemm]] for op in ("potrf", "getrf", "geqrf")}
+    host_call = {rates.call_table("potrf", "C"): [[64, 0.2 * gemm], [4096, 0.2 * gemm]],
+                 rates.call_table("potrf", "F"): [[64, 0.4 * gemm], [4096, 0.4 * gemm]],
+                 "getrf C scipy 0.1.0": [[64, 0.1 * gemm], [4096, 0.1 * gemm]]}
+    entry = {"whole": whole, "host_call": host_call}
+    (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))
+    assert model.host_efficiency("potrf", 1000, "C") == pytest.approx(0.2)
+    assert model.host_efficiency("potrf", 1000, "F") == pytest.approx(0.4)
+    assert model.host_efficiency("potrf", 1000) == pytest.approx(0.5)
+    assert model.host_efficiency("getrf", 1000, "C") == pytest.approx(0.5)
+    assert Request("potrf", (9, 9), np.dtype("d"), library="numpy", memory_order="C").scipy_input_order is None
+
+    spd = np.eye(1000) * 2
+    plans = {name: hetlapack.explain("cholesky", a) for name, a in (
+        ("C", spd), ("F", np.asfortranarray(spd)), ("strided", np.asfortranarray(np.eye(2000))[::2, ::2]))}
+    flops = rates.flops("potrf", 1000, 1000)
+    for name, efficiency in (("C", 0.2), ("F", 0.4), ("strided", 0.2)):
+        assert plans[name].predicted_s["host"] == pytest.approx(
+            flops / (efficiency * gemm * 1e9) + model.HOST_CALL_OVERHEAD_S)
+    assert "the host path's SciPy call on C-ordered (or strided) matrices" in plans["C"].host_rate
+    assert "the host path's SciPy call on Fortran-ordered matrices" in plans["F"].host_rate
+    assert "this machine's LAPACK calls" in hetlapack.explain("lu_factor", spd).host_rate
+
+
+def test_the_tile_paths_timed_call_corrects_the_simulators_price_on_the_cpu_alone(cache_dir):
+    """Where calibration timed the tile path's call on the CPU alone, its price is the simulator's times the ratio
+    of the timed call to the simulator's price of it at the orders timed (interpolated between them), and explain
+    says so; named devices, a forced tile or another memory order keep the simulator's price."""
+    import numpy as np
+
+    import hetlapack
+    from hetlapack.perf import model, rates
+
+    def rate(op, n, factor):
+        return rates.flops(op, n, n) / (factor * model.predict_tiled(op, n, n, np.dtype("d"))) / 1e9
+
+    timed = {rates.call_table("potrf", "C"): [[1024, rate("potrf", 1024, 2.0)], [4096, rate("potrf", 4096, 1.5)]]}
+    (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": {"tile_call": timed}}}))
+    assert model.tile_call_factor("potrf", 1024, "C") == pytest.approx(2.0)
+    assert model.tile_call_factor("potrf", 2048, "C") == pytest.approx(1.75)
+    assert model.tile_call_factor("potrf", 8192, "C") == pytest.approx(1.5)
+    assert model.tile_call_factor("potrf", 2048, "F") is None and model.tile_call_factor("getrf", 2048, "C") is None
+    spd = np.eye(2048) * 2
+    plan = hetlapack.explain("cholesky", spd)
+    assert plan.predicted_s["hybrid"] == pytest.approx(1.75 * model.predict_tiled("potrf", 2048, 2048, spd.dtype))
+    assert "hybrid priced at the simulator's price x 1.75: its call on the CPU alone on C-ordered" in str(plan)
+    fortran = hetlapack.explain("cholesky", np.asfortranarray(spd))
+    assert fortran.tile_rate is None and fortran.predicted_s["hybrid"] == pytest.approx(
+        model.predict_tiled("potrf", 2048, 2048, spd.dtype))
+    for options in ({"tile": 256}, {"devices": ["cpu", "emulated:0"]}):
+        with hetlapack.using(**options):
+            assert hetlapack.explain("cholesky", spd).tile_rate is None
+
+
 @pytest.mark.parametrize("arguments", [{"tile": 0}, {"repeats": 0}])
 def test_calibration_refuses_non_positive_sizes(arguments):
     with pytest.raises(ValueError, match="must be positive"):

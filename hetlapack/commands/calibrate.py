@@ -6,9 +6,14 @@ import argparse
 import contextlib
 from collections.abc import Callable, Iterator
 
+import numpy as np
+
+from .. import linalg
 from ..devices import available
+from ..options import using
 from ..perf import model
-from ..perf.calibration import DEFAULT_TILE, KERNEL_TILES, calibrate
+from ..perf.calibration import DEFAULT_TILE, KERNEL_TILES, PathCalls, calibrate
+from ..perf.rates import MEMORY_ORDERS, call_table
 from ..devices.capability import ENV_CACHE_DIR, apply_measurements, cache_path, check_writable, save_results
 from . import device_list
 from ..mpi.arguments import positive_int
@@ -60,7 +65,9 @@ def run(args: argparse.Namespace) -> int:
         with _writing_cache():
             check_writable()
     results = calibrate(devices, tile=args.tile, repeats=args.repeats, save=False, progress=True,
-                        whole_orders=args.orders)
+                        whole_orders=args.orders,
+                        path_calls={"host_call": PathCalls(_calls("host")),
+                                    "tile_call": PathCalls(_calls("hybrid"), after=_calls("host"))})
     cpu = next((device for device in devices if device.kind == "cpu"), None)
     if cpu is not None and not args.no_batched:
         results[cpu.name].update(_batched_timings(args.repeats))
@@ -71,6 +78,20 @@ def run(args: argparse.Namespace) -> int:
             path = save_results(results, args.tile)
         print(f"saved to {path}")
     return 0
+
+
+def _calls(path: str) -> dict[str, Callable[[np.ndarray], object]]:
+    """The call per factorization on ``path``, as dispatch prices it: ``hetlapack.linalg``'s with its default
+    flags, the path forced (the host path's is SciPy's own function, handed a Fortran-ordered copy where SciPy
+    would make it the slow way; the hybrid path's runs on the CPU alone, at its default tile)."""
+    def forced(call: Callable[[np.ndarray], object]) -> Callable[[np.ndarray], object]:
+        def run(a: np.ndarray) -> object:
+            with using(path=path, devices=["cpu"]):
+                return call(a)
+        return run
+
+    return {"potrf": forced(linalg.cholesky), "getrf": forced(linalg.lu_factor),
+            "geqrf": forced(lambda a: linalg.qr(a, mode="r"))}
 
 
 def _batched_timings(repeats: int) -> dict[str, dict[str, list[list[float]]]]:
@@ -119,6 +140,18 @@ def _print_lanes(fastest: dict[str, list[list[float]]]) -> None:
           f"unless another ran {LANE_MARGIN}x faster)")
 
 
+def _print_calls(tables: dict[str, list[list[float]]], path: str) -> None:
+    """A path's call per order, for each factorization and input memory order."""
+    ops = ("potrf", "getrf", "geqrf")
+    columns = [(op, layout) for layout in MEMORY_ORDERS for op in ops]
+    print(f"\n{'order':>7}" + "".join(f"{f'{op} {layout}':>11}" for op, layout in columns))
+    for row, (order, _) in enumerate(tables[call_table("potrf", "C")]):
+        print(f"{order:>7}" + "".join(f"{tables[call_table(op, layout)][row][1]:>11.1f}"
+                                      for op, layout in columns))
+    print(f"GFLOP/s of the {path} call (cholesky, lu_factor, qr(mode='r')), default flags, on C- and "
+          "Fortran-ordered float64 matrices: what dispatch prices it at")
+
+
 def _print_results(results: dict[str, dict], tile: int) -> None:
     """The measured scalar weights and link of each device, then its whole-matrix rates per order."""
     print(f"{'device':<14}{'blas3 GFLOP/s':>15}{'panel GFLOP/s':>15}{'laswp GB/s':>12}{'link GB/s':>11}"
@@ -136,6 +169,10 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
             rates = "".join(f"{whole[op][row][1]:>15.1f}" for op in ("potrf", "getrf", "geqrf"))
             print(f"{name:<14}{order:>7}{rates}")
     print("whole matrices, float64: the host path's LAPACK call on every core, a GPU's library call")
+    for measured in results.values():
+        for table, path in (("host_call", "host path's"), ("tile_call", "tile path's (the CPU alone)")):
+            if table in measured:
+                _print_calls(measured[table], path)
     for measured in results.values():
         if "batched" in measured:
             _print_ratios(measured["batched"], "the LAPACK loop's time over the interleaved kernel's (above 1x the "

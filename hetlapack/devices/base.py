@@ -92,6 +92,13 @@ class Device(abc.ABC):
         #: Per factorization, ``((order, GFLOP/s), ...)`` of the device's routine on a whole matrix (float64), when
         #: calibration measured them: what dispatch prices the host and gpu paths with.
         self.whole_rates: dict[str, tuple[tuple[float, float], ...]] = {}
+        #: Per factorization, input layout and SciPy version (``"potrf C scipy 1.17.1"``), ``((order, GFLOP/s),
+        #: ...)`` of the host path's call (SciPy's function as hetlapack makes it, default flags) on a whole float64
+        #: matrix, when calibration measured them (a CPU's only): the host path's price, layout conversion included.
+        self.host_call_rates: dict[str, tuple[tuple[float, float], ...]] = {}
+        #: The same of the tile path's call on the CPU alone (its default tile): how far the simulator's price of
+        #: that call is from this machine's.
+        self.tile_call_rates: dict[str, tuple[tuple[float, float], ...]] = {}
         #: Per batched factorization and dtype (``"getrf float64"``), ``((order, LAPACK loop's time over the
         #: interleaved kernel's), ...)`` on stacks, when calibration measured them (a CPU's only): where dispatch
         #: switches from the one to the other.

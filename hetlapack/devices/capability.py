@@ -69,8 +69,9 @@ PLAUSIBLE_RANGE = (1e-9, 1e9)
 
 #: Keys of a device's entry that hold tables (``{name: [[x, rate], ...]}``) rather than scalars, and the device
 #: attribute each goes into.
-TABLE_ATTRIBUTES = {"kernels": "kernel_rates", "whole": "whole_rates", "batched": "batched_rates",
-                    "lanes": "batched_lanes", "loop_threads": "loop_threads"}
+TABLE_ATTRIBUTES = {"kernels": "kernel_rates", "whole": "whole_rates", "host_call": "host_call_rates",
+                    "tile_call": "tile_call_rates", "batched": "batched_rates", "lanes": "batched_lanes",
+                    "loop_threads": "loop_threads"}
 TABLE_KEYS = tuple(TABLE_ATTRIBUTES)
 
 
@@ -115,7 +116,8 @@ def _frozen(measurements: dict) -> dict:
 def apply_measurements(device: Device, measured: dict) -> None:
     """Give ``device`` a measurement (fresh, or read from the cache): its measured scalars go into ``capability``,
     its tables, where any row was measured, into ``kernel_rates`` (``"kernels"``), ``whole_rates`` (``"whole"``),
-    ``batched_rates`` (``"batched"``), ``batched_lanes`` (``"lanes"``) and ``loop_threads``."""
+    ``host_call_rates`` (``"host_call"``), ``tile_call_rates`` (``"tile_call"``), ``batched_rates``
+    (``"batched"``), ``batched_lanes`` (``"lanes"``) and ``loop_threads``."""
     _apply(device, _frozen(_measurements(measured)))
 
 
@@ -128,8 +130,9 @@ def _apply(device: Device, measurements: dict) -> None:
 
 
 def load_capability(device: Device) -> None:
-    """Overwrite ``device.capability`` (and its ``kernel_rates``, ``whole_rates``, ``batched_rates``,
-    ``batched_lanes``, ``loop_threads``) with its cached measurements, if any."""
+    """Overwrite ``device.capability`` (and its ``kernel_rates``, ``whole_rates``, ``host_call_rates``,
+    ``tile_call_rates``, ``batched_rates``, ``batched_lanes``, ``loop_threads``) with its cached measurements, if
+    any."""
     _apply(device, load().get(device.name, {}))
 
 
@@ -145,12 +148,23 @@ def check_writable() -> Path:
     return path
 
 
+#: Tables whose rows are named by the SciPy version they were timed under (``rates.call_table``): a calibration
+#: replaces only its own version's, so that environments with different SciPy versions on one machine share the
+#: cache.
+VERSIONED_TABLE_KEYS = ("host_call", "tile_call")
+
+
 def save_results(results: dict[str, dict[str, float]], tile: int) -> Path:
-    """Merge ``results`` into the cache file (other devices' entries are kept, damaged ones dropped: :func:`load`);
-    returns its path."""
+    """Merge ``results`` into the cache file (other devices' entries are kept, damaged ones dropped: :func:`load`;
+    a device's versioned tables keep the other versions' rows, :data:`VERSIONED_TABLE_KEYS`); returns its path."""
     path = cache_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     merged = load()
+    for name, entry in results.items():
+        earlier = merged.get(name, {})
+        for key in VERSIONED_TABLE_KEYS:
+            if key in earlier and key in entry:
+                entry[key] = {**earlier[key], **entry[key]}
     merged.update(results)
     path.write_text(json.dumps({"tile": tile, "devices": merged}, indent=2, sort_keys=True))
     return path

@@ -114,25 +114,28 @@ def _remembered(req: Request, options: Options) -> Plan:
     return _choose(req, options)
 
 
-def host_for_certain(op: str, shape: tuple[int, ...], dtype: np.dtype | None, stack_loop: str = "python") -> bool:
-    """Whether a matrix or stack of this shape, in a LAPACK dtype, goes to the host path whatever the paths are
-    priced at, decided without a request or a plan: no path but the host's is forced, no devices are named, and one
-    LAPACK call is predicted to finish within the fixed cost of a call to the runtime, which the tile paths pay and
-    for which no GPU is looked for, or the library's own call on a stack (looping as ``stack_loop`` says) within the
-    fixed cost of the batched path, the only other that takes stacks (:func:`choose` decides the same, pricing every
-    path, for ``explain``). It costs about 2 us where a request and a remembered plan cost 20, a third of a Cholesky
-    of order 100. With this module's debug log on, every call goes through :func:`choose`, which logs its decision."""
+def host_for_certain(op: str, shape: tuple[int, ...], dtype: np.dtype | None, stack_loop: str = "python",
+                     memory_order: str = "F") -> bool:
+    """Whether a matrix or stack of this shape and memory order, in a LAPACK dtype, goes to the host path whatever
+    the paths are priced at, decided without a request or a plan: no path but the host's is forced, no devices are
+    named, and one LAPACK call is predicted to finish within the fixed cost of a call to the runtime, which the tile
+    paths pay and for which no GPU is looked for, or the library's own call on a stack (looping as ``stack_loop``
+    says) within the fixed cost of the batched path, the only other that takes stacks (:func:`choose` decides the
+    same, pricing every path, for ``explain``). It costs about 2 us where a request and a remembered plan cost 20,
+    a third of a Cholesky of order 100. With this module's debug log on, every call goes through :func:`choose`,
+    which logs its decision."""
     options = current()
     if options.path not in (None, HOST.name) or options.devices is not None or _log.isEnabledFor(logging.DEBUG):
         return False
-    return _within_call_overhead(OPS[op], shape, dtype, stack_loop)
+    return _within_call_overhead(OPS[op], shape, dtype, stack_loop, memory_order)
 
 
 @functools.lru_cache(maxsize=4096)
-def _within_call_overhead(op: str, shape: tuple[int, ...], dtype: np.dtype | None, stack_loop: str) -> bool:
+def _within_call_overhead(op: str, shape: tuple[int, ...], dtype: np.dtype | None, stack_loop: str,
+                          memory_order: str) -> bool:
     if len(shape) < 2 or dtype not in LAPACK_DTYPES:
         return False
-    host_seconds = HOST.predict(Request(op, shape, dtype, stack_loop=stack_loop))
+    host_seconds = HOST.predict(Request(op, shape, dtype, stack_loop=stack_loop, memory_order=memory_order))
     if len(shape) > 2:
         return host_seconds <= model.BATCHED_CALL_S
     return _within_runtime_overhead(host_seconds)
@@ -205,7 +208,7 @@ def _choose(req: Request, options: Options) -> Plan:
         forced = False
         candidates = dict(predicted)
         if HYBRID.name in candidates and HOST.name in candidates:
-            candidates[HYBRID.name] *= model.tile_margin(req.op)
+            candidates[HYBRID.name] *= model.tile_margin(req.op, req.scipy_input_order)
         path = BY_NAME[min(candidates, key=candidates.get)]
         reason = _reason(path, req, predicted, kernels, unavailable)
         if options.path is not None:
@@ -220,7 +223,11 @@ def _choose(req: Request, options: Options) -> Plan:
         reason = f"{reason}; {_layout_reason(layout, layouts, options, unavailable)}"
         if layout == "two-level":
             host_cols = simulator.two_level_host_cols(model.modeled(HYBRID.devices(options, gpus)), tile)
-    host_rate = model.host_rate_basis(req.op, max(min(req.core), 1), req.dtype) if HOST.name in predicted else None
+    host_rate = (model.host_rate_basis(req.op, max(min(req.core), 1), req.dtype, req.scipy_input_order)
+                 if HOST.name in predicted else None)
+    tile_rate = None
+    if "hgdd" in layouts and HYBRID.timed_factor(req, options, HYBRID.devices(options, gpus)) is not None:
+        tile_rate = model.tile_call_basis(req.op, min(req.core), req.scipy_input_order)
     lanes = loop_threads = None
     if path is BATCHED and kernels == "interleaved" and req.core[0] == req.core[1]:
         lanes = model.batched_lanes(req.op, req.dtype, req.core[0])
@@ -229,7 +236,7 @@ def _choose(req: Request, options: Options) -> Plan:
     return Plan(path=path.name, reason=reason, devices=path.devices(options, gpus), tile=tile,
                 placement=options.placement or "owner", forced=forced, kernels=kernels if path is BATCHED else None,
                 predicted_s=predicted, unavailable=unavailable, layout=layout, host_cols=host_cols,
-                layout_s=layouts if path is HYBRID else {}, host_rate=host_rate, lanes=lanes,
+                layout_s=layouts if path is HYBRID else {}, host_rate=host_rate, tile_rate=tile_rate, lanes=lanes,
                 loop_threads=loop_threads, **common)
 
 
@@ -276,7 +283,8 @@ def _reason(path: Path, req: Request, predicted: dict[str, float], kernels: str 
         return "the only path priced for this input (why the others are not: below)"
     if predicted.get(HYBRID.name, math.inf) < predicted[path.name]:
         return (f"tiles are predicted only {predicted[path.name] / predicted[HYBRID.name]:.2f}x faster than one LAPACK "
-                f"call, within the model's error (dispatch takes them from {model.tile_margin(req.op):.2f}x)")
+                f"call, within the model's error (dispatch takes them from "
+                f"{model.tile_margin(req.op, req.scipy_input_order):.2f}x)")
     if len(req.shape) > 2:
         loop = {"compiled": "in compiled code", "cython": "in Cython"}.get(req.stack_loop, "from Python")
         return (f"the library's own call is cheapest for this stack: a LAPACK call per matrix, looped {loop}, "

@@ -22,7 +22,8 @@ class Plan:
     (``None``: the kernels' buffer-size rule), or ``loop_threads``, the most threads the LAPACK loop runs on (the
     cost model's cap, which the loop takes itself: 1 where concurrent calls of the routine ran slower; ``None``: as
     many as the batch is worth).
-    ``host_rate`` says at what rate the host path was priced, and where that rate came from.
+    ``host_rate`` says at what rate the host path was priced, and where that rate came from; ``tile_rate`` the
+    same of the hybrid path, where this machine's timing of it corrected the simulator's price.
     """
 
     op: str
@@ -41,6 +42,7 @@ class Plan:
     layout_s: dict[str, float] = field(default_factory=dict)
     kernels: str | None = None
     host_rate: str | None = None
+    tile_rate: str | None = None
     lanes: int | None = None
     loop_threads: int | None = None
 
@@ -71,6 +73,8 @@ class Plan:
             lines += _table(self.predicted_s, self.path, paths, width=8)
             if self.host_rate:
                 lines.append(f"  host priced at {self.host_rate}")
+            if self.tile_rate:
+                lines.append(f"  hybrid priced at {self.tile_rate}")
         if len(self.layout_s) > 1 or (self.layout_s and layouts):
             lines.append("  predicted seconds of the hybrid path by layout (model, not measured):")
             lines += _table(self.layout_s, self.layout, layouts, width=9)

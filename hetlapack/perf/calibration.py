@@ -3,15 +3,18 @@
 ``calibrate(devices)`` times each device's tile kernels with one worker: the BLAS-3 class (GEMM at the working
 tile size), the panel class (GETRF on a tall panel) and the memory class (LASWP), in GFLOP/s (GB/s for LASWP),
 and for accelerators the host-to-device link: bandwidth from a large copy, latency from a one-element copy. It
-also times each device's routine on a whole matrix (:func:`whole_rates`: the host path's LAPACK call, the gpu
-path's library call), which dispatch prices those paths with. The cache itself (where it lives, how a device reads
+also times each device's routine on a whole matrix (:func:`whole_rates`: the host's LAPACK call, the gpu path's
+library call) and, on the host, the host and tile paths' whole calls on C- and Fortran-ordered matrices
+(:func:`call_rates`), which dispatch prices those paths with. The cache itself (where it lives, how a device reads
 its entry) is :mod:`hetlapack.devices.capability`.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -19,24 +22,25 @@ from ..blas_threads import all_cores, blas_threads
 from ..devices.base import Device
 from ..devices.capability import apply_measurements, check_writable, save_results
 from ..machine import usable_cores
-from .rates import flops
+from .rates import MEMORY_ORDERS, flops, call_table
 
 #: Tile order the kernels are timed at (the hybrid path's working tile size on this kind of machine).
 DEFAULT_TILE = 256
 
 
 def best_seconds(run: Callable[[], object], repeats: int, setup: Callable[[], object] | None = None,
-                 enough_s: float = float("inf")) -> float:
+                 enough_s: float = float("inf"), least: int = 1) -> float:
     """The best of ``repeats`` timed calls of ``run``, each after an untimed ``setup`` (a fresh copy of the input a
-    call factors in place); once a call has taken over ``enough_s``, the timing stops (long enough to trust)."""
+    call factors in place); once ``least`` calls have run and the best took over ``enough_s``, the timing stops
+    (long enough to trust)."""
     best = float("inf")
-    for _ in range(repeats):
+    for calls in range(1, max(repeats, least) + 1):
         if setup is not None:
             setup()
         start = time.perf_counter()
         run()
         best = min(best, time.perf_counter() - start)
-        if best > enough_s:
+        if best > enough_s and calls >= least:
             break
     return max(best, 1e-9)
 
@@ -207,6 +211,38 @@ def whole_rates(device: Device, orders: Sequence[int], repeats: int) -> dict[str
     return rates
 
 
+class PathCalls(NamedTuple):
+    """A path's call per factorization, to be timed, and per factorization the call each timed one follows
+    (untimed; None: none)."""
+
+    calls: dict[str, Callable[[np.ndarray], object]]
+    after: dict[str, Callable[[np.ndarray], object]] | None = None
+
+
+def call_rates(path: PathCalls, orders: Sequence[int], repeats: int) -> dict[str, list[list[float]]]:
+    """Per factorization and input memory order (:func:`rates.call_table`'s names), ``[[n, GFLOP/s], ...]`` of
+    a path's call for it (SciPy's function as hetlapack makes it on that path, with its default flags) on a float64
+    matrix of each order in each of ``rates.MEMORY_ORDERS``, each call right after ``path.after``'s: what the path
+    costs the caller, with the conversion of the input's layout and the finiteness check. A call that follows
+    another library's threaded BLAS call pays for it: OpenBLAS's idle threads spin for about 0.1 s after a call, on
+    the cores the tile path's workers need (the tile Cholesky of order 2000 took 49 ms alone, 85 ms right after
+    SciPy's, on a 2-core Xeon VM), so the tile path is timed as a caller who also calls SciPy meets it. The best
+    of ``repeats`` calls counts, or of two if both took over ``WHOLE_REPEAT_S``: the first call on a matrix larger
+    than the caches ran up to 1.9x slower than the next (the same VM, Cholesky of order 4096, C-ordered)."""
+    rng = np.random.default_rng(1)
+    rates: dict[str, list[list[float]]] = {}
+    for n in orders:
+        general, spd = _whole_inputs(n, rng)
+        for memory_order in MEMORY_ORDERS:
+            for op, call in path.calls.items():
+                matrix = np.array(spd if op == "potrf" else general, order=memory_order)
+                before = None if path.after is None else functools.partial(path.after[op], matrix)
+                seconds = best_seconds(functools.partial(call, matrix), repeats, setup=before,
+                                       enough_s=WHOLE_REPEAT_S, least=2)
+                rates.setdefault(call_table(op, memory_order), []).append([n, flops(op, n, n) / seconds / 1e9])
+    return rates
+
+
 #: Times :func:`calibrate` measures every rate, one pass after another, keeping each rate's fastest: the host's
 #: rates and the tiles' then both come from the machine's faster minutes. On a VM whose speed drifted by the minute
 #: (2-core AMD EPYC, three calibrations each way in one quarter of an hour): LAPACK's Cholesky at n = 2,048 read
@@ -218,7 +254,7 @@ PASSES = 2
 
 
 def _one_pass(device: Device, tile: int, repeats: int, kernels: bool, orders: Sequence[int]) -> dict:
-    """One measurement of every rate :func:`calibrate` takes (the link aside)."""
+    """One measurement of every rate :func:`calibrate` takes (the link and the host path's calls aside)."""
     measured: dict = _kernel_rates(device, tile, repeats)
     if kernels:
         measured["kernels"] = kernel_tables(device, repeats=repeats)
@@ -254,14 +290,18 @@ def _link(device: Device, nbytes: int, repeats: int) -> dict[str, float]:
 
 def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: int = 3,
               link_bytes: int = 64 << 20, save: bool = True, progress: bool = False,
-              kernels: bool = True, whole_orders: Sequence[int] | None = None) -> dict[str, dict]:
+              kernels: bool = True, whole_orders: Sequence[int] | None = None,
+              path_calls: dict[str, PathCalls] | None = None) -> dict[str, dict]:
     """Measure ``devices`` (one worker each, one BLAS thread) and return name -> capability; cache it if ``save``.
     Each rate is the fastest of :data:`PASSES` passes over them all, one after another.
 
     With ``kernels`` the entry also holds per-kernel rate tables over tile orders (:func:`kernel_tables`), which
-    the simulator and dispatch price tile tasks with. Each entry holds the whole-matrix rates (:func:`whole_rates`)
-    at ``whole_orders`` (default: ``WHOLE_ORDERS_HOST`` for devices computing on the host's cores,
-    ``WHOLE_ORDERS_ACCELERATOR`` for others; empty: none).
+    the simulator and dispatch price tile tasks with. Each entry holds the whole-matrix rates (:func:`whole_rates`;
+    for the CPU also :func:`call_rates` of each of ``path_calls``, a table name (``"host_call"``, ``"tile_call"``)
+    and a path's calls, timed last and with BLAS threaded as a caller's call is: the calls go
+    through dispatch) at ``whole_orders`` (default:
+    ``WHOLE_ORDERS_HOST`` for devices computing on the host's cores, ``WHOLE_ORDERS_ACCELERATOR`` for others; empty:
+    none).
 
     The devices' ``capability`` is updated in place, so a runtime built on them right after uses the
     measurement. With ``save``, an unwritable cache raises ``OSError`` before anything is measured.
@@ -284,6 +324,13 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
                 measured.update(_link(device, link_bytes, repeats))
             apply_measurements(device, measured)
             results[device.name] = measured
+    cpu = next((device for device in devices if device.kind == "cpu"), None)
+    orders = sorted(whole_orders if whole_orders is not None else WHOLE_ORDERS_HOST)
+    if path_calls and cpu is not None and orders:
+        passes = tqdm(range(PASSES), desc="paths' calls", unit="pass", disable=not progress)
+        results[cpu.name].update(_fastest([{table: call_rates(calls, orders, repeats)
+                                            for table, calls in path_calls.items()} for _ in passes]))
+        apply_measurements(cpu, results[cpu.name])
     if save:
         save_results(results, tile)
     return results

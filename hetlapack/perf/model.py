@@ -1,8 +1,9 @@
 """The cost model that prices each path: flop counts, measured efficiencies and the host's GEMM rate.
 
 Every heuristic of dispatch lives here as a named, documented value. Host efficiencies are fractions of the
-host's GEMM rate, interpolated in log n: this machine's when ``hetlapack calibrate`` has timed its LAPACK calls,
-else the reference machine's (2 cores, OpenBLAS, float64, quiet). The gpu path is priced from the accelerator's
+host's GEMM rate, interpolated in log n: this machine's when ``hetlapack calibrate`` has timed them (the host path's
+whole call on a C- or Fortran-ordered input, whichever the caller's is, else the LAPACK call alone), else the
+reference machine's (2 cores, OpenBLAS, float64, quiet). The gpu path is priced from the accelerator's
 calibrated library calls and link (:func:`predict_gpu`). The tile paths are priced by the simulator
 (:func:`predict_tiled`), the same model ``hetlapack simulate`` reports.
 """
@@ -55,7 +56,10 @@ BATCHED_OVER_BOUND = {"potrf": 3.0, "getrf": 3.5, "geqrf": 8.0, "potrs": 3.0, "g
 INTERLEAVED_DTYPES = frozenset(np.dtype(c) for c in "dD")
 
 #: How much faster the model must predict the tile path than one LAPACK call before dispatch leaves LAPACK, where
-#: ``hetlapack calibrate`` timed this machine's LAPACK calls: the model's error. Measured on a quiet machine
+#: ``hetlapack calibrate`` timed this machine's LAPACK calls (or the host path's whole call): the model's error. Where
+#: it also timed the tile path's call (:func:`tile_call_factor`) the margin stays: the same call timed minutes apart
+#: on a 2-core Xeon VM read 0.58-1.0x of the fastest (2026-12-03: the host path's Cholesky of order 4096 on a
+#: C-ordered matrix, 39.0-66.9 GFLOP/s in three calibrations). Measured on a quiet machine
 #: (2026-11-23, benchmarks/test_tile_*.py): measured times were 0.92-1.33x the tile predictions and 0.63-1.29x the
 #: host predictions, and where the tile path was predicted 1.1-1.2x faster (Cholesky n = 3000-4000, LU at every
 #: size) it measured 0.82-0.99x SciPy.
@@ -242,41 +246,62 @@ def batched_kernels(op: str, order: int, dtype: np.dtype, library: str, forced_p
     return None, f"matrices of order {order} > {loop_max}: {LIBRARY_NAMES[library]}'s call per matrix wins (measured)"
 
 
-def host_calibrated(op: str) -> bool:
-    """Whether ``hetlapack calibrate`` timed this machine's LAPACK call for ``op`` (at an order the model uses)."""
-    timed = resolve(("cpu",))[0].whole_rates.get(op, ())
-    return any(n >= HOST_EFFICIENCY["getrf"][0][0] for n, _ in timed)
+#: How ``explain`` names the memory orders the paths' calls were timed on.
+_ORDER_NAMES = {"C": "C-ordered (or strided)", "F": "Fortran-ordered"}
 
 
-def tile_margin(op: str) -> float:
-    """How much faster the tile path must be priced than one LAPACK call before dispatch takes it: the model's
+def _host_rates(op: str, memory_order: str | None) -> tuple[tuple[tuple[float, float], ...], str]:
+    """This machine's timed rates of the host path's call for ``op`` at the orders the model uses, and what was
+    timed: the host path's whole call (SciPy's function as hetlapack makes it) on an input of ``memory_order``
+    (``rates.MEMORY_ORDERS``; None: not a SciPy call) where ``hetlapack calibrate`` timed it, else the LAPACK call
+    alone; empty where neither was timed."""
+    cpu = resolve(("cpu",))[0]
+    smallest = HOST_EFFICIENCY["getrf"][0][0]
+    if memory_order is not None:
+        timed = tuple((n, rate) for n, rate in cpu.host_call_rates.get(rates.call_table(op, memory_order), ())
+                      if n >= smallest)
+        if timed:
+            return timed, f"the host path's SciPy call on {_ORDER_NAMES[memory_order]} matrices"
+    timed = tuple((n, rate) for n, rate in cpu.whole_rates.get(op, ()) if n >= smallest)
+    return timed, "this machine's LAPACK calls"
+
+
+def host_calibrated(op: str, memory_order: str | None = None) -> bool:
+    """Whether ``hetlapack calibrate`` timed this machine's call for ``op`` at an order the model uses: the host
+    path's call on ``memory_order``, or the LAPACK call (:func:`_host_rates`)."""
+    return bool(_host_rates(op, memory_order)[0])
+
+
+def tile_margin(op: str, memory_order: str | None = None) -> float:
+    """How much faster the tile path must be priced than the host's call before dispatch takes it: the model's
     error, larger where the host's rate for ``op`` is the reference machine's guess."""
-    return TILE_MARGIN if host_calibrated(op) else UNCALIBRATED_TILE_MARGIN
+    return TILE_MARGIN if host_calibrated(op, memory_order) else UNCALIBRATED_TILE_MARGIN
 
 
-def host_rate_basis(op: str, order: int, dtype: np.dtype) -> str:
-    """The host rate :func:`predict_host` prices one LAPACK call of ``op`` at, and where it came from."""
+def host_rate_basis(op: str, order: int, dtype: np.dtype, memory_order: str | None = None) -> str:
+    """The host rate :func:`predict_host` prices the call of ``op`` at, and where it came from."""
     gemm = rates.host_gemm_gflops(np.dtype(dtype).char)
-    efficiency = host_efficiency(op, order)
-    source = ("this machine's LAPACK calls, timed by `hetlapack calibrate`" if host_calibrated(op) else
+    efficiency = host_efficiency(op, order, memory_order)
+    timed, what = _host_rates(op, memory_order)
+    source = (f"{what}, timed by `hetlapack calibrate`" if timed else
               "the reference machine's table (2 cores, OpenBLAS); run `hetlapack calibrate` to time this machine's")
     return (f"{gemm * efficiency:.1f} GFLOP/s: {efficiency:.2f} of the {gemm:.1f} GFLOP/s GEMM measured in this "
             f"process, the fraction from {source}")
 
 
-def host_efficiency(op: str, order: int) -> float:
-    """The fraction of the host's GEMM rate one LAPACK call of ``op`` reaches at this order: this machine's, where
-    ``hetlapack calibrate`` timed its calls (their float64 rate over the GEMM rate), else the reference machine's
-    (``HOST_EFFICIENCY``). Many cores can leave LAPACK far below their GEMM rate: on 16 Xeon cores, SciPy's
-    Cholesky at n = 4000 ran at 0.22 of it, against 0.78 on the reference machine's 2.
+def host_efficiency(op: str, order: int, memory_order: str | None = None) -> float:
+    """The fraction of the host's GEMM rate the host path's call of ``op`` reaches at this order: this machine's,
+    where ``hetlapack calibrate`` timed it (:func:`_host_rates`: the host path's call on an input of
+    ``memory_order``, its conversion included, else the LAPACK call; their float64 rate over the GEMM rate), else
+    the reference machine's LAPACK call (``HOST_EFFICIENCY``). Many cores can leave LAPACK far below their GEMM
+    rate: on 16 Xeon cores, SciPy's Cholesky at n = 4000 ran at 0.22 of it, against 0.78 on the reference machine's 2.
 
     Timings below the reference table's smallest order (64) are not used: they say nothing about larger matrices,
     and the table is flat there, so it cannot carry them up. Beyond the largest order timed, the efficiency follows
     the reference curve, scaled to agree there (capped at the GEMM rate, or at the last timed efficiency if that is
     higher). Held flat instead, a calibration at small orders would price every larger call at a small one's rate."""
     reference = HOST_EFFICIENCY.get(op, HOST_EFFICIENCY["getrf"])
-    timed = resolve(("cpu",))[0].whole_rates.get(op, ())
-    measured = tuple((n, rate) for n, rate in timed if n >= reference[0][0])
+    measured = _host_rates(op, memory_order)[0]
     if not measured:
         return interpolate(reference, order)
     largest = measured[-1][0]
@@ -287,9 +312,11 @@ def host_efficiency(op: str, order: int) -> float:
     return min(scaled, max(efficiency, 1.0))
 
 
-def predict_host(op: str, m: int, n: int, dtype: np.dtype) -> float:
-    """Seconds for the library's call on one matrix: a LAPACK call from Python."""
-    return _lapack_seconds(op, m, n, dtype) + HOST_CALL_OVERHEAD_S
+def predict_host(op: str, m: int, n: int, dtype: np.dtype, memory_order: str | None = None) -> float:
+    """Seconds for the library's call on one matrix: a LAPACK call from Python, priced as the host path's SciPy
+    call on an input of ``memory_order`` where that was timed (None: a call that is not SciPy's)."""
+    eff = host_efficiency(op, max(min(m, n), 1), memory_order)
+    return _lapack_seconds(op, m, n, dtype, eff) + HOST_CALL_OVERHEAD_S
 
 
 def predict_host_stack(op: str, m: int, n: int, batch: int, dtype: np.dtype, loop: str) -> float:
@@ -299,9 +326,10 @@ def predict_host_stack(op: str, m: int, n: int, batch: int, dtype: np.dtype, loo
     return start + batch * (_lapack_seconds(op, m, n, dtype) + per_call)
 
 
-def _lapack_seconds(op: str, m: int, n: int, dtype: np.dtype) -> float:
-    """LAPACK's own time for ``op`` on one ``m x n`` matrix, at this machine's rate for the order."""
-    eff = host_efficiency(op, max(min(m, n), 1))
+def _lapack_seconds(op: str, m: int, n: int, dtype: np.dtype, efficiency: float | None = None) -> float:
+    """LAPACK's own time for ``op`` on one ``m x n`` matrix, at ``efficiency`` of the GEMM rate (default: this
+    machine's for the order)."""
+    eff = host_efficiency(op, max(min(m, n), 1)) if efficiency is None else efficiency
     rate = rates.host_gemm_gflops(dtype.char) * 1e9
     return flops(op, m, n, dtype.kind == "c") / (rate * eff)
 
@@ -328,6 +356,35 @@ def predict_tiled(op: str, m: int, n: int, dtype: np.dtype, tile: int | None = N
     small_m, small_n = max(1, round(m / shrink)), max(1, round(n / shrink))
     seconds = _predict_tiled(op, small_m, small_n, dtype.char, tile, tuple(devices or ("cpu",)), path, layout)
     return seconds * flops(op, m, n) / flops(op, small_m, small_n)
+
+
+def tile_call_factor(op: str, order: int, memory_order: str | None) -> float | None:
+    """How many times the simulator's price this machine's tile path took on the CPU alone at its default tile,
+    for ``op`` at this order: its call on an input of ``memory_order`` as ``hetlapack calibrate`` timed it (the
+    runtime's start, copy-in tasks, the finiteness check and the threads' contention included, which the simulator
+    does not see: at order 1000 the call took 1.3-1.9x its price on a 2-core Xeon VM) over the simulator's price of
+    it, interpolated in log n between the orders timed and flat beyond; None where it was not timed."""
+    if memory_order is None:
+        return None
+    timed = resolve(("cpu",))[0].tile_call_rates.get(rates.call_table(op, memory_order), ())
+    return interpolate(_tile_call_factors(op, timed), order) if timed else None
+
+
+@functools.lru_cache(maxsize=64)
+def _tile_call_factors(op: str, timed: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
+    """``(order, timed seconds over simulated seconds)`` for each order of a timed tile-call table."""
+    return tuple((n, flops(op, int(n), int(n)) / (rate * 1e9) / predict_tiled(op, int(n), int(n), np.dtype("d")))
+                 for n, rate in timed)
+
+
+def tile_call_basis(op: str, order: int, memory_order: str | None) -> str | None:
+    """What the tile path on the CPU alone was priced from, where :func:`tile_call_factor` applies, else None."""
+    factor = tile_call_factor(op, order, memory_order)
+    if factor is None:
+        return None
+    return (f"the simulator's price x {factor:.2f}: its call on the CPU alone on {_ORDER_NAMES[memory_order]} "
+            "matrices, timed by "
+            "`hetlapack calibrate`, over the simulator's price of that call")
 
 
 def predict_gpu(op: str, m: int, n: int, dtype: np.dtype, device, tile: int | None = None) -> float:

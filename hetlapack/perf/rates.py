@@ -1,5 +1,6 @@
 """Rates and counts the whole performance model shares: flop counts (LAWN 41), the tile order per operation, the
-runtime's measured overheads, and the host's GEMM rate measured once per process."""
+runtime's measured overheads, the host's GEMM rate measured once per process, and the names calibration gives the
+paths' timed calls."""
 
 from __future__ import annotations
 
@@ -25,6 +26,20 @@ RUNTIME_CALL_OVERHEAD_S = 3e-3
 RUNTIME_TASK_OVERHEAD_S = 1.5e-5
 
 _COMPLEX_FLOP_FACTOR = 4.0
+
+#: The input layouts the paths' calls are timed on and priced for: ``"C"``, a matrix not Fortran-contiguous
+#: (NumPy's default order, or a strided view, which SciPy's call converts before LAPACK reads it), and ``"F"``, a
+#: Fortran-contiguous one (which it copies, unless it may overwrite it).
+MEMORY_ORDERS = ("C", "F")
+
+
+def call_table(op: str, memory_order: str) -> str:
+    """The name of a calibrated table of a path's whole call for ``op`` (``potrf``, ``getrf``, ``geqrf``) on an
+    input of ``memory_order``. The host path's call is the installed SciPy's, and the others shape their results as
+    it does, so its version is in the name: a measurement under another version is not this one's price."""
+    import scipy  # noqa: PLC0415 - the version only; SciPy is loaded by then
+
+    return f"{op} {memory_order} scipy {scipy.__version__}"
 
 
 def flops(op: str, m: int, n: int, complex_: bool = False) -> float:

@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Request:
     """What dispatch needs to know of a call: the operation, the input's shape and dtype, features used, the
-    library whose function was called (``"scipy"`` or ``"numpy"``: whose LAPACK its results are), and how that
-    function loops over a stack (``model.STACK_LOOP_S``'s kinds: the host path's price for a stack)."""
+    library whose function was called (``"scipy"`` or ``"numpy"``: whose LAPACK its results are), how that
+    function loops over a stack (``model.STACK_LOOP_S``'s kinds: the host path's price for a stack), and the
+    input's memory order (``"F"`` Fortran-contiguous, else ``"C"``: what SciPy's own call converts)."""
 
     op: str
     shape: tuple[int, ...]
@@ -33,6 +34,7 @@ class Request:
     device: str = "cpu"
     library: str = "scipy"
     stack_loop: str = "python"
+    memory_order: str = "F"
 
     @property
     def batch(self) -> int:
@@ -43,6 +45,12 @@ class Request:
     def core(self) -> tuple[int, int]:
         """Rows and columns of each matrix."""
         return self.shape[-2], self.shape[-1]
+
+    @property
+    def scipy_input_order(self) -> str | None:
+        """The memory order SciPy's own call on one matrix is priced at (its conversion of a C-ordered input
+        costs it), or None where the host path's call is not SciPy's on one matrix (priced as LAPACK's)."""
+        return self.memory_order if self.library == "scipy" and len(self.shape) == 2 else None
 
 
 @dataclass(frozen=True)

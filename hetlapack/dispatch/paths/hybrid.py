@@ -60,8 +60,20 @@ class HybridPath(Path):
         layouts = [options.layout] if options.layout is not None else list(why)
         if options.layout is not None and why[options.layout] is not None:
             unavailable[self.name] = f"the forced layout {options.layout!r} cannot run: {why[options.layout]}"
-        return {layout: model.predict_tiled(req.op, *req.core, req.dtype, options.tile, devices, layout=layout)
-                for layout in layouts if why[layout] is None}
+        prices = {layout: model.predict_tiled(req.op, *req.core, req.dtype, options.tile, devices, layout=layout)
+                  for layout in layouts if why[layout] is None}
+        if "hgdd" in prices and (factor := self.timed_factor(req, options, devices)) is not None:
+            prices["hgdd"] *= factor
+        return prices
+
+    @staticmethod
+    def timed_factor(req: Request, options: Options, devices: tuple) -> float | None:
+        """The factor on the simulator's price that this machine's timing of the tile path's call gives, where
+        ``hetlapack calibrate`` timed the call dispatch prices (:func:`model.tile_call_factor`: the CPU alone, the
+        default tile and placement, a SciPy function's input of this memory order), else None."""
+        if tuple(devices) != ("cpu",) or options.tile is not None or options.placement not in (None, "owner"):
+            return None
+        return model.tile_call_factor(req.op, min(req.core), req.scipy_input_order)
 
     @staticmethod
     def _two_level_unavailable(req: Request, options: Options, devices: tuple) -> str | None:
