@@ -362,7 +362,7 @@ def tile_call_factor(op: str, order: int, memory_order: str | None) -> float | N
     """How many times the simulator's price this machine's tile path took on the CPU alone at its default tile,
     for ``op`` at this order: its call on an input of ``memory_order`` as ``hetlapack calibrate`` timed it (the
     runtime's start, copy-in tasks, the finiteness check and the threads' contention included, which the simulator
-    does not see: at order 1000 the call took 1.3-1.9x its price on a 2-core Xeon VM) over the simulator's price of
+    does not see: at order 1000 the call took 1.3-2.6x its price on a 2-core Xeon VM) over the simulator's price of
     it, interpolated in log n between the orders timed and flat beyond; None where it was not timed."""
     if memory_order is None:
         return None
