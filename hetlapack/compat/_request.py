@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..contract.arrays import array_module, device_name, peek, scipy_lapack_dtype
+from ..contract.arrays import array_module, device_name, memory_order, peek, scipy_lapack_dtype
 from ..contract.scipy_rules import stack_loop
 from ..dispatch import Request, host_for_certain
 
@@ -21,18 +21,17 @@ def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...]
     arr = peek(a)
     shape = tuple(arr.shape) if shape is None else shape
     where = ("numpy", "cpu") if type(arr) is np.ndarray else (array_module(arr), device_name(arr))
-    memory_order = "F" if getattr(getattr(arr, "flags", None), "f_contiguous", False) else "C"
-    return _request(op, shape, arr.dtype, dtype_rule, features, library, loop, *where, memory_order), arr
+    return _request(op, shape, arr.dtype, dtype_rule, features, library, loop, *where, memory_order(arr)), arr
 
 
 @functools.lru_cache(maxsize=1024)
 def _request(op: str, shape: tuple[int, ...], dtype: np.dtype, dtype_rule: Callable, features: tuple[str, ...],
-             library: str, loop: str | None, module: str, device: str, memory_order: str) -> Request:
-    """The request for an array of ``shape``, ``dtype`` and ``memory_order`` in ``module`` on ``device``, made once
+             library: str, loop: str | None, module: str, device: str, order: str) -> Request:
+    """The request for an array of ``shape``, ``dtype`` and memory ``order`` in ``module`` on ``device``, made once
     per call signature (a request made afresh took 3 of the 50 µs of a batched ``lu_factor`` of 16 matrices)."""
     lapack = dtype_rule(dtype)
     return Request(op, shape, lapack if lapack is not None else dtype, module, features, device, library,
-                   stack_loop(op) if loop is None else loop, memory_order)
+                   stack_loop(op) if loop is None else loop, order)
 
 
 def on_host_at_once(op: str, a, dtype_rule=scipy_lapack_dtype, loop: str | None = None) -> bool:
@@ -42,4 +41,4 @@ def on_host_at_once(op: str, a, dtype_rule=scipy_lapack_dtype, loop: str | None 
     if type(a) is not np.ndarray or a.ndim < 2:
         return False
     return host_for_certain(op, a.shape, dtype_rule(a.dtype), stack_loop(op) if loop is None else loop,
-                            "F" if a.flags.f_contiguous else "C")
+                            memory_order(a))

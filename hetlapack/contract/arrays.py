@@ -65,6 +65,12 @@ def peek(a):
     return np.asarray(a)
 
 
+def memory_order(a) -> str:
+    """``"F"`` for an array whose matrices are Fortran-contiguous, ``"C"`` for any other (C-ordered or strided, which
+    SciPy's own call converts; an object without ``flags`` is converted to C order)."""
+    return "F" if getattr(getattr(a, "flags", None), "f_contiguous", False) else "C"
+
+
 def plain_matrix(a) -> bool:
     """A 2-D ndarray (not a subclass) in a LAPACK dtype: what the shims may hand a library's routine below its
     Python checks (SciPy's below its batch decorator, or its compiled loops; NumPy's gufuncs)."""

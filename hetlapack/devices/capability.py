@@ -162,10 +162,8 @@ def save_results(results: dict[str, dict[str, float]], tile: int) -> Path:
     merged = load()
     for name, entry in results.items():
         earlier = merged.get(name, {})
-        for key in VERSIONED_TABLE_KEYS:
-            if key in earlier and key in entry:
-                entry[key] = {**earlier[key], **entry[key]}
-    merged.update(results)
+        merged[name] = entry | {key: earlier[key] | entry[key] for key in VERSIONED_TABLE_KEYS
+                                if key in earlier and key in entry}
     path.write_text(json.dumps({"tile": tile, "devices": merged}, indent=2, sort_keys=True))
     return path
 

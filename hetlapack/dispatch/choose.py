@@ -225,9 +225,8 @@ def _choose(req: Request, options: Options) -> Plan:
             host_cols = simulator.two_level_host_cols(model.modeled(HYBRID.devices(options, gpus)), tile)
     host_rate = (model.host_rate_basis(req.op, max(min(req.core), 1), req.dtype, req.scipy_input_order)
                  if HOST.name in predicted else None)
-    tile_rate = None
-    if "hgdd" in layouts and HYBRID.timed_factor(req, options, HYBRID.devices(options, gpus)) is not None:
-        tile_rate = model.tile_call_basis(req.op, min(req.core), req.scipy_input_order)
+    factor = HYBRID.timed_factor(req, options, HYBRID.devices(options, gpus)) if "hgdd" in layouts else None
+    tile_rate = model.tile_call_basis(factor, req.memory_order) if factor is not None else None
     lanes = loop_threads = None
     if path is BATCHED and kernels == "interleaved" and req.core[0] == req.core[1]:
         lanes = model.batched_lanes(req.op, req.dtype, req.core[0])

@@ -256,14 +256,15 @@ def _host_rates(op: str, memory_order: str | None) -> tuple[tuple[tuple[float, f
     (``rates.MEMORY_ORDERS``; None: not a SciPy call) where ``hetlapack calibrate`` timed it, else the LAPACK call
     alone; empty where neither was timed."""
     cpu = resolve(("cpu",))[0]
-    smallest = HOST_EFFICIENCY["getrf"][0][0]
+
+    def usable(rows: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
+        return tuple((n, rate) for n, rate in rows if n >= HOST_EFFICIENCY["getrf"][0][0])
+
     if memory_order is not None:
-        timed = tuple((n, rate) for n, rate in cpu.host_call_rates.get(rates.call_table(op, memory_order), ())
-                      if n >= smallest)
+        timed = usable(cpu.host_call_rates.get(rates.call_table(op, memory_order), ()))
         if timed:
             return timed, f"the host path's SciPy call on {_ORDER_NAMES[memory_order]} matrices"
-    timed = tuple((n, rate) for n, rate in cpu.whole_rates.get(op, ()) if n >= smallest)
-    return timed, "this machine's LAPACK calls"
+    return usable(cpu.whole_rates.get(op, ())), "this machine's LAPACK calls"
 
 
 def host_calibrated(op: str, memory_order: str | None = None) -> bool:
@@ -315,8 +316,7 @@ def host_efficiency(op: str, order: int, memory_order: str | None = None) -> flo
 def predict_host(op: str, m: int, n: int, dtype: np.dtype, memory_order: str | None = None) -> float:
     """Seconds for the library's call on one matrix: a LAPACK call from Python, priced as the host path's SciPy
     call on an input of ``memory_order`` where that was timed (None: a call that is not SciPy's)."""
-    eff = host_efficiency(op, max(min(m, n), 1), memory_order)
-    return _lapack_seconds(op, m, n, dtype, eff) + HOST_CALL_OVERHEAD_S
+    return _lapack_seconds(op, m, n, dtype, memory_order) + HOST_CALL_OVERHEAD_S
 
 
 def predict_host_stack(op: str, m: int, n: int, batch: int, dtype: np.dtype, loop: str) -> float:
@@ -326,10 +326,10 @@ def predict_host_stack(op: str, m: int, n: int, batch: int, dtype: np.dtype, loo
     return start + batch * (_lapack_seconds(op, m, n, dtype) + per_call)
 
 
-def _lapack_seconds(op: str, m: int, n: int, dtype: np.dtype, efficiency: float | None = None) -> float:
-    """LAPACK's own time for ``op`` on one ``m x n`` matrix, at ``efficiency`` of the GEMM rate (default: this
-    machine's for the order)."""
-    eff = host_efficiency(op, max(min(m, n), 1)) if efficiency is None else efficiency
+def _lapack_seconds(op: str, m: int, n: int, dtype: np.dtype, memory_order: str | None = None) -> float:
+    """LAPACK's own time for ``op`` on one ``m x n`` matrix, at this machine's rate for the order (that of the host
+    path's SciPy call on an input of ``memory_order``, where given and timed)."""
+    eff = host_efficiency(op, max(min(m, n), 1), memory_order)
     rate = rates.host_gemm_gflops(dtype.char) * 1e9
     return flops(op, m, n, dtype.kind == "c") / (rate * eff)
 
@@ -377,14 +377,11 @@ def _tile_call_factors(op: str, timed: tuple[tuple[float, float], ...]) -> tuple
                  for n, rate in timed)
 
 
-def tile_call_basis(op: str, order: int, memory_order: str | None) -> str | None:
-    """What the tile path on the CPU alone was priced from, where :func:`tile_call_factor` applies, else None."""
-    factor = tile_call_factor(op, order, memory_order)
-    if factor is None:
-        return None
+def tile_call_basis(factor: float, memory_order: str) -> str:
+    """What the tile path on the CPU alone was priced from: the simulator's price times :func:`tile_call_factor`'s
+    ``factor`` for an input of ``memory_order``."""
     return (f"the simulator's price x {factor:.2f}: its call on the CPU alone on {_ORDER_NAMES[memory_order]} "
-            "matrices, timed by "
-            "`hetlapack calibrate`, over the simulator's price of that call")
+            "matrices, timed by `hetlapack calibrate`, over the simulator's price of that call")
 
 
 def predict_gpu(op: str, m: int, n: int, dtype: np.dtype, device, tile: int | None = None) -> float:
