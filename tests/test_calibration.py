@@ -132,16 +132,12 @@ def test_the_paths_calls_are_timed_on_c_and_fortran_inputs_for_the_installed_sci
     calibration keeps another version's tables."""
     import scipy
 
-    from hetlapack.perf.calibration import PathCalls
-
     seen = []
     calls = {table: {op: (lambda a, op=op, table=table: seen.append((table, op, a.flags.c_contiguous,
                                                                      a.flags.f_contiguous)))
                      for op in ("potrf", "getrf", "geqrf")} for table in ("host_call", "tile_call")}
-    path_calls = {"host_call": PathCalls(calls["host_call"]),
-                  "tile_call": PathCalls(calls["tile_call"], after=calls["host_call"])}
     results = calibrate([CpuDevice(workers=1), EmulatedDevice(3)], tile=16, repeats=1, link_bytes=1 << 16,
-                        kernels=False, whole_orders=(48, 24), path_calls=path_calls)
+                        kernels=False, whole_orders=(48, 24), path_calls=calls)
     cpu = CpuDevice()
     for table, attribute in (("host_call", "host_call_rates"), ("tile_call", "tile_call_rates")):
         tables = results["cpu"][table]
@@ -155,7 +151,7 @@ def test_the_paths_calls_are_timed_on_c_and_fortran_inputs_for_the_installed_sci
     assert "host_call" not in results["emulated:3"] and "tile_call" not in results["emulated:3"]
     (cache_dir / "calibration.json").write_text(json.dumps({"tile": 16, "devices": {"cpu": {
         "host_call": {"potrf C scipy 0.1.0": [[64, 1.0]]}, "tile_call": {"potrf C scipy 0.1.0": [[64, 2.0]]}}}}))
-    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, kernels=False, whole_orders=(24,), path_calls=path_calls)
+    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, kernels=False, whole_orders=(24,), path_calls=calls)
     for table in ("host_call", "tile_call"):
         assert len(load()["cpu"][table]) == 7 and "potrf C scipy 0.1.0" in load()["cpu"][table]
 
@@ -518,16 +514,32 @@ def test_the_buffer_size_rule_stands_unless_another_choice_is_clearly_faster(mon
 
     from hetlapack.batched import crossover
     from hetlapack.batched.threads import kernel_lanes
+    from hetlapack.perf import calibration
 
     rule = kernel_lanes("getrf", np.dtype(np.float64), 10**6, 16, 16)
     speed = {rule: 1.0, 8: 1.0 / (crossover.LANE_MARGIN * 1.01), 64: 1.0 / (crossover.LANE_MARGIN * 0.99)}
     monkeypatch.setattr(crossover, "LANE_CASES", ("getrf float64",))
-    monkeypatch.setattr(crossover, "best_seconds", lambda run, repeats: run())
+    monkeypatch.setattr(calibration, "best_seconds", lambda run, repeats: run())
     for faster in (8, 64):
         monkeypatch.setattr(crossover, "_LANE_CALLS", {"getrf": lambda a, lanes: speed[lanes] if lanes in (rule, faster)
                                                       else np.inf})
         picked = crossover.measure_lanes(repeats=1, orders=(16,), choices=(faster,))
         assert picked == {"getrf float64": [[16, 8 if faster == 8 else rule]]}
+
+
+def test_calls_timed_in_turn_keep_each_ones_best_and_stop_once_every_one_is_long_enough(monkeypatch):
+    """Each round calls every call once, in order; the rounds stop after ``least`` once every best is over
+    ``enough_s``, and run to ``rounds`` while any is not."""
+    from hetlapack.perf import calibration
+
+    order, clock = [], iter(range(1000))
+    monkeypatch.setattr(calibration.time, "perf_counter", lambda: next(clock) * 1.0)
+    calls = {"host": lambda: order.append("host"), "tile": lambda: order.append("tile")}
+    assert calibration.fastest_in_turn(calls, rounds=5, enough_s=0.5, least=3) == {"host": 1.0, "tile": 1.0}
+    assert order == ["host", "tile"] * 3
+    order.clear()
+    assert calibration.fastest_in_turn(calls, rounds=4, enough_s=1.0, least=2) == {"host": 1.0, "tile": 1.0}
+    assert order == ["host", "tile"] * 4
 
 
 def test_each_rate_is_the_fastest_of_the_passes():

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..perf.calibration import best_seconds
+from ..perf.calibration import fastest_in_turn
 from ..perf.model import batched_case
 from . import kernels
 from .threads import kernel_lanes, pool_threads
@@ -64,15 +64,11 @@ _CALLS: dict[str, Callable[[np.ndarray, bool, int | None], object]] = {
 
 def _fastest_in_turn(calls: dict, repeats: int) -> dict:
     """The best seconds of each of ``calls`` (key -> a call without arguments): one untimed round (first touch of
-    the kernels' buffers and outputs), then ``repeats`` rounds that call each in turn, so that a slow moment of the
-    machine (this VM's hypervisor took up to a third of the CPU) slows every choice, not the one it fell on."""
+    the kernels' buffers and outputs), then ``repeats`` rounds that call each in turn (:func:`fastest_in_turn`:
+    this VM's hypervisor took up to a third of the CPU at moments)."""
     for call in calls.values():
         call()
-    seconds = dict.fromkeys(calls, np.inf)
-    for _ in range(repeats):
-        for key, call in calls.items():
-            seconds[key] = min(seconds[key], best_seconds(call, 1))
-    return seconds
+    return fastest_in_turn(calls, repeats)
 
 
 def measure(repeats: int = 3, orders: tuple[int, ...] = ORDERS,

@@ -12,7 +12,7 @@ from .. import linalg
 from ..devices import available
 from ..options import using
 from ..perf import model
-from ..perf.calibration import DEFAULT_TILE, KERNEL_TILES, PathCalls, calibrate
+from ..perf.calibration import DEFAULT_TILE, KERNEL_TILES, calibrate
 from ..perf.rates import MEMORY_ORDERS, call_table
 from ..devices.capability import ENV_CACHE_DIR, apply_measurements, cache_path, check_writable, save_results
 from . import device_list
@@ -66,8 +66,7 @@ def run(args: argparse.Namespace) -> int:
             check_writable()
     results = calibrate(devices, tile=args.tile, repeats=args.repeats, save=False, progress=True,
                         whole_orders=args.orders,
-                        path_calls={"host_call": PathCalls(_calls("host")),
-                                    "tile_call": PathCalls(_calls("hybrid"), after=_calls("host"))})
+                        path_calls={"host_call": _calls("host"), "tile_call": _calls("hybrid")})
     cpu = next((device for device in devices if device.kind == "cpu"), None)
     if cpu is not None and not args.no_batched:
         results[cpu.name].update(_batched_timings(args.repeats))

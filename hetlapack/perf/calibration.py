@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -23,6 +23,8 @@ from ..devices.base import Device
 from ..devices.capability import apply_measurements, check_writable, save_results
 from ..machine import usable_cores
 from .rates import MEMORY_ORDERS, flops, call_table
+
+Key = TypeVar("Key")
 
 #: Tile order the kernels are timed at (the hybrid path's working tile size on this kind of machine).
 DEFAULT_TILE = 256
@@ -211,35 +213,51 @@ def whole_rates(device: Device, orders: Sequence[int], repeats: int) -> dict[str
     return rates
 
 
-class PathCalls(NamedTuple):
-    """A path's call per factorization, to be timed, and per factorization the call each timed one follows
-    (untimed; None: none)."""
+def fastest_in_turn(calls: dict[Key, Callable[[], object]], rounds: int, enough_s: float = float("inf"),
+                    least: int = 1) -> dict[Key, float]:
+    """The best seconds of each of ``calls`` (key -> a call without arguments) over ``rounds`` rounds that call each
+    in turn, so that a slow moment of the machine slows every one, not the one it fell on, and their ratios come from
+    the same minutes; once ``least`` rounds have run and every best took over ``enough_s``, the rounds stop."""
+    seconds = dict.fromkeys(calls, float("inf"))
+    for done in range(1, max(rounds, least) + 1):
+        for key, call in calls.items():
+            seconds[key] = min(seconds[key], best_seconds(call, 1))
+        if done >= least and min(seconds.values()) > enough_s:
+            break
+    return seconds
 
-    calls: dict[str, Callable[[np.ndarray], object]]
-    after: dict[str, Callable[[np.ndarray], object]] | None = None
 
+def call_rates(paths: dict[str, dict[str, Callable[[np.ndarray], object]]], orders: Iterable[int],
+               rounds: int) -> dict[str, dict[str, list[list[float]]]]:
+    """Per path (a table name, ``"host_call"`` or ``"tile_call"``, and its call per factorization), per
+    factorization and input memory order (:func:`rates.call_table`'s names), ``[[n, GFLOP/s], ...]`` of the path's
+    call (SciPy's function as hetlapack makes it on that path, with its default flags) on a float64 matrix of each
+    order in each of ``rates.MEMORY_ORDERS``: what the path costs the caller, with the conversion of the input's
+    layout and the finiteness check.
 
-def call_rates(path: PathCalls, orders: Sequence[int], repeats: int) -> dict[str, list[list[float]]]:
-    """Per factorization and input memory order (:func:`rates.call_table`'s names), ``[[n, GFLOP/s], ...]`` of
-    a path's call for it (SciPy's function as hetlapack makes it on that path, with its default flags) on a float64
-    matrix of each order in each of ``rates.MEMORY_ORDERS``, each call right after ``path.after``'s: what the path
-    costs the caller, with the conversion of the input's layout and the finiteness check. A call that follows
-    another library's threaded BLAS call pays for it: OpenBLAS's idle threads spin for about 0.1 s after a call, on
-    the cores the tile path's workers need (the tile Cholesky of order 2000 took 49 ms alone, 85 ms right after
-    SciPy's, on a 2-core Xeon VM), so the tile path is timed as a caller who also calls SciPy meets it. The best
-    of ``repeats`` calls counts, or of two if both took over ``WHOLE_REPEAT_S``: the first call on a matrix larger
-    than the caches ran up to 1.9x slower than the next (the same VM, Cholesky of order 4096, C-ordered)."""
+    The paths' calls on one matrix are timed in turn (:func:`fastest_in_turn`), in the order of ``paths``, so that
+    dispatch compares two calls timed in the same minutes: timed minutes apart, the host path's Cholesky of order
+    4096 on a C-ordered matrix read 39.0-66.9 GFLOP/s on a 2-core Xeon VM, and one calibration priced the tile
+    path level with it where the two, timed in turn, ran 1.16-1.29x apart. Each call after the first follows the
+    call before it, as a caller who also calls SciPy meets it: OpenBLAS's idle threads spin for about 0.1 s after
+    a call, on the cores the tile path's workers need (the tile Cholesky of order 2000 took 49 ms alone, 85 ms right
+    after SciPy's, on the same VM). The best of ``rounds`` rounds counts, or of three once every call took over
+    ``WHOLE_REPEAT_S``: the first call on a matrix larger than the caches ran up to 1.9x slower than the next (the
+    same VM, Cholesky of order 4096, C-ordered)."""
     rng = np.random.default_rng(1)
-    rates: dict[str, list[list[float]]] = {}
+    rates: dict[str, dict[str, list[list[float]]]] = {table: {} for table in paths}
+    ops = {op for calls in paths.values() for op in calls}
     for n in orders:
         general, spd = _whole_inputs(n, rng)
         for memory_order in MEMORY_ORDERS:
-            for op, call in path.calls.items():
+            for op in sorted(ops):
                 matrix = np.array(spd if op == "potrf" else general, order=memory_order)
-                before = None if path.after is None else functools.partial(path.after[op], matrix)
-                seconds = best_seconds(functools.partial(call, matrix), repeats, setup=before,
-                                       enough_s=WHOLE_REPEAT_S, least=2)
-                rates.setdefault(call_table(op, memory_order), []).append([n, flops(op, n, n) / seconds / 1e9])
+                seconds = fastest_in_turn({table: functools.partial(calls[op], matrix)
+                                           for table, calls in paths.items() if op in calls},
+                                          rounds, enough_s=WHOLE_REPEAT_S, least=3)
+                for table, best in seconds.items():
+                    rates[table].setdefault(call_table(op, memory_order), []).append(
+                        [n, flops(op, n, n) / best / 1e9])
     return rates
 
 
@@ -291,17 +309,17 @@ def _link(device: Device, nbytes: int, repeats: int) -> dict[str, float]:
 def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: int = 3,
               link_bytes: int = 64 << 20, save: bool = True, progress: bool = False,
               kernels: bool = True, whole_orders: Sequence[int] | None = None,
-              path_calls: dict[str, PathCalls] | None = None) -> dict[str, dict]:
+              path_calls: dict[str, dict[str, Callable[[np.ndarray], object]]] | None = None) -> dict[str, dict]:
     """Measure ``devices`` (one worker each, one BLAS thread) and return name -> capability; cache it if ``save``.
     Each rate is the fastest of :data:`PASSES` passes over them all, one after another.
 
     With ``kernels`` the entry also holds per-kernel rate tables over tile orders (:func:`kernel_tables`), which
-    the simulator and dispatch price tile tasks with. Each entry holds the whole-matrix rates (:func:`whole_rates`;
-    for the CPU also :func:`call_rates` of each of ``path_calls``, a table name (``"host_call"``, ``"tile_call"``)
-    and a path's calls, timed last and with BLAS threaded as a caller's call is: the calls go
-    through dispatch) at ``whole_orders`` (default:
-    ``WHOLE_ORDERS_HOST`` for devices computing on the host's cores, ``WHOLE_ORDERS_ACCELERATOR`` for others; empty:
-    none).
+    the simulator and dispatch price tile tasks with. Each entry holds the whole-matrix rates (:func:`whole_rates`)
+    at ``whole_orders`` (default: ``WHOLE_ORDERS_HOST`` for devices computing on the host's cores,
+    ``WHOLE_ORDERS_ACCELERATOR`` for others; empty: none). The CPU's also holds :func:`call_rates` of
+    ``path_calls`` (a table name, ``"host_call"`` or ``"tile_call"``, and a path's call per factorization) at the
+    same orders: timed last, the paths in turn in :data:`PASSES` times ``repeats`` rounds, with BLAS threaded as a
+    caller's call is (the calls go through dispatch).
 
     The devices' ``capability`` is updated in place, so a runtime built on them right after uses the
     measurement. With ``save``, an unwritable cache raises ``OSError`` before anything is measured.
@@ -327,9 +345,8 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
     cpu = next((device for device in devices if device.kind == "cpu"), None)
     orders = sorted(whole_orders if whole_orders is not None else WHOLE_ORDERS_HOST)
     if path_calls and cpu is not None and orders:
-        passes = tqdm(range(PASSES), desc="paths' calls", unit="pass", disable=not progress)
-        results[cpu.name].update(_fastest([{table: call_rates(calls, orders, repeats)
-                                            for table, calls in path_calls.items()} for _ in passes]))
+        timed = tqdm(orders, desc="paths' calls", unit="order", disable=not progress)
+        results[cpu.name].update(call_rates(path_calls, timed, repeats * PASSES))
         apply_measurements(cpu, results[cpu.name])
     if save:
         save_results(results, tile)
