@@ -13,13 +13,14 @@ import scipy.linalg as sl
 import hetlapack
 import hetlapack.linalg as hla
 from hetlapack.algorithms.geqrf import geqrf, orgqr
-from hetlapack.perf.rates import tile_size
+from hetlapack.perf.model import default_tile
 from hetlapack.testing import general
 
 SIZES = [int(n) for n in os.environ.get("HETLAPACK_BENCH_SIZES", "1000,2000,4000,8000").split(",")]
 def tile_for(n):
-    """Dispatch's tile for order ``n`` (its table comes from benchmarks/test_tile_sizes.py), unless overridden."""
-    return int(os.environ.get("HETLAPACK_BENCH_TILE", tile_size("geqrf", n)))
+    """Dispatch's tile for order ``n`` (as ``hetlapack calibrate`` timed it, else the table from
+    benchmarks/test_tile_sizes.py), unless overridden."""
+    return int(os.environ.get("HETLAPACK_BENCH_TILE", default_tile("geqrf", n)))
 
 
 def run(benchmark, function, a):

@@ -132,26 +132,34 @@ def test_the_paths_calls_are_timed_on_c_and_fortran_inputs_for_the_installed_sci
     calibration keeps another version's tables."""
     import scipy
 
+    from hetlapack.perf import rates
+
     seen = []
-    calls = {table: {op: (lambda a, op=op, table=table: seen.append((table, op, a.flags.c_contiguous,
-                                                                     a.flags.f_contiguous)))
-                     for op in ("potrf", "getrf", "geqrf")} for table in ("host_call", "tile_call")}
+    ops = ("potrf", "getrf", "geqrf")
+    host_calls = {op: lambda a, op=op: seen.append(("host_call", op, a.flags.c_contiguous, a.flags.f_contiguous))
+                  for op in ops}
+    tile_calls = {op: lambda a, tile, op=op: seen.append(("tile_call", op, a.flags.c_contiguous, a.flags.f_contiguous,
+                                                          tile == rates.tile_size(op, a.shape[0])))
+                  for op in ops}
+    calls = {"host_call": host_calls, "tile_call": tile_calls}
     results = calibrate([CpuDevice(workers=1), EmulatedDevice(3)], tile=16, repeats=1, link_bytes=1 << 16,
-                        kernels=False, whole_orders=(48, 24), path_calls=calls)
+                        kernels=False, whole_orders=(48, 24), host_calls=host_calls, tile_calls=tile_calls)
     cpu = CpuDevice()
     for table, attribute in (("host_call", "host_call_rates"), ("tile_call", "tile_call_rates")):
         tables = results["cpu"][table]
         assert set(tables) == {f"{op} {order} scipy {scipy.__version__}" for op in calls[table] for order in "CF"}
         assert all([n for n, _ in rows] == [24, 48] and all(rate > 0 for _, rate in rows) for rows in tables.values())
         assert getattr(cpu, attribute) == {name: tuple(map(tuple, rows)) for name, rows in tables.items()}
-    assert set(seen) == {(table, op, *layout) for table in calls for op in calls[table]
-                         for layout in ((True, False), (False, True))}
-    tile_calls = [i for i, (table, *_) in enumerate(seen) if table == "tile_call"]
-    assert all(seen[i - 1][0] == "host_call" and seen[i - 1][1:] == seen[i][1:] for i in tile_calls)
+    assert set(seen) == {(table, op, *layout, *((True,) if table == "tile_call" else ())) for table in calls
+                         for op in ops for layout in ((True, False), (False, True))}
+    timed_tiles = [i for i, (table, *_) in enumerate(seen) if table == "tile_call"]
+    assert all(seen[i - 1][0] == "host_call" and seen[i - 1][1:] == seen[i][1:4] for i in timed_tiles)
+    assert "tiles" not in results["cpu"] or results["cpu"]["tiles"] == {}
     assert "host_call" not in results["emulated:3"] and "tile_call" not in results["emulated:3"]
     (cache_dir / "calibration.json").write_text(json.dumps({"tile": 16, "devices": {"cpu": {
         "host_call": {"potrf C scipy 0.1.0": [[64, 1.0]]}, "tile_call": {"potrf C scipy 0.1.0": [[64, 2.0]]}}}}))
-    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, kernels=False, whole_orders=(24,), path_calls=calls)
+    calibrate([CpuDevice(workers=1)], tile=16, repeats=1, kernels=False, whole_orders=(24,), host_calls=host_calls,
+              tile_calls=tile_calls)
     for table in ("host_call", "tile_call"):
         assert len(load()["cpu"][table]) == 7 and "potrf C scipy 0.1.0" in load()["cpu"][table]
 
@@ -219,6 +227,59 @@ def test_the_tile_paths_timed_call_corrects_the_simulators_price_on_the_cpu_alon
     for options in ({"tile": 256}, {"devices": ["cpu", "emulated:0"]}):
         with hetlapack.using(**options):
             assert hetlapack.explain("cholesky", spd).tile_rate is None
+
+
+def test_the_fastest_tile_is_timed_on_c_ordered_matrices_from_the_smallest_order_worth_it(cache_dir, monkeypatch):
+    """Calibration times the tile path's call at every kernel tile below each order from
+    ``TILE_TIMING_MIN_ORDER``, on a C-ordered matrix, keeps the fastest per order and hands the table to the CPU
+    (and the cache); the tile path's calls are then timed at the default tile it gives."""
+    import numpy as np
+
+    from hetlapack.perf import calibration, rates
+
+    monkeypatch.setattr(calibration, "TILE_TIMING_MIN_ORDER", 200)
+    monkeypatch.setattr(calibration, "KERNEL_TILES", (16, 32, 64, 256))
+    fastest = {"potrf": 32, "getrf": 64}
+    seen = []
+
+    def tile_call(op):
+        def call(a, tile):
+            seen.append((op, a.shape[0], tile, a.flags.c_contiguous))
+            return np.ones(4 if tile == fastest[op] else 400_000).sum()
+        return call
+
+    results = calibrate([CpuDevice(workers=1)], tile=16, repeats=2, kernels=False, whole_orders=(100, 400),
+                        host_calls={op: lambda a: None for op in fastest},
+                        tile_calls={op: tile_call(op) for op in fastest})
+    assert results["cpu"]["tiles"] == {"potrf": [[400, 32]], "getrf": [[400, 64]]}
+    assert {(op, tile) for op, n, tile, c_order in seen if n == 400 and c_order} == {
+        (op, tile) for op in fastest for tile in (16, 32, 64, 256)}
+    assert {(op, tile) for op, n, tile, c_order in seen if n == 400 and not c_order} == set(fastest.items())
+    assert {(op, tile) for op, n, tile, _ in seen if n == 100} == {(op, rates.tile_size(op, 100)) for op in fastest}
+    assert CpuDevice().tile_orders == {"potrf": ((400, 32),), "getrf": ((400, 64),)}
+
+
+def test_the_default_tile_follows_the_calibrated_tiles_on_the_cpu_alone(cache_dir):
+    """Nearest timed order in ratio; below the smallest, or over other devices, the table's tile; beyond the
+    largest, no smaller than the table's. Dispatch runs and prices the tile path at it."""
+    import numpy as np
+
+    import hetlapack
+    from hetlapack.perf import model, rates
+
+    tiles = {"potrf": [[1024, 128], [4096, 384]]}
+    (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": {"tiles": tiles}}}))
+    assert model.default_tile("potrf", 1000) == rates.tile_size("potrf", 1000)
+    assert model.default_tile("potrf", 1500) == 128 and model.default_tile("potrf", 3000) == 384
+    assert model.default_tile("potrf", 5000) == 384
+    assert model.default_tile("potrf", 8000) == max(384, rates.tile_size("potrf", 8000))
+    assert model.default_tile("getrf", 3000) == rates.tile_size("getrf", 3000)
+    assert model.default_tile("potrf", 3000, ("cpu", "emulated:0")) == rates.tile_size("potrf", 3000)
+    spd = np.eye(3000) * 2
+    with hetlapack.using(path="hybrid"):
+        plan = hetlapack.explain("cholesky", spd)
+    assert plan.tile == 384
+    assert plan.predicted_s["hybrid"] == pytest.approx(model.predict_tiled("potrf", 3000, 3000, spd.dtype, 384))
 
 
 @pytest.mark.parametrize("arguments", [{"tile": 0}, {"repeats": 0}])

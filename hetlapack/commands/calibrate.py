@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             check_writable()
     results = calibrate(devices, tile=args.tile, repeats=args.repeats, save=False, progress=True,
                         whole_orders=args.orders,
-                        path_calls={"host_call": _calls("host"), "tile_call": _calls("hybrid")})
+                        host_calls=_host_calls(), tile_calls=_tile_calls())
     cpu = next((device for device in devices if device.kind == "cpu"), None)
     if cpu is not None and not args.no_batched:
         results[cpu.name].update(_batched_timings(args.repeats))
@@ -79,18 +80,30 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _calls(path: str) -> dict[str, Callable[[np.ndarray], object]]:
-    """The call per factorization on ``path``, as dispatch prices it: ``hetlapack.linalg``'s with its default
-    flags, the path forced (the host path's is SciPy's own function, handed a Fortran-ordered copy where SciPy
-    would make it the slow way; the hybrid path's runs on the CPU alone, at its default tile)."""
-    def forced(call: Callable[[np.ndarray], object]) -> Callable[[np.ndarray], object]:
-        def run(a: np.ndarray) -> object:
-            with using(path=path, devices=["cpu"]):
-                return call(a)
-        return run
+#: The SciPy function dispatch prices each factorization with, default flags.
+_FUNCTIONS: dict[str, Callable[[np.ndarray], object]] = {
+    "potrf": linalg.cholesky, "getrf": linalg.lu_factor, "geqrf": lambda a: linalg.qr(a, mode="r")}
 
-    return {"potrf": forced(linalg.cholesky), "getrf": forced(linalg.lu_factor),
-            "geqrf": forced(lambda a: linalg.qr(a, mode="r"))}
+
+def _forced(path: str, function: Callable[[np.ndarray], object], a: np.ndarray, tile: int | None = None) -> object:
+    """``hetlapack.linalg``'s ``function`` on ``a`` with its default flags, ``path`` forced on the CPU alone (and
+    the tile path at ``tile``, where given)."""
+    with using(path=path, devices=["cpu"], tile=tile):
+        return function(a)
+
+
+def _host_calls() -> dict[str, Callable[[np.ndarray], object]]:
+    """The host path's call per factorization, as dispatch prices it: ``hetlapack.linalg``'s with its default
+    flags, the host path forced (SciPy's own function, handed a Fortran-ordered copy where SciPy would make it the
+    slow way)."""
+    return {op: functools.partial(_forced, "host", function) for op, function in _FUNCTIONS.items()}
+
+
+def _tile_calls() -> dict[str, Callable[[np.ndarray, int], object]]:
+    """The tile path's call per factorization on the CPU alone, as dispatch prices it (default flags), at a tile
+    given with the matrix."""
+    return {op: lambda a, tile, function=function: _forced("hybrid", function, a, tile)
+            for op, function in _FUNCTIONS.items()}
 
 
 def _batched_timings(repeats: int) -> dict[str, dict[str, list[list[float]]]]:
@@ -169,6 +182,8 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
             print(f"{name:<14}{order:>7}{rates}")
     print("whole matrices, float64: the host path's LAPACK call on every core, a GPU's library call")
     for measured in results.values():
+        if measured.get("tiles"):
+            _print_tiles(measured["tiles"])
         for table, path in (("host_call", "host path's"), ("tile_call", "tile path's (the CPU alone)")):
             if table in measured:
                 _print_calls(measured[table], path)
@@ -182,3 +197,13 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
             _print_ratios(measured["loop_threads"], "the LAPACK loop's time on every core over one thread's (one "
                           f"thread unless every core took {1 / model.LOOP_THREADS_MARGIN:.2f}x its time or less)",
                           "one thread", model.one_thread_order)
+
+
+def _print_tiles(tiles: dict[str, list[list[int]]]) -> None:
+    """The tile the tile path's call ran fastest at, per factorization and order: its default tile from now on."""
+    ops = list(tiles)
+    print(f"\n{'order':>7}" + "".join(f"{op + ' tile':>12}" for op in ops))
+    for row, (order, _) in enumerate(tiles[ops[0]]):
+        print(f"{order:>7}" + "".join(f"{tiles[op][row][1]:>12}" for op in ops))
+    print("the tile the tile path's call (the CPU alone, C-ordered float64) ran fastest at, of "
+          f"{', '.join(map(str, KERNEL_TILES))}: its default tile on this machine from now on")

@@ -21,7 +21,7 @@ from tqdm import tqdm
 from .. import testing
 from ..compat import scipy_linalg
 from ..contract.originals import scipy_functions
-from ..perf import rates
+from ..perf import model
 from ..options import using
 from ..explain import explain
 from ..mpi.grid import launched_ranks
@@ -118,7 +118,7 @@ def _trace_png(n: int, output: str) -> str:
     """Run the tiled Cholesky once at dispatch's tile with tracing on and draw its Gantt chart; returns the path."""
     from ..algorithms.potrf import potrf  # noqa: PLC0415 - only the trace calls the algorithm directly
 
-    tile = rates.tile_size("potrf", n)
+    tile = model.default_tile("potrf", n)
     a = np.asfortranarray(testing.spd(n, seed=1))
     trace = Trace()
     potrf(a, lower=True, tile=tile, trace=trace)

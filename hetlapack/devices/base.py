@@ -99,6 +99,9 @@ class Device(abc.ABC):
         #: The same of the tile path's call on the CPU alone (its default tile): how far the simulator's price of
         #: that call is from this machine's.
         self.tile_call_rates: dict[str, tuple[tuple[float, float], ...]] = {}
+        #: Per factorization, ``((order, tile), ...)``: the tile the tile path's call on the CPU alone ran fastest
+        #: with on a C-ordered float64 matrix of that order, when calibration measured it (a CPU's only).
+        self.tile_orders: dict[str, tuple[tuple[float, float], ...]] = {}
         #: Per batched factorization and dtype (``"getrf float64"``), ``((order, LAPACK loop's time over the
         #: interleaved kernel's), ...)`` on stacks, when calibration measured them (a CPU's only): where dispatch
         #: switches from the one to the other.

@@ -70,8 +70,8 @@ PLAUSIBLE_RANGE = (1e-9, 1e9)
 #: Keys of a device's entry that hold tables (``{name: [[x, rate], ...]}``) rather than scalars, and the device
 #: attribute each goes into.
 TABLE_ATTRIBUTES = {"kernels": "kernel_rates", "whole": "whole_rates", "host_call": "host_call_rates",
-                    "tile_call": "tile_call_rates", "batched": "batched_rates", "lanes": "batched_lanes",
-                    "loop_threads": "loop_threads"}
+                    "tile_call": "tile_call_rates", "tiles": "tile_orders", "batched": "batched_rates",
+                    "lanes": "batched_lanes", "loop_threads": "loop_threads"}
 TABLE_KEYS = tuple(TABLE_ATTRIBUTES)
 
 
@@ -116,8 +116,8 @@ def _frozen(measurements: dict) -> dict:
 def apply_measurements(device: Device, measured: dict) -> None:
     """Give ``device`` a measurement (fresh, or read from the cache): its measured scalars go into ``capability``,
     its tables, where any row was measured, into ``kernel_rates`` (``"kernels"``), ``whole_rates`` (``"whole"``),
-    ``host_call_rates`` (``"host_call"``), ``tile_call_rates`` (``"tile_call"``), ``batched_rates``
-    (``"batched"``), ``batched_lanes`` (``"lanes"``) and ``loop_threads``."""
+    ``host_call_rates`` (``"host_call"``), ``tile_call_rates`` (``"tile_call"``), ``tile_orders`` (``"tiles"``),
+    ``batched_rates`` (``"batched"``), ``batched_lanes`` (``"lanes"``) and ``loop_threads``."""
     _apply(device, _frozen(_measurements(measured)))
 
 
@@ -131,8 +131,8 @@ def _apply(device: Device, measurements: dict) -> None:
 
 def load_capability(device: Device) -> None:
     """Overwrite ``device.capability`` (and its ``kernel_rates``, ``whole_rates``, ``host_call_rates``,
-    ``tile_call_rates``, ``batched_rates``, ``batched_lanes``, ``loop_threads``) with its cached measurements, if
-    any."""
+    ``tile_call_rates``, ``tile_orders``, ``batched_rates``, ``batched_lanes``, ``loop_threads``) with its cached
+    measurements, if any."""
     _apply(device, load().get(device.name, {}))
 
 

@@ -218,7 +218,7 @@ def _choose(req: Request, options: Options) -> Plan:
 
     tile = layout = host_cols = None
     if path is HYBRID:
-        tile = options.tile or rates.tile_size(req.op, min(req.core))
+        tile = options.tile or model.default_tile(req.op, min(req.core), path.devices(options, gpus))
         layout = _layout(layouts)
         reason = f"{reason}; {_layout_reason(layout, layouts, options, unavailable)}"
         if layout == "two-level":

@@ -22,7 +22,7 @@ from ..blas_threads import all_cores, blas_threads
 from ..devices.base import Device
 from ..devices.capability import apply_measurements, check_writable, save_results
 from ..machine import usable_cores
-from .rates import MEMORY_ORDERS, flops, call_table
+from .rates import MEMORY_ORDERS, call_table, flops, tile_size
 
 Key = TypeVar("Key")
 
@@ -261,6 +261,38 @@ def call_rates(paths: dict[str, dict[str, Callable[[np.ndarray], object]]], orde
     return rates
 
 
+#: The smallest matrix order :func:`best_tiles` is timed at in a calibration: below it one LAPACK call beats the
+#: tile path on the CPU alone at any tile (2-core Xeon VM: 0.57-0.79x of the host path's call at order 2048 right
+#: after it, docs/dispatch.md), so no default tile there is worth a calibration's time.
+TILE_TIMING_MIN_ORDER = 1024
+
+
+def best_tiles(calls: dict[str, Callable[[np.ndarray, int], object]], orders: Iterable[int],
+               choices: Sequence[int], rounds: int) -> dict[str, list[list[int]]]:
+    """Per factorization, ``[[n, tile], ...]``: the tile of ``choices`` (those below ``n``) at which its tile-path
+    call (``calls[op](matrix, tile)``) ran fastest on a C-ordered float64 matrix of each order, the tiles timed in
+    turn (:func:`fastest_in_turn`). The best tile depends on the machine: on a 2-core Xeon VM (AVX-512) the tile
+    Cholesky of order 4000 ran 1.33x faster at 512 than at the 256 a table from a 2-core AMD EPYC (AVX2) gave it, QR
+    1.15x faster at 384 than at 192."""
+    rng = np.random.default_rng(3)
+    tiles: dict[str, list[list[int]]] = {}
+    for n in orders:
+        general, spd = _whole_inputs(n, rng)
+        matrices = {"potrf": np.ascontiguousarray(spd), "other": np.ascontiguousarray(general)}
+        for op, call in calls.items():
+            matrix = matrices["potrf" if op == "potrf" else "other"]
+            seconds = fastest_in_turn({tile: functools.partial(call, matrix, tile) for tile in choices if tile < n},
+                                      rounds, enough_s=WHOLE_REPEAT_S, least=3)
+            tiles.setdefault(op, []).append([n, min(seconds, key=seconds.get)])
+    return tiles
+
+
+def _at_default_tile(call: Callable[[np.ndarray, int], object], op: str, tiles: tuple[tuple[int, int], ...],
+                     a: np.ndarray) -> object:
+    """``call(a, tile)`` at the tile path's default tile for ``op`` on ``a`` given the calibrated ``tiles``."""
+    return call(a, tile_size(op, min(a.shape), tiles))
+
+
 #: Times :func:`calibrate` measures every rate, one pass after another, keeping each rate's fastest: the host's
 #: rates and the tiles' then both come from the machine's faster minutes. On a VM whose speed drifted by the minute
 #: (2-core AMD EPYC, three calibrations each way in one quarter of an hour): LAPACK's Cholesky at n = 2,048 read
@@ -309,17 +341,22 @@ def _link(device: Device, nbytes: int, repeats: int) -> dict[str, float]:
 def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: int = 3,
               link_bytes: int = 64 << 20, save: bool = True, progress: bool = False,
               kernels: bool = True, whole_orders: Sequence[int] | None = None,
-              path_calls: dict[str, dict[str, Callable[[np.ndarray], object]]] | None = None) -> dict[str, dict]:
+              host_calls: dict[str, Callable[[np.ndarray], object]] | None = None,
+              tile_calls: dict[str, Callable[[np.ndarray, int], object]] | None = None) -> dict[str, dict]:
     """Measure ``devices`` (one worker each, one BLAS thread) and return name -> capability; cache it if ``save``.
     Each rate is the fastest of :data:`PASSES` passes over them all, one after another.
 
     With ``kernels`` the entry also holds per-kernel rate tables over tile orders (:func:`kernel_tables`), which
     the simulator and dispatch price tile tasks with. Each entry holds the whole-matrix rates (:func:`whole_rates`)
     at ``whole_orders`` (default: ``WHOLE_ORDERS_HOST`` for devices computing on the host's cores,
-    ``WHOLE_ORDERS_ACCELERATOR`` for others; empty: none). The CPU's also holds :func:`call_rates` of
-    ``path_calls`` (a table name, ``"host_call"`` or ``"tile_call"``, and a path's call per factorization) at the
-    same orders: timed last, the paths in turn in :data:`PASSES` times ``repeats`` rounds, with BLAS threaded as a
-    caller's call is (the calls go through dispatch).
+    ``WHOLE_ORDERS_ACCELERATOR`` for others; empty: none). Given the host path's call per factorization
+    (``host_calls``) and the tile path's at a given tile (``tile_calls``), the CPU's entry also holds, timed last
+    and with BLAS threaded as a caller's call is (the calls go through dispatch):
+
+    - ``"tiles"``: :func:`best_tiles` at those orders from :data:`TILE_TIMING_MIN_ORDER`, the tile path's default
+      tile from then on (``rates.tile_size``);
+    - ``"host_call"`` and ``"tile_call"``: :func:`call_rates` of the two paths at those orders, in turn in
+      :data:`PASSES` times ``repeats`` rounds, the tile path's at its new default tile.
 
     The devices' ``capability`` is updated in place, so a runtime built on them right after uses the
     measurement. With ``save``, an unwritable cache raises ``OSError`` before anything is measured.
@@ -344,9 +381,15 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
             results[device.name] = measured
     cpu = next((device for device in devices if device.kind == "cpu"), None)
     orders = sorted(whole_orders if whole_orders is not None else WHOLE_ORDERS_HOST)
-    if path_calls and cpu is not None and orders:
+    if host_calls and tile_calls and cpu is not None and orders:
+        tiled = tqdm([n for n in orders if n >= TILE_TIMING_MIN_ORDER], desc="tiles", unit="order",
+                     disable=not progress)
+        tiles = results[cpu.name]["tiles"] = best_tiles(tile_calls, tiled, KERNEL_TILES, repeats)
+        at_default_tile = {op: functools.partial(_at_default_tile, call, op, tuple(map(tuple, tiles.get(op, ()))))
+                           for op, call in tile_calls.items()}
         timed = tqdm(orders, desc="paths' calls", unit="order", disable=not progress)
-        results[cpu.name].update(call_rates(path_calls, timed, repeats * PASSES))
+        results[cpu.name].update(call_rates({"host_call": host_calls, "tile_call": at_default_tile}, timed,
+                                            repeats * PASSES))
         apply_measurements(cpu, results[cpu.name])
     if save:
         save_results(results, tile)

@@ -341,6 +341,14 @@ def _lapack_seconds(op: str, m: int, n: int, dtype: np.dtype, memory_order: str 
 PRICED_TILES = 16
 
 
+def default_tile(op: str, order: int, devices: tuple | None = None) -> int:
+    """The tile order the tile path runs ``op`` at on an order-``order`` matrix over ``devices`` (names or Device
+    objects; default the host CPU): ``rates.tile_size``'s, from the tiles ``hetlapack calibrate`` timed on this
+    machine (the CPU's ``tile_orders``) on the CPU alone, from its table otherwise."""
+    timed = resolve(("cpu",))[0].tile_orders.get(op, ()) if tuple(devices or ("cpu",)) == ("cpu",) else ()
+    return tile_size(op, order, timed)
+
+
 def predict_tiled(op: str, m: int, n: int, dtype: np.dtype, tile: int | None = None,
                   devices: tuple | None = None, path: str = "hybrid", layout: str = "hgdd") -> float:
     """Seconds for the tile path on ``devices`` (names or Device objects; default the host CPU) over ``layout``
@@ -348,7 +356,7 @@ def predict_tiled(op: str, m: int, n: int, dtype: np.dtype, tile: int | None = N
     simulator runs the tile algorithm over models of those devices (their calibrated rates, links and memory
     capacities), plus the runtime's measured per-task and per-call overheads. ``hetlapack.perf.simulator.simulate``
     gives the same number."""
-    tile = tile or tile_size(op, min(m, n))
+    tile = tile or default_tile(op, min(m, n), devices)
     dtype = np.dtype(dtype)
     shrink = max(m, n) / (PRICED_TILES * tile)
     if shrink <= 1:
@@ -366,13 +374,16 @@ def tile_call_factor(op: str, order: int, memory_order: str | None) -> float | N
     it, interpolated in log n between the orders timed and flat beyond; None where it was not timed."""
     if memory_order is None:
         return None
-    timed = resolve(("cpu",))[0].tile_call_rates.get(rates.call_table(op, memory_order), ())
-    return interpolate(_tile_call_factors(op, timed), order) if timed else None
+    cpu = resolve(("cpu",))[0]
+    timed = cpu.tile_call_rates.get(rates.call_table(op, memory_order), ())
+    return interpolate(_tile_call_factors(op, timed, cpu.tile_orders.get(op, ())), order) if timed else None
 
 
 @functools.lru_cache(maxsize=64)
-def _tile_call_factors(op: str, timed: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
-    """``(order, timed seconds over simulated seconds)`` for each order of a timed tile-call table."""
+def _tile_call_factors(op: str, timed: tuple[tuple[float, float], ...],
+                       tiles: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
+    """``(order, timed seconds over simulated seconds)`` for each order of a timed tile-call table, each call
+    simulated at the default tile it ran at (``tiles``, the calibrated default tiles, is there to key the cache)."""
     return tuple((n, flops(op, int(n), int(n)) / (rate * 1e9) / predict_tiled(op, int(n), int(n), np.dtype("d")))
                  for n, rate in timed)
 

@@ -13,7 +13,9 @@ import numpy as np
 from .. import blas_threads
 from ..forking import fork_safe_lock
 
-#: Tile order per operation, by matrix order (measured best tiles, benchmarks/test_tile_sizes.py).
+#: Tile order per operation, by matrix order (measured best tiles on a 2-core AMD EPYC, AVX2,
+#: benchmarks/test_tile_sizes.py): the default tile until ``hetlapack calibrate`` times this machine's
+#: (``model.default_tile``), and the tile over several devices.
 TILE_SIZE: dict[str, tuple[tuple[int, int], ...]] = {
     "potrf": ((0, 192), (1500, 256), (6000, 512)),
     "getrf": ((0, 256), (6000, 384)),
@@ -58,13 +60,20 @@ def flops(op: str, m: int, n: int, complex_: bool = False) -> float:
     return count * (_COMPLEX_FLOP_FACTOR if complex_ else 1.0)
 
 
-def tile_size(op: str, n: int) -> int:
-    """The tile order for ``op`` on an order-``n`` matrix."""
-    chosen = TILE_SIZE.get(op, TILE_SIZE["potrf"])[0][1]
-    for threshold, tile in TILE_SIZE.get(op, TILE_SIZE["potrf"]):
+def tile_size(op: str, n: int, timed: tuple[tuple[float, float], ...] = ()) -> int:
+    """The tile order for ``op`` on an order-``n`` matrix: of ``timed`` (``(order, tile)`` rows, the tiles
+    ``hetlapack calibrate`` timed fastest on this machine, by order), the one at the order nearest ``n`` in ratio,
+    and beyond the largest order timed no smaller than ``TILE_SIZE``'s (larger matrices run best on larger tiles);
+    ``TILE_SIZE``'s without rows or below the smallest order timed."""
+    table = TILE_SIZE.get(op, TILE_SIZE["potrf"])
+    chosen = table[0][1]
+    for threshold, tile in table:
         if n >= threshold:
             chosen = tile
-    return chosen
+    if not timed or n < timed[0][0]:
+        return chosen
+    nearest = int(min(timed, key=lambda row: abs(math.log(n / row[0])))[1])
+    return max(nearest, chosen) if n > timed[-1][0] else nearest
 
 
 _measuring = fork_safe_lock()
