@@ -267,13 +267,21 @@ def call_rates(paths: dict[str, dict[str, Callable[[np.ndarray], object]]], orde
 TILE_TIMING_MIN_ORDER = 1024
 
 
+#: How much faster another tile must run than the table's (``rates.TILE_SIZE``) before :func:`best_tiles` records
+#: it: the timing's spread. On a 2-core Xeon VM, each tile timed in turn at order 4000, the tiles of LU ran within
+#: 1.00-1.17x of the fastest and two runs ranked them differently; three calibrations within half an hour chose 256,
+#: 384 and 192 for LU at 4096.
+TILE_CHOICE_MARGIN = 1.05
+
+
 def best_tiles(calls: dict[str, Callable[[np.ndarray, int], object]], orders: Iterable[int],
                choices: Sequence[int], rounds: int) -> dict[str, list[list[int]]]:
     """Per factorization, ``[[n, tile], ...]``: the tile of ``choices`` (those below ``n``) at which its tile-path
     call (``calls[op](matrix, tile)``) ran fastest on a C-ordered float64 matrix of each order, the tiles timed in
-    turn (:func:`fastest_in_turn`). The best tile depends on the machine: on a 2-core Xeon VM (AVX-512) the tile
-    Cholesky of order 4000 ran 1.33x faster at 512 than at the 256 a table from a 2-core AMD EPYC (AVX2) gave it, QR
-    1.15x faster at 384 than at 192."""
+    turn (:func:`fastest_in_turn`, the table's tile among them); the table's tile stands unless another ran
+    :data:`TILE_CHOICE_MARGIN` faster. The best tile depends on the machine: on a 2-core Xeon VM (AVX-512) the tile
+    Cholesky of order 4000 ran 1.08-1.33x faster at 512 than at the 256 a table from a 2-core AMD EPYC (AVX2) gave
+    it."""
     rng = np.random.default_rng(3)
     tiles: dict[str, list[list[int]]] = {}
     for n in orders:
@@ -281,9 +289,13 @@ def best_tiles(calls: dict[str, Callable[[np.ndarray, int], object]], orders: It
         matrices = {"potrf": np.ascontiguousarray(spd), "other": np.ascontiguousarray(general)}
         for op, call in calls.items():
             matrix = matrices["potrf" if op == "potrf" else "other"]
-            seconds = fastest_in_turn({tile: functools.partial(call, matrix, tile) for tile in choices if tile < n},
-                                      rounds, enough_s=WHOLE_REPEAT_S, least=3)
-            tiles.setdefault(op, []).append([n, min(seconds, key=seconds.get)])
+            table = tile_size(op, n)
+            seconds = fastest_in_turn({tile: functools.partial(call, matrix, tile)
+                                       for tile in sorted({*choices, table}) if tile < n}, rounds, enough_s=WHOLE_REPEAT_S,
+                                      least=3)
+            fastest = min(seconds, key=seconds.get)
+            keep = table in seconds and seconds[table] <= TILE_CHOICE_MARGIN * seconds[fastest]
+            tiles.setdefault(op, []).append([n, table if keep else fastest])
     return tiles
 
 
