@@ -290,6 +290,21 @@ def test_the_default_tile_follows_the_calibrated_tiles_on_the_cpu_alone(cache_di
         plan = hetlapack.explain("cholesky", spd)
     assert plan.tile == 384
     assert plan.predicted_s["hybrid"] == pytest.approx(model.predict_tiled("potrf", 3000, 3000, spd.dtype, 384))
+    assert "tile:    384 (placement: owner; this machine's fastest at order 4096, timed by `hetlapack calibrate`)" in (
+        str(plan))
+    with hetlapack.using(path="hybrid"):
+        assert "the default table: `hetlapack calibrate` timed this machine's from order 1024" in str(
+            hetlapack.explain("cholesky", np.eye(500) * 2))
+    with hetlapack.using(path="hybrid", tile=128):
+        assert "tile:    128 (placement: owner; forced by hetlapack.using(tile=...))" in str(
+            hetlapack.explain("cholesky", spd))
+    with hetlapack.using(path="hybrid", devices=["cpu", "emulated:0"]):
+        plan = hetlapack.explain("cholesky", spd)
+    assert plan.tile == rates.tile_size("potrf", 3000) and "tiles for the CPU alone" in str(plan)
+    (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": {}}}))
+    with hetlapack.using(path="hybrid"):  # another order: plans are remembered per request
+        assert "the default table: `hetlapack calibrate` times this machine's)" in str(
+            hetlapack.explain("cholesky", np.eye(2999) * 2))
 
 
 @pytest.mark.parametrize("arguments", [{"tile": 0}, {"repeats": 0}])

@@ -216,9 +216,11 @@ def _choose(req: Request, options: Options) -> Plan:
     if path is BATCHED and options.kernels not in (None, kernels):
         reason += f"; {options.kernels} kernels were asked for, but {req.op} has none in {req.dtype}"
 
-    tile = layout = host_cols = None
+    tile = layout = host_cols = tile_basis = None
     if path is HYBRID:
         tile = options.tile or model.default_tile(req.op, min(req.core), path.devices(options, gpus))
+        tile_basis = ("forced by hetlapack.using(tile=...)" if options.tile else
+                      model.tile_basis(req.op, min(req.core), path.devices(options, gpus)))
         layout = _layout(layouts)
         reason = f"{reason}; {_layout_reason(layout, layouts, options, unavailable)}"
         if layout == "two-level":
@@ -235,7 +237,8 @@ def _choose(req: Request, options: Options) -> Plan:
     return Plan(path=path.name, reason=reason, devices=path.devices(options, gpus), tile=tile,
                 placement=options.placement or "owner", forced=forced, kernels=kernels if path is BATCHED else None,
                 predicted_s=predicted, unavailable=unavailable, layout=layout, host_cols=host_cols,
-                layout_s=layouts if path is HYBRID else {}, host_rate=host_rate, tile_rate=tile_rate, lanes=lanes,
+                layout_s=layouts if path is HYBRID else {}, host_rate=host_rate, tile_rate=tile_rate,
+                tile_basis=tile_basis, lanes=lanes,
                 loop_threads=loop_threads, **common)
 
 

@@ -23,7 +23,8 @@ class Plan:
     cost model's cap, which the loop takes itself: 1 where concurrent calls of the routine ran slower; ``None``: as
     many as the batch is worth).
     ``host_rate`` says at what rate the host path was priced, and where that rate came from; ``tile_rate`` the
-    same of the hybrid path, where this machine's timing of it corrected the simulator's price.
+    same of the hybrid path, where this machine's timing of it corrected the simulator's price; ``tile_basis``
+    where the hybrid path's tile came from.
     """
 
     op: str
@@ -43,6 +44,7 @@ class Plan:
     kernels: str | None = None
     host_rate: str | None = None
     tile_rate: str | None = None
+    tile_basis: str | None = None
     lanes: int | None = None
     loop_threads: int | None = None
 
@@ -63,7 +65,8 @@ class Plan:
             *([f"  layout:  {self.layout}" + (f" (host slice: {self.host_cols} of every {self.tile} columns)"
                                               if self.host_cols is not None else "")] if self.layout else []),
             f"  tile:    {self.tile if self.tile is not None else '-'}"
-            + (f" (placement: {self.placement})" if self.layout else ""),
+            + (f" (placement: {self.placement}" + (f"; {self.tile_basis})" if self.tile_basis else ")")
+               if self.layout else ""),
             f"  reason:  {self.reason}",
         ]
         paths = {name: why for name, why in self.unavailable.items() if name not in LAYOUTS}

@@ -345,8 +345,26 @@ def default_tile(op: str, order: int, devices: tuple | None = None) -> int:
     """The tile order the tile path runs ``op`` at on an order-``order`` matrix over ``devices`` (names or Device
     objects; default the host CPU): ``rates.tile_size``'s, from the tiles ``hetlapack calibrate`` timed on this
     machine (the CPU's ``tile_orders``) on the CPU alone, from its table otherwise."""
-    timed = resolve(("cpu",))[0].tile_orders.get(op, ()) if tuple(devices or ("cpu",)) == ("cpu",) else ()
-    return tile_size(op, order, timed)
+    return tile_size(op, order, _timed_tiles(op, devices))
+
+
+def tile_basis(op: str, order: int, devices: tuple | None = None) -> str:
+    """Where :func:`default_tile`'s tile for ``op`` at this order over ``devices`` came from."""
+    if tuple(devices or ("cpu",)) != ("cpu",):
+        return "the default table: `hetlapack calibrate` times this machine's tiles for the CPU alone"
+    timed = _timed_tiles(op, devices)
+    row = rates.timed_tile_row(order, timed)
+    if row is not None:
+        return f"this machine's fastest at order {int(row[0])}, timed by `hetlapack calibrate`"
+    if timed:
+        return f"the default table: `hetlapack calibrate` timed this machine's from order {int(timed[0][0])}"
+    return "the default table: `hetlapack calibrate` times this machine's"
+
+
+def _timed_tiles(op: str, devices: tuple | None) -> tuple[tuple[float, float], ...]:
+    """The tiles ``hetlapack calibrate`` timed for ``op`` (the CPU's ``tile_orders``) where ``devices`` are the CPU
+    alone, else none."""
+    return resolve(("cpu",))[0].tile_orders.get(op, ()) if tuple(devices or ("cpu",)) == ("cpu",) else ()
 
 
 def predict_tiled(op: str, m: int, n: int, dtype: np.dtype, tile: int | None = None,

@@ -70,10 +70,18 @@ def tile_size(op: str, n: int, timed: tuple[tuple[float, float], ...] = ()) -> i
     for threshold, tile in table:
         if n >= threshold:
             chosen = tile
-    if not timed or n < timed[0][0]:
+    row = timed_tile_row(n, timed)
+    if row is None:
         return chosen
-    nearest = int(min(timed, key=lambda row: abs(math.log(n / row[0])))[1])
-    return max(nearest, chosen) if n > timed[-1][0] else nearest
+    return max(int(row[1]), chosen) if n > timed[-1][0] else int(row[1])
+
+
+def timed_tile_row(n: int, timed: tuple[tuple[float, float], ...]) -> tuple[float, float] | None:
+    """The row of ``timed`` (``(order, tile)``, by order) :func:`tile_size` takes for order ``n``: the order nearest
+    ``n`` in ratio; None without rows or below the smallest order timed."""
+    if not timed or n < timed[0][0]:
+        return None
+    return min(timed, key=lambda row: abs(math.log(n / row[0])))
 
 
 _measuring = fork_safe_lock()
