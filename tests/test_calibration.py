@@ -154,7 +154,7 @@ def test_the_paths_calls_are_timed_on_c_and_fortran_inputs_for_the_installed_sci
                          for op in ops for layout in ((True, False), (False, True))}
     timed_tiles = [i for i, (table, *_) in enumerate(seen) if table == "tile_call"]
     assert all(seen[i - 1][0] == "host_call" and seen[i - 1][1:] == seen[i][1:4] for i in timed_tiles)
-    assert "tiles" not in results["cpu"] or results["cpu"]["tiles"] == {}
+    assert "tiles" not in results["cpu"]
     assert "host_call" not in results["emulated:3"] and "tile_call" not in results["emulated:3"]
     (cache_dir / "calibration.json").write_text(json.dumps({"tile": 16, "devices": {"cpu": {
         "host_call": {"potrf C scipy 0.1.0": [[64, 1.0]]}, "tile_call": {"potrf C scipy 0.1.0": [[64, 2.0]]}}}}))

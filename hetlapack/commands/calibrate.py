@@ -102,8 +102,7 @@ def _host_calls() -> dict[str, Callable[[np.ndarray], object]]:
 def _tile_calls() -> dict[str, Callable[[np.ndarray, int], object]]:
     """The tile path's call per factorization on the CPU alone, as dispatch prices it (default flags), at a tile
     given with the matrix."""
-    return {op: lambda a, tile, function=function: _forced("hybrid", function, a, tile)
-            for op, function in _FUNCTIONS.items()}
+    return {op: functools.partial(_forced, "hybrid", function) for op, function in _FUNCTIONS.items()}
 
 
 def _batched_timings(repeats: int) -> dict[str, dict[str, list[list[float]]]]:

@@ -218,9 +218,10 @@ def _choose(req: Request, options: Options) -> Plan:
 
     tile = layout = host_cols = tile_basis = None
     if path is HYBRID:
-        tile = options.tile or model.default_tile(req.op, min(req.core), path.devices(options, gpus))
+        devices = path.devices(options, gpus)
+        tile = options.tile or model.default_tile(req.op, min(req.core), devices)
         tile_basis = ("forced by hetlapack.using(tile=...)" if options.tile else
-                      model.tile_basis(req.op, min(req.core), path.devices(options, gpus)))
+                      model.tile_basis(req.op, min(req.core), devices))
         layout = _layout(layouts)
         reason = f"{reason}; {_layout_reason(layout, layouts, options, unavailable)}"
         if layout == "two-level":

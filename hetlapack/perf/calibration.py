@@ -285,14 +285,13 @@ def best_tiles(calls: dict[str, Callable[[np.ndarray, int], object]], orders: It
     rng = np.random.default_rng(3)
     tiles: dict[str, list[list[int]]] = {}
     for n in orders:
-        general, spd = _whole_inputs(n, rng)
-        matrices = {"potrf": np.ascontiguousarray(spd), "other": np.ascontiguousarray(general)}
+        general, spd = (np.ascontiguousarray(matrix) for matrix in _whole_inputs(n, rng))
         for op, call in calls.items():
-            matrix = matrices["potrf" if op == "potrf" else "other"]
+            matrix = spd if op == "potrf" else general
             table = tile_size(op, n)
             seconds = fastest_in_turn({tile: functools.partial(call, matrix, tile)
-                                       for tile in sorted({*choices, table}) if tile < n}, rounds, enough_s=WHOLE_REPEAT_S,
-                                      least=3)
+                                       for tile in sorted({*choices, table}) if tile < n},
+                                      rounds, enough_s=WHOLE_REPEAT_S, least=3)
             fastest = min(seconds, key=seconds.get)
             keep = table in seconds and seconds[table] <= TILE_CHOICE_MARGIN * seconds[fastest]
             tiles.setdefault(op, []).append([n, table if keep else fastest])
@@ -396,7 +395,9 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
     if host_calls and tile_calls and cpu is not None and orders:
         tiled = tqdm([n for n in orders if n >= TILE_TIMING_MIN_ORDER], desc="tiles", unit="order",
                      disable=not progress)
-        tiles = results[cpu.name]["tiles"] = best_tiles(tile_calls, tiled, KERNEL_TILES, repeats)
+        tiles = best_tiles(tile_calls, tiled, KERNEL_TILES, repeats)
+        if tiles:
+            results[cpu.name]["tiles"] = tiles
         at_default_tile = {op: functools.partial(_at_default_tile, call, op, tuple(map(tuple, tiles.get(op, ()))))
                            for op, call in tile_calls.items()}
         timed = tqdm(orders, desc="paths' calls", unit="order", disable=not progress)

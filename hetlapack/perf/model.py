@@ -350,7 +350,7 @@ def default_tile(op: str, order: int, devices: tuple | None = None) -> int:
 
 def tile_basis(op: str, order: int, devices: tuple | None = None) -> str:
     """Where :func:`default_tile`'s tile for ``op`` at this order over ``devices`` came from."""
-    if tuple(devices or ("cpu",)) != ("cpu",):
+    if not cpu_alone(devices):
         return "the default table: `hetlapack calibrate` times this machine's tiles for the CPU alone"
     timed = _timed_tiles(op, devices)
     row = rates.timed_tile_row(order, timed)
@@ -361,10 +361,16 @@ def tile_basis(op: str, order: int, devices: tuple | None = None) -> str:
     return "the default table: `hetlapack calibrate` times this machine's"
 
 
+def cpu_alone(devices: tuple | None) -> bool:
+    """Whether ``devices`` (names; None: the default) are the host CPU alone: where ``hetlapack calibrate`` timed
+    the tile path's calls and tiles, so where those timings apply."""
+    return tuple(devices or ("cpu",)) == ("cpu",)
+
+
 def _timed_tiles(op: str, devices: tuple | None) -> tuple[tuple[float, float], ...]:
     """The tiles ``hetlapack calibrate`` timed for ``op`` (the CPU's ``tile_orders``) where ``devices`` are the CPU
     alone, else none."""
-    return resolve(("cpu",))[0].tile_orders.get(op, ()) if tuple(devices or ("cpu",)) == ("cpu",) else ()
+    return resolve(("cpu",))[0].tile_orders.get(op, ()) if cpu_alone(devices) else ()
 
 
 def predict_tiled(op: str, m: int, n: int, dtype: np.dtype, tile: int | None = None,

@@ -71,7 +71,7 @@ class HybridPath(Path):
         """The factor on the simulator's price that this machine's timing of the tile path's call gives, where
         ``hetlapack calibrate`` timed the call dispatch prices (:func:`model.tile_call_factor`: the CPU alone, the
         default tile and placement, a SciPy function's input of this memory order), else None."""
-        if tuple(devices) != ("cpu",) or options.tile is not None or options.placement not in (None, "owner"):
+        if not model.cpu_alone(devices) or options.tile is not None or options.placement not in (None, "owner"):
             return None
         return model.tile_call_factor(req.op, min(req.core), req.scipy_input_order)
 
