@@ -73,10 +73,10 @@ def test_stacks_take_the_batched_kernels_that_win_at_their_order():
 
 #: Orders at which each dtype's stacks take the LAPACK loop unforced: any order in single precision, past the
 #: interleaved kernels' crossover in double (a prime, not a multiple of any block size).
-LOOP_ORDERS = {np.float32: 7, np.complex64: 7, np.float64: 53, np.complex128: 53}
+LOOP_ORDERS = {np.float32: 7, np.complex64: 7, np.float64: 67, np.complex128: 67}
 
 #: Matrices per stack that the batched path wins unforced at those orders under every SciPy: SciPy 1.18 loops over
-#: a stack in C, whose fixed cost is below the batched path's: small matrices take a few hundred, order 53 a dozen.
+#: a stack in C, whose fixed cost is below the batched path's: small matrices take a few hundred, order 67 a dozen.
 LOOP_BATCHES = {np.float32: 512, np.complex64: 512, np.float64: 16, np.complex128: 16}
 
 

@@ -81,11 +81,14 @@ TWO_LEVEL_MARGIN = 1.9
 
 #: Largest matrix order for which the interleaved kernels beat the LAPACK loop, by operation, for real and for
 #: complex dtypes, where ``hetlapack calibrate`` has not timed them on this machine (:func:`interleaved_max_n`).
-#: Measured on the reference machine (2 threads, quiet, float64 and complex128, ns per matrix; eighteenth
-#: session): float64 Cholesky ties at 24-40 and loses 1.3x at 64, LU and QR lose 1.2-1.35x at 48; complex128
-#: Cholesky and LU lose 1.25-1.9x at 32, QR ties at 32. The interleaved solves beat the loop at every order to 64
-#: (they are not calibrated).
-INTERLEAVED_MAX_N = {"potrf": (48, 24), "getrf": (40, 24), "geqrf": (40, 32), "potrs": (64, 64), "getrs": (64, 64)}
+#: Timed as calibration times them (``batched.crossover.measure``, 2 threads, quiet) on a 2-core Intel Xeon with
+#: AVX-512 (2026-12-03, three runs; the kernels had not changed since stop 73), the loop's time over the kernel's:
+#: float64 Cholesky, LU and QR 1.6-5.6x at every order to 64 (the largest timed); complex128 Cholesky and LU 1.2-5.3x
+#: to 64, QR 1.03-1.13x at 24 and 0.86-1.26x at 32. On a 2-core AMD EPYC the kernels then won too where timed: LU
+#: float64 2.1-2.5x at 48, complex128 1.1-1.25x at 32 and 64. (The table before, from the eighteenth session's
+#: kernels, sent LU past 40 and complex Cholesky and LU past 24 to a loop 1.2-2.4x slower.) The interleaved solves
+#: beat the loop at every order to 64 (they are not calibrated).
+INTERLEAVED_MAX_N = {"potrf": (64, 64), "getrf": (64, 64), "geqrf": (64, 24), "potrs": (64, 64), "getrs": (64, 64)}
 
 #: Largest matrix order for which the LAPACK loop was measured to beat SciPy's Python loop over a stack (64
 #: matrices and more): the factorizations 1.3-4.8x faster at 96-384 in float32 and float64, pivoted QR 2.0-3.6x at
@@ -204,7 +207,7 @@ def loop_threads_basis(op: str, dtype: np.dtype) -> str:
 
 def interleaved_max_n(op: str, dtype: np.dtype) -> int:
     """The largest order at which ``op``'s interleaved kernel beats the LAPACK loop in ``dtype`` (0: it has none):
-    as ``hetlapack calibrate`` measured it on this machine, else as measured on the reference machine."""
+    as ``hetlapack calibrate`` measured it on this machine, else :data:`INTERLEAVED_MAX_N`."""
     if op not in INTERLEAVED_MAX_N:
         return 0
     calibrated = _calibrated_crossover(op, dtype)
@@ -217,7 +220,8 @@ def interleaved_max_n(op: str, dtype: np.dtype) -> int:
 def interleaved_basis(op: str, dtype: np.dtype) -> str:
     """Where :func:`interleaved_max_n`'s order comes from."""
     calibrated = _calibrated_crossover(op, dtype) is not None
-    return "timed on this machine by `hetlapack calibrate`" if calibrated else "measured on the reference machine"
+    return ("timed on this machine by `hetlapack calibrate`" if calibrated
+            else "the default, timed on a 2-core AVX-512 Xeon; `hetlapack calibrate` times this machine's")
 
 
 #: How a library whose function was called is spelled.
