@@ -1070,7 +1070,7 @@ def _order_two_stacks(dtype) -> dict[str, np.ndarray]:
     kernels takes), among chunks of none, and a partial chunk last. Specials: zero, exactly singular and subnormal
     pivots, pivots tying, a zero column below the diagonal (larfg's ``tau = 0``), sums of squares beyond the largest
     and below the smallest normal number, Cholesky's non-positive diagonals, and infinities and NaNs in every
-    place."""
+    place (in complex stacks also as imaginary parts, with pivots whose ``|re| + |im|`` tie or are subnormal)."""
     tiny, big = np.finfo(dtype).tiny, np.finfo(dtype).max
     specials = [[[0, 0], [0, 0]], [[1, 2], [2, 4]], [[tiny / 4, 1], [0, 1]], [[1, 1], [-1, 3]], [[2, 1], [0, 3]],
                 [[big / 4, 1], [big / 4, 1]], [[1, 1], [1e-170, 1]], [[-1, 0], [0, 1]], [[1, 1], [1, 1]]]
@@ -1078,6 +1078,13 @@ def _order_two_stacks(dtype) -> dict[str, np.ndarray]:
         special = np.eye(2) + 1
         special.flat[place] = bad
         specials.append(special)
+    if np.dtype(dtype).kind == "c":  # |re| + |im| tying and not, subnormal parts, infinities and NaNs as parts
+        specials += [[[1 + 1j, 1], [2, 3j]], [[1j, 2], [3, 1 + 1j]], [[tiny / 4 * 1j, 1], [0, 1]],
+                     [[tiny / 4 * (1 + 1j), 1], [tiny / 2, 1]], [[1, 1j], [1j, -1]], [[2, 1], [1j, 1j / 2]]]
+        for place, bad in itertools.product(range(4), (np.inf, np.nan)):
+            special = (np.eye(2) + 1).astype(dtype)
+            special.flat[place] = complex(1, bad)
+            specials.append(special)
     batch = WIDE_LANES * (2 * len(specials) + 1) + 5
     a = random_matrix((batch, 2, 2), dtype, seed=22)
     h = a @ a.transpose(0, 2, 1) + 0.1 * np.eye(2, dtype=dtype)

@@ -637,17 +637,17 @@ def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _getrf_order_two(a, out, piv, info, pieces, nonfinite, thread, start, stop, lanes):
-    """:func:`_getrf_chunks` for 2 x 2 matrices: a full chunk of a real stack whose matrices, and those it writes,
-    lie one after another on vectors straight from the stack (:func:`._order_two.lu_chunk`), any other in a
-    buffer."""
+    """:func:`_getrf_chunks` for 2 x 2 matrices: a full chunk whose matrices, and those it writes, lie one after
+    another on vectors straight from the stack (:func:`._order_two.lu_chunk`; ``lu``'s pieces of a real stack only),
+    any other in a buffer."""
     _, rows, lower, upper, permutation = pieces
     a_order, out_order = record_order(a, 2, 2), record_order(out, 2, 2)
     if out.shape[0]:
         direct = out_order != NEITHER
     else:
-        direct = (record_order(lower, 2, 2) == BY_ROWS and record_order(upper, 2, 2) == BY_ROWS
+        direct = (takes(a) and record_order(lower, 2, 2) == BY_ROWS and record_order(upper, 2, 2) == BY_ROWS
                   and (permutation.shape[0] == 0 or record_order(permutation, 2, 2) == BY_ROWS))
-    if not (direct and takes(a) and a_order != NEITHER and lanes % WIDTH == 0):
+    if not (direct and a_order != NEITHER and lanes % WIDTH == 0):
         _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 2, 2, lanes)
         return
     for chunk in range(start, stop):

@@ -1,4 +1,4 @@
-"""Stacks of 2 x 2 real matrices factored on SIMD vectors straight from the caller's stack, with no buffer between.
+"""Stacks of 2 x 2 matrices factored on SIMD vectors straight from the caller's stack, with no buffer between.
 
 Where a stack's matrices lie one after another (C- or Fortran-ordered each), ``WIDTH`` of them are one load of
 ``4 x WIDTH`` numbers dealt into a vector per element (:func:`~._simd.load_records`), factored in registers and
@@ -6,7 +6,9 @@ written back the same way: at order 2 the interleaved kernels' copies into and o
 over the lanes and their bookkeeping per chunk cost several times the arithmetic. Each group of ``WIDTH`` matrices
 is the common case or nothing: a zero or subnormal pivot, a factor that is not finite or an exactly singular ``U``
 sends the caller's whole chunk to the interleaved kernel, which computes the same roundings in the same order, so
-the results are the same bits either way.
+the results are the same bits either way. Real stacks take every factorization here; complex ones take
+``lu_factor``'s packed LU, on vectors of real and of imaginary parts in the split kernel's roundings
+(``_lu._factor_split``).
 """
 
 from __future__ import annotations
@@ -18,15 +20,18 @@ from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
 from ._interleave import BY_COLUMNS, JIT_OPTIONS, smallest_normal
+from ._split_complex import product, reciprocal
+from ._split_complex import subtract_product as subtract_complex_product
 from ._simd import (WIDTH, add, add_rounded_product, any_below, any_not_a_number, any_zero, copy_sign, load_records,
                     magnitude, multiply, negative, quotient, splat, square_root, store, store_records, subtract,
                     subtract_product, subtract_rounded_product, where_greater)
 
 
 def takes(a) -> bool:
-    """Whether the kernels here factor a stack of the dtype of ``a`` (real ones only): a caller that is told no
-    sends all its chunks to the interleaved kernel in one call, whose buffers are made once, not once a chunk. (The
-    kernels' complex versions, which answer false at once, exist so that a caller's guarded call compiles.)"""
+    """Whether every kernel here factors a stack of the dtype of ``a`` (real ones; complex ones only
+    :func:`lu_chunk`'s packed LU): a caller that is told no sends all its chunks to the interleaved kernel in one
+    call, whose buffers are made once, not once a chunk. (The kernels' complex versions, which answer false at once,
+    exist so that a caller's guarded call compiles.)"""
 
 
 @overload(takes, jit_options=JIT_OPTIONS, inline="always")
@@ -67,18 +72,67 @@ def _lu_vectors(a00, a01, a10, a11, unit, tiny):
     return usual, pivot, right, multiplier, last, size0, size1
 
 
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _chosen(swapped, pair, other):
+    """The complex vector ``pair`` (real parts, imaginary parts), or ``other`` in the lanes ``swapped`` (a
+    :func:`where_greater`'s operands) names."""
+    size1, size0 = swapped
+    return where_greater(size1, size0, other[0], pair[0]), where_greater(size1, size0, other[1], pair[1])
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _complex_lu_vectors(a00, a01, a10, a11, two_tiny):
+    """getf2 on ``WIDTH`` complex matrices (each element a pair of vectors: real parts, imaginary parts) in the
+    split kernel's roundings (``_lu._pivot_split_column`` and ``_update_split_column`` at order 2: the pivot by
+    ``|re| + |im|``, the multiplier by the pivot's Smith reciprocal, one complex product subtracted): whether each is
+    the common case (both pivots' ``|re| + |im|`` at least twice the smallest normal number, where that kernel takes
+    reciprocals on vectors and ``U`` is not singular, and every factor finite), the packed LU's four elements, and
+    the magnitudes whose comparison chose the pivot (rows were swapped where the second is greater)."""
+    size0 = add(magnitude(a00[0]), magnitude(a00[1]))
+    size1 = add(magnitude(a10[0]), magnitude(a10[1]))
+    swapped = (size1, size0)
+    pivot, right = _chosen(swapped, a00, a10), _chosen(swapped, a01, a11)
+    below, below_right = _chosen(swapped, a10, a00), _chosen(swapped, a11, a01)
+    scale = reciprocal(pivot[0], pivot[1])
+    multiplier = product(below[0], below[1], scale[0], scale[1])
+    last = subtract_complex_product(below_right[0], below_right[1], multiplier[0], multiplier[1], right[0], right[1])
+    usual = not (any_below(where_greater(size1, size0, size1, size0), two_tiny)
+                 or any_below(add(magnitude(last[0]), magnitude(last[1])), two_tiny)
+                 or _not_finite(pivot[0], pivot[1], right[0], right[1])
+                 or _not_finite(multiplier[0], multiplier[1], last[0], last[1]))
+    return usual, pivot, right, multiplier, last, size0, size1
+
+
 def lu_chunk(a, a_order, out, out_order, piv, info, pieces, first, count) -> bool:
     """getf2 on matrices ``first`` to ``first + count`` (a multiple of ``WIDTH``) of ``a``, ``WIDTH`` at a time, into
     ``piv`` (0-based), ``info`` and the packed LU ``out``, or where ``out`` is empty into SciPy's ``lu``'s
     ``pieces`` (``permute_l``, the row indices, ``L``, ``U`` and ``P`` unless empty, as ``_lu._write_plu``, each
-    C-ordered); false at the first group that is not the common case (:func:`_lu_vectors`), which it leaves
-    unwritten, and for a complex stack."""
+    C-ordered; real stacks only); false at the first group that is not the common case (:func:`_lu_vectors`,
+    :func:`_complex_lu_vectors`), which it leaves unwritten."""
+
+
+def _complex_lu_groups(a, a_order, out, out_order, piv, info, pieces, first, count):
+    """:func:`lu_chunk` for a complex stack, into the packed LU (``out`` not empty)."""
+    tiny = smallest_normal(a)  # a complex dtype's: its parts' precision
+    two_tiny = splat(tiny + tiny)
+    one, zero = splat(np.int32(1)), splat(np.int32(0))
+    for group in range(first, first + count, WIDTH):
+        r0, i0, r1, i1, r2, i2, r3, i3 = load_records(a, 4 * group, 4)
+        a00, a01, a10, a11 = _as_rows(a_order, (r0, i0), (r1, i1), (r2, i2), (r3, i3))
+        usual, u00, u01, l10, u11, size0, size1 = _complex_lu_vectors(a00, a01, a10, a11, two_tiny)
+        if not usual:
+            return False
+        e0, e1, e2, e3 = _as_rows(out_order, u00, u01, l10, u11)
+        store_records(out, 4 * group, (e0[0], e0[1], e1[0], e1[1], e2[0], e2[1], e3[0], e3[1]))
+        store_records(piv, 2 * group, (where_greater(size1, size0, one, zero), one))
+        store(info, group, zero)
+    return True
 
 
 @overload(lu_chunk, jit_options=JIT_OPTIONS, inline="always")
 def _lu_chunk_for(a, a_order, out, out_order, piv, info, pieces, first, count):
     if isinstance(a.dtype, types.Complex):
-        return lambda a, a_order, out, out_order, piv, info, pieces, first, count: False
+        return _complex_lu_groups
 
     def lu_groups(a, a_order, out, out_order, piv, info, pieces, first, count):
         unit, nought, tiny = splat(a.dtype.type(1.0)), splat(a.dtype.type(0.0)), splat(smallest_normal(a))

@@ -398,10 +398,16 @@ def any_not_a_number(typingctx, a):
     return types.boolean(a), codegen
 
 
-def _records_pointer(context, builder, array_type, array, offset, places):
-    """A pointer to ``places * WIDTH`` elements from element ``offset`` of an array's data, as one LLVM vector."""
+def _word(dtype: types.Type) -> types.Type:
+    """The numbers an array of ``dtype`` is read as by :func:`load_records`: its own, or a complex one's parts."""
+    return dtype.underlying_float if isinstance(dtype, types.Complex) else dtype
+
+
+def _records_pointer(context, builder, array_type, array, offset, words):
+    """A pointer to ``words * WIDTH`` numbers (:func:`_word`) from element ``offset`` of an array's data, as one LLVM
+    vector."""
     data = context.make_array(array_type)(context, builder, array).data
-    records = ir.VectorType(context.get_value_type(array_type.dtype), places * WIDTH)
+    records = ir.VectorType(context.get_value_type(_word(array_type.dtype)), words * WIDTH)
     return builder.bitcast(builder.gep(data, [offset]), records.as_pointer())
 
 
@@ -409,16 +415,19 @@ def _records_pointer(context, builder, array_type, array, offset, places):
 def load_records(typingctx, array, offset, places):
     """``WIDTH`` records of ``places`` numbers each (small matrices, laid one after another), from element
     ``offset`` of an array's data, dealt into ``places`` vectors: lane ``w`` of vector ``k`` is element ``offset + w
-    * places + k``. One wide load and shuffles, which LLVM lowers to the shortest transpose it knows; the caller
-    checks that the records lie in the array's memory as said (any layout)."""
+    * places + k``. A complex array's records are read as their real and imaginary parts (``2 * places`` vectors,
+    each element's real part, then its imaginary part). One wide load and shuffles, which LLVM lowers to the
+    shortest transpose it knows; the caller checks that the records lie in the array's memory as said (any
+    layout)."""
     if not (isinstance(array, types.Array) and isinstance(places, types.IntegerLiteral)):
         return None
-    count = places.literal_value
-    result = types.UniTuple(Vector(array.dtype), count)
+    word = _word(array.dtype)
+    count = places.literal_value * (2 if word is not array.dtype else 1)
+    result = types.UniTuple(Vector(word), count)
 
     def codegen(context, builder, sig, args):
         records = builder.load(_records_pointer(context, builder, sig.args[0], args[0], args[1], count),
-                               align=array.dtype.bitwidth // 8)
+                               align=word.bitwidth // 8)
         undefined = ir.Constant(records.type, ir.Undefined)
         mask = ir.VectorType(ir.IntType(32), WIDTH)
         dealt = [builder.shuffle_vector(records, undefined, ir.Constant(mask, [w * count + k for w in range(WIDTH)]))
@@ -430,12 +439,13 @@ def load_records(typingctx, array, offset, places):
 
 @intrinsic
 def store_records(typingctx, array, offset, vectors):
-    """The inverse of :func:`load_records`: lane ``w`` of vector ``k`` of the tuple ``vectors`` written to element
-    ``offset + w * len(vectors) + k`` of an array's data."""
+    """The inverse of :func:`load_records`: lane ``w`` of vector ``k`` of the tuple ``vectors`` written to number
+    ``w * len(vectors) + k`` of the records from element ``offset`` of an array's data (a complex array's parts)."""
     if not (isinstance(array, types.Array) and isinstance(vectors, types.UniTuple)
-            and vectors.dtype == Vector(array.dtype)):
+            and vectors.dtype == Vector(_word(array.dtype))):
         return None
     count = vectors.count
+    word = _word(array.dtype)
 
     def codegen(context, builder, sig, args):
         dealt = cgutils.unpack_tuple(builder, args[2], count)
@@ -452,7 +462,7 @@ def store_records(typingctx, array, offset, vectors):
         records = builder.shuffle_vector(joined, ir.Constant(joined.type, ir.Undefined),
                                          ir.Constant(ir.VectorType(ir.IntType(32), count * WIDTH), order))
         builder.store(records, _records_pointer(context, builder, sig.args[0], args[0], args[1], count),
-                      align=array.dtype.bitwidth // 8)
+                      align=word.bitwidth // 8)
         return context.get_dummy_value()
 
     return types.none(array, types.intp, vectors), codegen
