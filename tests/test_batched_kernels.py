@@ -1096,9 +1096,10 @@ def _order_two_stacks(dtype) -> dict[str, np.ndarray]:
 
 def _not_as_records(stack: np.ndarray) -> np.ndarray:
     """The same matrices in a strided view, which the kernels factor in their buffers, never straight from it."""
-    wide = np.zeros((stack.shape[0], 2, 3), stack.dtype)
-    wide[:, :, :2] = stack
-    return wide[:, :, :2]
+    batch, m, n = stack.shape
+    wide = np.zeros((batch, m, n + 1), stack.dtype)
+    wide[:, :, :n] = stack
+    return wide[:, :, :n]
 
 
 @pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
@@ -1135,6 +1136,60 @@ def test_order_two_straight_from_the_stack_gives_the_bits_of_the_buffered_kernel
                           lambda x: kernels.lu(x, permute_l=False, check_finite=True)):
                 with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
                     check(broken)
+
+
+def _order_four_stack(dtype) -> np.ndarray:
+    """A stack of 4 x 4 matrices for the LU that factors a group of ``WIDTH`` such matrices straight from the stack
+    (``_order_four``): each special matrix in a chunk of its own among chunks of none, and a partial chunk last.
+    Specials: zero, exactly singular and subnormal pivots at each step, pivots tying (in complex stacks by
+    ``|re| + |im|`` too), and an infinity or NaN in every place (in complex stacks also as imaginary parts)."""
+    tiny = np.finfo(dtype).tiny
+    base = np.arange(16.0).reshape(4, 4) % 5 + np.eye(4) * 7
+    specials = [np.zeros((4, 4)), np.ones((4, 4)), np.diag([1.0, 1.0, 1.0, 0.0]), np.diag([1.0, tiny / 4, 1.0, 1.0]),
+                np.diag([1.0, 1.0, tiny, 1.0]), np.eye(4)[::-1], np.triu(np.ones((4, 4))), np.tril(np.ones((4, 4)))]
+    singular = base.copy()
+    singular[2] = singular[0] + singular[1]
+    specials.append(singular)
+    if np.dtype(dtype).kind == "c":
+        tie = base.astype(complex)
+        tie[1, 0], tie[3, 0] = 3 + 4j, 4 + 3j
+        specials += [tie, np.diag([1j, tiny / 4 * (1 + 1j), 1, 1]), np.diag([1, 1, 1, tiny / 2 * 1j])]
+    bads = [np.inf, -np.inf, np.nan] + ([complex(1, np.inf), complex(0, np.nan)] if np.dtype(dtype).kind == "c"
+                                        else [])
+    for place, bad in itertools.product(range(16), bads):
+        special = base.astype(dtype)
+        special.flat[place] = bad
+        specials.append(special)
+    lanes = WIDE_LANES
+    a = random_matrix((lanes * (2 * len(specials) + 1) + 5, 4, 4), dtype, seed=23)
+    for k, special in enumerate(specials):
+        a[lanes * (2 * k + 1) + 5 * k % lanes] = special
+    return a
+
+
+@pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_order_four_lu_straight_from_the_stack_gives_the_bits_of_the_buffered_kernel(dtype, order):
+    """Groups of ``WIDTH`` LU factorizations of order 4 that lie one after another are factored on vectors loaded
+    straight from the stack, and a group that is not the common case sends its chunk to the buffered kernel: the
+    packed LU (either layout), pivots and info are bitwise what the kernel gives from its buffer, NaNs included;
+    ``check_finite`` still sees an infinity or NaN in any group, and ``lu``'s pieces (buffered) agree."""
+    a = _order_four_stack(dtype)
+    if order == "F":
+        a = a.transpose(0, 2, 1).copy().transpose(0, 2, 1)
+    for fortran in (False, True):
+        direct, buffered = kernels.getrf(a, fortran=fortran), kernels.getrf(_not_as_records(a), fortran=fortran)
+        for ours, theirs in zip(direct, buffered, strict=True):
+            np.testing.assert_array_equal(ours, theirs)
+    lu, piv, _ = kernels.getrf(a[:64])
+    for b in range(0, 64, 7):
+        theirs, their_piv = sla.lu_factor(a[b], check_finite=False)
+        np.testing.assert_allclose(lu[b], theirs, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(piv[b], their_piv)
+    broken = a.copy()
+    broken[3 * WIDTH + 1, 2, 3] = np.nan
+    with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+        kernels.getrf(broken, check_finite=True)
 
 
 def test_records_are_dealt_into_vectors_and_gathered_back_in_order():

@@ -27,6 +27,7 @@ from ..machine import vector_bytes
 from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, buffer_as_stack, chunk_range, divide, flag_poisoned, gather,
                           is_finite, padded_width, poison_lanes, record_order, scatter, small_order_lanes,
                           smallest_normal)
+from ._order_four import lu_chunk as order_four_chunk
 from ._order_two import lu_chunk, takes
 from ._simd import (WIDTH, add, any_below, any_equal, exchange_where, load, magnitude, multiply, quotient, splat, store,
                     subtract_product, where_greater)
@@ -657,6 +658,21 @@ def _getrf_order_two(a, out, piv, info, pieces, nonfinite, thread, start, stop, 
             _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, chunk, chunk + 1, 2, 2, lanes)
 
 
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _getrf_order_four(a, out, piv, info, pieces, nonfinite, thread, start, stop, lanes):
+    """:func:`_getrf_chunks` for 4 x 4 matrices: a full chunk whose matrices, and the packed LU it writes, lie one
+    after another on vectors straight from the stack (:func:`._order_four.lu_chunk`), any other (and ``lu``'s
+    pieces) in a buffer."""
+    a_order, out_order = record_order(a, 4, 4), record_order(out, 4, 4)
+    if not (out.shape[0] and out_order != NEITHER and a_order != NEITHER and lanes % WIDTH == 0):
+        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 4, 4, lanes)
+        return
+    for chunk in range(start, stop):
+        first = chunk * lanes
+        if not (first + lanes <= a.shape[0] and order_four_chunk(a, a_order, out, out_order, piv, info, first, lanes)):
+            _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, chunk, chunk + 1, 4, 4, lanes)
+
+
 def small_orders_lanes(a):
     """Matrices per buffer of ``getrf_stack``'s versions compiled for orders 2, 3 and 4 in the dtype of ``a``
     (``_interleave.small_order_lanes``), as constants: the loops over ``SMALL_ORDER_LANES`` lanes for a real stack
@@ -693,7 +709,7 @@ def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, n
     elif m == n == 3 and lanes == lanes_3:
         _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 3, 3, lanes_3)
     elif m == n == 4 and lanes == lanes_4:
-        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 4, 4, lanes_4)
+        _getrf_order_four(a, out, piv, info, pieces, nonfinite, thread, start, stop, lanes_4)
     else:
         _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, n, lanes)
 
