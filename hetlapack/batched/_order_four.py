@@ -120,8 +120,8 @@ def _least_pivot_for(a):
 
 
 def _rows(a, order, group):
-    """Matrices ``WIDTH * group`` on of ``a`` as four rows of four elements (vectors, or pairs of vectors of real
-    and imaginary parts), from records laid by rows or by ``order`` ``BY_COLUMNS``."""
+    """The ``WIDTH`` matrices of ``a`` from matrix ``group`` on as four rows of four elements (vectors, or pairs of
+    vectors of real and imaginary parts), from records laid by rows or by ``order`` ``BY_COLUMNS``."""
 
 
 @overload(_rows, jit_options=JIT_OPTIONS, inline="always")
@@ -168,7 +168,7 @@ def _flat_for(order, rows):
 
 
 def _store_rows(out, order, group, rows):
-    """:func:`_rows`'s inverse: four rows into ``out``'s records from matrix ``WIDTH * group``."""
+    """:func:`_rows`'s inverse: four rows into ``out``'s records from matrix ``group`` on."""
 
 
 @overload(_store_rows, jit_options=JIT_OPTIONS, inline="always")
