@@ -30,8 +30,8 @@ from ._simd import (WIDTH, add, add_rounded_product, any_below, any_not_a_number
 def takes(a) -> bool:
     """Whether every kernel here factors a stack of the dtype of ``a`` (real ones; complex ones only
     :func:`lu_chunk`'s packed LU): a caller that is told no sends all its chunks to the interleaved kernel in one
-    call, whose buffers are made once, not once a chunk. (The kernels' complex versions, which answer false at once,
-    exist so that a caller's guarded call compiles.)"""
+    call, whose buffers are made once, not once a chunk. (The Cholesky's and QR's complex versions, which answer
+    false at once, exist so that a caller's guarded call compiles.)"""
 
 
 @overload(takes, jit_options=JIT_OPTIONS, inline="always")
