@@ -304,38 +304,48 @@ def scatter_triangle(buf, count, a, lower, clean, out, first, n):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
+def _chunk_buffers(out, n, lanes):
+    """One thread's buffers for chunks of order ``n``, ``lanes`` matrices at a time: the chunk, its ``info``, the
+    diagonal's reciprocals and the lanes' infinity-or-NaN marks."""
+    return (np.empty((n, n, lanes), dtype=out.dtype), np.empty(lanes, dtype=np.int64),
+            np.empty(lanes, dtype=out.real.dtype), np.empty(lanes, dtype=out.real.dtype))
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _potrf_chunk(a, lower, clean, out, info, nonfinite, thread, chunk, buffers, n, lanes):
+    """Factorize chunk ``chunk`` of the stack in the ``buffers`` of :func:`_chunk_buffers`; where ``nonfinite`` holds
+    a flag per thread, check the chunk's input as it is gathered and set ``thread``'s flag on an infinity or NaN."""
+    buf, chunk_info, recip, poison = buffers
+    first = chunk * lanes
+    count = gather_hermitian(a, first, lower, buf, n, lanes, nonfinite.size > 0)
+    flag_poisoned(buf, poison, count, nonfinite, thread, n, n, lanes)
+    _factor(buf, chunk_info, recip, n, lanes)
+    for lane in range(count):
+        info[first + lane] = chunk_info[lane]
+    scatter_triangle(buf, count, a, lower, clean, out, first, n)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n, lanes):
-    """Factorize chunks ``start:stop`` of the stack in ``n x n x lanes`` buffers (one thread's share); where
-    ``nonfinite`` holds a flag per thread, check each chunk's input as it is gathered and set ``thread``'s flag on
-    an infinity or NaN."""
-    buf = np.empty((n, n, lanes), dtype=out.dtype)
-    chunk_info = np.empty(lanes, dtype=np.int64)
-    recip = np.empty(lanes, dtype=out.real.dtype)
-    poison = np.empty(lanes, dtype=out.real.dtype)
+    """Factorize chunks ``start:stop`` of the stack in buffers (one thread's share)."""
+    buffers = _chunk_buffers(out, n, lanes)
     for chunk in range(start, stop):
-        first = chunk * lanes
-        count = gather_hermitian(a, first, lower, buf, n, lanes, nonfinite.size > 0)
-        flag_poisoned(buf, poison, count, nonfinite, thread, n, n, lanes)
-        _factor(buf, chunk_info, recip, n, lanes)
-        for lane in range(count):
-            info[first + lane] = chunk_info[lane]
-        scatter_triangle(buf, count, a, lower, clean, out, first, n)
+        _potrf_chunk(a, lower, clean, out, info, nonfinite, thread, chunk, buffers, n, lanes)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _potrf_order_two(a, lower, clean, out, info, nonfinite, thread, start, stop, lanes):
     """:func:`_potrf_chunks` for 2 x 2 matrices: a full chunk of a real stack whose matrices, and those of ``out``,
     lie one after another on vectors straight from the stack (:func:`._order_two.potrf_chunk`), any other in a
-    buffer."""
+    buffer (inlined once: each copy adds to the kernel's compile time)."""
     a_order, out_order = record_order(a, 2, 2), record_order(out, 2, 2)
-    if not (takes(a) and a_order != NEITHER and out_order != NEITHER and lanes % WIDTH == 0):
-        _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, 2, lanes)
-        return
+    direct = takes(a) and a_order != NEITHER and out_order != NEITHER and lanes % WIDTH == 0
+    buffers = _chunk_buffers(out, 2, lanes)
     for chunk in range(start, stop):
         first = chunk * lanes
-        if not (first + lanes <= a.shape[0]
+        if not (direct and first + lanes <= a.shape[0]
                 and potrf_chunk(a, a_order, lower, clean, out, out_order, info, nonfinite.size > 0, first, lanes)):
-            _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, chunk, chunk + 1, 2, lanes)
+            _potrf_chunk(a, lower, clean, out, info, nonfinite, thread, chunk, buffers, 2, lanes)
 
 
 @numba.njit(**JIT_OPTIONS)

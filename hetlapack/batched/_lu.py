@@ -615,32 +615,43 @@ def scatter_lu(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinit
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
+def _chunk_buffers(a, m, n, lanes):
+    """One thread's buffers for chunks of ``m x n`` matrices of ``a``, ``lanes`` at a time: the chunk (rows padded
+    where :func:`~._interleave.padded_width` says; the padding stays zero), its pivots and ``info``, the pivot
+    search's magnitudes, the pivots' reciprocals and ``lu``'s row order."""
+    return (np.zeros((m, padded_width(a, n, lanes), lanes), dtype=a.dtype),
+            np.empty((min(m, n), lanes), dtype=np.int64), np.empty(lanes, dtype=np.int64),
+            np.empty(lanes, dtype=a.real.dtype), np.empty(lanes, dtype=a.dtype), np.empty(m, dtype=np.int64))
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _getrf_chunk(a, out, piv, info, pieces, nonfinite, thread, chunk, buffers, m, n, lanes):
+    """Factorize chunk ``chunk`` of the stack in the ``buffers`` of :func:`_chunk_buffers`."""
+    buf, chunk_piv, chunk_info, best, recip, order = buffers
+    first = chunk * lanes
+    count = gather(a, first, buf, m, n, lanes)
+    _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
+    if out.shape[0]:
+        scatter_factored(a, buf, chunk_piv, chunk_info, best, count, out, piv, info, nonfinite, thread, first, m, n,
+                         lanes)
+    else:
+        scatter_lu(a, buf, chunk_piv, chunk_info, best, count, piv, info, nonfinite, thread, first, pieces, order, m,
+                   n, lanes)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, n, lanes):
-    """Factorize chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share), rows padded
-    where :func:`~._interleave.padded_width` says (the padding stays zero)."""
-    buf = np.zeros((m, padded_width(a, n, lanes), lanes), dtype=a.dtype)
-    chunk_piv = np.empty((min(m, n), lanes), dtype=np.int64)
-    chunk_info = np.empty(lanes, dtype=np.int64)
-    best = np.empty(lanes, dtype=a.real.dtype)
-    recip = np.empty(lanes, dtype=a.dtype)
-    order = np.empty(m, dtype=np.int64)
+    """Factorize chunks ``start:stop`` of the stack in buffers (one thread's share)."""
+    buffers = _chunk_buffers(a, m, n, lanes)
     for chunk in range(start, stop):
-        first = chunk * lanes
-        count = gather(a, first, buf, m, n, lanes)
-        _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
-        if out.shape[0]:
-            scatter_factored(a, buf, chunk_piv, chunk_info, best, count, out, piv, info, nonfinite, thread, first, m,
-                             n, lanes)
-        else:
-            scatter_lu(a, buf, chunk_piv, chunk_info, best, count, piv, info, nonfinite, thread, first, pieces,
-                       order, m, n, lanes)
+        _getrf_chunk(a, out, piv, info, pieces, nonfinite, thread, chunk, buffers, m, n, lanes)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _getrf_order_two(a, out, piv, info, pieces, nonfinite, thread, start, stop, lanes):
     """:func:`_getrf_chunks` for 2 x 2 matrices: a full chunk whose matrices, and those it writes, lie one after
     another on vectors straight from the stack (:func:`._order_two.lu_chunk`; ``lu``'s pieces of a real stack only),
-    any other in a buffer."""
+    any other in a buffer. The buffered chunk is inlined once (each copy adds to the kernel's compile time)."""
     _, rows, lower, upper, permutation = pieces
     a_order, out_order = record_order(a, 2, 2), record_order(out, 2, 2)
     if out.shape[0]:
@@ -648,29 +659,28 @@ def _getrf_order_two(a, out, piv, info, pieces, nonfinite, thread, start, stop, 
     else:
         direct = (takes(a) and record_order(lower, 2, 2) == BY_ROWS and record_order(upper, 2, 2) == BY_ROWS
                   and (permutation.shape[0] == 0 or record_order(permutation, 2, 2) == BY_ROWS))
-    if not (direct and a_order != NEITHER and lanes % WIDTH == 0):
-        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 2, 2, lanes)
-        return
+    direct = direct and a_order != NEITHER and lanes % WIDTH == 0
+    buffers = _chunk_buffers(a, 2, 2, lanes)
     for chunk in range(start, stop):
         first = chunk * lanes
-        if not (first + lanes <= a.shape[0]
+        if not (direct and first + lanes <= a.shape[0]
                 and lu_chunk(a, a_order, out, out_order, piv, info, pieces, first, lanes)):
-            _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, chunk, chunk + 1, 2, 2, lanes)
+            _getrf_chunk(a, out, piv, info, pieces, nonfinite, thread, chunk, buffers, 2, 2, lanes)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _getrf_order_four(a, out, piv, info, pieces, nonfinite, thread, start, stop, lanes):
     """:func:`_getrf_chunks` for 4 x 4 matrices: a full chunk whose matrices, and the packed LU it writes, lie one
     after another on vectors straight from the stack (:func:`._order_four.lu_chunk`), any other (and ``lu``'s
-    pieces) in a buffer."""
+    pieces) in a buffer, inlined once as in :func:`_getrf_order_two`."""
     a_order, out_order = record_order(a, 4, 4), record_order(out, 4, 4)
-    if not (out.shape[0] and out_order != NEITHER and a_order != NEITHER and lanes % WIDTH == 0):
-        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 4, 4, lanes)
-        return
+    direct = out.shape[0] > 0 and out_order != NEITHER and a_order != NEITHER and lanes % WIDTH == 0
+    buffers = _chunk_buffers(a, 4, 4, lanes)
     for chunk in range(start, stop):
         first = chunk * lanes
-        if not (first + lanes <= a.shape[0] and order_four_chunk(a, a_order, out, out_order, piv, info, first, lanes)):
-            _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, chunk, chunk + 1, 4, 4, lanes)
+        if not (direct and first + lanes <= a.shape[0]
+                and order_four_chunk(a, a_order, out, out_order, piv, info, first, lanes)):
+            _getrf_chunk(a, out, piv, info, pieces, nonfinite, thread, chunk, buffers, 4, 4, lanes)
 
 
 def small_orders_lanes(a):

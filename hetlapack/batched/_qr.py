@@ -584,42 +584,53 @@ def scatter_upper(buf, count, out, first):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
+def _chunk_buffers(r_out, m, n, ncols, lanes):
+    """One thread's buffers for chunks of ``m x n`` matrices, ``lanes`` at a time, with ``Q``'s first ``ncols``
+    columns: the chunk and ``Q`` (rows padded where :func:`padded_width` says; the padding stays zero), the
+    reflectors' ``tau``, norms, dot products, the update's work rows and the lanes' infinity-or-NaN marks."""
+    return (np.zeros((m, padded_width(r_out, n, lanes), lanes), dtype=r_out.dtype),
+            np.empty((min(m, n), lanes), dtype=r_out.dtype),
+            np.zeros((m, padded_width(r_out, ncols, lanes), lanes), dtype=r_out.dtype),
+            np.empty(lanes, dtype=r_out.real.dtype), np.empty(lanes, dtype=r_out.dtype),
+            np.empty((WORK_ROWS, lanes), dtype=r_out.dtype), np.empty(lanes, dtype=r_out.real.dtype))
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _qr_chunk(a, q_out, r_out, nonfinite, thread, chunk, buffers, m, n, ncols, lanes):
+    """Chunk ``chunk`` of :func:`qr_stack`'s stack in the ``buffers`` of :func:`_chunk_buffers`."""
+    buf, chunk_tau, q, norm, dots, work, poison = buffers
+    first = chunk * lanes
+    count = gather(a, first, buf, m, n, lanes)
+    flag_poisoned(buf, poison, count, nonfinite, thread, m, buf.shape[1], lanes)
+    _qr_in_chunk(buf, n, chunk_tau, norm, dots, work, q, ncols, lanes)
+    scatter_upper(buf, count, r_out, first)
+    if ncols:
+        scatter(q, count, q_out, first, m, ncols)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, m, n, ncols, lanes):
-    """Chunks ``start:stop`` of :func:`qr_stack`'s stack (one thread's share) in ``m x n x lanes`` buffers (rows
-    padded where :func:`padded_width` says; the padding stays zero), with ``Q``'s first ``ncols`` columns."""
-    width = padded_width(r_out, n, lanes)
-    buf = np.zeros((m, width, lanes), dtype=r_out.dtype)
-    chunk_tau = np.empty((min(m, n), lanes), dtype=r_out.dtype)
-    q = np.zeros((m, padded_width(r_out, ncols, lanes), lanes), dtype=r_out.dtype)
-    norm = np.empty(lanes, dtype=r_out.real.dtype)
-    dots = np.empty(lanes, dtype=r_out.dtype)
-    work = np.empty((WORK_ROWS, lanes), dtype=r_out.dtype)
-    poison = np.empty(lanes, dtype=r_out.real.dtype)
+    """Chunks ``start:stop`` of :func:`qr_stack`'s stack (one thread's share) in buffers."""
+    buffers = _chunk_buffers(r_out, m, n, ncols, lanes)
     for chunk in range(start, stop):
-        first = chunk * lanes
-        count = gather(a, first, buf, m, n, lanes)
-        flag_poisoned(buf, poison, count, nonfinite, thread, m, width, lanes)
-        _qr_in_chunk(buf, n, chunk_tau, norm, dots, work, q, ncols, lanes)
-        scatter_upper(buf, count, r_out, first)
-        if ncols:
-            scatter(q, count, q_out, first, m, ncols)
+        _qr_chunk(a, q_out, r_out, nonfinite, thread, chunk, buffers, m, n, ncols, lanes)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _qr_order_two(a, q_out, r_out, nonfinite, thread, start, stop, lanes):
     """:func:`_qr_chunks` for 2 x 2 matrices and their whole ``Q``: a full chunk of a real stack whose matrices, and
     those of ``Q`` and ``R``, lie one after another on vectors straight from the stack
-    (:func:`._order_two.qr_chunk`), any other in a buffer."""
+    (:func:`._order_two.qr_chunk`), any other in a buffer (inlined once: each copy adds to the kernel's compile
+    time)."""
     a_order, q_order = record_order(a, 2, 2), record_order(q_out, 2, 2)
-    if not (takes(a) and a_order != NEITHER and q_order != NEITHER and record_order(r_out, 2, 2) == BY_ROWS
-            and lanes % WIDTH == 0):
-        _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, 2, 2, 2, lanes)
-        return
+    direct = (takes(a) and a_order != NEITHER and q_order != NEITHER and record_order(r_out, 2, 2) == BY_ROWS
+              and lanes % WIDTH == 0)
+    buffers = _chunk_buffers(r_out, 2, 2, 2, lanes)
     for chunk in range(start, stop):
         first = chunk * lanes
-        if not (first + lanes <= a.shape[0]
+        if not (direct and first + lanes <= a.shape[0]
                 and qr_chunk(a, a_order, q_out, q_order, r_out, nonfinite.size > 0, first, lanes)):
-            _qr_chunks(a, q_out, r_out, nonfinite, thread, chunk, chunk + 1, 2, 2, 2, lanes)
+            _qr_chunk(a, q_out, r_out, nonfinite, thread, chunk, buffers, 2, 2, 2, lanes)
 
 
 @numba.njit(**JIT_OPTIONS)
