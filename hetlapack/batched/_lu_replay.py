@@ -26,10 +26,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._interleave import JIT_OPTIONS, chunk_range, gather, small_order_lanes, smallest_normal
+from ._interleave import JIT_OPTIONS, NEITHER, chunk_range, gather, record_order, small_order_lanes, smallest_normal
 from ._lu import REDO_INFO, pivot_vector_rows, scatter_factored, scatter_lu, search_pivot, swap_pivot_rows
-from ._simd import (WIDTH, add, add_rounded_product, any_below, fused_multiply_add, load, multiply, narrowed,
-                    negative, quotient, splat, store, subtract, widened)
+from ._order_four import pivot_first, pivot_second, pivot_third, rows_of, stored
+from ._simd import (WIDTH, add, add_rounded_product, any_below, fused_multiply_add, load, magnitude, multiply,
+                    narrowed, negative, quotient, splat, store, subtract, widened)
 
 #: No contraction: each fused multiply-add is written as one (``fused_multiply_add``), each other product rounded.
 REPLAY_JIT_OPTIONS = {**JIT_OPTIONS, "fastmath": False}
@@ -314,6 +315,102 @@ def _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start,
                        order, m, n, lanes)
 
 
+#: The options of the order-4 helpers below, which take and return vectors only: inlined by LLVM, as
+#: ``_order_four``'s are, nothing contracted.
+_VECTORS_BY_LLVM = {**REPLAY_JIT_OPTIONS, "forceinline": True}
+
+
+@numba.njit(**_VECTORS_BY_LLVM)
+def _less_chain(c, left, above, kernels):
+    """``c`` less ``left . above`` as :func:`_vector_update` computes a row at order 4 (no block of four rows below
+    the diagonal): the SkylakeX kernel in one fused chain, ``total * -1 + c``; the Haswell one each product rounded
+    and added, ``c - total``."""
+    total = splat(np.float32(0))
+    if kernels == SKYLAKEX:
+        for k in range(len(left)):
+            total = fused_multiply_add(left[k], above[k], total)
+        return fused_multiply_add(total, splat(np.float32(-1)), c)
+    for k in range(len(left)):
+        total = add_rounded_product(total, left[k], above[k])
+    return subtract(c, total)
+
+
+@numba.njit(**_VECTORS_BY_LLVM)
+def _less_dot(c, left, above, kernels):
+    """``c`` less ``left . above`` as :func:`_replay_vector` computes an element above the diagonal: the products
+    in pairs added in double precision (:func:`_vector_dot`), the sum rounded to single."""
+    total = splat(np.float64(0))
+    k = 0
+    while k + 1 < len(left):
+        second = multiply(left[k + 1], above[k + 1])
+        if kernels == SKYLAKEX:
+            pair = fused_multiply_add(left[k], above[k], second)
+        else:
+            pair = add_rounded_product(second, left[k], above[k])
+        total = add(total, widened(pair))
+        k += 2
+    if k < len(left):
+        total = add(total, widened(multiply(left[k], above[k])))
+    return subtract(c, narrowed(total))
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _order_four_groups(a, a_order, out, out_order, piv, info, first, count, kernels) -> bool:
+    """:func:`_replay_vector` on matrices ``first`` to ``first + count`` (a multiple of ``WIDTH``) of the 4 x 4
+    stack ``a``, ``WIDTH`` at a time in registers straight from the stack, as ``_order_four.lu_chunk`` does: the same
+    operations in the same order, so the same bits. False at the first group that is not the common case (a pivot
+    below the smallest normal number, a factor that is not finite), which it leaves unwritten."""
+    least, one = splat(smallest_normal(out)), splat(np.float32(1))
+    for group in range(first, first + count, WIDTH):
+        p0, best, r0, r1, r2, r3 = pivot_first(*rows_of(a, a_order, group))
+        low = any_below(best, least)
+        scale = quotient(one, r0[0])
+        r1 = (multiply(scale, r1[0]), r1[1], r1[2], r1[3])
+        r2 = (multiply(scale, r2[0]), r2[1], r2[2], r2[3])
+        r3 = (multiply(scale, r3[0]), r3[1], r3[2], r3[3])
+        above = (r0[1],)
+        r1 = (r1[0], _less_chain(r1[1], (r1[0],), above, kernels), r1[2], r1[3])
+        r2 = (r2[0], _less_chain(r2[1], (r2[0],), above, kernels), r2[2], r2[3])
+        r3 = (r3[0], _less_chain(r3[1], (r3[0],), above, kernels), r3[2], r3[3])
+        p1, best, r1, r2, r3 = pivot_second(r1, r2, r3)
+        low |= any_below(best, least)
+        scale = quotient(one, r1[1])
+        r2 = (r2[0], multiply(scale, r2[1]), r2[2], r2[3])
+        r3 = (r3[0], multiply(scale, r3[1]), r3[2], r3[3])
+        above = (r0[2], _less_dot(r1[2], (r1[0],), (r0[2],), kernels))
+        r1 = (r1[0], r1[1], above[1], r1[3])
+        r2 = (r2[0], r2[1], _less_chain(r2[2], (r2[0], r2[1]), above, kernels), r2[3])
+        r3 = (r3[0], r3[1], _less_chain(r3[2], (r3[0], r3[1]), above, kernels), r3[3])
+        p2, best, r2, r3 = pivot_third(r2, r3)
+        low |= any_below(best, least)
+        r3 = (r3[0], r3[1], multiply(quotient(one, r2[2]), r3[2]), r3[3])
+        second = _less_dot(r1[3], (r1[0],), (r0[3],), kernels)
+        above = (r0[3], second, _less_dot(r2[3], (r2[0], r2[1]), (r0[3], second), kernels))
+        r1 = (r1[0], r1[1], r1[2], above[1])
+        r2 = (r2[0], r2[1], r2[2], above[2])
+        r3 = (r3[0], r3[1], r3[2], _less_chain(r3[3], (r3[0], r3[1], r3[2]), above, kernels))
+        low |= any_below(magnitude(r3[3]), least)
+        if not stored(out, out_order, piv, info, group, (r0, r1, r2, r3), (p0, p1, p2), low):
+            return False
+    return True
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def _replay_order_four(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop):
+    """:func:`_replay_chunks` for 4 x 4 matrices in buffers of one vector (``_LANES_4``): a full chunk whose
+    matrices, and the packed LU it writes, lie one after another is factored in registers straight from the stack
+    (:func:`_order_four_groups`), any other (and ``lu``'s pieces) in a buffer."""
+    a_order, out_order = record_order(a, 4, 4), record_order(out, 4, 4)
+    if not (out.shape[0] > 0 and out_order != NEITHER and a_order != NEITHER):
+        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 4, 4, _LANES_4)
+        return
+    for chunk in range(start, stop):
+        first = chunk * _LANES_4
+        if not (first + _LANES_4 <= a.shape[0]
+                and _order_four_groups(a, a_order, out, out_order, piv, info, first, _LANES_4, kernels)):
+            _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, chunk, chunk + 1, 4, 4, _LANES_4)
+
+
 #: ``_interleave.small_order_lanes`` of the replay (single precision only) at orders 2, 3 and 4: each reaches
 #: :func:`_replay_chunks` as a constant, so that its loops over the lanes have constant bounds.
 _LANES_2, _LANES_3, _LANES_4 = (small_order_lanes("getrf_replay", "f", order) for order in (2, 3, 4))
@@ -335,6 +432,6 @@ def getrf_replay_stack(a, out, piv, info, kernels, permute_l, rows, lower, upper
     elif m == n == 3 and lanes == _LANES_3:
         _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 3, 3, _LANES_3)
     elif m == n == 4 and lanes == _LANES_4:
-        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 4, 4, _LANES_4)
+        _replay_order_four(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop)
     else:
         _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, m, n, lanes)

@@ -9,7 +9,8 @@ pivot's reciprocal by one division, each multiplier one product, each update one
 with the pivot rows exchanged across the lanes (:func:`~._simd.exchange_where`); so the results are the same bits
 either way. A group that is not the common case (a pivot below the smallest normal number, twice that for complex
 ones, where those kernels take pivots lane by lane; a factor that is not finite) sends the caller's whole chunk to
-the buffered kernel.
+the buffered kernel. The pivot steps (:func:`pivot_first` and the next two), the loads and the group's store serve
+the single-precision replay of order 4 too (``_lu_replay``), whose updates follow OpenBLAS's roundings instead.
 """
 
 from __future__ import annotations
@@ -119,13 +120,13 @@ def _least_pivot_for(a):
     return lambda a: splat(least)
 
 
-def _rows(a, order, group):
+def rows_of(a, order, group):
     """The ``WIDTH`` matrices of ``a`` from matrix ``group`` on as four rows of four elements (vectors, or pairs of
     vectors of real and imaginary parts), from records laid by rows or by ``order`` ``BY_COLUMNS``."""
 
 
-@overload(_rows, jit_options=JIT_OPTIONS, inline="always")
-def _rows_for(a, order, group):
+@overload(rows_of, jit_options=JIT_OPTIONS, inline="always")
+def _rows_of_for(a, order, group):
     if isinstance(a.dtype, types.Complex):
         def pairs(a, order, group):
             v = load_records(a, 16 * group, 16)
@@ -167,11 +168,11 @@ def _flat_for(order, rows):
     return flat
 
 
-def _store_rows(out, order, group, rows):
-    """:func:`_rows`'s inverse: four rows into ``out``'s records from matrix ``group`` on."""
+def store_rows(out, order, group, rows):
+    """:func:`rows_of`'s inverse: four rows into ``out``'s records from matrix ``group`` on."""
 
 
-@overload(_store_rows, jit_options=JIT_OPTIONS, inline="always")
+@overload(store_rows, jit_options=JIT_OPTIONS, inline="always")
 def _store_rows_for(out, order, group, rows):
     if isinstance(out.dtype, types.Complex):
         def pairs(out, order, group, rows):
@@ -184,34 +185,34 @@ def _store_rows_for(out, order, group, rows):
     return lambda out, order, group, rows: store_records(out, 16 * group, _flat(order, rows))
 
 
-def _candidate(rows, best, x, row):
+def candidate(rows, best, x, row):
     """The pivot search's step at candidate ``x`` of row ``row``: its row and magnitude where it is larger than
     ``best`` (the first largest wins, as ``_lu.pivot_vector_rows`` searches)."""
 
 
-@overload(_candidate, jit_options=_BY_LLVM)
+@overload(candidate, jit_options=_BY_LLVM)
 def _candidate_for(rows, best, x, row):
-    def candidate(rows, best, x, row):
+    def step(rows, best, x, row):
         size = _size(x)
         return where_greater(size, best, splat(np.int32(row)), rows), where_greater(size, best, size, best)
-    return candidate
+    return step
 
 
-def _swap(rows, row, top, other):
+def swap(rows, row, top, other):
     """Rows ``top`` and ``other`` (number ``row``) exchanged, every element, in the lanes whose pivot ``rows`` is
     ``row``."""
 
 
-@overload(_swap, jit_options=_BY_LLVM)
+@overload(swap, jit_options=_BY_LLVM)
 def _swap_for(rows, row, top, other):
-    def swap(rows, row, top, other):
+    def exchanged(rows, row, top, other):
         at = splat(np.int32(row))
         e0, f0 = _exchanged(rows, at, top[0], other[0])
         e1, f1 = _exchanged(rows, at, top[1], other[1])
         e2, f2 = _exchanged(rows, at, top[2], other[2])
         e3, f3 = _exchanged(rows, at, top[3], other[3])
         return (e0, e1, e2, e3), (f0, f1, f2, f3)
-    return swap
+    return exchanged
 
 
 def _eliminate(row, top, scale):
@@ -250,6 +251,80 @@ def _nan_in_row_for(row):
                            add(_nan_unless_finite(row[2]), _nan_unless_finite(row[3])))
 
 
+def nan_in_rows(rows):
+    """The sum of ``x - x`` over four rows' elements: NaN in the lanes where one is not finite, else 0."""
+
+
+@overload(nan_in_rows, jit_options=_BY_LLVM)
+def _nan_in_rows_for(rows):
+    return lambda rows: add(add(_nan_in_row(rows[0]), _nan_in_row(rows[1])),
+                            add(_nan_in_row(rows[2]), _nan_in_row(rows[3])))
+
+
+def pivot_first(r0, r1, r2, r3):
+    """Step 0's partial pivoting: each lane's first row of largest magnitude in column 0 (``_lu.pivot_vector_rows``'
+    rule), swapped into row 0; the pivot rows, their magnitudes and the four rows."""
+
+
+@overload(pivot_first, jit_options=_BY_LLVM)
+def _pivot_first_for(r0, r1, r2, r3):
+    def first(r0, r1, r2, r3):
+        rows, best = candidate(splat(np.int32(0)), _size(r0[0]), r1[0], 1)
+        rows, best = candidate(rows, best, r2[0], 2)
+        rows, best = candidate(rows, best, r3[0], 3)
+        r0, r1 = swap(rows, 1, r0, r1)
+        r0, r2 = swap(rows, 2, r0, r2)
+        r0, r3 = swap(rows, 3, r0, r3)
+        return rows, best, r0, r1, r2, r3
+    return first
+
+
+def pivot_second(r1, r2, r3):
+    """:func:`pivot_first` at step 1, in column 1 of rows 1-3."""
+
+
+@overload(pivot_second, jit_options=_BY_LLVM)
+def _pivot_second_for(r1, r2, r3):
+    def second(r1, r2, r3):
+        rows, best = candidate(splat(np.int32(1)), _size(r1[1]), r2[1], 2)
+        rows, best = candidate(rows, best, r3[1], 3)
+        r1, r2 = swap(rows, 2, r1, r2)
+        r1, r3 = swap(rows, 3, r1, r3)
+        return rows, best, r1, r2, r3
+    return second
+
+
+def pivot_third(r2, r3):
+    """:func:`pivot_first` at step 2, in column 2 of rows 2-3."""
+
+
+@overload(pivot_third, jit_options=_BY_LLVM)
+def _pivot_third_for(r2, r3):
+    def third(r2, r3):
+        rows, best = candidate(splat(np.int32(2)), _size(r2[2]), r3[2], 3)
+        r2, r3 = swap(rows, 3, r2, r3)
+        return rows, best, r2, r3
+    return third
+
+
+def stored(out, out_order, piv, info, group, rows, pivots, low) -> bool:
+    """Write a factored group's four ``rows`` into ``out``'s records from matrix ``group`` on, its ``pivots`` (the
+    first three steps'; the last is row 3) and ``info`` 0; nothing, and false, where ``low`` (a pivot the buffered
+    kernel takes lane by lane) or a factor is not finite."""
+
+
+@overload(stored, jit_options=JIT_OPTIONS, inline="always")
+def _stored_for(out, out_order, piv, info, group, rows, pivots, low):
+    def store_group(out, out_order, piv, info, group, rows, pivots, low):
+        if low or any_not_a_number(nan_in_rows(rows)):
+            return False
+        store_rows(out, out_order, group, rows)
+        store_records(piv, 4 * group, (pivots[0], pivots[1], pivots[2], splat(np.int32(3))))
+        store(info, group, splat(np.int32(0)))
+        return True
+    return store_group
+
+
 def lu_chunk(a, a_order, out, out_order, piv, info, first, count) -> bool:
     """getf2 on matrices ``first`` to ``first + count`` (a multiple of ``WIDTH``) of the 4 x 4 stack ``a``,
     ``WIDTH`` at a time, into ``piv`` (0-based), ``info`` and the packed LU ``out``; false at the first group that is
@@ -259,37 +334,22 @@ def lu_chunk(a, a_order, out, out_order, piv, info, first, count) -> bool:
 @overload(lu_chunk, jit_options=JIT_OPTIONS, inline="always")
 def _lu_chunk_for(a, a_order, out, out_order, piv, info, first, count):
     def lu_groups(a, a_order, out, out_order, piv, info, first, count):
-        least, zero, three = _least_pivot(a), splat(np.int32(0)), splat(np.int32(3))
+        least = _least_pivot(a)
         for group in range(first, first + count, WIDTH):
-            r0, r1, r2, r3 = _rows(a, a_order, group)
-            p0, best = _candidate(zero, _size(r0[0]), r1[0], 1)
-            p0, best = _candidate(p0, best, r2[0], 2)
-            p0, best = _candidate(p0, best, r3[0], 3)
+            p0, best, r0, r1, r2, r3 = pivot_first(*rows_of(a, a_order, group))
             low = any_below(best, least)
-            r0, r1 = _swap(p0, 1, r0, r1)
-            r0, r2 = _swap(p0, 2, r0, r2)
-            r0, r3 = _swap(p0, 3, r0, r3)
             scale = _scale(r0[0])
             r1, r2, r3 = _eliminate(r1, r0, scale), _eliminate(r2, r0, scale), _eliminate(r3, r0, scale)
-            p1, best = _candidate(splat(np.int32(1)), _size(r1[1]), r2[1], 2)
-            p1, best = _candidate(p1, best, r3[1], 3)
+            p1, best, r1, r2, r3 = pivot_second(r1, r2, r3)
             low |= any_below(best, least)
-            r1, r2 = _swap(p1, 2, r1, r2)
-            r1, r3 = _swap(p1, 3, r1, r3)
             scale = _scale(r1[1])
             r2, r3 = _eliminate_right(r2, r1, scale), _eliminate_right(r3, r1, scale)
-            p2, best = _candidate(splat(np.int32(2)), _size(r2[2]), r3[2], 3)
+            p2, best, r2, r3 = pivot_third(r2, r3)
             low |= any_below(best, least)
-            r2, r3 = _swap(p2, 3, r2, r3)
             below = _eliminate_right((r3[1], r3[2], r3[3], r3[3]), (r2[1], r2[2], r2[3], r2[3]), _scale(r2[2]))
             r3 = (r3[0], below[0], below[1], below[2])
             low |= any_below(_size(r3[3]), least)
-            rows = (r0, r1, r2, r3)
-            nan = add(add(_nan_in_row(r0), _nan_in_row(r1)), add(_nan_in_row(r2), _nan_in_row(r3)))
-            if low or any_not_a_number(nan):
+            if not stored(out, out_order, piv, info, group, (r0, r1, r2, r3), (p0, p1, p2), low):
                 return False
-            _store_rows(out, out_order, group, rows)
-            store_records(piv, 4 * group, (p0, p1, p2, three))
-            store(info, group, zero)
         return True
     return lu_groups
