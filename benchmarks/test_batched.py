@@ -184,6 +184,13 @@ def test_batched(benchmark, op, peer, dtype, n, batch):
 TARGET_SECONDS, MAX_ROUNDS = 0.25, 50
 
 
+#: Seconds each case waits before its first call, so that the thread pools of the case before it have gone to sleep:
+#: OpenBLAS's threads spin for about 0.1 s after a call (2^28 cycles), holding the cores that a case of sub-millisecond
+#: calls is timed on (2-core Intel Xeon, quiet: ``lu`` float64, n = 2, B = 10^4 took 45.8 ns a matrix right after
+#: SciPy's loop of complex LU at order 64, 11.1 on its own).
+QUIET_SECONDS = 0.3
+
+
 def _rounds(call, a, least: int) -> int:
     """Rounds for ``call`` on ``a``: at least ``least``, else as many as fill ``TARGET_SECONDS`` (up to
     ``MAX_ROUNDS``), from the time of one call (which also warms it up)."""
@@ -200,6 +207,7 @@ def _measure(benchmark, op: str, peer: str, dtype: type, n: int, batch: int, rou
     prepare, call = PEERS[op][peer]()
     a = prepare(stack("spd" if op.startswith("cho") else "general", dtype, n, batch))
     benchmark.group = f"{op} {np.dtype(dtype).name} n={n} B={batch}"
+    time.sleep(QUIET_SECONDS)
     with threadpool_limits(THREADS):
         call(a)
         benchmark.pedantic(call, args=(a,), rounds=_rounds(call, a, rounds), warmup_rounds=1)
@@ -252,6 +260,7 @@ def test_batched_lists(benchmark, op, kernels, dtype, n, count):
             with hetlapack.using(kernels=kernels):
                 return ours(matrices)
     benchmark.group = f"list {op} {np.dtype(dtype).name} n={n} count={count}"
+    time.sleep(QUIET_SECONDS)
     with threadpool_limits(THREADS):
         call()
         benchmark.pedantic(call, rounds=3 if kernels == "scipy" else 5, warmup_rounds=1)
