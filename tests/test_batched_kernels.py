@@ -15,11 +15,9 @@ from scipy.linalg import lapack
 from hetlapack.batched import _cholesky, _lu, _qr, compiling, kernels
 from hetlapack.batched._interleave import SMALL_ORDER_LANES, WIDE_LANES, lanes_for, permuted, smallest_normal
 from hetlapack.batched._lu import divides_by_pivot
-from hetlapack.batched._lu_replay import KERNEL_NAMES
 from hetlapack.batched._simd import WIDTH
 from hetlapack.batched._transpose import transpose_block
-from hetlapack.batched.compiling import INDEX_DTYPE, packed_lu_only
-from hetlapack.batched.threads import kernel_lanes, launch_checked
+from hetlapack.batched.threads import kernel_lanes
 from hetlapack.contract.scipy_rules import cho_factor_cleans, cholesky_as_scipy
 from hetlapack.blas_threads import one_thread_per_call
 from hetlapack.testing import (
@@ -1192,38 +1190,6 @@ def test_order_four_lu_straight_from_the_stack_gives_the_bits_of_the_buffered_ke
     broken[3 * WIDTH + 1, 2, 3] = np.nan
     with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
         kernels.getrf(broken, check_finite=True)
-
-
-@pytest.mark.parametrize("kernels_", list(KERNEL_NAMES), ids=KERNEL_NAMES.get)
-@pytest.mark.parametrize("order", ["C", "F"])
-def test_order_four_lu_replay_straight_from_the_stack_gives_the_bits_of_the_buffered_replay(kernels_, order):
-    """Single-precision LU of order 4 replays OpenBLAS's roundings (either kernel family) on groups of ``WIDTH``
-    matrices straight from the stack, and sends a group that is not the common case to the buffered replay: the
-    packed LU (either layout), pivots and ``info`` are bitwise the buffered replay's, special matrices, infinities
-    and NaNs included; the loop over more lanes agrees wherever it does not leave a matrix to LAPACK."""
-    a = _order_four_stack(np.float32)
-    if order == "F":
-        a = a.transpose(0, 2, 1).copy().transpose(0, 2, 1)
-
-    def replayed(stack, lanes, fortran):
-        out = np.empty_like(stack.transpose(0, 2, 1) if fortran else stack, order="C")
-        out = out.transpose(0, 2, 1) if fortran else out
-        piv = np.empty(stack.shape[:2], dtype=INDEX_DTYPE)
-        info = np.zeros(stack.shape[0], dtype=INDEX_DTYPE)
-        with np.errstate(all="ignore"):
-            launch_checked("getrf_replay", False, stack.dtype, *stack.shape, stack, out, piv, info, kernels_,
-                           *packed_lu_only(4, 4, stack.dtype), lanes=lanes)
-        return out.view(np.uint32), piv, info
-
-    for fortran in (False, True):
-        direct, buffered = replayed(a, WIDTH, fortran), replayed(_not_as_records(a), WIDTH, fortran)
-        for ours, theirs in zip(direct, buffered, strict=True):
-            np.testing.assert_array_equal(ours, theirs)
-        loop = replayed(a, 2 * WIDTH, fortran)
-        kept = direct[2] != _lu.REDO_INFO
-        np.testing.assert_array_equal(direct[2], loop[2])
-        for ours, theirs in zip(direct[:2], loop[:2], strict=True):
-            np.testing.assert_array_equal(ours[kept], theirs[kept])
 
 
 def test_records_are_dealt_into_vectors_and_gathered_back_in_order():

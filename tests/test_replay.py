@@ -18,6 +18,7 @@ from hetlapack.batched.compiling import INDEX_DTYPE, packed_lu_only
 from hetlapack.batched.threads import kernel_lanes, launch_checked, replay_loop
 from hetlapack.blas_threads import one_thread_per_call
 from hetlapack.perf.model import REPLAY_MAX_N
+from hetlapack.testing.matrices import layouts
 
 #: Shapes on either side of every block boundary of OpenBLAS's kernels: orders 1-16 (and past them, where the loop
 #: runs), four-column products, tall matrices with blocks of 16 rows and odd rows, wide ones.
@@ -89,10 +90,11 @@ def test_the_lu_replays_compiled_per_order_are_lapacks_bit_for_bit(n):
         np.testing.assert_array_equal(info, want_info, err_msg=name)
 
 
-def _replayed_lu(a: np.ndarray, kernels_: int, lanes: int) -> tuple[np.ndarray, ...]:
+def _replayed_lu(a: np.ndarray, kernels_: int, lanes: int, fortran: bool = False) -> tuple[np.ndarray, ...]:
     """The replay of ``kernels_``'s LU on the float32 stack ``a`` with ``lanes`` matrices per buffer: the packed
-    LU's bits, the pivots and ``info``."""
-    out = np.empty_like(a)
+    LU's bits (matrices in Fortran order where ``fortran``), the pivots and ``info``."""
+    out = np.empty(a.shape, dtype=a.dtype)
+    out = out.transpose(0, 2, 1).copy().transpose(0, 2, 1) if fortran else out
     piv = np.empty((a.shape[0], min(a.shape[1:])), dtype=INDEX_DTYPE)
     info = np.zeros(a.shape[0], dtype=INDEX_DTYPE)
     launch_checked("getrf_replay", False, a.dtype, *a.shape, a, out, piv, info, kernels_,
@@ -113,6 +115,20 @@ def test_the_lu_replay_on_simd_vectors_gives_the_bits_of_its_loop_over_lanes(ker
         kept = vector[2] != REDO_INFO
         for ours, theirs in zip(vector[:2], loop[:2]):
             np.testing.assert_array_equal(ours[kept], theirs[kept], err_msg=name)
+
+
+@pytest.mark.parametrize("kernels_", list(KERNEL_NAMES), ids=KERNEL_NAMES.get)
+def test_the_order_four_lu_replay_straight_from_the_stack_gives_the_bits_of_the_buffered_replay(kernels_):
+    """At order 4 the replay factors groups of ``WIDTH`` matrices that lie one after another in registers straight
+    from the stack, and sends a group that is not the common case (a subnormal or zero pivot, an infinity or NaN) to
+    its buffer: the packed LU (either layout), pivots and ``info`` are bitwise what the buffered replay gives on a
+    strided view of the same matrices, either memory order, either kernel family."""
+    for name, stack in _hard_stacks(4, 4, seed=44).items():
+        for a, fortran in itertools.product((stack, np.asfortranarray(stack)), (False, True)):
+            direct = _replayed_lu(a, kernels_, WIDTH, fortran)
+            buffered = _replayed_lu(layouts(a)["strided"], kernels_, WIDTH, fortran)
+            for ours, theirs in zip(direct, buffered, strict=True):
+                np.testing.assert_array_equal(ours, theirs, err_msg=name)
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)

@@ -615,6 +615,19 @@ def scatter_lu(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinit
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
+def scatter_chunk(a, buf, chunk_piv, chunk_info, poison, count, out, piv, info, nonfinite, thread, first, pieces,
+                  order, m, n, lanes):
+    """Write a factored chunk as the call asks: its packed LU into ``out`` (:func:`scatter_factored`), or, where
+    ``out`` is empty, ``lu``'s ``pieces`` (:func:`scatter_lu`); ``poison`` is a row of scratch of ``lanes``."""
+    if out.shape[0]:
+        scatter_factored(a, buf, chunk_piv, chunk_info, poison, count, out, piv, info, nonfinite, thread, first, m, n,
+                         lanes)
+    else:
+        scatter_lu(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, thread, first, pieces, order,
+                   m, n, lanes)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _chunk_buffers(a, m, n, lanes):
     """One thread's buffers for chunks of ``m x n`` matrices of ``a``, ``lanes`` at a time: the chunk (rows padded
     where :func:`~._interleave.padded_width` says; the padding stays zero), its pivots and ``info``, the pivot
@@ -631,12 +644,8 @@ def _getrf_chunk(a, out, piv, info, pieces, nonfinite, thread, chunk, buffers, m
     first = chunk * lanes
     count = gather(a, first, buf, m, n, lanes)
     _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
-    if out.shape[0]:
-        scatter_factored(a, buf, chunk_piv, chunk_info, best, count, out, piv, info, nonfinite, thread, first, m, n,
-                         lanes)
-    else:
-        scatter_lu(a, buf, chunk_piv, chunk_info, best, count, piv, info, nonfinite, thread, first, pieces, order, m,
-                   n, lanes)
+    scatter_chunk(a, buf, chunk_piv, chunk_info, best, count, out, piv, info, nonfinite, thread, first, pieces, order,
+                  m, n, lanes)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")

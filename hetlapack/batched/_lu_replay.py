@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 from ._interleave import JIT_OPTIONS, NEITHER, chunk_range, gather, record_order, small_order_lanes, smallest_normal
-from ._lu import REDO_INFO, pivot_vector_rows, scatter_factored, scatter_lu, search_pivot, swap_pivot_rows
+from ._lu import REDO_INFO, pivot_vector_rows, scatter_chunk, search_pivot, swap_pivot_rows
 from ._order_four import pivot_first, pivot_second, pivot_third, rows_of, stored
 from ._simd import (WIDTH, add, add_rounded_product, any_below, fused_multiply_add, load, magnitude, multiply,
                     narrowed, negative, quotient, splat, store, subtract, widened)
@@ -287,32 +287,38 @@ def _replay_vector(buf, piv, info, recip, column, m, n, kernels):
         _vector_pivot(buf, j, piv, info, recip, m, n)
 
 
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _replay_buffers(out, m, n, lanes):
+    """One thread's buffers for chunks of ``m x n`` matrices, ``lanes`` at a time: the chunk, its pivots and
+    ``info``, the replay's scratch (sums, reciprocals, double-precision dot products, one column) and ``lu``'s row
+    order."""
+    return (np.empty((m, n, lanes), dtype=out.dtype), np.empty((min(m, n), lanes), dtype=np.int64),
+            np.empty(lanes, dtype=np.int32), np.empty(lanes, dtype=out.dtype), np.empty(lanes, dtype=out.dtype),
+            np.empty(lanes, dtype=np.float64), np.empty((m, lanes), dtype=out.dtype), np.empty(m, dtype=np.int64))
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _replay_stack_chunk(a, out, piv, info, kernels, pieces, nonfinite, thread, chunk, buffers, m, n, lanes):
+    """Replay chunk ``chunk`` of the stack in the ``buffers`` of :func:`_replay_buffers`, writing its packed LU, or,
+    where ``out`` is empty, ``lu``'s ``pieces`` as :func:`~._lu.getrf_stack` does."""
+    buf, chunk_piv, chunk_info, acc, recip, dot, column, order = buffers
+    first = chunk * lanes
+    count = gather(a, first, buf, m, n, lanes)
+    if lanes == WIDTH:
+        _replay_vector(buf, chunk_piv, chunk_info, recip, column, m, n, kernels)
+    else:
+        _replay_chunk(buf, chunk_piv, chunk_info, acc, dot, recip, column, m, n, lanes, kernels)
+    scatter_chunk(a, buf, chunk_piv, chunk_info, acc, count, out, piv, info, nonfinite, thread, first, pieces, order,
+                  m, n, lanes)
+
+
 @numba.njit(**REPLAY_JIT_OPTIONS)
 def _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, m, n, lanes):
-    """Replay chunks ``start:stop`` of the stack in ``m x n x lanes`` buffers (one thread's share; the sizes as
-    arguments, so that the small orders get versions compiled for them), writing each chunk's packed LU, or, where
-    ``out`` is empty, ``lu``'s ``pieces`` as :func:`~._lu.getrf_stack` does."""
-    buf = np.empty((m, n, lanes), dtype=out.dtype)
-    chunk_piv = np.empty((min(m, n), lanes), dtype=np.int64)
-    chunk_info = np.empty(lanes, dtype=np.int32)
-    acc = np.empty(lanes, dtype=out.dtype)
-    recip = np.empty(lanes, dtype=out.dtype)
-    dot = np.empty(lanes, dtype=np.float64)
-    column = np.empty((m, lanes), dtype=out.dtype)
-    order = np.empty(m, dtype=np.int64)
+    """Replay chunks ``start:stop`` of the stack in buffers (one thread's share; the sizes as arguments, so that the
+    small orders get versions compiled for them)."""
+    buffers = _replay_buffers(out, m, n, lanes)
     for chunk in range(start, stop):
-        first = chunk * lanes
-        count = gather(a, first, buf, m, n, lanes)
-        if lanes == WIDTH:
-            _replay_vector(buf, chunk_piv, chunk_info, recip, column, m, n, kernels)
-        else:
-            _replay_chunk(buf, chunk_piv, chunk_info, acc, dot, recip, column, m, n, lanes, kernels)
-        if out.shape[0]:
-            scatter_factored(a, buf, chunk_piv, chunk_info, acc, count, out, piv, info, nonfinite, thread, first, m,
-                             n, lanes)
-        else:
-            scatter_lu(a, buf, chunk_piv, chunk_info, acc, count, piv, info, nonfinite, thread, first, pieces,
-                       order, m, n, lanes)
+        _replay_stack_chunk(a, out, piv, info, kernels, pieces, nonfinite, thread, chunk, buffers, m, n, lanes)
 
 
 #: The options of the order-4 helpers below, which take and return vectors only: inlined by LLVM, as
@@ -399,16 +405,17 @@ def _order_four_groups(a, a_order, out, out_order, piv, info, first, count, kern
 def _replay_order_four(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop):
     """:func:`_replay_chunks` for 4 x 4 matrices in buffers of one vector (``_LANES_4``): a full chunk whose
     matrices, and the packed LU it writes, lie one after another is factored in registers straight from the stack
-    (:func:`_order_four_groups`), any other (and ``lu``'s pieces) in a buffer."""
+    (:func:`_order_four_groups`), any other (and ``lu``'s pieces) in a buffer, the buffered chunk inlined once as
+    in ``_lu._getrf_order_four``."""
     a_order, out_order = record_order(a, 4, 4), record_order(out, 4, 4)
-    if not (out.shape[0] > 0 and out_order != NEITHER and a_order != NEITHER):
-        _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, 4, 4, _LANES_4)
-        return
+    direct = out.shape[0] > 0 and out_order != NEITHER and a_order != NEITHER
+    buffers = _replay_buffers(out, 4, 4, _LANES_4)
     for chunk in range(start, stop):
         first = chunk * _LANES_4
-        if not (first + _LANES_4 <= a.shape[0]
+        if not (direct and first + _LANES_4 <= a.shape[0]
                 and _order_four_groups(a, a_order, out, out_order, piv, info, first, _LANES_4, kernels)):
-            _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, chunk, chunk + 1, 4, 4, _LANES_4)
+            _replay_stack_chunk(a, out, piv, info, kernels, pieces, nonfinite, thread, chunk, buffers, 4, 4,
+                                _LANES_4)
 
 
 #: ``_interleave.small_order_lanes`` of the replay (single precision only) at orders 2, 3 and 4: each reaches

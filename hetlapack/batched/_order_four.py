@@ -251,11 +251,11 @@ def _nan_in_row_for(row):
                            add(_nan_unless_finite(row[2]), _nan_unless_finite(row[3])))
 
 
-def nan_in_rows(rows):
+def _nan_in_rows(rows):
     """The sum of ``x - x`` over four rows' elements: NaN in the lanes where one is not finite, else 0."""
 
 
-@overload(nan_in_rows, jit_options=_BY_LLVM)
+@overload(_nan_in_rows, jit_options=_BY_LLVM)
 def _nan_in_rows_for(rows):
     return lambda rows: add(add(_nan_in_row(rows[0]), _nan_in_row(rows[1])),
                             add(_nan_in_row(rows[2]), _nan_in_row(rows[3])))
@@ -316,7 +316,7 @@ def stored(out, out_order, piv, info, group, rows, pivots, low) -> bool:
 @overload(stored, jit_options=JIT_OPTIONS, inline="always")
 def _stored_for(out, out_order, piv, info, group, rows, pivots, low):
     def store_group(out, out_order, piv, info, group, rows, pivots, low):
-        if low or any_not_a_number(nan_in_rows(rows)):
+        if low or any_not_a_number(_nan_in_rows(rows)):
             return False
         store_rows(out, out_order, group, rows)
         store_records(piv, 4 * group, (pivots[0], pivots[1], pivots[2], splat(np.int32(3))))
