@@ -22,8 +22,13 @@ from hetlapack.testing.matrices import layouts
 
 #: Shapes on either side of every block boundary of OpenBLAS's kernels: orders 1-16 (and past them, where the loop
 #: runs), four-column products, tall matrices with blocks of 16 rows and odd rows, wide ones.
-SHAPES = [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (8, 8), (9, 9), (13, 13), (16, 16), (17, 17), (17, 16), (16, 17),
+SHAPES = [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (8, 8), (9, 9), (13, 13), (16, 16), (17, 16), (16, 17),
           (40, 4), (37, 16), (24, 5), (3, 1), (1, 3), (6, 9)]
+
+#: Shapes past ``getf2``'s orders (the blocked replay on OpenBLAS's SkylakeX kernels, the loop on others): one panel
+#: (17), the first split (20), panels within panels (32, 33, 47, 64), triangular solves of 16, 8 and 4 rows, rows
+#: below the last panel and columns right of it.
+BLOCKED_SHAPES = [(17, 17), (20, 20), (32, 32), (33, 33), (47, 47), (64, 64), (64, 17), (17, 64), (40, 33), (33, 40)]
 
 #: OpenBLAS's kernel families (threadpoolctl's ``architecture``) and the kernels whose roundings they share.
 REPLAYED_ARCHITECTURES = {"SkylakeX": SKYLAKEX, "Cooperlake": SKYLAKEX, "SapphireRapids": SKYLAKEX,
@@ -61,7 +66,7 @@ def _lapack(a: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(np.stack(part) for part in zip(*results))
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("shape", SHAPES + BLOCKED_SHAPES, ids=str)
 def test_single_precision_lu_is_lapacks_bit_for_bit(shape):
     """Where the replay runs (this process's LAPACK is one it replays) and where the loop does, ``getrf``'s
     factors, pivots and ``info`` are SciPy's ``sgetrf``'s bit for bit: matrices the replay leaves to LAPACK (a NaN,
@@ -131,7 +136,17 @@ def test_the_order_four_lu_replay_straight_from_the_stack_gives_the_bits_of_the_
                 np.testing.assert_array_equal(ours, theirs, err_msg=name)
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("shape", BLOCKED_SHAPES, ids=str)
+def test_the_blocked_lu_replay_runs_on_one_vector_of_matrices_and_leaves_wider_buffers_to_lapack(shape):
+    """Past ``getf2``'s orders the replay runs on buffers of one vector of matrices (every stack of more than a few
+    gets them); a wider buffer's matrices it marks for LAPACK (``REDO_INFO``), which ``getrf`` then factors."""
+    a = _hard_stacks(*shape, seed=sum(shape))["normal"]
+    assert kernel_lanes("getrf_replay", np.dtype(np.float32), a.shape[0], *shape) == WIDTH
+    np.testing.assert_array_equal(_replayed_lu(a, SKYLAKEX, 2 * WIDTH)[2], REDO_INFO)
+    assert not np.any(_replayed_lu(a, SKYLAKEX, WIDTH)[2] == REDO_INFO)
+
+
+@pytest.mark.parametrize("shape", SHAPES + BLOCKED_SHAPES[:3], ids=str)
 def test_the_lu_replay_writes_lus_pieces_from_its_buffers_as_plu_does_from_the_packed_factors(shape):
     """``lu`` of float32 stacks, P (or the row indices), L and U written straight from the replay's buffers, gives
     the bits ``plu`` gives from the replay's packed LU, every option, C- and Fortran-ordered stacks; matrices the
@@ -291,8 +306,10 @@ def test_the_openblas_kernels_of_avx2_and_avx512_machines_are_replayed():
     assert replay.replayed_potrf_kernels() == expected, KERNEL_NAMES.get(replay.replayed_potrf_kernels())
     f32 = np.dtype(np.float32)
     lu_max, cholesky_max = REPLAY_MAX_N["getrf"], REPLAY_MAX_N["potrf"]
-    assert replay.getrf_kernels(f32, lu_max, 3) == replay.potrf_kernels(f32, cholesky_max) == expected
-    assert replay.getrf_kernels(f32, lu_max + 1, lu_max + 1) is replay.potrf_kernels(f32, cholesky_max + 1) is None
+    assert replay.getrf_kernels(f32, 400, 3) == replay.potrf_kernels(f32, cholesky_max) == expected
+    assert replay.getrf_kernels(f32, lu_max, lu_max) == replay.getrf_kernels(f32, 17, lu_max) == (
+        expected if expected == SKYLAKEX else None)
+    assert replay.getrf_kernels(f32, lu_max + 1, 17) is replay.potrf_kernels(f32, cholesky_max + 1) is None
     assert replay.getrf_kernels(np.dtype(np.float64), 8, 8) is replay.potrf_kernels(np.float64, 8) is None
 
 

@@ -16,6 +16,9 @@ How ``sdot`` and ``sgemv_n`` round is in :func:`strided_dot` and :func:`matrix_v
 "Single precision: replays of OpenBLAS's own roundings", has the whole account). :mod:`._cholesky_replay` uses
 both.
 
+Past order 16 ``sgetrf`` splits the matrix into panels, each factored by ``getf2`` (or split again), with
+triangular solves and matrix products between them: :func:`_replay_blocked` replays that on its SkylakeX kernels.
+
 What OpenBLAS does its own way is left to LAPACK (``REDO_INFO``): a matrix whose factors hold an infinity or NaN
 (``isamax``'s rule for a NaN), and one with a nonzero pivot below the smallest normal number, which OpenBLAS neither
 swaps in nor divides by.
@@ -287,6 +290,203 @@ def _replay_vector(buf, piv, info, recip, column, m, n, kernels):
         _vector_pivot(buf, j, piv, info, recip, m, n)
 
 
+#: :func:`_replay_vector` compiled on its own for the blocked replay's panels (:func:`_factor_panel`): ``getrf_replay``
+#: compiled in 238 s against 267 s with it inlined there too (the two compiling side by side; 195 s before the
+#: blocked replay). Not inlined in the chunks either it took 185 s, but order 3 ran 66-82 ns a matrix instead of 52-55
+#: (``lu``'s pieces, 10^4 matrices): there the chunk's sizes are constants.
+_panel_getf2 = numba.njit(**REPLAY_JIT_OPTIONS)(_replay_vector.py_func)
+
+#: The largest ``min(m, n)`` OpenBLAS's ``sgetrf`` factors by ``getf2`` alone, the order to which the unblocked
+#: replay runs; past it, :func:`_replay_blocked`.
+GETF2_MAX_N = 16
+
+#: Rows of the blocks in which OpenBLAS's SkylakeX ``strsm`` kernel (``kernel/generic/trsm_kernel_LT.c``) solves a
+#: triangle: its ``sgemm`` kernel's 16 rows, then 8, 4, 2 and 1 for the rest.
+_SOLVE_ROWS = 16
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _less_one(buf, r, c, inner, depth, n):
+    """``A[r, c] -= A[r, inner:inner + depth] . A[inner:inner + depth, c]`` in a buffer of one vector of matrices, as
+    OpenBLAS's SkylakeX ``sgemm`` kernel rounds it: a chain of fused multiply-adds from zero, then
+    ``total * -1 + c`` fused."""
+    total = splat(np.float32(0))
+    for k in range(inner, inner + depth):
+        total = fused_multiply_add(load(buf, (r * n + k) * WIDTH), load(buf, (k * n + c) * WIDTH), total)
+    _less_total(buf, r, c, total, n)
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _less_four_by_four(buf, r, c, inner, depth, n):
+    """:func:`_less_one` on rows ``r:r + 4`` and columns ``c:c + 4``, the sixteen chains side by side: a chain's
+    steps wait on one another, sixteen chains' do not, and each element loaded serves four of them."""
+    t00 = t01 = t02 = t03 = t10 = t11 = t12 = t13 = splat(np.float32(0))
+    t20 = t21 = t22 = t23 = t30 = t31 = t32 = t33 = t00
+    for k in range(inner, inner + depth):
+        a0, a1 = load(buf, (r * n + k) * WIDTH), load(buf, ((r + 1) * n + k) * WIDTH)
+        a2, a3 = load(buf, ((r + 2) * n + k) * WIDTH), load(buf, ((r + 3) * n + k) * WIDTH)
+        b0, b1 = load(buf, (k * n + c) * WIDTH), load(buf, (k * n + c + 1) * WIDTH)
+        b2, b3 = load(buf, (k * n + c + 2) * WIDTH), load(buf, (k * n + c + 3) * WIDTH)
+        t00, t01 = fused_multiply_add(a0, b0, t00), fused_multiply_add(a0, b1, t01)
+        t02, t03 = fused_multiply_add(a0, b2, t02), fused_multiply_add(a0, b3, t03)
+        t10, t11 = fused_multiply_add(a1, b0, t10), fused_multiply_add(a1, b1, t11)
+        t12, t13 = fused_multiply_add(a1, b2, t12), fused_multiply_add(a1, b3, t13)
+        t20, t21 = fused_multiply_add(a2, b0, t20), fused_multiply_add(a2, b1, t21)
+        t22, t23 = fused_multiply_add(a2, b2, t22), fused_multiply_add(a2, b3, t23)
+        t30, t31 = fused_multiply_add(a3, b0, t30), fused_multiply_add(a3, b1, t31)
+        t32, t33 = fused_multiply_add(a3, b2, t32), fused_multiply_add(a3, b3, t33)
+    _less_total(buf, r, c, t00, n)
+    _less_total(buf, r, c + 1, t01, n)
+    _less_total(buf, r, c + 2, t02, n)
+    _less_total(buf, r, c + 3, t03, n)
+    _less_total(buf, r + 1, c, t10, n)
+    _less_total(buf, r + 1, c + 1, t11, n)
+    _less_total(buf, r + 1, c + 2, t12, n)
+    _less_total(buf, r + 1, c + 3, t13, n)
+    _less_total(buf, r + 2, c, t20, n)
+    _less_total(buf, r + 2, c + 1, t21, n)
+    _less_total(buf, r + 2, c + 2, t22, n)
+    _less_total(buf, r + 2, c + 3, t23, n)
+    _less_total(buf, r + 3, c, t30, n)
+    _less_total(buf, r + 3, c + 1, t31, n)
+    _less_total(buf, r + 3, c + 2, t32, n)
+    _less_total(buf, r + 3, c + 3, t33, n)
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _less_total(buf, r, c, total, n):
+    """``A[r, c] = total * -1 + A[r, c]``, fused: how the SkylakeX ``sgemm`` kernel subtracts a product."""
+    at = (r * n + c) * WIDTH
+    store(buf, at, fused_multiply_add(total, splat(np.float32(-1)), load(buf, at)))
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def _less_product(buf, start, end, inner, depth, first, stop, n):
+    """``A[start:end, first:stop] -= A[start:end, inner:inner + depth] @ A[inner:inner + depth, first:stop]`` in a
+    buffer of one vector of matrices, each element as :func:`_less_one` rounds it: in tiles of four rows by four
+    columns (:func:`_less_four_by_four`), the rest element by element. Compiled once, for both its callers."""
+    rows = start + (end - start) // 4 * 4
+    columns = first + (stop - first) // 4 * 4
+    for c in range(first, columns, 4):
+        for r in range(start, rows, 4):
+            _less_four_by_four(buf, r, c, inner, depth, n)
+    for c in range(first, stop):
+        for r in range(rows if c < columns else start, end):
+            _less_one(buf, r, c, inner, depth, n)
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _solve_unit_lower(buf, top, size, first, stop, n):
+    """Rows ``top:top + size`` of columns ``first:stop`` solved with the unit lower triangle at ``top`` (``getrf``'s
+    rows of ``U`` right of a panel) in a buffer of one vector of matrices, as OpenBLAS's SkylakeX ``strsm`` kernel
+    rounds it: in blocks of rows (:data:`_SOLVE_ROWS`, then halves), each less the rows solved before it
+    (:func:`_less_product`), then solved within the block, row by row, each ``c - x * l`` fused."""
+    done, rows = 0, _SOLVE_ROWS
+    while done < size:
+        while done + rows > size:
+            rows //= 2
+        if done:
+            _less_product(buf, top + done, top + done + rows, top, done, first, stop, n)
+        for i in range(top + done, top + done + rows):
+            for c in range(first, stop):
+                x = negative(load(buf, (i * n + c) * WIDTH))
+                for r in range(i + 1, top + done + rows):
+                    at = (r * n + c) * WIDTH
+                    store(buf, at, fused_multiply_add(x, load(buf, (r * n + i) * WIDTH), load(buf, at)))
+        done += rows
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _swap_outside(buf, k, row, lane, top, columns, n):
+    """Swap rows ``k`` and ``row`` of lane ``lane`` in the columns left and right of the panel at ``top``."""
+    for c in range(top):
+        held = buf[row, c, lane]
+        buf[row, c, lane] = buf[k, c, lane]
+        buf[k, c, lane] = held
+    for c in range(top + columns, n):
+        held = buf[row, c, lane]
+        buf[row, c, lane] = buf[k, c, lane]
+        buf[k, c, lane] = held
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _copy_panel(buf, panel, top, columns, rows, n, out):
+    """Copy ``buf[top:top + rows, top:top + columns]`` into the contiguous ``panel`` (``out``), or back, a vector at a
+    time (numba's copy of a slice of three dimensions took 7.6 µs of a matrix's 12 at order 64)."""
+    for r in range(rows):
+        for c in range(columns):
+            at, there = ((top + r) * n + top + c) * WIDTH, (r * columns + c) * WIDTH
+            if out:
+                store(panel, there, load(buf, at))
+            else:
+                store(buf, at, load(panel, there))
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _factor_panel(buf, piv, info, scratch, top, columns, m, n, kernels):
+    """``getf2`` on the panel ``buf[top:, top:top + columns]``, copied into ``scratch`` and factored there by the
+    unblocked replay; its row swaps then made across the rest of each row, its pivots and ``info`` made the
+    matrix's. OpenBLAS swaps the columns right of a panel before it next computes on them and those left of it at the
+    end: the same values, since no arithmetic reads a column between its swaps."""
+    panel_flat, panel_piv, panel_info, recip, column = scratch
+    rows = m - top
+    panel = panel_flat[:rows * columns * WIDTH].reshape((rows, columns, WIDTH))
+    _copy_panel(buf, panel, top, columns, rows, n, True)
+    _panel_getf2(panel, panel_piv, panel_info, recip, column, rows, columns, kernels)
+    _copy_panel(buf, panel, top, columns, rows, n, False)
+    for k in range(min(rows, columns)):
+        for lane in range(WIDTH):
+            row = panel_piv[k, lane]
+            piv[top + k, lane] = top + row
+            if row != k:
+                _swap_outside(buf, top + k, top + row, lane, top, columns, n)
+    for lane in range(WIDTH):
+        if panel_info[lane] == REDO_INFO:
+            info[lane] = REDO_INFO
+        elif panel_info[lane] > 0 and info[lane] == 0:
+            info[lane] = top + panel_info[lane]
+
+
+#: Levels of panels within panels :func:`_replay_blocked` keeps track of: each halves the columns, so 64 bits of
+#: order would not fill them.
+_LEVELS = 64
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS)
+def _replay_blocked(buf, piv, info, scratch, m, n, kernels):
+    """OpenBLAS's ``sgetrf`` (``lapack/getrf/getrf_single.c``) on the interleaved ``m x n`` matrices of ``buf`` as
+    its SkylakeX kernels round it. It factors a block of columns (from the diagonal down) as panels of half its
+    columns rounded up to the ``sgemm`` kernel's 4, each panel the same way, then the rows of ``U`` right of it
+    (:func:`_solve_unit_lower`) and the rest of the block's columns below them (:func:`_less_product`); a block whose
+    panels would be 8 columns or fewer is ``getf2``'s whole (:func:`_factor_panel`). OpenBLAS recurses; here a stack
+    of blocks does, as numba's cache cannot load a recursive function. ``info`` is zero on entry."""
+    tops, widths = np.zeros(_LEVELS, dtype=np.int64), np.full(_LEVELS, n, dtype=np.int64)
+    panels, factored = np.zeros(_LEVELS, dtype=np.int64), np.zeros(_LEVELS, dtype=np.bool_)
+    depth = 1
+    while depth:
+        level = depth - 1
+        top, columns, j = tops[level], widths[level], panels[level]
+        size = min(m - top, columns)
+        blocking = (size // 2 + 3) // 4 * 4
+        if blocking <= 8:
+            _factor_panel(buf, piv, info, scratch, top, columns, m, n, kernels)
+            depth -= 1
+        elif factored[level]:
+            width = min(size - j, blocking)
+            if j + width < columns:
+                right, stop = top + j + width, top + columns
+                _solve_unit_lower(buf, top + j, width, right, stop, n)
+                _less_product(buf, right, m, top + j, width, right, stop, n)
+            panels[level], factored[level] = j + blocking, False
+        elif j >= size:
+            depth -= 1
+        else:
+            factored[level] = True
+            tops[depth], widths[depth] = top + j, min(size - j, blocking)
+            panels[depth], factored[depth] = 0, False
+            depth += 1
+
+
 @numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _replay_buffers(out, m, n, lanes):
     """One thread's buffers for chunks of ``m x n`` matrices, ``lanes`` at a time: the chunk, its pivots and
@@ -294,17 +494,25 @@ def _replay_buffers(out, m, n, lanes):
     order."""
     return (np.empty((m, n, lanes), dtype=out.dtype), np.empty((min(m, n), lanes), dtype=np.int64),
             np.empty(lanes, dtype=np.int32), np.empty(lanes, dtype=out.dtype), np.empty(lanes, dtype=out.dtype),
-            np.empty(lanes, dtype=np.float64), np.empty((m, lanes), dtype=out.dtype), np.empty(m, dtype=np.int64))
+            np.empty(lanes, dtype=np.float64), np.empty((m, lanes), dtype=out.dtype), np.empty(m, dtype=np.int64),
+            np.empty(m * n * lanes if min(m, n) > GETF2_MAX_N else 0, dtype=out.dtype),
+            np.empty((min(m, n), lanes), dtype=np.int64), np.empty(lanes, dtype=np.int32))
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _replay_stack_chunk(a, out, piv, info, kernels, pieces, nonfinite, thread, chunk, buffers, m, n, lanes):
     """Replay chunk ``chunk`` of the stack in the ``buffers`` of :func:`_replay_buffers`, writing its packed LU, or,
-    where ``out`` is empty, ``lu``'s ``pieces`` as :func:`~._lu.getrf_stack` does."""
-    buf, chunk_piv, chunk_info, acc, recip, dot, column, order = buffers
+    where ``out`` is empty, ``lu``'s ``pieces`` as :func:`~._lu.getrf_stack` does. Past ``getf2``'s orders the
+    blocked replay runs on a buffer of one vector of matrices; a wider buffer's matrices are left to LAPACK."""
+    buf, chunk_piv, chunk_info, acc, recip, dot, column, order, panel, panel_piv, panel_info = buffers
     first = chunk * lanes
     count = gather(a, first, buf, m, n, lanes)
-    if lanes == WIDTH:
+    if min(m, n) > GETF2_MAX_N and lanes != WIDTH:
+        chunk_info[:] = REDO_INFO
+    elif min(m, n) > GETF2_MAX_N:
+        chunk_info[:] = 0
+        _replay_blocked(buf, chunk_piv, chunk_info, (panel, panel_piv, panel_info, recip, column), m, n, kernels)
+    elif lanes == WIDTH:
         _replay_vector(buf, chunk_piv, chunk_info, recip, column, m, n, kernels)
     else:
         _replay_chunk(buf, chunk_piv, chunk_info, acc, dot, recip, column, m, n, lanes, kernels)
@@ -427,7 +635,7 @@ _LANES_2, _LANES_3, _LANES_4 = (small_order_lanes("getrf_replay", "f", order) fo
 def getrf_replay_stack(a, out, piv, info, kernels, permute_l, rows, lower, upper, permutation, nonfinite, lanes,
                        thread, threads):
     """:func:`~._lu.getrf_stack`'s contract (``lu``'s pieces too) with OpenBLAS's roundings (:func:`_replay_chunk`),
-    for matrices with ``min(m, n)`` up to ``model.REPLAY_MAX_N["getrf"]``. Square orders up to ``SMALL_ORDER`` in
+    for the matrices :func:`~.replay.getrf_kernels` gives it. Square orders up to ``SMALL_ORDER`` in
     buffers of ``_interleave.small_order_lanes`` run versions compiled for their sizes (:func:`_replay_vector` on one
     vector of matrices, or the loops over the lanes, unrolled over the matrix)."""
     batch, m, n = a.shape

@@ -15,14 +15,20 @@ from collections.abc import Callable
 import numpy as np
 
 from ..perf.model import REPLAY_MAX_N
-from ._lu_replay import KERNEL_NAMES
+from ._lu_replay import GETF2_MAX_N, KERNEL_NAMES, SKYLAKEX
 from .compiling import INDEX_DTYPE, kernel_dtypes, packed_lu_only
 from .threads import launch_checked, lapack_loop, replay_loop
 
 #: Shapes LU factors both ways: every square order the replay takes, and tall and wide ones whose matrix-vector
 #: products run OpenBLAS's blocks of 4, 8 and 16 rows and its odd rows.
-CHECKED_SHAPES = (tuple((n, n) for n in range(1, REPLAY_MAX_N["getrf"] + 1))
+CHECKED_SHAPES = (tuple((n, n) for n in range(1, GETF2_MAX_N + 1))
                   + ((17, 16), (16, 17), (24, 5), (40, 4), (37, 16), (5, 24), (3, 1), (1, 3)))
+
+#: Shapes past ``getf2``'s, checked apart (:func:`replayed_blocked_getrf_kernels`): every square order to the
+#: replay's largest (each splits into panels its own way, and its triangular solves into blocks of 16, 8 and 4
+#: rows), and tall and wide ones (rows below the last panel, columns right of it).
+CHECKED_BLOCKED_SHAPES = (tuple((n, n) for n in range(GETF2_MAX_N + 1, REPLAY_MAX_N["getrf"] + 1))
+                          + ((64, 17), (17, 64), (40, 33), (33, 40), (64, 20), (20, 64), (50, 18), (63, 64)))
 
 #: Rows up to which the QR replay is checked in one piece (:func:`replayed_qr_kernels`): where it first ran, on
 #: machines of both kernel families.
@@ -51,9 +57,14 @@ ONE_THREAD_ELEMENTS = 40_000
 def getrf_kernels(dtype: np.dtype, m: int, n: int) -> int | None:
     """OpenBLAS's kernels (``_lu_replay.SKYLAKEX`` or ``HASWELL``) whose roundings ``getrf`` of ``m x n`` matrices in
     ``dtype`` replays, or ``None`` where it runs the LAPACK loop: a shape the replay takes, and a LAPACK whose
-    results it gave in this process (:func:`replayed_getrf_kernels`)."""
-    if np.dtype(dtype) in kernel_dtypes("getrf_replay") and 0 < min(m, n) <= REPLAY_MAX_N["getrf"]:
+    results it gave in this process (:func:`replayed_getrf_kernels`; past ``getf2``'s orders, where those are the
+    SkylakeX kernels, :func:`replayed_blocked_getrf_kernels`)."""
+    if np.dtype(dtype) not in kernel_dtypes("getrf_replay"):
+        return None
+    if 0 < min(m, n) <= GETF2_MAX_N:
         return replayed_getrf_kernels() if m * n < ONE_THREAD_ELEMENTS else None
+    if max(m, n) <= REPLAY_MAX_N["getrf"] and replayed_getrf_kernels() == SKYLAKEX:
+        return replayed_blocked_getrf_kernels()
     return None
 
 
@@ -80,6 +91,15 @@ def replayed_getrf_kernels() -> int | None:
     """The kernels whose replay gave LAPACK's LU, bit for bit, on every :data:`CHECKED_SHAPES` in this process, or
     ``None``."""
     return _replaying_kernels(_general_stacks(CHECKED_SHAPES), _factored_lu)
+
+
+@functools.cache
+def replayed_blocked_getrf_kernels() -> int | None:
+    """:data:`~._lu_replay.SKYLAKEX` where the replay of OpenBLAS's blocked ``getrf`` gave LAPACK's LU, bit for bit,
+    on every :data:`CHECKED_BLOCKED_SHAPES` in this process, or ``None`` (its triangular solves and matrix products
+    replay the SkylakeX kernels only)."""
+    stacks = _general_stacks(CHECKED_BLOCKED_SHAPES)
+    return SKYLAKEX if all(_same(_factored_lu(a, SKYLAKEX), _factored_lu(a, None)) for a in stacks) else None
 
 
 @functools.cache
