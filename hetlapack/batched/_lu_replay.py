@@ -29,6 +29,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..perf.model import GETF2_MAX_N
 from ._interleave import JIT_OPTIONS, NEITHER, chunk_range, gather, record_order, small_order_lanes, smallest_normal
 from ._lu import REDO_INFO, pivot_vector_rows, scatter_chunk, search_pivot, swap_pivot_rows
 from ._order_four import pivot_first, pivot_second, pivot_third, rows_of, stored
@@ -295,10 +296,6 @@ def _replay_vector(buf, piv, info, recip, column, m, n, kernels):
 #: blocked replay). Not inlined in the chunks either it took 185 s, but order 3 ran 66-82 ns a matrix instead of 52-55
 #: (``lu``'s pieces, 10^4 matrices): there the chunk's sizes are constants.
 _panel_getf2 = numba.njit(**REPLAY_JIT_OPTIONS)(_replay_vector.py_func)
-
-#: The largest ``min(m, n)`` OpenBLAS's ``sgetrf`` factors by ``getf2`` alone, the order to which the unblocked
-#: replay runs; past it, :func:`_replay_blocked`.
-GETF2_MAX_N = 16
 
 #: Rows of the blocks in which OpenBLAS's SkylakeX ``strsm`` kernel (``kernel/generic/trsm_kernel_LT.c``) solves a
 #: triangle: its ``sgemm`` kernel's 16 rows, then 8, 4, 2 and 1 for the rest.

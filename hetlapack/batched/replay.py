@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..perf.model import REPLAY_MAX_N
-from ._lu_replay import GETF2_MAX_N, KERNEL_NAMES, SKYLAKEX
+from ..perf.model import GETF2_MAX_N, REPLAY_MAX_N
+from ._lu_replay import KERNEL_NAMES, SKYLAKEX
 from .compiling import INDEX_DTYPE, kernel_dtypes, packed_lu_only
 from .threads import launch_checked, lapack_loop, replay_loop
 
