@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -307,8 +310,7 @@ def test_the_openblas_kernels_of_avx2_and_avx512_machines_are_replayed():
     f32 = np.dtype(np.float32)
     lu_max, cholesky_max = REPLAY_MAX_N["getrf"], REPLAY_MAX_N["potrf"]
     assert replay.getrf_kernels(f32, 400, 3) == replay.potrf_kernels(f32, cholesky_max) == expected
-    assert replay.getrf_kernels(f32, lu_max, lu_max) == replay.getrf_kernels(f32, 17, lu_max) == (
-        expected if expected == SKYLAKEX else None)
+    assert replay.getrf_kernels(f32, lu_max, lu_max) == replay.getrf_kernels(f32, 17, lu_max) == expected
     assert replay.getrf_kernels(f32, lu_max + 1, 17) is replay.potrf_kernels(f32, cholesky_max + 1) is None
     assert replay.getrf_kernels(np.dtype(np.float64), 8, 8) is replay.potrf_kernels(np.float64, 8) is None
 
@@ -329,6 +331,31 @@ def test_the_openblas_qr_of_avx2_and_avx512_machines_is_replayed():
     assert replay.qr_kernels(f32, qr_max, qr_max) == replay.qr_kernels(f32, qr_max, 1) == expected
     assert replay.qr_kernels(f32, qr_max + 1, 2) is replay.qr_kernels(f32, 3, 4) is None
     assert replay.qr_kernels(np.dtype(np.float64), 4, 4) is None
+
+
+#: What a process started with OpenBLAS's Haswell kernels (``OPENBLAS_CORETYPE``) reports: the kernel family of
+#: SciPy's OpenBLAS and the kernels the LU replay follows at every order past ``getf2``'s.
+_HASWELL_PROCESS = """
+import numpy as np, threadpoolctl
+from hetlapack.batched import replay
+scipy_pools = [pool["architecture"] for pool in threadpoolctl.threadpool_info() if "scipy" in pool["filepath"]]
+f32 = np.dtype(np.float32)
+print(scipy_pools[0], {replay.getrf_kernels(f32, n, n) for n in range(17, 65)}.pop(), replay.getrf_kernels(f32, 64, 17))
+"""
+
+
+def test_the_blocked_lu_replay_follows_openblas_haswell_kernels_too():
+    """The blocked LU replay follows OpenBLAS's Haswell kernels (AVX2 machines', Zen's too), whose ``strsm`` solves
+    8 rows at a time and whose ``sgemm`` keeps two sums in some tiles: checked here in a process that asks OpenBLAS
+    for those kernels, which any x86-64 machine with AVX2 runs."""
+    _replayed_architecture()
+    environment = {**os.environ, "OPENBLAS_CORETYPE": "Haswell"}
+    run = subprocess.run([sys.executable, "-c", _HASWELL_PROCESS], env=environment, capture_output=True, text=True,
+                         check=True)
+    architecture, square, tall = run.stdout.split()
+    if architecture != "Haswell":
+        pytest.skip(f"OpenBLAS ran its {architecture} kernels when asked for Haswell's")
+    assert square == tall == str(HASWELL), run.stdout
 
 
 _CHECKS = {"lu": ("_factored_lu", "replayed_getrf_kernels", "getrf_each"),

@@ -297,26 +297,44 @@ def _replay_vector(buf, piv, info, recip, column, m, n, kernels):
 #: (``lu``'s pieces, 10^4 matrices): there the chunk's sizes are constants.
 _panel_getf2 = numba.njit(**REPLAY_JIT_OPTIONS)(_replay_vector.py_func)
 
-#: Rows of the blocks in which OpenBLAS's SkylakeX ``strsm`` kernel (``kernel/generic/trsm_kernel_LT.c``) solves a
-#: triangle: its ``sgemm`` kernel's 16 rows, then 8, 4, 2 and 1 for the rest.
-_SOLVE_ROWS = 16
+#: Rows of the blocks in which OpenBLAS's ``strsm`` kernels solve a triangle, then halves for the rest: its SkylakeX
+#: kernel (``kernel/generic/trsm_kernel_LT.c``) the ``sgemm`` kernel's 16, its Haswell one
+#: (``strsm_kernel_8x4_haswell_LT.c``) 8.
+_SKYLAKEX_SOLVE_ROWS, _HASWELL_SOLVE_ROWS = 16, 8
+
+#: How a product is subtracted from an element (``_less_*``): a chain of fused multiply-adds from zero, then
+#: ``total * -1 + c`` fused (the ``sgemm`` kernels); as two chains, the products of even and odd steps of each 8
+#: apart, added (the Haswell ``sgemm`` kernel's 8 x 4 and 8 x 6 tiles); a chain of negated products from zero, added
+#: to ``c`` (the Haswell ``strsm`` kernel on 4 columns).
+CHAIN, SPLIT, NEGATED = 0, 1, 2
+
+#: Steps of the Haswell ``sgemm`` kernel's unrolled loop, the two chains' turns alternating within it.
+_SPLIT_STEPS = 8
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
-def _less_one(buf, r, c, inner, depth, n):
-    """``A[r, c] -= A[r, inner:inner + depth] . A[inner:inner + depth, c]`` in a buffer of one vector of matrices, as
-    OpenBLAS's SkylakeX ``sgemm`` kernel rounds it: a chain of fused multiply-adds from zero, then
-    ``total * -1 + c`` fused."""
-    total = splat(np.float32(0))
-    for k in range(inner, inner + depth):
+def _less_one(buf, r, c, inner, depth, n, rounding):
+    """``A[r, c] -= A[r, inner:inner + depth] . A[inner:inner + depth, c]`` in a buffer of one vector of matrices,
+    rounded as ``rounding`` says (:data:`CHAIN`, :data:`SPLIT` or :data:`NEGATED`)."""
+    total, other = splat(np.float32(0)), splat(np.float32(0))
+    paired = inner + depth // _SPLIT_STEPS * _SPLIT_STEPS if rounding == SPLIT else inner
+    for k in range(inner, paired, 2):
         total = fused_multiply_add(load(buf, (r * n + k) * WIDTH), load(buf, (k * n + c) * WIDTH), total)
-    _less_total(buf, r, c, total, n)
+        other = fused_multiply_add(load(buf, (r * n + k + 1) * WIDTH), load(buf, ((k + 1) * n + c) * WIDTH), other)
+    for k in range(paired, inner + depth):
+        a = load(buf, (r * n + k) * WIDTH)
+        total = fused_multiply_add(negative(a) if rounding == NEGATED else a, load(buf, (k * n + c) * WIDTH), total)
+    at = (r * n + c) * WIDTH
+    if rounding == NEGATED:
+        store(buf, at, add(load(buf, at), total))
+    else:
+        _less_total(buf, r, c, add(total, other) if rounding == SPLIT else total, n)
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _less_four_by_four(buf, r, c, inner, depth, n):
-    """:func:`_less_one` on rows ``r:r + 4`` and columns ``c:c + 4``, the sixteen chains side by side: a chain's
-    steps wait on one another, sixteen chains' do not, and each element loaded serves four of them."""
+    """:func:`_less_one`'s :data:`CHAIN` on rows ``r:r + 4`` and columns ``c:c + 4``, the sixteen chains side by
+    side: a chain's steps wait on one another, sixteen chains' do not, and each element loaded serves four of them."""
     t00 = t01 = t02 = t03 = t10 = t11 = t12 = t13 = splat(np.float32(0))
     t20 = t21 = t22 = t23 = t30 = t31 = t32 = t33 = t00
     for k in range(inner, inner + depth):
@@ -352,44 +370,107 @@ def _less_four_by_four(buf, r, c, inner, depth, n):
 
 @numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _less_total(buf, r, c, total, n):
-    """``A[r, c] = total * -1 + A[r, c]``, fused: how the SkylakeX ``sgemm`` kernel subtracts a product."""
+    """``A[r, c] = total * -1 + A[r, c]``, fused: how the ``sgemm`` kernels subtract a product."""
     at = (r * n + c) * WIDTH
     store(buf, at, fused_multiply_add(total, splat(np.float32(-1)), load(buf, at)))
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
-def _less_product(buf, start, end, inner, depth, first, stop, n):
+def _less_region(buf, start, end, first, stop, inner, depth, n, rounding):
     """``A[start:end, first:stop] -= A[start:end, inner:inner + depth] @ A[inner:inner + depth, first:stop]`` in a
-    buffer of one vector of matrices, each element as :func:`_less_one` rounds it: in tiles of four rows by four
-    columns (:func:`_less_four_by_four`), the rest element by element. Compiled once, for both its callers."""
-    rows = start + (end - start) // 4 * 4
-    columns = first + (stop - first) // 4 * 4
+    buffer of one vector of matrices, each element as :func:`_less_one` rounds it: a :data:`CHAIN` in tiles of four
+    rows by four columns (:func:`_less_four_by_four`), the rest element by element. Compiled once, for its callers.
+    A :data:`NEGATED` region of no depth still adds zero to each element (a negative zero turns positive), as the
+    Haswell ``strsm`` kernel's first block does."""
+    rows = start + (end - start) // 4 * 4 if rounding == CHAIN else start
+    columns = first + (stop - first) // 4 * 4 if rounding == CHAIN else first
     for c in range(first, columns, 4):
         for r in range(start, rows, 4):
             _less_four_by_four(buf, r, c, inner, depth, n)
     for c in range(first, stop):
         for r in range(rows if c < columns else start, end):
-            _less_one(buf, r, c, inner, depth, n)
+            _less_one(buf, r, c, inner, depth, n, rounding)
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
-def _solve_unit_lower(buf, top, size, first, stop, n):
+def _less_side(buf, start, split, end, first, stop, inner, depth, n):
+    """:func:`_less_region` on rows ``start:end`` of columns ``first:stop``, rows ``split:split + 8`` of them as
+    :data:`SPLIT` (none where ``split`` is ``end``), the others as :data:`CHAIN`."""
+    _less_region(buf, start, split, first, stop, inner, depth, n, CHAIN)
+    _less_region(buf, split, min(split + 8, end), first, stop, inner, depth, n, SPLIT)
+    _less_region(buf, min(split + 8, end), end, first, stop, inner, depth, n, CHAIN)
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _last_rows_of_twelve(rows):
+    """Where the Haswell ``sgemm`` kernel's 12 columns over ``rows >= 16`` rows end in a tile of 8 rows by 6 columns:
+    its first row, and whether on the left 6 columns. The kernel starts with rows 0-7 on the left, then runs tiles of
+    16 rows by 6 columns 8 rows apart, right and left in turn, while 16 rows are left."""
+    left, row = rows, 0
+    while True:
+        left, row = left - 8, row + 8
+        if left < 16:
+            return row, True
+        left, row = left - 8, row + 8
+        if left < 16:
+            return row, False
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _less_product(buf, start, end, inner, depth, first, stop, n, kernels):
+    """``getrf``'s update of the columns right of a panel below it, as the ``sgemm`` kernel of ``kernels`` rounds
+    each element: the SkylakeX kernel as a :data:`CHAIN`; the Haswell one as a :data:`SPLIT` where its tiles of 8
+    rows keep two sums (in columns of 12, rows 0-7 of the left 6 and the last 8-row tile
+    (:func:`_last_rows_of_twelve`); in the 4 columns after the 12s and 8s, every whole 8 rows), a chain elsewhere."""
+    if kernels == SKYLAKEX:
+        _less_region(buf, start, end, first, stop, inner, depth, n, CHAIN)
+        return
+    c = first
+    while stop - c >= 12:
+        if end - start < 16:
+            _less_region(buf, start, end, c, c + 12, inner, depth, n, CHAIN)
+        else:
+            last, on_left = _last_rows_of_twelve(end - start)
+            _less_region(buf, start, start + 8, c, c + 6, inner, depth, n, SPLIT)
+            _less_side(buf, start + 8, start + last if on_left else end, end, c, c + 6, inner, depth, n)
+            _less_side(buf, start, end if on_left else start + last, end, c + 6, c + 12, inner, depth, n)
+        c += 12
+    if stop - c >= 8:
+        _less_region(buf, start, end, c, c + 8, inner, depth, n, CHAIN)
+        c += 8
+    if stop - c >= 4:
+        eights = start + (end - start) // 8 * 8
+        _less_region(buf, start, eights, c, c + 4, inner, depth, n, SPLIT)
+        _less_region(buf, eights, end, c, c + 4, inner, depth, n, CHAIN)
+        c += 4
+    _less_region(buf, start, end, c, stop, inner, depth, n, CHAIN)
+
+
+@numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
+def _solve_unit_lower(buf, top, size, first, stop, n, kernels):
     """Rows ``top:top + size`` of columns ``first:stop`` solved with the unit lower triangle at ``top`` (``getrf``'s
-    rows of ``U`` right of a panel) in a buffer of one vector of matrices, as OpenBLAS's SkylakeX ``strsm`` kernel
-    rounds it: in blocks of rows (:data:`_SOLVE_ROWS`, then halves), each less the rows solved before it
-    (:func:`_less_product`), then solved within the block, row by row, each ``c - x * l`` fused."""
-    done, rows = 0, _SOLVE_ROWS
+    rows of ``U`` right of a panel) in a buffer of one vector of matrices, as OpenBLAS's ``strsm`` kernel of
+    ``kernels`` rounds it: in blocks of rows (16 or 8, then halves), each less the rows solved before it
+    (:func:`_less_region`: the Haswell kernel's own code, on each 4 columns, :data:`NEGATED`; its ``sgemm`` on the
+    last 1-3 columns, and the SkylakeX kernel's, a :data:`CHAIN`), then solved within the block, row by row, each
+    ``c - x * l`` fused (on the Haswell kernel's last 1-3 columns, its C code, the product rounded first)."""
+    done, rows = 0, _SKYLAKEX_SOLVE_ROWS if kernels == SKYLAKEX else _HASWELL_SOLVE_ROWS
+    fours = first + (stop - first) // 4 * 4 if kernels == HASWELL else first
     while done < size:
         while done + rows > size:
             rows //= 2
+        _less_region(buf, top + done, top + done + rows, first, fours, top, done, n, NEGATED)
         if done:
-            _less_product(buf, top + done, top + done + rows, top, done, first, stop, n)
+            _less_region(buf, top + done, top + done + rows, fours, stop, top, done, n, CHAIN)
         for i in range(top + done, top + done + rows):
             for c in range(first, stop):
                 x = negative(load(buf, (i * n + c) * WIDTH))
                 for r in range(i + 1, top + done + rows):
-                    at = (r * n + c) * WIDTH
-                    store(buf, at, fused_multiply_add(x, load(buf, (r * n + i) * WIDTH), load(buf, at)))
+                    at, step = (r * n + c) * WIDTH, load(buf, (r * n + i) * WIDTH)
+                    if c < fours or kernels == SKYLAKEX:
+                        store(buf, at, fused_multiply_add(x, step, load(buf, at)))
+                    else:
+                        store(buf, at, add_rounded_product(load(buf, at), x, step))
         done += rows
 
 
@@ -475,8 +556,8 @@ def _replay_blocked(buf, piv, info, scratch, m, n, kernels):
             width = min(size - j, blocking)
             if j + width < columns:
                 right, stop = top + j + width, top + columns
-                _solve_unit_lower(buf, top + j, width, right, stop, n)
-                _less_product(buf, right, m, top + j, width, right, stop, n)
+                _solve_unit_lower(buf, top + j, width, right, stop, n, kernels)
+                _less_product(buf, right, m, top + j, width, right, stop, n, kernels)
             panels[level], factored[level] = j + blocking, False
         elif j >= size:
             depth -= 1

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..perf.model import GETF2_MAX_N, REPLAY_MAX_N
-from ._lu_replay import KERNEL_NAMES, SKYLAKEX
+from ._lu_replay import KERNEL_NAMES
 from .compiling import INDEX_DTYPE, kernel_dtypes, packed_lu_only
 from .threads import launch_checked, lapack_loop, replay_loop
 
@@ -57,13 +57,13 @@ ONE_THREAD_ELEMENTS = 40_000
 def getrf_kernels(dtype: np.dtype, m: int, n: int) -> int | None:
     """OpenBLAS's kernels (``_lu_replay.SKYLAKEX`` or ``HASWELL``) whose roundings ``getrf`` of ``m x n`` matrices in
     ``dtype`` replays, or ``None`` where it runs the LAPACK loop: a shape the replay takes, and a LAPACK whose
-    results it gave in this process (:func:`replayed_getrf_kernels`; past ``getf2``'s orders, where those are the
-    SkylakeX kernels, :func:`replayed_blocked_getrf_kernels`)."""
+    results it gave in this process (:func:`replayed_getrf_kernels`; past ``getf2``'s orders,
+    :func:`replayed_blocked_getrf_kernels`)."""
     if np.dtype(dtype) not in kernel_dtypes("getrf_replay"):
         return None
     if 0 < min(m, n) <= GETF2_MAX_N:
         return replayed_getrf_kernels() if m * n < ONE_THREAD_ELEMENTS else None
-    if max(m, n) <= REPLAY_MAX_N["getrf"] and replayed_getrf_kernels() == SKYLAKEX:
+    if max(m, n) <= REPLAY_MAX_N["getrf"]:
         return replayed_blocked_getrf_kernels()
     return None
 
@@ -95,11 +95,14 @@ def replayed_getrf_kernels() -> int | None:
 
 @functools.cache
 def replayed_blocked_getrf_kernels() -> int | None:
-    """:data:`~._lu_replay.SKYLAKEX` where the replay of OpenBLAS's blocked ``getrf`` gave LAPACK's LU, bit for bit,
-    on every :data:`CHECKED_BLOCKED_SHAPES` in this process, or ``None`` (its triangular solves and matrix products
-    replay the SkylakeX kernels only)."""
+    """The kernels of :func:`replayed_getrf_kernels` where the replay of OpenBLAS's blocked ``getrf`` on them (its
+    panels by ``getf2``, its triangular solves and matrix products) gave LAPACK's LU, bit for bit, on every
+    :data:`CHECKED_BLOCKED_SHAPES` in this process, or ``None``."""
+    kernels = replayed_getrf_kernels()
+    if kernels is None:
+        return None
     stacks = _general_stacks(CHECKED_BLOCKED_SHAPES)
-    return SKYLAKEX if all(_same(_factored_lu(a, SKYLAKEX), _factored_lu(a, None)) for a in stacks) else None
+    return kernels if all(_same(_factored_lu(a, kernels), _factored_lu(a, None)) for a in stacks) else None
 
 
 @functools.cache

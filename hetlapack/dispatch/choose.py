@@ -309,7 +309,7 @@ def _replay_reason(req: Request) -> str:
     if req.op not in model.REPLAY_MAX_N or req.dtype != np.float32:
         return ""
     limit = model.REPLAY_MAX_N[req.op]
-    which = {"getrf": f"min(m, n) <= {model.GETF2_MAX_N} (on OpenBLAS's SkylakeX kernels m, n <= {limit} too)",
+    which = {"getrf": f"min(m, n) <= {model.GETF2_MAX_N} or max(m, n) <= {limit}",
              "geqrf": f"n <= m <= {limit}"}.get(req.op, f"orders <= {limit}")
     return (f"; for {which}, a replay of OpenBLAS's own roundings over interleaved matrices runs instead, where this "
             "process found on first use that it gives the loop's results bit for bit")

@@ -106,12 +106,12 @@ LAPACK_LOOP_MAX_N = {"potrf": 384, "getrf": 384, "geqrf": 384, "geqp3": 384, "po
 #: replay: n = 16 3,786 / 3,258, 24 8,199 / 9,404); on SIMD vectors of matrices it does to 32 (2-core AMD EPYC,
 #: AVX2, 2 threads, 4,000 matrices, full Q and R: n = 16 11,386 / 1,300, 24 13,305 / 2,699, 32 24,088 / 4,949).
 #: LU past ``getf2``'s orders (:data:`GETF2_MAX_N`), to 64 rows and columns, replays ``getrf``'s blocked
-#: levels on OpenBLAS's SkylakeX kernels only (checked apart: ``replay.replayed_blocked_getrf_kernels``).
+#: levels on either kernel family (checked apart: ``replay.replayed_blocked_getrf_kernels``).
 REPLAY_MAX_N = {"getrf": 64, "potrf": 16, "geqrf": 32}
 
 #: The largest ``min(m, n)`` OpenBLAS's ``sgetrf`` factors by ``getf2`` alone (its block size, half the order rounded
-#: up to its ``sgemm`` kernel's 4 columns, is at most 8), the order to which the LU replay runs unblocked on either
-#: kernel family; past it, ``batched._lu_replay._replay_blocked``.
+#: up to its ``sgemm`` kernel's 4 columns, is at most 8), the order to which the LU replay runs unblocked; past it,
+#: ``batched._lu_replay._replay_blocked``.
 GETF2_MAX_N = 16
 
 #: Largest order at which a LAPACK loop runs on one thread where ``hetlapack calibrate`` has not timed it
