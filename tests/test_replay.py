@@ -333,14 +333,15 @@ def test_the_openblas_qr_of_avx2_and_avx512_machines_is_replayed():
     assert replay.qr_kernels(np.dtype(np.float64), 4, 4) is None
 
 
-#: What a process started with OpenBLAS's Haswell kernels (``OPENBLAS_CORETYPE``) reports: the kernel family of
-#: SciPy's OpenBLAS and the kernels the LU replay follows at every order past ``getf2``'s.
+#: What a process started with OpenBLAS's Haswell kernels (``OPENBLAS_CORETYPE``) reports: the kernels whose
+#: ``getf2`` the check found (which tells what OpenBLAS runs), then each kernels the LU replay follows past ``getf2``'s
+#: orders, at every square order to 64 and at the tall and wide extremes.
 _HASWELL_PROCESS = """
-import numpy as np, threadpoolctl
+import numpy as np
 from hetlapack.batched import replay
-scipy_pools = [pool["architecture"] for pool in threadpoolctl.threadpool_info() if "scipy" in pool["filepath"]]
-f32 = np.dtype(np.float32)
-print(scipy_pools[0], {replay.getrf_kernels(f32, n, n) for n in range(17, 65)}.pop(), replay.getrf_kernels(f32, 64, 17))
+shapes = [(n, n) for n in range(17, 65)] + [(64, 17), (17, 64)]
+blocked = {str(replay.getrf_kernels(np.dtype(np.float32), m, n)) for m, n in shapes}
+print(replay.replayed_getrf_kernels(), *sorted(blocked))
 """
 
 
@@ -352,10 +353,10 @@ def test_the_blocked_lu_replay_follows_openblas_haswell_kernels_too():
     environment = {**os.environ, "OPENBLAS_CORETYPE": "Haswell"}
     run = subprocess.run([sys.executable, "-c", _HASWELL_PROCESS], env=environment, capture_output=True, text=True,
                          check=True)
-    architecture, square, tall = run.stdout.split()
-    if architecture != "Haswell":
-        pytest.skip(f"OpenBLAS ran its {architecture} kernels when asked for Haswell's")
-    assert square == tall == str(HASWELL), run.stdout
+    unblocked, *blocked = run.stdout.split()
+    if unblocked != str(HASWELL):
+        pytest.skip(f"asked for its Haswell kernels, OpenBLAS's getf2 rounded as the replay of {unblocked} does")
+    assert blocked == [str(HASWELL)], run.stdout
 
 
 _CHECKS = {"lu": ("_factored_lu", "replayed_getrf_kernels", "getrf_each"),

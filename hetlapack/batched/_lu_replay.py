@@ -456,6 +456,7 @@ def _solve_unit_lower(buf, top, size, first, stop, n, kernels):
     ``c - x * l`` fused (on the Haswell kernel's last 1-3 columns, its C code, the product rounded first)."""
     done, rows = 0, _SKYLAKEX_SOLVE_ROWS if kernels == SKYLAKEX else _HASWELL_SOLVE_ROWS
     fours = first + (stop - first) // 4 * 4 if kernels == HASWELL else first
+    fused = fours if kernels == HASWELL else stop
     while done < size:
         while done + rows > size:
             rows //= 2
@@ -467,7 +468,7 @@ def _solve_unit_lower(buf, top, size, first, stop, n, kernels):
                 x = negative(load(buf, (i * n + c) * WIDTH))
                 for r in range(i + 1, top + done + rows):
                     at, step = (r * n + c) * WIDTH, load(buf, (r * n + i) * WIDTH)
-                    if c < fours or kernels == SKYLAKEX:
+                    if c < fused:
                         store(buf, at, fused_multiply_add(x, step, load(buf, at)))
                     else:
                         store(buf, at, add_rounded_product(load(buf, at), x, step))
