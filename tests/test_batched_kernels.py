@@ -1172,13 +1172,17 @@ def _order_four_stack(dtype) -> np.ndarray:
 def test_order_four_lu_straight_from_the_stack_gives_the_bits_of_the_buffered_kernel(dtype, order):
     """Groups of ``WIDTH`` LU factorizations of order 4 that lie one after another are factored on vectors loaded
     straight from the stack, and a group that is not the common case sends its chunk to the buffered kernel: the
-    packed LU (either layout), pivots and info are bitwise what the kernel gives from its buffer, NaNs included;
-    ``check_finite`` still sees an infinity or NaN in any group, and ``lu``'s pieces (buffered) agree."""
+    packed LU (either layout), pivots and info, and ``lu``'s pieces (row places, ``L`` or ``P L``, ``U`` and ``P``;
+    written straight from the registers for real stacks) are bitwise what the kernel gives from its buffer, NaNs
+    included; ``check_finite`` still sees an infinity or NaN in any group, ``lu``'s included."""
     a = _order_four_stack(dtype)
     if order == "F":
         a = a.transpose(0, 2, 1).copy().transpose(0, 2, 1)
-    for fortran in (False, True):
-        direct, buffered = kernels.getrf(a, fortran=fortran), kernels.getrf(_not_as_records(a), fortran=fortran)
+    calls = [lambda x, fortran: kernels.getrf(x, fortran=fortran)]
+    calls += [functools.partial(lambda x, fortran, p, m: kernels.lu(x, permute_l=p, p_matrix=m), p=p, m=m)
+              for p, m in itertools.product((False, True), repeat=2)]
+    for factor, fortran in itertools.product(calls, (False, True)):
+        direct, buffered = factor(a, fortran), factor(_not_as_records(a), fortran)
         for ours, theirs in zip(direct, buffered, strict=True):
             np.testing.assert_array_equal(ours, theirs)
     lu, piv, _ = kernels.getrf(a[:64])
@@ -1188,8 +1192,10 @@ def test_order_four_lu_straight_from_the_stack_gives_the_bits_of_the_buffered_ke
         np.testing.assert_array_equal(piv[b], their_piv)
     broken = a.copy()
     broken[3 * WIDTH + 1, 2, 3] = np.nan
-    with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
-        kernels.getrf(broken, check_finite=True)
+    for check in (lambda x: kernels.getrf(x, check_finite=True),
+                  lambda x: kernels.lu(x, permute_l=False, check_finite=True)):
+        with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+            check(broken)
 
 
 def test_records_are_dealt_into_vectors_and_gathered_back_in_order():

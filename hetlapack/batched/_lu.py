@@ -240,7 +240,8 @@ def pivot_vector_rows(buf, k, piv, m, n):
         best = where_greater(size, best, size, best)
     store(piv, k * WIDTH, rows)
     _swap_each_lane(buf, k, piv, n, WIDTH)  # selects across the vector ran slower (n = 24: 769 -> 843 ns), exchanges
-    # (as _swap_split_rows) no faster (n = 8-24)
+    # (as _swap_split_rows, row k held in registers or not) no faster (held, best of 300 alternations, twice: n = 8
+    # 85-89 -> 85-99 ns, n = 16 336-404 -> 414-453)
     return best
 
 
@@ -313,23 +314,80 @@ def _factor_vector(buf, piv, info, recip, m, n):
                 store(buf, at, subtract_product(l1, u1, subtract_product(l0, u0, u)))
 
 
+#: Vectors of row ``k`` that :func:`_swap_split_rows` holds in registers while the rows below pass.
+HELD_VECTORS = 8
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _load_held(words, at):
+    """The ``HELD_VECTORS`` vectors from word ``at``."""
+    return (load(words, at), load(words, at + WIDTH), load(words, at + 2 * WIDTH), load(words, at + 3 * WIDTH),
+            load(words, at + 4 * WIDTH), load(words, at + 5 * WIDTH), load(words, at + 6 * WIDTH),
+            load(words, at + 7 * WIDTH))
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _store_held(words, at, held):
+    """Write the ``HELD_VECTORS`` vectors ``held`` from word ``at``."""
+    h0, h1, h2, h3, h4, h5, h6, h7 = held
+    store(words, at, h0)
+    store(words, at + WIDTH, h1)
+    store(words, at + 2 * WIDTH, h2)
+    store(words, at + 3 * WIDTH, h3)
+    store(words, at + 4 * WIDTH, h4)
+    store(words, at + 5 * WIDTH, h5)
+    store(words, at + 6 * WIDTH, h6)
+    store(words, at + 7 * WIDTH, h7)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _exchange_held(words, below, rows, row, held):
+    """``held`` exchanged with the vectors from word ``below`` in the lanes whose pivot ``rows`` equal ``row``:
+    those of ``below`` written, the new ``held`` returned."""
+    h0, b0 = exchange_where(rows, row, held[0], load(words, below))
+    h1, b1 = exchange_where(rows, row, held[1], load(words, below + WIDTH))
+    h2, b2 = exchange_where(rows, row, held[2], load(words, below + 2 * WIDTH))
+    h3, b3 = exchange_where(rows, row, held[3], load(words, below + 3 * WIDTH))
+    h4, b4 = exchange_where(rows, row, held[4], load(words, below + 4 * WIDTH))
+    h5, b5 = exchange_where(rows, row, held[5], load(words, below + 5 * WIDTH))
+    h6, b6 = exchange_where(rows, row, held[6], load(words, below + 6 * WIDTH))
+    h7, b7 = exchange_where(rows, row, held[7], load(words, below + 7 * WIDTH))
+    _store_held(words, below, (b0, b1, b2, b3, b4, b5, b6, b7))
+    return h0, h1, h2, h3, h4, h5, h6, h7
+
+
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _swap_split_rows(words, k, rows, m, n):
     """Swap row ``k`` with each lane's pivot row (the vector ``rows``, a different row in each lane) in a split
     complex buffer (``_split_complex``): each row some lane pivots on exchanges its words with row ``k``'s in those
-    lanes, vector by vector (:func:`~._simd.exchange_where`). Measured (complex128, one thread, a chunk in cache, ns a
-    matrix, by selects of the words / by exchanges): n = 8 345-418 / 212-213, n = 16 2,036-2,114 / 1,083-1,139,
-    n = 24 5,612-5,804 / 3,129-3,260."""
+    lanes, vector by vector (:func:`~._simd.exchange_where`), ``HELD_VECTORS`` of row ``k``'s vectors at a time held
+    in registers while the rows below pass (the last ``2 n mod 8`` one at a time), so that row ``k`` is read and
+    written once, not once per row below. Measured (complex128, one thread, a chunk in cache, ns a matrix, by selects
+    of the words / by exchanges): n = 8 345-418 / 212-213, n = 16 2,036-2,114 / 1,083-1,139, n = 24 5,612-5,804 /
+    3,129-3,260. Row ``k`` read and written per row below / held (the factorization and a copy of the buffer, 64-byte
+    aligned, best of 300 alternations, bitwise the same): one chunk, twice, n = 8 150-151 / 136, n = 12 385 / 334,
+    n = 16 751-759 / 652-656, n = 24 2,024-2,030 / 1,740-1,744, n = 32 5,585-5,819 / 5,219-5,512; 64 chunks in
+    turn (pivots the branch predictor cannot learn) n = 8 157 / 142, n = 12 395 / 342, n = 16 768 / 666, n = 24
+    2,215 / 1,931; order 4 within 1 ns. Exchanging every row below, with no test for a lane pivoting there, ran
+    slower (n = 8 200 -> 206, n = 16 721 -> 820, n = 24 1,838 -> 2,409)."""
     stride = n * ELEMENT
     top = k * stride
-    for i in range(k + 1, m):
-        row = splat(i)
-        if any_equal(rows, row):
-            below = i * stride
-            for at in range(0, stride, WIDTH):
-                upper, lower = exchange_where(rows, row, load(words, top + at), load(words, below + at))
-                store(words, top + at, upper)
-                store(words, below + at, lower)
+    held_stop = top + (2 * n - 2 * n % HELD_VECTORS) * WIDTH
+    for at in range(top, held_stop, HELD_VECTORS * WIDTH):
+        held = _load_held(words, at)
+        for i in range(k + 1, m):
+            row = splat(i)
+            if any_equal(rows, row):
+                held = _exchange_held(words, at + (i - k) * stride, rows, row, held)
+        _store_held(words, at, held)
+    for at in range(held_stop, top + stride, WIDTH):
+        one = load(words, at)
+        for i in range(k + 1, m):
+            row = splat(i)
+            if any_equal(rows, row):
+                one, lower = exchange_where(rows, row, one, load(words, at + (i - k) * stride))
+                store(words, at + (i - k) * stride, lower)
+        store(words, at, one)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -657,18 +715,27 @@ def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, 
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
+def _straight_from_stack(a, out, pieces, a_order, out_order, order, lanes):
+    """Whether full chunks of ``order x order`` matrices may be factored straight from the stack (``_order_two``,
+    ``_order_four``): the matrices lie one after another (``a_order``), a chunk is whole vectors, and what the call
+    writes lies so too: the packed LU (``out_order``), or ``lu``'s pieces, C-ordered, of a real stack."""
+    _, _, lower, upper, permutation = pieces
+    if out.shape[0]:
+        writes = out_order != NEITHER
+    else:
+        writes = (takes(a) and record_order(lower, order, order) == BY_ROWS
+                  and record_order(upper, order, order) == BY_ROWS
+                  and (permutation.shape[0] == 0 or record_order(permutation, order, order) == BY_ROWS))
+    return writes and a_order != NEITHER and lanes % WIDTH == 0
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
 def _getrf_order_two(a, out, piv, info, pieces, nonfinite, thread, start, stop, lanes):
     """:func:`_getrf_chunks` for 2 x 2 matrices: a full chunk whose matrices, and those it writes, lie one after
     another on vectors straight from the stack (:func:`._order_two.lu_chunk`; ``lu``'s pieces of a real stack only),
     any other in a buffer. The buffered chunk is inlined once (each copy adds to the kernel's compile time)."""
-    _, rows, lower, upper, permutation = pieces
     a_order, out_order = record_order(a, 2, 2), record_order(out, 2, 2)
-    if out.shape[0]:
-        direct = out_order != NEITHER
-    else:
-        direct = (takes(a) and record_order(lower, 2, 2) == BY_ROWS and record_order(upper, 2, 2) == BY_ROWS
-                  and (permutation.shape[0] == 0 or record_order(permutation, 2, 2) == BY_ROWS))
-    direct = direct and a_order != NEITHER and lanes % WIDTH == 0
+    direct = _straight_from_stack(a, out, pieces, a_order, out_order, 2, lanes)
     buffers = _chunk_buffers(a, 2, 2, lanes)
     for chunk in range(start, stop):
         first = chunk * lanes
@@ -679,16 +746,16 @@ def _getrf_order_two(a, out, piv, info, pieces, nonfinite, thread, start, stop, 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _getrf_order_four(a, out, piv, info, pieces, nonfinite, thread, start, stop, lanes):
-    """:func:`_getrf_chunks` for 4 x 4 matrices: a full chunk whose matrices, and the packed LU it writes, lie one
-    after another on vectors straight from the stack (:func:`._order_four.lu_chunk`), any other (and ``lu``'s
-    pieces) in a buffer, inlined once as in :func:`_getrf_order_two`."""
+    """:func:`_getrf_chunks` for 4 x 4 matrices: a full chunk whose matrices, and the packed LU or ``lu``'s pieces
+    (of a real stack) it writes, lie one after another on vectors straight from the stack
+    (:func:`._order_four.lu_chunk`), any other in a buffer, inlined once as in :func:`_getrf_order_two`."""
     a_order, out_order = record_order(a, 4, 4), record_order(out, 4, 4)
-    direct = out.shape[0] > 0 and out_order != NEITHER and a_order != NEITHER and lanes % WIDTH == 0
+    direct = _straight_from_stack(a, out, pieces, a_order, out_order, 4, lanes)
     buffers = _chunk_buffers(a, 4, 4, lanes)
     for chunk in range(start, stop):
         first = chunk * lanes
         if not (direct and first + lanes <= a.shape[0]
-                and order_four_chunk(a, a_order, out, out_order, piv, info, first, lanes)):
+                and order_four_chunk(a, a_order, out, out_order, piv, info, pieces, first, lanes)):
             _getrf_chunk(a, out, piv, info, pieces, nonfinite, thread, chunk, buffers, 4, 4, lanes)
 
 

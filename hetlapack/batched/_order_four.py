@@ -2,7 +2,8 @@
 
 Where a stack's matrices lie one after another (C- or Fortran-ordered each), ``WIDTH`` of them are one load of
 ``16 x WIDTH`` numbers (twice that for complex ones) dealt into a vector per element (:func:`~._simd.load_records`),
-factored in registers and written back the same way into the packed LU, as ``_order_two`` does at order 2. The
+factored in registers and written back the same way into the packed LU, or for ``lu`` of a real stack into its
+pieces (the row places, ``L``, ``U`` and ``P``), as ``_order_two`` does at order 2. The
 arithmetic is the buffered kernels', operation for operation: ``_lu._factor_vector``'s for real matrices (the
 pivot's reciprocal by one division, each multiplier one product, each update one fused ``c - l u``),
 ``_lu._factor_split``'s for complex ones (pivots by ``|re| + |im|``, Smith's reciprocal, numba's complex product),
@@ -20,7 +21,7 @@ from numba import types
 from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
-from ._interleave import BY_COLUMNS, JIT_OPTIONS
+from ._interleave import BY_COLUMNS, BY_ROWS, JIT_OPTIONS
 from ._simd import (WIDTH, Vector, add, any_below, any_not_a_number, exchange_where, load_records, magnitude,
                     multiply, quotient, splat, store, store_records, subtract, subtract_product, where_greater)
 from ._split_complex import product, reciprocal
@@ -325,15 +326,128 @@ def _stored_for(out, out_order, piv, info, group, rows, pivots, low):
     return store_group
 
 
-def lu_chunk(a, a_order, out, out_order, piv, info, first, count) -> bool:
+def _pick(index, choices):
+    """Lane by lane, ``choices[index]`` of four vectors, ``index`` a vector of integers 0-3."""
+
+
+@overload(_pick, jit_options=_BY_LLVM)
+def _pick_for(index, choices):
+    def pick(index, choices):
+        chosen = exchange_where(index, splat(np.int32(1)), choices[0], choices[1])[0]
+        chosen = exchange_where(index, splat(np.int32(2)), chosen, choices[2])[0]
+        return exchange_where(index, splat(np.int32(3)), chosen, choices[3])[0]
+    return pick
+
+
+def _row_places(pivots):
+    """Each row of the matrix's place among the rows of ``L U`` (the column of its one in ``P``, ``A = P L U``) from
+    the three steps' pivot ``rows``, as ``_lu._write_rows`` works it out lane by lane."""
+
+
+@overload(_row_places, jit_options=_BY_LLVM)
+def _row_places_for(pivots):
+    def places(pivots):
+        p0, p1, p2 = pivots
+        o0, o1, o2, o3 = splat(np.int32(0)), splat(np.int32(1)), splat(np.int32(2)), splat(np.int32(3))
+        o0, o1 = exchange_where(p0, splat(np.int32(1)), o0, o1)  # o[t]: the row of A at row t of L U
+        o0, o2 = exchange_where(p0, splat(np.int32(2)), o0, o2)
+        o0, o3 = exchange_where(p0, splat(np.int32(3)), o0, o3)
+        o1, o2 = exchange_where(p1, splat(np.int32(2)), o1, o2)
+        o1, o3 = exchange_where(p1, splat(np.int32(3)), o1, o3)
+        o2, o3 = exchange_where(p2, splat(np.int32(3)), o2, o3)
+        order = (o0, o1, o2, o3)
+        return (_where_row(order, 0), _where_row(order, 1), _where_row(order, 2), _where_row(order, 3))
+    return places
+
+
+def _where_row(order, row):
+    """The place ``t`` where ``order[t]`` is ``row``, lane by lane."""
+
+
+@overload(_where_row, jit_options=_BY_LLVM)
+def _where_row_for(order, row):
+    def where(order, row):
+        at = splat(np.int32(row))
+        place = exchange_where(order[1], at, splat(np.int32(0)), splat(np.int32(1)))[0]
+        place = exchange_where(order[2], at, place, splat(np.int32(2)))[0]
+        return exchange_where(order[3], at, place, splat(np.int32(3)))[0]
+    return where
+
+
+def stored_pieces(pieces, piv, info, group, rows, pivots, low) -> bool:
+    """:func:`stored` for SciPy's ``lu`` of a real stack: a factored group's ``pieces`` (``permute_l``, the row
+    places, ``L``, ``U`` and ``P`` unless empty, as ``_lu._write_plu`` writes them, each C-ordered) from its four
+    ``rows`` and ``pivots``, with ``piv`` and ``info``; nothing, and false, where ``low`` or a factor is not
+    finite."""
+
+
+@overload(stored_pieces, jit_options=JIT_OPTIONS, inline="always")
+def _stored_pieces_for(pieces, piv, info, group, rows, pivots, low):
+    if isinstance(pieces[2].dtype, types.Complex):  # complex stacks' pieces are the buffered kernel's
+        return lambda pieces, piv, info, group, rows, pivots, low: False
+
+    def store_group(pieces, piv, info, group, rows, pivots, low):
+        if low or any_not_a_number(_nan_in_rows(rows)):
+            return False
+        permute_l, places, lower, upper, permutation = pieces
+        r0, r1, r2, r3 = rows
+        unit, nought = splat(upper.dtype.type(1.0)), splat(upper.dtype.type(0.0))
+        w = _row_places(pivots)
+        store_records(places, 4 * group, w)
+        l0, l1 = (unit, nought, nought, nought), (r1[0], unit, nought, nought)
+        l2, l3 = (r2[0], r2[1], unit, nought), (r3[0], r3[1], r3[2], unit)
+        if permute_l:  # P L: row i is L's row w[i]
+            l0, l1, l2, l3 = (_picked_row(w[0], l0, l1, l2, l3), _picked_row(w[1], l0, l1, l2, l3),
+                              _picked_row(w[2], l0, l1, l2, l3), _picked_row(w[3], l0, l1, l2, l3))
+        store_records(lower, 16 * group, _flat(BY_ROWS, (l0, l1, l2, l3)))
+        u1, u2, u3 = (nought, r1[1], r1[2], r1[3]), (nought, nought, r2[2], r2[3]), (nought, nought, nought, r3[3])
+        store_records(upper, 16 * group, _flat(BY_ROWS, (r0, u1, u2, u3)))
+        if permutation.shape[0]:
+            p_rows = (_one_at(w[0], unit, nought), _one_at(w[1], unit, nought), _one_at(w[2], unit, nought),
+                      _one_at(w[3], unit, nought))
+            store_records(permutation, 16 * group, _flat(BY_ROWS, p_rows))
+        store_records(piv, 4 * group, (pivots[0], pivots[1], pivots[2], splat(np.int32(3))))
+        store(info, group, splat(np.int32(0)))
+        return True
+    return store_group
+
+
+def _picked_row(index, l0, l1, l2, l3):
+    """Lane by lane, row ``index`` (a vector of integers 0-3) of the four rows."""
+
+
+@overload(_picked_row, jit_options=_BY_LLVM)
+def _picked_row_for(index, l0, l1, l2, l3):
+    def picked(index, l0, l1, l2, l3):
+        return (_pick(index, (l0[0], l1[0], l2[0], l3[0])), _pick(index, (l0[1], l1[1], l2[1], l3[1])),
+                _pick(index, (l0[2], l1[2], l2[2], l3[2])), _pick(index, (l0[3], l1[3], l2[3], l3[3])))
+    return picked
+
+
+def _one_at(place, unit, nought):
+    """A row of ``P``: ``unit`` in column ``place`` (lane by lane), ``nought`` elsewhere."""
+
+
+@overload(_one_at, jit_options=_BY_LLVM)
+def _one_at_for(place, unit, nought):
+    def row(place, unit, nought):
+        return (exchange_where(place, splat(np.int32(0)), nought, unit)[0],
+                exchange_where(place, splat(np.int32(1)), nought, unit)[0],
+                exchange_where(place, splat(np.int32(2)), nought, unit)[0],
+                exchange_where(place, splat(np.int32(3)), nought, unit)[0])
+    return row
+
+
+def lu_chunk(a, a_order, out, out_order, piv, info, pieces, first, count) -> bool:
     """getf2 on matrices ``first`` to ``first + count`` (a multiple of ``WIDTH``) of the 4 x 4 stack ``a``,
-    ``WIDTH`` at a time, into ``piv`` (0-based), ``info`` and the packed LU ``out``; false at the first group that is
-    not the common case, which it leaves unwritten."""
+    ``WIDTH`` at a time, into ``piv`` (0-based), ``info`` and the packed LU ``out``, or where ``out`` is empty into
+    SciPy's ``lu``'s ``pieces`` (:func:`stored_pieces`; real stacks only); false at the first group that is not the
+    common case, which it leaves unwritten."""
 
 
 @overload(lu_chunk, jit_options=JIT_OPTIONS, inline="always")
-def _lu_chunk_for(a, a_order, out, out_order, piv, info, first, count):
-    def lu_groups(a, a_order, out, out_order, piv, info, first, count):
+def _lu_chunk_for(a, a_order, out, out_order, piv, info, pieces, first, count):
+    def lu_groups(a, a_order, out, out_order, piv, info, pieces, first, count):
         least = _least_pivot(a)
         for group in range(first, first + count, WIDTH):
             p0, best, r0, r1, r2, r3 = pivot_first(*rows_of(a, a_order, group))
@@ -349,7 +463,10 @@ def _lu_chunk_for(a, a_order, out, out_order, piv, info, first, count):
             below = _eliminate_right((r3[1], r3[2], r3[3], r3[3]), (r2[1], r2[2], r2[3], r2[3]), _scale(r2[2]))
             r3 = (r3[0], below[0], below[1], below[2])
             low |= any_below(_size(r3[3]), least)
-            if not stored(out, out_order, piv, info, group, (r0, r1, r2, r3), (p0, p1, p2), low):
+            if out.shape[0]:
+                if not stored(out, out_order, piv, info, group, (r0, r1, r2, r3), (p0, p1, p2), low):
+                    return False
+            elif not stored_pieces(pieces, piv, info, group, (r0, r1, r2, r3), (p0, p1, p2), low):
                 return False
         return True
     return lu_groups
