@@ -28,6 +28,7 @@ from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, buffer_as_stack, chunk_
                           is_finite, padded_width, poison_lanes, record_order, scatter, small_order_lanes,
                           smallest_normal)
 from ._order_four import lu_chunk as order_four_chunk
+from ._order_four import lu_pieces_chunk as order_four_pieces
 from ._order_two import lu_chunk, takes
 from ._simd import (WIDTH, add, any_below, any_equal, exchange_where, load, magnitude, multiply, quotient, splat, store,
                     subtract_product, where_greater)
@@ -754,8 +755,12 @@ def _getrf_order_four(a, out, piv, info, pieces, nonfinite, thread, start, stop,
     buffers = _chunk_buffers(a, 4, 4, lanes)
     for chunk in range(start, stop):
         first = chunk * lanes
-        if not (direct and first + lanes <= a.shape[0]
-                and order_four_chunk(a, a_order, out, out_order, piv, info, pieces, first, lanes)):
+        whole = direct and first + lanes <= a.shape[0]
+        if out.shape[0]:  # the packed LU's chunks and lu's pieces' apart: one call site each, as before the pieces
+            whole = whole and order_four_chunk(a, a_order, out, out_order, piv, info, first, lanes)
+        else:
+            whole = whole and order_four_pieces(a, a_order, piv, info, pieces, first, lanes)
+        if not whole:
             _getrf_chunk(a, out, piv, info, pieces, nonfinite, thread, chunk, buffers, 4, 4, lanes)
 
 

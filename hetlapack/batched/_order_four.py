@@ -438,35 +438,61 @@ def _one_at_for(place, unit, nought):
     return row
 
 
-def lu_chunk(a, a_order, out, out_order, piv, info, pieces, first, count) -> bool:
+def _factored_group(a, a_order, group, least):
+    """getf2 on the ``WIDTH`` matrices of ``a`` from matrix ``group`` on, in registers: the four rows of their
+    packed LU, the three steps' pivot rows, and whether a pivot's magnitude fell below ``least``."""
+
+
+@overload(_factored_group, jit_options=JIT_OPTIONS, inline="always")
+def _factored_group_for(a, a_order, group, least):
+    def factored(a, a_order, group, least):
+        p0, best, r0, r1, r2, r3 = pivot_first(*rows_of(a, a_order, group))
+        low = any_below(best, least)
+        scale = _scale(r0[0])
+        r1, r2, r3 = _eliminate(r1, r0, scale), _eliminate(r2, r0, scale), _eliminate(r3, r0, scale)
+        p1, best, r1, r2, r3 = pivot_second(r1, r2, r3)
+        low |= any_below(best, least)
+        scale = _scale(r1[1])
+        r2, r3 = _eliminate_right(r2, r1, scale), _eliminate_right(r3, r1, scale)
+        p2, best, r2, r3 = pivot_third(r2, r3)
+        low |= any_below(best, least)
+        below = _eliminate_right((r3[1], r3[2], r3[3], r3[3]), (r2[1], r2[2], r2[3], r2[3]), _scale(r2[2]))
+        r3 = (r3[0], below[0], below[1], below[2])
+        low |= any_below(_size(r3[3]), least)
+        return (r0, r1, r2, r3), (p0, p1, p2), low
+    return factored
+
+
+def lu_chunk(a, a_order, out, out_order, piv, info, first, count) -> bool:
     """getf2 on matrices ``first`` to ``first + count`` (a multiple of ``WIDTH``) of the 4 x 4 stack ``a``,
-    ``WIDTH`` at a time, into ``piv`` (0-based), ``info`` and the packed LU ``out``, or where ``out`` is empty into
-    SciPy's ``lu``'s ``pieces`` (:func:`stored_pieces`; real stacks only); false at the first group that is not the
-    common case, which it leaves unwritten."""
+    ``WIDTH`` at a time, into ``piv`` (0-based), ``info`` and the packed LU ``out``; false at the first group that is
+    not the common case, which it leaves unwritten."""
 
 
 @overload(lu_chunk, jit_options=JIT_OPTIONS, inline="always")
-def _lu_chunk_for(a, a_order, out, out_order, piv, info, pieces, first, count):
-    def lu_groups(a, a_order, out, out_order, piv, info, pieces, first, count):
+def _lu_chunk_for(a, a_order, out, out_order, piv, info, first, count):
+    def lu_groups(a, a_order, out, out_order, piv, info, first, count):
         least = _least_pivot(a)
         for group in range(first, first + count, WIDTH):
-            p0, best, r0, r1, r2, r3 = pivot_first(*rows_of(a, a_order, group))
-            low = any_below(best, least)
-            scale = _scale(r0[0])
-            r1, r2, r3 = _eliminate(r1, r0, scale), _eliminate(r2, r0, scale), _eliminate(r3, r0, scale)
-            p1, best, r1, r2, r3 = pivot_second(r1, r2, r3)
-            low |= any_below(best, least)
-            scale = _scale(r1[1])
-            r2, r3 = _eliminate_right(r2, r1, scale), _eliminate_right(r3, r1, scale)
-            p2, best, r2, r3 = pivot_third(r2, r3)
-            low |= any_below(best, least)
-            below = _eliminate_right((r3[1], r3[2], r3[3], r3[3]), (r2[1], r2[2], r2[3], r2[3]), _scale(r2[2]))
-            r3 = (r3[0], below[0], below[1], below[2])
-            low |= any_below(_size(r3[3]), least)
-            if out.shape[0]:
-                if not stored(out, out_order, piv, info, group, (r0, r1, r2, r3), (p0, p1, p2), low):
-                    return False
-            elif not stored_pieces(pieces, piv, info, group, (r0, r1, r2, r3), (p0, p1, p2), low):
+            rows, pivots, low = _factored_group(a, a_order, group, least)
+            if not stored(out, out_order, piv, info, group, rows, pivots, low):
+                return False
+        return True
+    return lu_groups
+
+
+def lu_pieces_chunk(a, a_order, piv, info, pieces, first, count) -> bool:
+    """:func:`lu_chunk` into SciPy's ``lu``'s ``pieces`` (:func:`stored_pieces`; real stacks only) instead of the
+    packed LU."""
+
+
+@overload(lu_pieces_chunk, jit_options=JIT_OPTIONS, inline="always")
+def _lu_pieces_chunk_for(a, a_order, piv, info, pieces, first, count):
+    def lu_groups(a, a_order, piv, info, pieces, first, count):
+        least = _least_pivot(a)
+        for group in range(first, first + count, WIDTH):
+            rows, pivots, low = _factored_group(a, a_order, group, least)
+            if not stored_pieces(pieces, piv, info, group, rows, pivots, low):
                 return False
         return True
     return lu_groups
