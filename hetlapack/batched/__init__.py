@@ -7,7 +7,11 @@
   modules do the same on a GPU, and :mod:`.precompile` fills numba's cache ahead of first use.
 """
 
-from . import kernels
-from .lists import cho_solve, cholesky, lu_factor, lu_solve, qr
+from . import _cache
+
+_cache.install()  # before any kernel is decorated: numba picks a function's cache locator then
+
+from . import kernels  # noqa: E402
+from .lists import cho_solve, cholesky, lu_factor, lu_solve, qr  # noqa: E402
 
 __all__ = ["cho_solve", "cholesky", "kernels", "lu_factor", "lu_solve", "qr"]

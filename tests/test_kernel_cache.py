@@ -1,0 +1,61 @@
+"""numba's disk cache of the batched kernels is stamped with every source file their machine code comes from."""
+
+from __future__ import annotations
+
+import numba
+import pytest
+
+from hetlapack.batched import _cache, compiling
+
+
+def test_a_kernels_cache_is_stamped_with_the_helpers_it_inlines():
+    """A kernel's cache locator is numba's own, wrapped: the same place, its stamp widened by the digest of the
+    package's sources, so that a kernel whose module is unchanged is compiled again when a helper changed."""
+    kernel = compiling.KERNELS["getrf"][0]
+    locator = kernel._cache._impl._locator
+    assert isinstance(locator, _cache.KernelSourcesLocator)
+    inner_stamp, digest = locator.get_source_stamp()
+    assert digest == _cache.sources_digest() and inner_stamp == locator._inner.get_source_stamp()
+    assert locator.get_cache_path() == locator._inner.get_cache_path()
+
+
+def test_the_digest_follows_every_source_the_kernels_compile_from(tmp_path, monkeypatch):
+    """Changing a helper module of the package, or a module read while compiling, changes the digest; a function
+    outside the package keeps numba's own locator."""
+    package = tmp_path / "hetlapack"
+    batched = package / "batched"
+    (package / "perf").mkdir(parents=True)
+    batched.mkdir()
+    for name in _cache._READ_WHILE_COMPILING:
+        (package / name).write_text(f"# {name}\n")
+    (batched / "_lu.py").write_text("def getrf(): pass\n")
+    (batched / "_order_four.py").write_text("def lu_chunk(): pass\n")
+    monkeypatch.setattr(_cache, "_BATCHED", batched)
+
+    def digest() -> bytes:
+        _cache.sources_digest.cache_clear()
+        return _cache.sources_digest()
+
+    try:
+        first = digest()
+        (batched / "_order_four.py").write_text("def lu_chunk(): return 1\n")
+        second = digest()
+        (package / "perf" / "model.py").write_text("GETF2_MAX_N = 17\n")
+        third = digest()
+    finally:
+        _cache.sources_digest.cache_clear()
+    assert len({first, second, third}) == 3
+
+    def outside():
+        return 1
+
+    assert _cache.KernelSourcesLocator.from_function(outside, __file__) is None
+
+
+def test_the_locator_comes_first_among_numbas():
+    """Installed once, ahead of numba's own locators (importing the package installs it)."""
+    if not _cache._NUMBA_LOCATORS:
+        pytest.skip(f"numba {numba.__version__} keeps its cache locators elsewhere")
+    _cache.install()
+    assert _cache._CACHE_IMPL._locator_classes.count(_cache.KernelSourcesLocator) == 1
+    assert _cache._CACHE_IMPL._locator_classes[0] is _cache.KernelSourcesLocator
