@@ -345,14 +345,15 @@ def _store_held(words, at, held):
 def _exchange_held(words, below, rows, row, held):
     """``held`` exchanged with the vectors from word ``below`` in the lanes whose pivot ``rows`` equal ``row``:
     those of ``below`` written, the new ``held`` returned."""
-    h0, b0 = exchange_where(rows, row, held[0], load(words, below))
-    h1, b1 = exchange_where(rows, row, held[1], load(words, below + WIDTH))
-    h2, b2 = exchange_where(rows, row, held[2], load(words, below + 2 * WIDTH))
-    h3, b3 = exchange_where(rows, row, held[3], load(words, below + 3 * WIDTH))
-    h4, b4 = exchange_where(rows, row, held[4], load(words, below + 4 * WIDTH))
-    h5, b5 = exchange_where(rows, row, held[5], load(words, below + 5 * WIDTH))
-    h6, b6 = exchange_where(rows, row, held[6], load(words, below + 6 * WIDTH))
-    h7, b7 = exchange_where(rows, row, held[7], load(words, below + 7 * WIDTH))
+    lower = _load_held(words, below)
+    h0, b0 = exchange_where(rows, row, held[0], lower[0])
+    h1, b1 = exchange_where(rows, row, held[1], lower[1])
+    h2, b2 = exchange_where(rows, row, held[2], lower[2])
+    h3, b3 = exchange_where(rows, row, held[3], lower[3])
+    h4, b4 = exchange_where(rows, row, held[4], lower[4])
+    h5, b5 = exchange_where(rows, row, held[5], lower[5])
+    h6, b6 = exchange_where(rows, row, held[6], lower[6])
+    h7, b7 = exchange_where(rows, row, held[7], lower[7])
     _store_held(words, below, (b0, b1, b2, b3, b4, b5, b6, b7))
     return h0, h1, h2, h3, h4, h5, h6, h7
 

@@ -317,13 +317,27 @@ def stored(out, out_order, piv, info, group, rows, pivots, low) -> bool:
 @overload(stored, jit_options=JIT_OPTIONS, inline="always")
 def _stored_for(out, out_order, piv, info, group, rows, pivots, low):
     def store_group(out, out_order, piv, info, group, rows, pivots, low):
-        if low or any_not_a_number(_nan_in_rows(rows)):
+        if not _pivots_stored(piv, info, group, rows, pivots, low):
             return False
         store_rows(out, out_order, group, rows)
+        return True
+    return store_group
+
+
+def _pivots_stored(piv, info, group, rows, pivots, low) -> bool:
+    """The check :func:`stored` and :func:`stored_pieces` share: false, nothing written, where ``low`` or a factor is
+    not finite; else the group's ``pivots`` (the last step's is row 3) and ``info`` 0 written, and true."""
+
+
+@overload(_pivots_stored, jit_options=JIT_OPTIONS, inline="always")
+def _pivots_stored_for(piv, info, group, rows, pivots, low):
+    def check_and_store(piv, info, group, rows, pivots, low):
+        if low or any_not_a_number(_nan_in_rows(rows)):
+            return False
         store_records(piv, 4 * group, (pivots[0], pivots[1], pivots[2], splat(np.int32(3))))
         store(info, group, splat(np.int32(0)))
         return True
-    return store_group
+    return check_and_store
 
 
 def _pick(index, choices):
@@ -387,7 +401,7 @@ def _stored_pieces_for(pieces, piv, info, group, rows, pivots, low):
         return lambda pieces, piv, info, group, rows, pivots, low: False
 
     def store_group(pieces, piv, info, group, rows, pivots, low):
-        if low or any_not_a_number(_nan_in_rows(rows)):
+        if not _pivots_stored(piv, info, group, rows, pivots, low):
             return False
         permute_l, places, lower, upper, permutation = pieces
         r0, r1, r2, r3 = rows
@@ -406,8 +420,6 @@ def _stored_pieces_for(pieces, piv, info, group, rows, pivots, low):
             p_rows = (_one_at(w[0], unit, nought), _one_at(w[1], unit, nought), _one_at(w[2], unit, nought),
                       _one_at(w[3], unit, nought))
             store_records(permutation, 16 * group, _flat(BY_ROWS, p_rows))
-        store_records(piv, 4 * group, (pivots[0], pivots[1], pivots[2], splat(np.int32(3))))
-        store(info, group, splat(np.int32(0)))
         return True
     return store_group
 
