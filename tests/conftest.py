@@ -12,17 +12,23 @@ import tempfile
 
 import pytest
 
+#: ``0`` skips the up-front compile: a run of a few test files (the GPU set on a lent machine, where device time is
+#: short) then compiles only the CPU kernels its tests meet.
+COMPILE_AHEAD = "HETLAPACK_TEST_COMPILE_AHEAD"
+
 if shutil.which("nvidia-smi") is None:
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 
 def pytest_sessionstart(session):
-    """An empty calibration cache directory for the session (its processes inherit it), then ``hetlapack compile``
-    in a process of its own: this one keeps numba and the kernels unloaded until a test loads them."""
+    """An empty calibration cache directory for the session (its processes inherit it), then (unless
+    ``HETLAPACK_TEST_COMPILE_AHEAD=0``) ``hetlapack compile`` in a process of its own: this one keeps numba and the
+    kernels unloaded until a test loads them."""
     from hetlapack.devices.capability import ENV_CACHE_DIR  # loads neither numba nor the kernels
 
     os.environ[ENV_CACHE_DIR] = tempfile.mkdtemp(prefix="hetlapack-test-cache-")
-    subprocess.run([sys.executable, "-c", "from hetlapack.cli import main; main(['compile'])"], check=True)
+    if os.environ.get(COMPILE_AHEAD, "1") != "0":
+        subprocess.run([sys.executable, "-c", "from hetlapack.cli import main; main(['compile'])"], check=True)
 
 
 def pytest_sessionfinish(session):

@@ -359,7 +359,9 @@ def test_a_single_matrix_takes_the_gpu_path(xp):
     for trans in (0, 1, 2):
         assert solve_residual(a_gen, host(hl.lu_solve((lu, piv), xp.asarray(b), trans=trans)), b, trans) < 50
     a_spd[30, 30] = -1.0
-    with pytest.raises(np.linalg.LinAlgError, match="31-th leading minor"):
+    with pytest.raises(np.linalg.LinAlgError) as theirs:
+        sl.cholesky(a_spd)
+    with pytest.raises(np.linalg.LinAlgError, match=f"^{re.escape(str(theirs.value))}$"):
         hl.cholesky(xp.asarray(a_spd))
 
 
