@@ -48,3 +48,11 @@ def test_a_case_dispatch_sent_elsewhere_names_its_path(table):
     assert table.rows([ours])[0].startswith("| lu float64 B=10000 | 8 |")
     ours["extra_info"]["path"] = "host"
     assert table.rows([ours])[0].startswith("| lu float64 B=10000 (host path) | 8 |")
+
+
+def test_the_head_gives_the_range_of_copy_rates_the_cases_read(table):
+    rows = [_row("hetlapack", 200.0), _row("torch", 260.0, n=16)]
+    for row, copy in zip(rows, (21.5, 26.25), strict=True):
+        row["extra_info"]["copy_GBps"] = copy
+    head = table.head({"benchmarks": rows, "hetlapack_machine": {"cpu": "AMD EPYC", "dgemm_gflops": 95.4}})
+    assert head[1].startswith("DGEMM 95.4 GFLOP/s and copy 21.5-26.2 GB/s in this run")
