@@ -64,7 +64,7 @@ def rows(benchmarks: list[dict]) -> list[str]:
 
 
 def head(run: dict) -> list[str]:
-    """The machine head: CPU, BLAS kernels, DGEMM and copy rate of the run, and SciPy's version."""
+    """The machine head: CPU, BLAS kernels, DGEMM, the range of copy rates the cases read, and SciPy's version."""
     machine = run.get("hetlapack_machine", {})
     infos = [b.get("extra_info", {}) for b in run["benchmarks"]]
     copies = [i["copy_GBps"] for i in infos if "copy_GBps" in i] or [float("nan")]

@@ -54,8 +54,8 @@ THREADS = 2
 def copy_bandwidth(case: tuple) -> float:
     """Bytes per second of a large in-memory copy (read + write), the roofline's beta, best of five: read once per
     ``case``, right after its first peer (the peers of a case run one after another), so that its bound is of the
-    same minute as its times. This VM's copy rate moved between runs (16.2-26.5 GB/s on the 2-core AMD EPYC) and
-    within one."""
+    same minute as its times. This VM's copy rate moved between runs and within one (16.5-37.8 GB/s in two runs on
+    the 2-core AMD EPYC, stop 81)."""
     source = np.ones(1 << 26, dtype=np.uint8)
     target = np.empty_like(source)
     best = np.inf
