@@ -20,17 +20,22 @@ def test_a_kernels_cache_is_stamped_with_the_helpers_it_inlines():
 
 
 def test_the_digest_follows_every_source_the_kernels_compile_from(tmp_path, monkeypatch):
-    """Changing a helper module of the package, or a module read while compiling, changes the digest; a function
-    outside the package keeps numba's own locator."""
+    """Changing a helper module of the package, or a module a compiled module imports from outside it, changes the
+    digest; a module only plain Python imports does not; a function outside the package keeps numba's own
+    locator."""
     package = tmp_path / "hetlapack"
     batched = package / "batched"
     (package / "perf").mkdir(parents=True)
     batched.mkdir()
-    for name in _cache._READ_WHILE_COMPILING:
+    for name in ("machine.py", "perf/model.py", "contract.py"):
         (package / name).write_text(f"# {name}\n")
-    (batched / "_lu.py").write_text("def getrf(): pass\n")
-    (batched / "_order_four.py").write_text("def lu_chunk(): pass\n")
+    (batched / "_lu.py").write_text("from ..machine import vector_bytes\n\n\n@numba.njit\ndef getrf(): pass\n")
+    (batched / "_order_four.py").write_text("from ..perf.model import GETF2_MAX_N\n\n\n@overload(len)\n"
+                                            "def lu_chunk(): pass\n")
+    (batched / "kernels.py").write_text("from ..contract import scipy_rules\n")
     monkeypatch.setattr(_cache, "_BATCHED", batched)
+    sources = {path: path.read_bytes() for path in sorted(batched.glob("*.py"))}
+    assert _cache.read_while_compiling(sources) == [package / "machine.py", package / "perf" / "model.py"]
 
     def digest() -> bytes:
         _cache.sources_digest.cache_clear()
@@ -38,13 +43,16 @@ def test_the_digest_follows_every_source_the_kernels_compile_from(tmp_path, monk
 
     try:
         first = digest()
-        (batched / "_order_four.py").write_text("def lu_chunk(): return 1\n")
+        (batched / "_order_four.py").write_text("from ..perf.model import GETF2_MAX_N\n\n\n@overload(len)\n"
+                                                "def lu_chunk(): return 1\n")
         second = digest()
         (package / "perf" / "model.py").write_text("GETF2_MAX_N = 17\n")
         third = digest()
+        (package / "contract.py").write_text("NOT_READ_BY_KERNELS = 1\n")
+        fourth = digest()
     finally:
         _cache.sources_digest.cache_clear()
-    assert len({first, second, third}) == 3
+    assert len({first, second, third}) == 3 and fourth == third
 
     def outside():
         return 1
