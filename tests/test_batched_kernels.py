@@ -307,7 +307,8 @@ def test_lu_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, padding, 
             if vector and work.dtype.kind == "c":
                 _lu._factor_split(work, piv, info, recip, m, n)
             elif vector:
-                _lu._factor_vector(work, piv, info, recip, m, n)
+                nothing = np.empty((0, m, n), dtype)  # no stack to ask the caches for
+                _lu._factor_vector(work, piv, info, recip, m, n, (nothing, nothing, 0, False))
             else:
                 _lu._factor_chunk(work, piv, info, np.empty(lanes, work.real.dtype), recip, m, n, lanes)
             results.append((work[:, :n].copy().view(np.uint8), piv, info))
@@ -420,8 +421,10 @@ def test_real_qr_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shap
         norm, dots = np.empty(WIDTH, dtype), np.empty(WIDTH, dtype)
         q = np.zeros((m, ncols + padding, WIDTH), dtype)
         if vector:
-            _qr._factor_vector(work, n, tau, norm, dots)
-            _qr._build_q_vector(work, tau, q, ncols, dots)
+            nothing = np.empty((0, m, n), dtype)  # no stack to ask the caches for
+            ahead = (nothing, nothing, nothing, 0, False)
+            _qr._factor_vector(work, n, tau, norm, dots, ahead)
+            _qr._build_q_vector(work, tau, q, ncols, dots, ahead)
         else:
             _qr._factor_chunk(work, n, tau, norm, dots, np.empty((_qr.WORK_ROWS, WIDTH), dtype))
             _qr._build_q_chunk(work, tau, q, ncols, dots, np.empty((_qr.WORK_ROWS, WIDTH), dtype))

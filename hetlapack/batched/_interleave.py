@@ -52,12 +52,12 @@ JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": {"contract"}, "error_mo
 # 46 / 39; the replays' 83 / 113 and 99 / 131); the machine code runs as fast either way.
 
 
-#: Matrices per buffer of the Householder kernels (the fused real QR's from order 12: one vector of them, ``threads``'
-#: ``_VECTOR_FROM_ORDER``). Their inner loops are short (one reflector
-#: against one column) and the loop overhead, not the cache, bounds them: measured (2 threads, ``kernels.qr``, ns per
-#: matrix at 32 / 64 / 128 lanes), float64 n = 32 11,278 / 9,879 / 8,811, n = 64 94,303 (32 lanes) / 84,168 /
-#: 74,520, float32 n = 32 7,776 / 4,783 / 5,007; n <= 16 within 10% either way. ``geqrf`` alone at float64 n = 64:
-#: 87,339 ns with 8 lanes (the cache rule's), 33,762 with 128.
+#: Matrices per buffer of the Householder kernels (the fused real QR's from order 8 or 12: one vector of them,
+#: ``threads``' ``_VECTOR_FROM_ORDER``). Their inner loops are short (one reflector against one column) and the loop
+#: overhead, not the cache, bounds them: measured (2 threads, ``kernels.qr``, ns per matrix at 32 / 64 / 128 lanes),
+#: float64 n = 32 11,278 / 9,879 / 8,811, n = 64 94,303 (32 lanes) / 84,168 / 74,520, float32 n = 32 7,776 / 4,783 /
+#: 5,007; n <= 16 within 10% either way. ``geqrf`` alone at float64 n = 64: 87,339 ns with 8 lanes (the cache rule's),
+#: 33,762 with 128.
 WIDE_LANES = 128
 
 #: Square orders up to ``SMALL_ORDER`` take ``SMALL_ORDER_LANES`` matrices per buffer in kernels with a version
@@ -368,29 +368,62 @@ def copy_records(stack, first: int, buf, m: int, n: int, lanes: int, order: int,
 LINE_BYTES = 64
 
 
+#: Bytes of a chunk's buffer up to which a kernel asks for the next chunk a slice at each step of its factorization
+#: (:func:`prefetch_slice`) instead of all at once as it gathers and scatters (:func:`prefetch_next`): half this
+#: machine's L1 data cache. All at once, 64-256 lines are asked for in a row, more than the core keeps in
+#: flight, and main memory then idles while the chunk is factored. Measured (float64 ``lu_factor``, 2 threads, AMD
+#: EPYC with a 32 KiB L1, ns a matrix, best of 3, four alternating processes, all at once -> a slice a step): 10^5
+#: matrices of order 8 (4 KiB buffers) 104-120 -> 85-87, order 16 (16 KiB) 348-373 -> 313-316; 10^4 of order 16
+#: 352-421 -> 292-317; but order 32 (64 KiB) 1,270-1,355 -> 1,462-1,533.
+SPREAD_MAX_BYTES = BLOCKED_MIN_BYTES // 2
+
+
 @numba.njit(**JIT_OPTIONS, inline="always")
 def prefetch_next(stack, first: int, lanes: int, m: int, n: int, for_writing: bool) -> None:
     """Ask the caches for the matrices of the chunk after the one at ``first``, where a stack's matrices lie one
     after another: read (or, ``for_writing``, owned) while this chunk is factored, so that main memory's latency
     passes behind the arithmetic instead of before it."""
+    prefetch_slice(stack, first, lanes, m, n, 0, 1, for_writing)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
+def prefetch_slice(stack, first: int, lanes: int, m: int, n: int, part: int, parts: int, for_writing: bool) -> None:
+    """:func:`prefetch_next` for slice ``part`` of ``parts`` of the next chunk's lines: a kernel that calls it at
+    each of ``parts`` steps keeps main memory busy while it factors (:data:`SPREAD_MAX_BYTES`)."""
     if record_order(stack, m, n) == NEITHER:
         return
     span = m * n * stack.itemsize
-    for at in range((first + lanes) * span, min(first + 2 * lanes, stack.shape[0]) * span, LINE_BYTES):
+    begin, end = (first + lanes) * span, min(first + 2 * lanes, stack.shape[0]) * span
+    lines = max(end - begin, 0) // LINE_BYTES + 1
+    for at in range(begin + lines * part // parts * LINE_BYTES, min(begin + lines * (part + 1) // parts * LINE_BYTES,
+                                                                     end), LINE_BYTES):
         prefetch(stack, at, for_writing)
 
 
+def spreads_prefetch(buf, lanes):
+    """Whether a kernel on SIMD vectors asks for the chunk after the one in ``buf`` a slice a step
+    (:func:`prefetch_slice`): one vector of real matrices within :data:`SPREAD_MAX_BYTES`."""
+
+
+@overload(spreads_prefetch, jit_options=JIT_OPTIONS)
+def _spreads_prefetch_for(buf, lanes):
+    real = not isinstance(buf.dtype, types.Complex)
+    return lambda buf, lanes: real and lanes == WIDTH and buf.size * buf.itemsize <= SPREAD_MAX_BYTES
+
+
 @numba.njit(**JIT_OPTIONS)
-def gather(a, first: int, buf, m: int, n: int, lanes: int) -> int:
+def gather(a, first: int, buf, m: int, n: int, lanes: int, ahead: bool = True) -> int:
     """Copy matrices ``a[first:first + lanes]`` into the ``m x n x lanes`` buffer ``buf[i, j, lane]``; pad missing
     lanes with identity. Full chunks in a buffer beyond the L1 cache (``BLOCKED_MIN_BYTES``) are copied in blocks,
     along rows or columns as the matrices lie. The sizes are arguments, not read from the arrays, so that a caller
-    that knows them as constants gets a version compiled for them.
+    that knows them as constants gets a version compiled for them. The next chunk is asked for (:func:`prefetch_next`)
+    unless ``ahead`` is false (a kernel that asks for it a slice a step).
 
     Returns the number of real lanes.
     """
     count = min(lanes, a.shape[0] - first)
-    prefetch_next(a, first, lanes, m, n, False)
+    if ahead:
+        prefetch_next(a, first, lanes, m, n, False)
     order = in_records(a, buf, count, m, n, lanes)
     if order != NEITHER:
         copy_records(a, first, buf, m, n, lanes, order, True)
@@ -410,11 +443,12 @@ def gather(a, first: int, buf, m: int, n: int, lanes: int) -> int:
 
 
 @numba.njit(**JIT_OPTIONS)
-def scatter(buf, count: int, out, first: int, m: int, n: int) -> None:
+def scatter(buf, count: int, out, first: int, m: int, n: int, ahead: bool = True) -> None:
     """Copy the first ``count`` lanes of the ``m x n`` matrices in ``buf`` back to ``out[first + lane]`` (in blocks
-    as :func:`gather` copies them)."""
+    as :func:`gather` copies them), the next chunk's asked for as :func:`gather` asks."""
     lanes = buf.shape[2]
-    prefetch_next(out, first, lanes, m, n, True)
+    if ahead:
+        prefetch_next(out, first, lanes, m, n, True)
     order = in_records(out, buf, count, m, n, lanes)
     if order != NEITHER:
         copy_records(out, first, buf, m, n, lanes, order, False)

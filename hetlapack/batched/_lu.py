@@ -25,8 +25,8 @@ from numba.extending import overload
 
 from ..machine import vector_bytes
 from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, buffer_as_stack, chunk_range, divide, flag_poisoned, gather,
-                          is_finite, padded_width, poison_lanes, record_order, scatter, small_order_lanes,
-                          smallest_normal)
+                          is_finite, padded_width, poison_lanes, prefetch_slice, record_order, scatter,
+                          small_order_lanes, smallest_normal, spreads_prefetch)
 from ._order_four import lu_chunk as order_four_chunk
 from ._order_four import lu_pieces_chunk as order_four_pieces
 from ._order_two import lu_chunk, takes
@@ -278,17 +278,24 @@ def _update_column(buf, k, j, first, m):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _factor_vector(buf, piv, info, recip, m, n):
+def _factor_vector(buf, piv, info, recip, m, n, ahead):
     """:func:`_factor_chunk` for a buffer of one SIMD vector of real matrices (``WIDTH`` lanes), written on ``_simd``
     vectors, with the same roundings in the same order: bitwise its results. The trailing update takes two columns
     of the pass at once, their four multipliers held in registers while it runs down the rows (4 FMAs to 4 loads and
-    2 stores). The buffer's rows may be wider than ``n`` (:func:`~._interleave.padded_width`)."""
+    2 stores). The buffer's rows may be wider than ``n`` (:func:`~._interleave.padded_width`). ``ahead`` is
+    ``(a, out, first, spread)``: where ``spread``, each pair of columns asks for a slice of the chunk after the one
+    at ``first`` in the input ``a`` and the packed LU ``out`` (:func:`~._interleave.prefetch_slice`)."""
+    a, out, first, spread = ahead
     for lane in range(WIDTH):
         info[lane] = 0
     steps = min(m, n)
     width = buf.shape[1]
     stride = width * WIDTH
     for k in range(0, steps, 2):
+        if spread:
+            prefetch_slice(a, first, WIDTH, m, n, k // 2, (steps + 1) // 2, False)
+            if out.shape[0]:
+                prefetch_slice(out, first, WIDTH, m, n, k // 2, (steps + 1) // 2, True)
         _pivot_vector_column(buf, k, piv, info, recip, m, n)
         if k + 1 == steps:
             for j in range(k + 1, n):
@@ -505,15 +512,15 @@ def _factor_split(buf, piv, info, recip, m, n):
     join(words, m * n)
 
 
-def _factor(buf, piv, info, best, recip, m, n, lanes):
-    """LU of an interleaved chunk: :func:`_factor_vector` (real) or :func:`_factor_split` (complex) where the buffer
-    is one vector of matrices, :func:`_factor_chunk` otherwise."""
+def _factor(buf, piv, info, best, recip, m, n, lanes, ahead):
+    """LU of an interleaved chunk: :func:`_factor_vector` (real, which takes ``ahead``) or :func:`_factor_split`
+    (complex) where the buffer is one vector of matrices, :func:`_factor_chunk` otherwise."""
 
 
 @overload(_factor, jit_options=JIT_OPTIONS)
-def _factor_for(buf, piv, info, best, recip, m, n, lanes):
+def _factor_for(buf, piv, info, best, recip, m, n, lanes, ahead):
     if isinstance(buf.dtype, types.Complex):
-        def factor(buf, piv, info, best, recip, m, n, lanes):
+        def factor(buf, piv, info, best, recip, m, n, lanes, ahead):
             if lanes == WIDTH:
                 _factor_split(buf, piv, info, recip, m, n)
             else:
@@ -521,9 +528,9 @@ def _factor_for(buf, piv, info, best, recip, m, n, lanes):
 
         return factor
 
-    def factor(buf, piv, info, best, recip, m, n, lanes):
+    def factor(buf, piv, info, best, recip, m, n, lanes, ahead):
         if lanes == WIDTH:
-            _factor_vector(buf, piv, info, recip, m, n)
+            _factor_vector(buf, piv, info, recip, m, n, ahead)
         else:
             _factor_chunk(buf, piv, info, best, recip, m, n, lanes)
 
@@ -648,11 +655,12 @@ def _record(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def scatter_factored(a, buf, chunk_piv, chunk_info, poison, count, out, piv, info, nonfinite, thread, first, m, n,
-                     lanes):
+                     lanes, ahead):
     """Write a factored chunk's LU, pivots and ``info`` to the stack's, with ``REDO_INFO`` for each matrix whose
-    factors hold an infinity or NaN, and flag ``thread``'s infinity or NaN in ``a`` where asked (:func:`_record`)."""
+    factors hold an infinity or NaN, and flag ``thread``'s infinity or NaN in ``a`` where asked (:func:`_record`);
+    ``ahead`` as for :func:`~._interleave.scatter`."""
     _record(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, thread, first, m, n, lanes)
-    scatter(buf, count, out, first, m, n)
+    scatter(buf, count, out, first, m, n, ahead)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -676,12 +684,13 @@ def scatter_lu(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinit
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def scatter_chunk(a, buf, chunk_piv, chunk_info, poison, count, out, piv, info, nonfinite, thread, first, pieces,
-                  order, m, n, lanes):
-    """Write a factored chunk as the call asks: its packed LU into ``out`` (:func:`scatter_factored`), or, where
-    ``out`` is empty, ``lu``'s ``pieces`` (:func:`scatter_lu`); ``poison`` is a row of scratch of ``lanes``."""
+                  order, m, n, lanes, ahead=True):
+    """Write a factored chunk as the call asks: its packed LU into ``out`` (:func:`scatter_factored`, the next
+    chunk's asked for unless ``ahead`` is false), or, where ``out`` is empty, ``lu``'s ``pieces``
+    (:func:`scatter_lu`); ``poison`` is a row of scratch of ``lanes``."""
     if out.shape[0]:
         scatter_factored(a, buf, chunk_piv, chunk_info, poison, count, out, piv, info, nonfinite, thread, first, m, n,
-                         lanes)
+                         lanes, ahead)
     else:
         scatter_lu(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, thread, first, pieces, order,
                    m, n, lanes)
@@ -702,10 +711,11 @@ def _getrf_chunk(a, out, piv, info, pieces, nonfinite, thread, chunk, buffers, m
     """Factorize chunk ``chunk`` of the stack in the ``buffers`` of :func:`_chunk_buffers`."""
     buf, chunk_piv, chunk_info, best, recip, order = buffers
     first = chunk * lanes
-    count = gather(a, first, buf, m, n, lanes)
-    _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes)
+    spread = spreads_prefetch(buf, lanes)
+    count = gather(a, first, buf, m, n, lanes, not spread)
+    _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes, (a, out, first, spread))
     scatter_chunk(a, buf, chunk_piv, chunk_info, best, count, out, piv, info, nonfinite, thread, first, pieces, order,
-                  m, n, lanes)
+                  m, n, lanes, not spread)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")

@@ -21,7 +21,7 @@ from numba import types
 from numba.extending import overload
 
 from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, WIDE_LANES, chunk_range, divide, flag_poisoned, gather,
-                          padded_width, record_order, scatter)
+                          padded_width, prefetch_slice, record_order, scatter, spreads_prefetch)
 from ._order_two import qr_chunk, takes
 from ._simd import (WIDTH, add_rounded_product, any_below, copy_sign, load, multiply, negative, quotient, splat,
                     square_root, store, subtract, subtract_rounded_product, where_at_least, where_at_most,
@@ -404,15 +404,20 @@ def _reflect_columns_by_pair(target, reflectors, top, high_first, scales, coupli
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _factor_vector(buf, n, tau, norm, dots):
+def _factor_vector(buf, n, tau, norm, dots, ahead):
     """:func:`_factor_chunk` for a buffer of one SIMD vector of real matrices (``WIDTH`` lanes), on ``_simd``
     vectors, in the chunk kernel's order of operations; the buffer's rows may be wider than ``n`` columns
     (:func:`padded_width`). One step a column, each helper inlined once (inlined twice in one loop, numba's SSA
-    checks warned of variables out of scope)."""
+    checks warned of variables out of scope). Each step asks for a slice of the next chunk's input and ``R`` where
+    ``ahead`` says (:func:`_qr_vector`)."""
     m = buf.shape[0]
     safmin, largest = _limits(norm)
     steps = min(m, n)
+    a, _, r_out, first, spread = ahead
     for k in range(steps):
+        if spread:
+            prefetch_slice(a, first, WIDTH, m, n, k, steps, False)
+            prefetch_slice(r_out, first, WIDTH, r_out.shape[1], n, k, steps, True)
         _column_reflector_vector(buf, k, tau, norm, dots, safmin, largest)
         scale = load(tau, k * WIDTH)
         if k % 2 and k + 1 < n:  # the second of a pair: both to the columns right of them
@@ -434,15 +439,19 @@ def _set_q_column(reflectors, q, r, scale):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _build_q_vector(reflectors, tau, q, ncols, dots):
+def _build_q_vector(reflectors, tau, q, ncols, dots, ahead):
     """:func:`_build_q_chunk` for buffers of one SIMD vector of real matrices, on ``_simd`` vectors, one reflector a
-    step as :func:`_factor_vector`; ``q``'s rows may be wider than ``ncols``."""
+    step as :func:`_factor_vector`; ``q``'s rows may be wider than ``ncols``. Asks for the next chunk's ``Q`` a
+    slice a step as :func:`_factor_vector` asks for its input."""
     m, count = q.shape[0], tau.shape[0]
+    _, q_out, _, first, spread = ahead
     for i in range(m):
         for j in range(ncols):
             for lane in range(WIDTH):
                 q[i, j, lane] = 1.0 if i == j else 0.0
     for r in range(count - 1, -1, -1):
+        if spread:
+            prefetch_slice(q_out, first, WIDTH, m, ncols, r, count, True)
         scale = load(tau, r * WIDTH)
         single = r == count - 1 and count % 2
         if not single and (count - count % 2 - r) % 2:  # the later of a pair: both to the columns right of them
@@ -457,28 +466,30 @@ def _build_q_vector(reflectors, tau, q, ncols, dots):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _qr_vector(buf, n, tau, norm, dots, q, ncols):
+def _qr_vector(buf, n, tau, norm, dots, q, ncols, ahead):
     """:func:`_factor_vector` and, where ``Q`` has columns, :func:`_build_q_vector`: one compiled call per chunk
     (inlined into the kernel with the loops over the lanes, numba's SSA checks warned of variables out of scope;
-    its explicit vector loads and stores need no knowledge that the buffers do not overlap)."""
-    _factor_vector(buf, n, tau, norm, dots)
+    its explicit vector loads and stores need no knowledge that the buffers do not overlap). ``ahead`` is ``(a,
+    q_out, r_out, first, spread)``: where ``spread``, each step asks for a slice of the chunk after the one at
+    ``first`` (:func:`~._interleave.prefetch_slice`)."""
+    _factor_vector(buf, n, tau, norm, dots, ahead)
     if ncols:
-        _build_q_vector(buf, tau, q, ncols, dots)
+        _build_q_vector(buf, tau, q, ncols, dots, ahead)
 
 
-def _qr_in_chunk(buf, n, tau, norm, dots, work, q, ncols, lanes):
+def _qr_in_chunk(buf, n, tau, norm, dots, work, q, ncols, lanes, ahead):
     """Householder QR of an interleaved chunk's ``n`` columns, and its ``Q``'s first ``ncols`` columns into ``q``
-    where there are any: on SIMD vectors (:func:`_qr_vector`) where the buffers are one vector of real matrices, in
-    loops over the lanes otherwise."""
+    where there are any: on SIMD vectors (:func:`_qr_vector`, which takes ``ahead``) where the buffers are one vector
+    of real matrices, in loops over the lanes otherwise."""
 
 
 @overload(_qr_in_chunk, jit_options=JIT_OPTIONS, inline="always")
-def _qr_in_chunk_for(buf, n, tau, norm, dots, work, q, ncols, lanes):
+def _qr_in_chunk_for(buf, n, tau, norm, dots, work, q, ncols, lanes, ahead):
     vector = not isinstance(buf.dtype, types.Complex)
 
-    def qr_in_chunk(buf, n, tau, norm, dots, work, q, ncols, lanes):
+    def qr_in_chunk(buf, n, tau, norm, dots, work, q, ncols, lanes, ahead):
         if vector and lanes == WIDTH:
-            _qr_vector(buf, n, tau, norm, dots, q, ncols)
+            _qr_vector(buf, n, tau, norm, dots, q, ncols, ahead)
         else:
             _factor_chunk(buf, n, tau, norm, dots, work)
             if ncols:
@@ -572,15 +583,16 @@ def orgqr_stack(qr, tau, out, lanes, thread, threads):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def scatter_upper(buf, count, out, first):
+def scatter_upper(buf, count, out, first, ahead=True):
     """Write the first ``out.shape[1]`` rows of each lane's upper triangle to ``out[first + lane]``, zeros below:
-    the buffer's reflectors are zeroed and whole rows scattered, in blocks where :func:`scatter` copies in blocks."""
+    the buffer's reflectors are zeroed and whole rows scattered, in blocks where :func:`scatter` copies in blocks
+    (``ahead`` as there)."""
     rows, n, lanes = out.shape[1], out.shape[2], buf.shape[2]
     for i in range(1, rows):
         for j in range(min(i, n)):
             for lane in range(lanes):
                 buf[i, j, lane] = 0.0
-    scatter(buf, count, out, first, rows, n)
+    scatter(buf, count, out, first, rows, n, ahead)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -600,12 +612,13 @@ def _qr_chunk(a, q_out, r_out, nonfinite, thread, chunk, buffers, m, n, ncols, l
     """Chunk ``chunk`` of :func:`qr_stack`'s stack in the ``buffers`` of :func:`_chunk_buffers`."""
     buf, chunk_tau, q, norm, dots, work, poison = buffers
     first = chunk * lanes
-    count = gather(a, first, buf, m, n, lanes)
+    spread = spreads_prefetch(buf, lanes)
+    count = gather(a, first, buf, m, n, lanes, not spread)
     flag_poisoned(buf, poison, count, nonfinite, thread, m, buf.shape[1], lanes)
-    _qr_in_chunk(buf, n, chunk_tau, norm, dots, work, q, ncols, lanes)
-    scatter_upper(buf, count, r_out, first)
+    _qr_in_chunk(buf, n, chunk_tau, norm, dots, work, q, ncols, lanes, (a, q_out, r_out, first, spread))
+    scatter_upper(buf, count, r_out, first, not spread)
     if ncols:
-        scatter(q, count, q_out, first, m, ncols)
+        scatter(q, count, q_out, first, m, ncols, not spread)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")

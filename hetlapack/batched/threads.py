@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from ..blas_threads import one_thread_per_call
+from ..machine import vector_bytes
 from ..perf import model
 from ._interleave import SMALL_ORDER, lanes_for, small_order_lanes
 from ._simd import WIDTH
@@ -146,8 +147,12 @@ _VECTOR = {"getrf": "fc", "potrf": "fc", "getrf_replay": "f", "qr": "f"}
 #: its loops over ``WIDE_LANES``. The fused QR's vectors won from order 12 on both kinds of machine (``kernels.qr``,
 #: 2 threads, float64, 10^4 matrices, ns a matrix, 128 lanes / one vector): 2-core AMD EPYC, AVX2, n = 8 307 / 551,
 #: 10 524 / 526, 11 555 / 537, 12 698 / 588, 16 1,210 / 889, 24 3,332 / 1,935, 32 7,796 / 4,815; 2-core AVX-512
-#: machine n = 4 22 / 35, 8 89 / 104, 16 611 / 427, 32 4,223 / 2,873.
-_VECTOR_FROM_ORDER = {"qr": 12}
+#: machine n = 4 22 / 35, 8 89 / 104, 16 611 / 427, 32 4,223 / 2,873. Since the vectors ask for the next chunk a slice
+#: a step (``_interleave.SPREAD_MAX_BYTES``) they win from order 8 where a vector is one AVX-512 register (AVX-512
+#: AMD EPYC, 10^4 / 10^5 matrices, best of 20, two runs: n = 7 103-105 / 133-149 against 122-127 / 140-141, n = 8
+#: 132-178 / 184-194 against 136-142 / 154-157, n = 9 230-240 / 205-228 against 173-183 / 150-182, n = 10 256-299
+#: / 252-280 against 211-219 / 186-222); on AVX2 the order-8 vectors were 1.8x slower, and stay from order 12 there.
+_VECTOR_FROM_ORDER = {"qr": 8 if vector_bytes() >= 64 else 12}
 
 
 @functools.lru_cache(maxsize=1024)
