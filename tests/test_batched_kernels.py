@@ -12,7 +12,7 @@ import pytest
 import scipy.linalg as sla
 from scipy.linalg import lapack
 
-from hetlapack.batched import _cholesky, _lu, _qr, compiling, kernels
+from hetlapack.batched import _cholesky, _interleave, _lu, _qr, compiling, kernels
 from hetlapack.batched._interleave import SMALL_ORDER_LANES, WIDE_LANES, lanes_for, permuted, smallest_normal
 from hetlapack.batched._lu import divides_by_pivot
 from hetlapack.batched._simd import WIDTH
@@ -1219,3 +1219,17 @@ def test_records_are_dealt_into_vectors_and_gathered_back_in_order():
     records = source[3:3 + 4 * WIDTH].reshape(WIDTH, 4)
     np.testing.assert_array_equal(target[:4 * WIDTH].reshape(WIDTH, 4), records[:, [1, 0, 3, 2]])
     np.testing.assert_array_equal(target.view(np.int64)[4 * WIDTH:], source.view(np.int64)[3:3 + 2 * WIDTH])
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 8, 16])
+def test_the_slices_of_a_chunk_ask_for_each_of_its_lines_once(parts):
+    """``prefetch_slice``'s slices of the next chunk, asked for one per step, cover its cache lines (chunks of
+    whole and part lines, and none after the stack's last chunk) as ``prefetch_next`` does at once: each line once."""
+    line = _interleave.LINE_BYTES
+    for span in (100, 3 * line, 512, 4096):
+        for matrices in range(9):
+            begin = 1000 * line
+            end = begin + matrices * span
+            asked = [at for part in range(parts) for at in range(*_interleave.slice_bytes(begin, end, part, parts),
+                                                                    line)]
+            assert asked == list(range(begin, end, line))

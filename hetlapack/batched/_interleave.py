@@ -393,16 +393,24 @@ def prefetch_slice(stack, first: int, lanes: int, m: int, n: int, part: int, par
     if record_order(stack, m, n) == NEITHER:
         return
     span = m * n * stack.itemsize
-    begin, end = (first + lanes) * span, min(first + 2 * lanes, stack.shape[0]) * span
-    lines = max(end - begin, 0) // LINE_BYTES + 1
-    for at in range(begin + lines * part // parts * LINE_BYTES, min(begin + lines * (part + 1) // parts * LINE_BYTES,
-                                                                     end), LINE_BYTES):
+    low, high = slice_bytes((first + lanes) * span, min(first + 2 * lanes, stack.shape[0]) * span, part, parts)
+    for at in range(low, high, LINE_BYTES):
         prefetch(stack, at, for_writing)
 
 
+@numba.njit(**JIT_OPTIONS, inline="always")
+def slice_bytes(begin: int, end: int, part: int, parts: int) -> tuple[int, int]:
+    """The bytes ``[low, high)`` of slice ``part`` of ``parts`` of ``[begin, end)`` (none where ``end <= begin``), cut
+    at cache lines: the slices' lines, one after another, are each line of the range once."""
+    lines = -(-max(end - begin, 0) // LINE_BYTES)
+    return begin + lines * part // parts * LINE_BYTES, min(begin + lines * (part + 1) // parts * LINE_BYTES, end)
+
+
 def spreads_prefetch(buf, lanes):
-    """Whether a kernel on SIMD vectors asks for the chunk after the one in ``buf`` a slice a step
-    (:func:`prefetch_slice`): one vector of real matrices within :data:`SPREAD_MAX_BYTES`."""
+    """Whether a chunk's kernel asks for the chunk after the one in ``buf`` a slice a step (:func:`prefetch_slice`),
+    so that its gather and scatter ask for nothing at once: one vector of real matrices (where ``_lu._factor`` and
+    ``_qr._qr_in_chunk`` run their kernels on ``_simd`` vectors, the ones that take the slices; complex LU's split
+    vectors do not) within :data:`SPREAD_MAX_BYTES`."""
 
 
 @overload(spreads_prefetch, jit_options=JIT_OPTIONS)
