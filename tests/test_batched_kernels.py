@@ -400,11 +400,11 @@ def test_qr_versions_compiled_per_order_equal_the_general_kernel(dtype, n):
 @pytest.mark.parametrize("padding", [0, 1])
 def test_real_qr_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shape, padding):
     """``_qr._factor_vector`` and ``_build_q_vector`` (one vector of real matrices, on ``_simd`` vectors, pairs of
-    reflectors applied two columns at a time) and the loops over the lanes round the same operations in the same
-    order: the same reflectors, ``tau`` and ``Q``, every bit, with zero columns, a column zero below the diagonal,
-    tiny matrices (the rescaled ``larfg``), huge ones (an overflowing sum of squares), a negative zero on the
-    diagonal and a NaN, which stays a NaN in the same places; also in buffers whose rows are ``padding`` elements
-    wider than the matrices (``_interleave.padded_width``), whose padding stays zero."""
+    reflectors applied four columns at a time, then two, then one) and the loops over the lanes round the same
+    operations in the same order: the same reflectors, ``tau`` and ``Q``, every bit, with zero columns, a column zero
+    below the diagonal, tiny matrices (the rescaled ``larfg``), huge ones (an overflowing sum of squares), a negative
+    zero on the diagonal and a NaN, which stays a NaN in the same places; also in buffers whose rows are ``padding``
+    elements wider than the matrices (``_interleave.padded_width``), whose padding stays zero."""
     m, n, ncols = shape
     rng = np.random.default_rng(m * n)
     buf = rng.standard_normal((m, n, WIDTH)).astype(dtype)
@@ -1233,3 +1233,20 @@ def test_the_slices_of_a_chunk_ask_for_each_of_its_lines_once(parts):
             asked = [at for part in range(parts) for at in range(*_interleave.slice_bytes(begin, end, part, parts),
                                                                     line)]
             assert asked == list(range(begin, end, line))
+
+
+@pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
+@pytest.mark.parametrize("order", [1, 7, 8, 32])
+def test_chunk_buffers_are_zeros_that_start_on_a_cache_line(dtype, order):
+    """``chunk_buffer`` gives zeros of the padded shape (one more column where a real vector of matrices has rows a
+    multiple of ``ALIASED_ROW_BYTES``) at the start of a cache line, though numba aligns its own arrays to 32 bytes
+    only, for one SIMD vector of matrices and for more lanes."""
+    like = np.empty(0, dtype)
+    for lanes in (WIDTH, 4 * WIDTH):
+        row_bytes = order * lanes * dtype.itemsize
+        padded = dtype.kind == "f" and lanes == WIDTH and row_bytes % _interleave.ALIASED_ROW_BYTES == 0
+        for _ in range(8):  # allocations land at different offsets; each must start on a line
+            buf = _interleave.chunk_buffer(like, order + 1, order, lanes)
+            assert buf.dtype == dtype and buf.flags.c_contiguous
+            assert buf.shape == (order + 1, order + padded, lanes)
+            assert buf.ctypes.data % _interleave.LINE_BYTES == 0 and not buf.any()

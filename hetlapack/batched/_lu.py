@@ -24,8 +24,8 @@ from numba import types
 from numba.extending import overload
 
 from ..machine import vector_bytes
-from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, buffer_as_stack, chunk_range, divide, flag_poisoned, gather,
-                          is_finite, padded_width, poison_lanes, prefetch_slice, record_order, scatter,
+from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, buffer_as_stack, chunk_buffer, chunk_range, divide,
+                          flag_poisoned, gather, is_finite, poison_lanes, prefetch_slice, record_order, scatter,
                           small_order_lanes, smallest_normal, spreads_prefetch)
 from ._order_four import lu_chunk as order_four_chunk
 from ._order_four import lu_pieces_chunk as order_four_pieces
@@ -698,10 +698,10 @@ def scatter_chunk(a, buf, chunk_piv, chunk_info, poison, count, out, piv, info, 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _chunk_buffers(a, m, n, lanes):
-    """One thread's buffers for chunks of ``m x n`` matrices of ``a``, ``lanes`` at a time: the chunk (rows padded
-    where :func:`~._interleave.padded_width` says; the padding stays zero), its pivots and ``info``, the pivot
+    """One thread's buffers for chunks of ``m x n`` matrices of ``a``, ``lanes`` at a time: the chunk on cache lines
+    (:func:`~._interleave.chunk_buffer`; the padding stays zero), its pivots and ``info``, the pivot
     search's magnitudes, the pivots' reciprocals and ``lu``'s row order."""
-    return (np.zeros((m, padded_width(a, n, lanes), lanes), dtype=a.dtype),
+    return (chunk_buffer(a, m, n, lanes),
             np.empty((min(m, n), lanes), dtype=np.int64), np.empty(lanes, dtype=np.int64),
             np.empty(lanes, dtype=a.real.dtype), np.empty(lanes, dtype=a.dtype), np.empty(m, dtype=np.int64))
 
