@@ -1235,6 +1235,17 @@ def test_the_slices_of_a_chunk_ask_for_each_of_its_lines_once(parts):
             assert asked == list(range(begin, end, line))
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.complex128], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", [(1,), (5,), (3, 7), (2, 3, 5)], ids=str)
+def test_every_kernel_buffer_is_zeros_that_start_on_a_cache_line(dtype, shape):
+    """``on_cache_lines``, which every kernel's buffers come from (pivots and ``info`` too: LU stores its pivots a
+    vector at a time), gives zeros of the shape and dtype asked for at the start of a cache line."""
+    for _ in range(8):  # allocations land at different offsets; each must start on a line
+        buf = _interleave.on_cache_lines(shape, dtype)
+        assert buf.dtype == dtype and buf.shape == shape and buf.flags.c_contiguous
+        assert buf.ctypes.data % _interleave.LINE_BYTES == 0 and not buf.any()
+
+
 @pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
 @pytest.mark.parametrize("order", [1, 7, 8, 32])
 def test_chunk_buffers_are_zeros_that_start_on_a_cache_line(dtype, order):

@@ -18,7 +18,7 @@ from numba.extending import overload
 
 from ._interleave import (JIT_OPTIONS, LOWER, NEITHER, SMALL_ORDER_LANES, WHOLE, blocked, buffer_as_stack,
                           chunk_as_buffer, chunk_range, copy_blocks_along, copy_records, divide, flag_poisoned, gather,
-                          in_records, permuted, record_order, rows_along_memory, scatter)
+                          in_records, on_cache_lines, permuted, record_order, rows_along_memory, scatter)
 from ._order_two import potrf_chunk, takes
 from ._simd import (WIDTH, load, multiply, negative, quotient, splat, square_root, store, subtract_product,
                     where_at_most)
@@ -305,10 +305,11 @@ def scatter_triangle(buf, count, a, lower, clean, out, first, n):
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _chunk_buffers(out, n, lanes):
-    """One thread's buffers for chunks of order ``n``, ``lanes`` matrices at a time: the chunk, its ``info``, the
-    diagonal's reciprocals and the lanes' infinity-or-NaN marks."""
-    return (np.empty((n, n, lanes), dtype=out.dtype), np.empty(lanes, dtype=np.int64),
-            np.empty(lanes, dtype=out.real.dtype), np.empty(lanes, dtype=out.real.dtype))
+    """One thread's buffers for chunks of order ``n``, ``lanes`` matrices at a time, each on cache lines
+    (:func:`~._interleave.on_cache_lines`): the chunk (rows of exactly ``n``), its ``info``, the diagonal's
+    reciprocals and the lanes' infinity-or-NaN marks."""
+    return (on_cache_lines((n, n, lanes), out.dtype), on_cache_lines((lanes,), np.int64),
+            on_cache_lines((lanes,), out.real.dtype), on_cache_lines((lanes,), out.real.dtype))
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -373,8 +374,8 @@ def potrs_stack(c, lower, b, out, lanes, thread, threads):
     batch, n, nrhs = b.shape[0], b.shape[1], b.shape[2]
     chunks = (batch + lanes - 1) // lanes
     start, stop = chunk_range(thread, threads, chunks)
-    factor = np.empty((n, n, lanes), dtype=out.dtype)
-    rhs = np.empty((n, nrhs, lanes), dtype=out.dtype)
+    factor = on_cache_lines((n, n, lanes), out.dtype)
+    rhs = on_cache_lines((n, nrhs, lanes), out.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
         count = gather_hermitian(c, first, lower, factor, n, lanes, False)

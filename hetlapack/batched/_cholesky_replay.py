@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 from ._cholesky import gather_hermitian, scatter_triangle
-from ._interleave import SMALL_ORDER_LANES, chunk_range, flag_poisoned
+from ._interleave import SMALL_ORDER_LANES, chunk_range, flag_poisoned, on_cache_lines
 from ._lu import REDO_INFO
 from ._lu_replay import REPLAY_JIT_OPTIONS, SKYLAKEX, matrix_vector_update, strided_dot
 from ._simd import fused_multiply_add
@@ -151,12 +151,12 @@ def _replay_lower_chunk(buf, info, dot, recip, acc, n, lanes, kernels):
 def _replay_chunks(a, lower, clean, out, info, kernels, nonfinite, thread, start, stop, n, lanes):
     """Replay chunks ``start:stop`` of the stack in ``n x n x lanes`` buffers (one thread's share; the order as an
     argument, so that the small orders get versions compiled for them)."""
-    buf = np.empty((n, n, lanes), dtype=out.dtype)
-    chunk_info = np.empty(lanes, dtype=np.int32)
-    dot = np.empty(lanes, dtype=np.float64)
-    recip = np.empty(lanes, dtype=out.dtype)
-    sums = np.empty((8, lanes), dtype=out.dtype)
-    poison = np.empty(lanes, dtype=out.dtype)
+    buf = on_cache_lines((n, n, lanes), out.dtype)
+    chunk_info = on_cache_lines((lanes,), np.int32)
+    dot = on_cache_lines((lanes,), np.float64)
+    recip = on_cache_lines((lanes,), out.dtype)
+    sums = on_cache_lines((8, lanes), out.dtype)
+    poison = on_cache_lines((lanes,), out.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
         count = gather_hermitian(a, first, lower, buf, n, lanes, nonfinite.size > 0)

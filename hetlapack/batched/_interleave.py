@@ -257,17 +257,24 @@ def _padded_width_for(a, n, lanes):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
+def on_cache_lines(shape, dtype):
+    """Zeros of ``shape`` (a tuple) and ``dtype`` starting on a cache line: every buffer a kernel works in comes from
+    here. numba aligns its arrays to 32 bytes only, and in a buffer 32 bytes off a line every 64-byte vector of an
+    AVX-512 register straddles two lines (fused QR of one vector of float64 matrices of order 32 in cache, one
+    thread, on a line / 32 bytes off: 2,996-3,002 / 3,057-3,073 ns a matrix)."""
+    size = 1
+    for extent in shape:
+        size *= extent
+    flat = np.zeros(size + LINE_BYTES, dtype=dtype)  # LINE_BYTES elements: at least a line, whatever the item size
+    skip = (-flat.ctypes.data % LINE_BYTES) // flat.itemsize
+    return flat[skip:skip + size].reshape(shape)
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
 def chunk_buffer(like, m: int, n: int, lanes: int):
-    """Zeros for ``lanes`` interleaved ``m x n`` matrices of the dtype of ``like``, rows padded where
-    :func:`padded_width` says, starting on a cache line: numba aligns its arrays to 32 bytes only, and in a buffer 32
-    bytes off a line every 64-byte vector of an AVX-512 register straddles two lines (fused QR of one vector of
-    float64 matrices of order 32 in cache, one thread, on a line / 32 bytes off: 2,996-3,002 / 3,057-3,073 ns a
-    matrix)."""
-    width = padded_width(like, n, lanes)
-    size = m * width * lanes
-    flat = np.zeros(size + LINE_BYTES // like.itemsize, dtype=like.dtype)
-    skip = (-flat.ctypes.data % LINE_BYTES) // like.itemsize
-    return flat[skip:skip + size].reshape((m, width, lanes))
+    """:func:`on_cache_lines` for ``lanes`` interleaved ``m x n`` matrices of the dtype of ``like``, rows padded
+    where :func:`padded_width` says (the padding stays zero)."""
+    return on_cache_lines((m, padded_width(like, n, lanes), lanes), like.dtype)
 
 
 #: How the matrices of a stack lie (:func:`record_order`): one after another, each by rows (C-ordered) or by columns

@@ -25,8 +25,8 @@ from numba.extending import overload
 
 from ..machine import vector_bytes
 from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, buffer_as_stack, chunk_buffer, chunk_range, divide,
-                          flag_poisoned, gather, is_finite, poison_lanes, prefetch_slice, record_order, scatter,
-                          small_order_lanes, smallest_normal, spreads_prefetch)
+                          flag_poisoned, gather, is_finite, on_cache_lines, poison_lanes, prefetch_slice, record_order,
+                          scatter, small_order_lanes, smallest_normal, spreads_prefetch)
 from ._order_four import lu_chunk as order_four_chunk
 from ._order_four import lu_pieces_chunk as order_four_pieces
 from ._order_two import lu_chunk, takes
@@ -698,12 +698,12 @@ def scatter_chunk(a, buf, chunk_piv, chunk_info, poison, count, out, piv, info, 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _chunk_buffers(a, m, n, lanes):
-    """One thread's buffers for chunks of ``m x n`` matrices of ``a``, ``lanes`` at a time: the chunk on cache lines
-    (:func:`~._interleave.chunk_buffer`; the padding stays zero), its pivots and ``info``, the pivot
-    search's magnitudes, the pivots' reciprocals and ``lu``'s row order."""
+    """One thread's buffers for chunks of ``m x n`` matrices of ``a``, ``lanes`` at a time, each on cache lines
+    (:func:`~._interleave.on_cache_lines`): the chunk (rows padded, :func:`~._interleave.chunk_buffer`), its
+    pivots and ``info``, the pivot search's magnitudes, the pivots' reciprocals and ``lu``'s row order."""
     return (chunk_buffer(a, m, n, lanes),
-            np.empty((min(m, n), lanes), dtype=np.int64), np.empty(lanes, dtype=np.int64),
-            np.empty(lanes, dtype=a.real.dtype), np.empty(lanes, dtype=a.dtype), np.empty(m, dtype=np.int64))
+            on_cache_lines((min(m, n), lanes), np.int64), on_cache_lines((lanes,), np.int64),
+            on_cache_lines((lanes,), a.real.dtype), on_cache_lines((lanes,), a.dtype), on_cache_lines((m,), np.int64))
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -888,9 +888,9 @@ def getrs_stack(lu, piv, b, trans, out, nonfinite, lanes, thread, threads):
     batch, n, nrhs = b.shape
     chunks = (batch + lanes - 1) // lanes
     start, stop = chunk_range(thread, threads, chunks)
-    factor = np.empty((n, n, lanes), dtype=out.dtype)
-    rhs = np.empty((n, nrhs, lanes), dtype=out.dtype)
-    poison = np.empty(lanes, dtype=out.real.dtype)
+    factor = on_cache_lines((n, n, lanes), out.dtype)
+    rhs = on_cache_lines((n, nrhs, lanes), out.dtype)
+    poison = on_cache_lines((lanes,), out.real.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
         count = gather(lu, first, factor, n, n, lanes)

@@ -30,7 +30,8 @@ import numba
 import numpy as np
 
 from ..perf.model import GETF2_MAX_N
-from ._interleave import JIT_OPTIONS, NEITHER, chunk_range, gather, record_order, small_order_lanes, smallest_normal
+from ._interleave import (JIT_OPTIONS, NEITHER, chunk_range, gather, on_cache_lines, record_order, small_order_lanes,
+                          smallest_normal)
 from ._lu import REDO_INFO, pivot_vector_rows, scatter_chunk, search_pivot, swap_pivot_rows
 from ._order_four import pivot_first, pivot_second, pivot_third, rows_of, stored
 from ._simd import (WIDTH, add, add_rounded_product, any_below, fused_multiply_add, load, magnitude, multiply,
@@ -571,14 +572,15 @@ def _replay_blocked(buf, piv, info, scratch, m, n, kernels):
 
 @numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
 def _replay_buffers(out, m, n, lanes):
-    """One thread's buffers for chunks of ``m x n`` matrices, ``lanes`` at a time: the chunk, its pivots and
-    ``info``, the replay's scratch (sums, reciprocals, double-precision dot products, one column) and ``lu``'s row
-    order."""
-    return (np.empty((m, n, lanes), dtype=out.dtype), np.empty((min(m, n), lanes), dtype=np.int64),
-            np.empty(lanes, dtype=np.int32), np.empty(lanes, dtype=out.dtype), np.empty(lanes, dtype=out.dtype),
-            np.empty(lanes, dtype=np.float64), np.empty((m, lanes), dtype=out.dtype), np.empty(m, dtype=np.int64),
-            np.empty(m * n * lanes if min(m, n) > GETF2_MAX_N else 0, dtype=out.dtype),
-            np.empty((min(m, n), lanes), dtype=np.int64), np.empty(lanes, dtype=np.int32))
+    """One thread's buffers for chunks of ``m x n`` matrices, ``lanes`` at a time, each on cache lines
+    (:func:`~._interleave.on_cache_lines`): the chunk, its pivots and ``info``, the replay's scratch (sums,
+    reciprocals, double-precision dot products, one column) and ``lu``'s row order."""
+    return (on_cache_lines((m, n, lanes), out.dtype), on_cache_lines((min(m, n), lanes), np.int64),
+            on_cache_lines((lanes,), np.int32), on_cache_lines((lanes,), out.dtype),
+            on_cache_lines((lanes,), out.dtype), on_cache_lines((lanes,), np.float64),
+            on_cache_lines((m, lanes), out.dtype), on_cache_lines((m,), np.int64),
+            on_cache_lines((m * n * lanes if min(m, n) > GETF2_MAX_N else 0,), out.dtype),
+            on_cache_lines((min(m, n), lanes), np.int64), on_cache_lines((lanes,), np.int32))
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS, inline="always")

@@ -21,7 +21,7 @@ from numba import types
 from numba.extending import overload
 
 from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, WIDE_LANES, chunk_buffer, chunk_range, divide, flag_poisoned,
-                          gather, prefetch_slice, record_order, scatter, spreads_prefetch)
+                          gather, on_cache_lines, prefetch_slice, record_order, scatter, spreads_prefetch)
 from ._order_two import qr_chunk, takes
 from ._simd import (WIDTH, add_rounded_product, any_below, copy_sign, load, multiply, negative, quotient, splat,
                     square_root, store, subtract, subtract_rounded_product, where_at_least, where_at_most,
@@ -441,7 +441,11 @@ def _reflect_columns_by_pair(target, reflectors, top, high_first, scales, coupli
     :func:`_reflect_column_by_pair`) to columns ``start`` to ``stop - 1`` of ``target``: four at a time, then two,
     then one. Four a pass load each reflector vector once for four columns instead of two (``geqr2`` and ``org2r``
     on one vector of float64 matrices in cache, buffers on cache lines, one thread, ns a matrix, pairs / fours,
-    bitwise the same: n = 8 148 / 145, 16 603 / 605, 24 1,515 / 1,419, 32 3,192 / 2,992, 64 24,061 / 21,312)."""
+    bitwise the same: n = 8 148 / 145, 16 603 / 605, 24 1,515 / 1,419, 32 3,192 / 2,992, 64 24,061 / 21,312). Each
+    pass holds its columns' dot products in registers, so each width is its own function: a remainder of two taken
+    one column at a time made ``qr`` 7% slower at n = 16 (float64, B = 2,000, one thread, median of 6 runs: 870
+    against 811 ns a matrix), and the four-column pass with its last columns clamped to the last (taken twice, stored
+    alike) made the kernel 7-10% slower at n = 8-32."""
     fours = start + (stop - start) // 4 * 4
     for j in range(start, fours, 4):
         _reflect_four_by_pair(target, reflectors, top, high_first, scales, coupling, j)
@@ -552,11 +556,11 @@ def geqrf_stack(a, out, tau, lanes, thread, threads):
     batch, m, n = a.shape
     chunks = (batch + lanes - 1) // lanes
     start, stop = chunk_range(thread, threads, chunks)
-    buf = np.empty((m, n, lanes), dtype=out.dtype)
-    chunk_tau = np.empty((min(m, n), lanes), dtype=out.dtype)
-    norm = np.empty(lanes, dtype=out.real.dtype)
-    dots = np.empty(lanes, dtype=out.dtype)
-    work = np.empty((WORK_ROWS, lanes), dtype=out.dtype)
+    buf = on_cache_lines((m, n, lanes), out.dtype)
+    chunk_tau = on_cache_lines((min(m, n), lanes), out.dtype)
+    norm = on_cache_lines((lanes,), out.real.dtype)
+    dots = on_cache_lines((lanes,), out.dtype)
+    work = on_cache_lines((WORK_ROWS, lanes), out.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
         count = gather(a, first, buf, m, n, lanes)
@@ -615,11 +619,11 @@ def orgqr_stack(qr, tau, out, lanes, thread, threads):
     ncols = out.shape[2]
     chunks = (batch + lanes - 1) // lanes
     start, stop = chunk_range(thread, threads, chunks)
-    reflectors = np.empty((m, k, lanes), dtype=out.dtype)
-    chunk_tau = np.zeros((k, lanes), dtype=out.dtype)
-    q = np.empty((m, ncols, lanes), dtype=out.dtype)
-    dots = np.empty(lanes, dtype=out.dtype)
-    work = np.empty((WORK_ROWS, lanes), dtype=out.dtype)
+    reflectors = on_cache_lines((m, k, lanes), out.dtype)
+    chunk_tau = on_cache_lines((k, lanes), out.dtype)
+    q = on_cache_lines((m, ncols, lanes), out.dtype)
+    dots = on_cache_lines((lanes,), out.dtype)
+    work = on_cache_lines((WORK_ROWS, lanes), out.dtype)
     for chunk in range(start, stop):
         first = chunk * lanes
         count = gather(qr, first, reflectors, m, k, lanes)
@@ -646,13 +650,14 @@ def scatter_upper(buf, count, out, first, ahead=True):
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _chunk_buffers(r_out, m, n, ncols, lanes):
     """One thread's buffers for chunks of ``m x n`` matrices, ``lanes`` at a time, with ``Q``'s first ``ncols``
-    columns: the chunk and ``Q`` on cache lines (:func:`~._interleave.chunk_buffer`; the padding stays zero), the
-    reflectors' ``tau``, norms, dot products, the update's work rows and the lanes' infinity-or-NaN marks."""
+    columns, each on cache lines (:func:`~._interleave.on_cache_lines`): the chunk and ``Q`` (rows padded,
+    :func:`~._interleave.chunk_buffer`), the reflectors' ``tau``, norms, dot products, the update's work rows and the
+    lanes' infinity-or-NaN marks."""
     return (chunk_buffer(r_out, m, n, lanes),
-            np.empty((min(m, n), lanes), dtype=r_out.dtype),
+            on_cache_lines((min(m, n), lanes), r_out.dtype),
             chunk_buffer(r_out, m, ncols, lanes),
-            np.empty(lanes, dtype=r_out.real.dtype), np.empty(lanes, dtype=r_out.dtype),
-            np.empty((WORK_ROWS, lanes), dtype=r_out.dtype), np.empty(lanes, dtype=r_out.real.dtype))
+            on_cache_lines((lanes,), r_out.real.dtype), on_cache_lines((lanes,), r_out.dtype),
+            on_cache_lines((WORK_ROWS, lanes), r_out.dtype), on_cache_lines((lanes,), r_out.real.dtype))
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")

@@ -37,7 +37,7 @@ import numba
 import numpy as np
 from numba.extending import overload
 
-from ._interleave import chunk_range, copy_checked, flag_nonfinite, gather, poison_lanes, scatter
+from ._interleave import chunk_range, copy_checked, flag_nonfinite, gather, on_cache_lines, poison_lanes, scatter
 from ._lapack_each import qr_arguments, workspaces, write_qr
 from ._lu_replay import REPLAY_JIT_OPTIONS, SKYLAKEX
 from ._qr import scatter_upper
@@ -444,11 +444,11 @@ def qr_replay_each(a, q_out, r_out, nonfinite, geqrf, orgqr, kernels, lanes, thr
     geqrf(m_.ctypes, n_.ctypes, buf.ctypes, m_.ctypes, tau.ctypes, size.ctypes, query.ctypes, info.ctypes)
     factor_lwork, orgqr_lwork, lapack_work = workspaces(size, orgqr, m_, ncols_, k_, q, tau, info)
     work = np.empty(max(m, q.shape[1]), dtype=buf.dtype)
-    vectors = np.empty((m, n, WIDTH), dtype=buf.dtype)
-    q_vectors = np.empty((m, q.shape[1], WIDTH), dtype=buf.dtype)
-    tau_vectors = np.empty((tau.shape[0], WIDTH), dtype=buf.dtype)
-    work_vectors = np.empty((work.shape[0], WIDTH), dtype=buf.dtype)
-    poison = np.empty(WIDTH, dtype=buf.dtype)
+    vectors = on_cache_lines((m, n, WIDTH), buf.dtype)
+    q_vectors = on_cache_lines((m, q.shape[1], WIDTH), buf.dtype)
+    tau_vectors = on_cache_lines((tau.shape[0], WIDTH), buf.dtype)
+    work_vectors = on_cache_lines((work.shape[0], WIDTH), buf.dtype)
+    poison = on_cache_lines((WIDTH,), buf.dtype)
     k = tau.shape[0]
     for chunk in range(start, stop):
         first = chunk * lanes
