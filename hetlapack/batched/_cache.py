@@ -4,8 +4,10 @@ numba keys a cached function on its own module's source alone: a kernel in ``_lu
 ``_order_four``, ``_simd`` and others, and reads constants of ``..machine`` and ``..perf.model`` as it compiles, so a
 change there (an upgrade that leaves ``_lu.py`` as it was, or an edit while developing) left numba loading the kernel
 compiled from the old helpers. :class:`KernelSourcesLocator` finds the cache where numba's own locator does but
-stamps it with those files' contents too (the package's, and those its compiled modules import from outside it:
-:func:`read_while_compiling`); :func:`install` puts it first among numba's locators before any kernel is decorated.
+stamps it with those files' contents too (the package's compiled modules, the modules they import from, in the
+package and outside it: :func:`read_while_compiling`); :func:`install` puts it first among numba's locators before any
+kernel is decorated. The package's plain Python (the wrappers, the output pool, the thread counts) is not in the
+stamp: editing it keeps the compiled kernels, which take 7-15 minutes to compile again.
 """
 
 from __future__ import annotations
@@ -25,36 +27,44 @@ _COMPILED = re.compile(r"^@(?:numba\.njit|intrinsic|overload)\b", re.MULTILINE)
 #: An import from a module of hetlapack outside this package (``from ..perf.model import X``): its dotted name.
 _OUTSIDE_IMPORT = re.compile(r"^\s*from \.\.([\w.]+) import", re.MULTILINE)
 
+#: An import from a module of this package (``from ._simd import X``): its name.
+_SIBLING_IMPORT = re.compile(r"^\s*from \.(\w+) import", re.MULTILINE)
+
 #: numba's own locators, in its order (``CacheImpl`` since numba 0.61 or so, ``_CacheImpl`` before).
 _CACHE_IMPL = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
 _NUMBA_LOCATORS = tuple(getattr(_CACHE_IMPL, "_locator_classes", ()))
 
 
 def read_while_compiling(sources: dict[Path, bytes]) -> list[Path]:
-    """The modules outside this package that its compiled modules (of ``sources``, path: contents) import from:
-    the values the kernels read as they compile (``..machine``'s, ``..perf.model``'s), whose edits reach the machine
-    code as the package's own do. A module that only the package's plain Python imports is not among them."""
+    """The modules whose code or values reach the kernels' machine code: the package's compiled modules (of
+    ``sources``, its modules, path: contents), the package's modules they import from, in turn, and the modules
+    outside the package that any of these import from (``..machine``'s and ``..perf.model``'s values, read as the
+    kernels compile). A module that only the package's plain Python imports is not among them."""
     root = _BATCHED.parent
-    found = set()
-    for text in sources.values():
-        text = text.decode()
-        if _COMPILED.search(text):
-            for dotted in _OUTSIDE_IMPORT.findall(text):
-                module = root.joinpath(*dotted.split("."))
-                found.add(module.with_suffix(".py") if module.with_suffix(".py").is_file() else module / "__init__.py")
+    pending = [path for path, text in sources.items() if _COMPILED.search(text.decode())]
+    found = set(pending)
+    while pending:
+        text = sources[pending.pop()].decode()
+        for name in _SIBLING_IMPORT.findall(text):
+            sibling = _BATCHED / f"{name}.py"
+            if sibling in sources and sibling not in found:
+                found.add(sibling)
+                pending.append(sibling)
+        for dotted in _OUTSIDE_IMPORT.findall(text):
+            module = root.joinpath(*dotted.split("."))
+            found.add(module.with_suffix(".py") if module.with_suffix(".py").is_file() else module / "__init__.py")
     return sorted(found)
 
 
 @functools.cache
 def sources_digest() -> bytes:
-    """SHA-256 of the batched package's source files and of the modules its kernels read while compiling
-    (:func:`read_while_compiling`), names and contents, read once a process."""
+    """SHA-256 of the modules the kernels are compiled from (:func:`read_while_compiling`), names and contents, read
+    once a process."""
     digest = hashlib.sha256()
     sources = {path: path.read_bytes() for path in sorted(_BATCHED.glob("*.py"))}
-    outside = {path: path.read_bytes() for path in read_while_compiling(sources)}
-    for path, text in (sources | outside).items():
+    for path in read_while_compiling(sources):
         digest.update(path.relative_to(_BATCHED.parent).as_posix().encode())
-        digest.update(text)
+        digest.update(sources[path] if path in sources else path.read_bytes())
     return digest.digest()
 
 
