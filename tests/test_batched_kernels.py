@@ -627,7 +627,7 @@ def test_plu_writes_the_permutation_matrix_of_its_row_indices(dtype, shape):
 
 
 @pytest.mark.parametrize("dtype", INTERLEAVED, ids=str)
-@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (4, 4), (9, 9), (17, 17), (7, 3), (3, 7)], ids=str)
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (4, 4), (8, 8), (9, 9), (17, 17), (32, 32), (7, 3), (3, 7)], ids=str)
 @pytest.mark.parametrize("lanes", [None, WIDTH, 16])
 def test_lu_writes_from_its_buffers_what_plu_writes_from_the_packed_factors(dtype, shape, lanes):
     """``kernels.lu`` (P, L and U written straight from the factorization's buffers) gives bitwise what ``plu`` gives

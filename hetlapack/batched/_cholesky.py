@@ -16,6 +16,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from ._borrowed import borrowed, keep_alive
 from ._interleave import (JIT_OPTIONS, LOWER, NEITHER, SMALL_ORDER_LANES, WHOLE, blocked, buffer_as_stack,
                           chunk_as_buffer, chunk_range, copy_blocks_along, copy_records, divide, flag_poisoned, gather,
                           in_records, on_cache_lines, permuted, record_order, rows_along_memory, scatter)
@@ -329,9 +330,11 @@ def _potrf_chunk(a, lower, clean, out, info, nonfinite, thread, chunk, buffers, 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n, lanes):
     """Factorize chunks ``start:stop`` of the stack in buffers (one thread's share)."""
-    buffers = _chunk_buffers(out, n, lanes)
+    owned = _chunk_buffers(out, n, lanes)
+    buffers = borrowed(owned)
     for chunk in range(start, stop):
         _potrf_chunk(a, lower, clean, out, info, nonfinite, thread, chunk, buffers, n, lanes)
+    keep_alive(owned)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -341,12 +344,14 @@ def _potrf_order_two(a, lower, clean, out, info, nonfinite, thread, start, stop,
     buffer (inlined once: each copy adds to the kernel's compile time)."""
     a_order, out_order = record_order(a, 2, 2), record_order(out, 2, 2)
     direct = takes(a) and a_order != NEITHER and out_order != NEITHER and lanes % WIDTH == 0
-    buffers = _chunk_buffers(out, 2, lanes)
+    owned = _chunk_buffers(out, 2, lanes)
+    buffers = borrowed(owned)
     for chunk in range(start, stop):
         first = chunk * lanes
         if not (direct and first + lanes <= a.shape[0]
                 and potrf_chunk(a, a_order, lower, clean, out, out_order, info, nonfinite.size > 0, first, lanes)):
             _potrf_chunk(a, lower, clean, out, info, nonfinite, thread, chunk, buffers, 2, lanes)
+    keep_alive(owned)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -354,6 +359,7 @@ def potrf_stack(a, lower, clean, out, info, nonfinite, lanes, thread, threads):
     """Factorize every matrix of the 3-D stack ``a`` into ``out`` (C- or Fortran-ordered matrices); ``info`` per
     matrix; ``nonfinite`` as for ``_lu.getrf_stack`` (both triangles are checked, as SciPy checks them). Orders up
     to ``SMALL_ORDER`` in buffers of ``SMALL_ORDER_LANES`` run versions compiled for them."""
+    a, out, info, nonfinite = borrowed((a, out, info, nonfinite))
     batch, n = a.shape[0], a.shape[1]
     chunks = (batch + lanes - 1) // lanes
     small = lanes == SMALL_ORDER_LANES

@@ -30,9 +30,10 @@ import numba
 import numpy as np
 
 from ..perf.model import GETF2_MAX_N
+from ._borrowed import borrowed, keep_alive
 from ._interleave import (JIT_OPTIONS, NEITHER, chunk_range, gather, on_cache_lines, record_order, small_order_lanes,
                           smallest_normal)
-from ._lu import REDO_INFO, pivot_vector_rows, scatter_chunk, search_pivot, swap_pivot_rows
+from ._lu import REDO_INFO, lu_scratch, pivot_vector_rows, scatter_chunk, search_pivot, swap_pivot_rows
 from ._order_four import pivot_first, pivot_second, pivot_third, rows_of, stored
 from ._simd import (WIDTH, add, add_rounded_product, any_below, fused_multiply_add, load, magnitude, multiply,
                     narrowed, negative, quotient, splat, store, subtract, widened)
@@ -571,14 +572,15 @@ def _replay_blocked(buf, piv, info, scratch, m, n, kernels):
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS, inline="always")
-def _replay_buffers(out, m, n, lanes):
+def _replay_buffers(out, pieces, m, n, lanes):
     """One thread's buffers for chunks of ``m x n`` matrices, ``lanes`` at a time, each on cache lines
     (:func:`~._interleave.on_cache_lines`): the chunk, its pivots and ``info``, the replay's scratch (sums,
-    reciprocals, double-precision dot products, one column) and ``lu``'s row order."""
+    reciprocals, double-precision dot products, one column), the scratch for ``lu``'s ``pieces``
+    (:func:`~._lu.lu_scratch`) and the blocked replay's panel, pivots and ``info``."""
     return (on_cache_lines((m, n, lanes), out.dtype), on_cache_lines((min(m, n), lanes), np.int64),
             on_cache_lines((lanes,), np.int32), on_cache_lines((lanes,), out.dtype),
             on_cache_lines((lanes,), out.dtype), on_cache_lines((lanes,), np.float64),
-            on_cache_lines((m, lanes), out.dtype), on_cache_lines((m,), np.int64),
+            on_cache_lines((m, lanes), out.dtype), lu_scratch(out, m, n, lanes, pieces),
             on_cache_lines((m * n * lanes if min(m, n) > GETF2_MAX_N else 0,), out.dtype),
             on_cache_lines((min(m, n), lanes), np.int64), on_cache_lines((lanes,), np.int32))
 
@@ -588,7 +590,7 @@ def _replay_stack_chunk(a, out, piv, info, kernels, pieces, nonfinite, thread, c
     """Replay chunk ``chunk`` of the stack in the ``buffers`` of :func:`_replay_buffers`, writing its packed LU, or,
     where ``out`` is empty, ``lu``'s ``pieces`` as :func:`~._lu.getrf_stack` does. Past ``getf2``'s orders the
     blocked replay runs on a buffer of one vector of matrices; a wider buffer's matrices are left to LAPACK."""
-    buf, chunk_piv, chunk_info, acc, recip, dot, column, order, panel, panel_piv, panel_info = buffers
+    buf, chunk_piv, chunk_info, acc, recip, dot, column, scratch, panel, panel_piv, panel_info = buffers
     first = chunk * lanes
     count = gather(a, first, buf, m, n, lanes)
     if min(m, n) > GETF2_MAX_N and lanes != WIDTH:
@@ -599,17 +601,19 @@ def _replay_stack_chunk(a, out, piv, info, kernels, pieces, nonfinite, thread, c
         _replay_vector(buf, chunk_piv, chunk_info, recip, column, m, n, kernels)
     else:
         _replay_chunk(buf, chunk_piv, chunk_info, acc, dot, recip, column, m, n, lanes, kernels)
-    scatter_chunk(a, buf, chunk_piv, chunk_info, acc, count, out, piv, info, nonfinite, thread, first, pieces, order,
-                  m, n, lanes)
+    scatter_chunk(a, buf, chunk_piv, chunk_info, acc, count, out, piv, info, nonfinite, thread, first, pieces,
+                  scratch, m, n, lanes)
 
 
 @numba.njit(**REPLAY_JIT_OPTIONS)
 def _replay_chunks(a, out, piv, info, kernels, pieces, nonfinite, thread, start, stop, m, n, lanes):
     """Replay chunks ``start:stop`` of the stack in buffers (one thread's share; the sizes as arguments, so that the
     small orders get versions compiled for them)."""
-    buffers = _replay_buffers(out, m, n, lanes)
+    owned = _replay_buffers(out, pieces, m, n, lanes)
+    buffers = borrowed(owned)
     for chunk in range(start, stop):
         _replay_stack_chunk(a, out, piv, info, kernels, pieces, nonfinite, thread, chunk, buffers, m, n, lanes)
+    keep_alive(owned)
 
 
 #: The options of the order-4 helpers below, which take and return vectors only: inlined by LLVM, as
@@ -700,13 +704,15 @@ def _replay_order_four(a, out, piv, info, kernels, pieces, nonfinite, thread, st
     in ``_lu._getrf_order_four``."""
     a_order, out_order = record_order(a, 4, 4), record_order(out, 4, 4)
     direct = out.shape[0] > 0 and out_order != NEITHER and a_order != NEITHER
-    buffers = _replay_buffers(out, 4, 4, _LANES_4)
+    owned = _replay_buffers(out, pieces, 4, 4, _LANES_4)
+    buffers = borrowed(owned)
     for chunk in range(start, stop):
         first = chunk * _LANES_4
         if not (direct and first + _LANES_4 <= a.shape[0]
                 and _order_four_groups(a, a_order, out, out_order, piv, info, first, _LANES_4, kernels)):
             _replay_stack_chunk(a, out, piv, info, kernels, pieces, nonfinite, thread, chunk, buffers, 4, 4,
                                 _LANES_4)
+    keep_alive(owned)
 
 
 #: ``_interleave.small_order_lanes`` of the replay (single precision only) at orders 2, 3 and 4: each reaches
@@ -721,6 +727,8 @@ def getrf_replay_stack(a, out, piv, info, kernels, permute_l, rows, lower, upper
     for the matrices :func:`~.replay.getrf_kernels` gives it. Square orders up to ``SMALL_ORDER`` in
     buffers of ``_interleave.small_order_lanes`` run versions compiled for their sizes (:func:`_replay_vector` on one
     vector of matrices, or the loops over the lanes, unrolled over the matrix)."""
+    a, out, piv, info, rows, lower, upper, permutation, nonfinite = borrowed(
+        (a, out, piv, info, rows, lower, upper, permutation, nonfinite))
     batch, m, n = a.shape
     chunks = (batch + lanes - 1) // lanes
     pieces = (permute_l, rows, lower, upper, permutation)

@@ -20,6 +20,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from ._borrowed import borrowed, keep_alive
 from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, WIDE_LANES, chunk_buffer, chunk_range, divide, flag_poisoned,
                           gather, on_cache_lines, prefetch_slice, record_order, scatter, spreads_prefetch)
 from ._order_two import qr_chunk, takes
@@ -677,9 +678,11 @@ def _qr_chunk(a, q_out, r_out, nonfinite, thread, chunk, buffers, m, n, ncols, l
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, m, n, ncols, lanes):
     """Chunks ``start:stop`` of :func:`qr_stack`'s stack (one thread's share) in buffers."""
-    buffers = _chunk_buffers(r_out, m, n, ncols, lanes)
+    owned = _chunk_buffers(r_out, m, n, ncols, lanes)
+    buffers = borrowed(owned)
     for chunk in range(start, stop):
         _qr_chunk(a, q_out, r_out, nonfinite, thread, chunk, buffers, m, n, ncols, lanes)
+    keep_alive(owned)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -691,12 +694,14 @@ def _qr_order_two(a, q_out, r_out, nonfinite, thread, start, stop, lanes):
     a_order, q_order = record_order(a, 2, 2), record_order(q_out, 2, 2)
     direct = (takes(a) and a_order != NEITHER and q_order != NEITHER and record_order(r_out, 2, 2) == BY_ROWS
               and lanes % WIDTH == 0)
-    buffers = _chunk_buffers(r_out, 2, 2, 2, lanes)
+    owned = _chunk_buffers(r_out, 2, 2, 2, lanes)
+    buffers = borrowed(owned)
     for chunk in range(start, stop):
         first = chunk * lanes
         if not (direct and first + lanes <= a.shape[0]
                 and qr_chunk(a, a_order, q_out, q_order, r_out, nonfinite.size > 0, first, lanes)):
             _qr_chunk(a, q_out, r_out, nonfinite, thread, chunk, buffers, 2, 2, 2, lanes)
+    keep_alive(owned)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -706,6 +711,7 @@ def qr_stack(a, q_out, r_out, nonfinite, lanes, thread, threads):
     ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a`` sets its
     own. Square orders up to ``SMALL_ORDER`` with their whole ``Q``, in buffers of ``WIDE_LANES``, run versions
     compiled for their sizes (given as constants, numba compiles one version each)."""
+    a, q_out, r_out, nonfinite = borrowed((a, q_out, r_out, nonfinite))
     batch, m, n = a.shape
     ncols = q_out.shape[2]
     chunks = (batch + lanes - 1) // lanes
