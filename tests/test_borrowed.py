@@ -10,8 +10,8 @@ from hetlapack.batched._borrowed import borrowed, keep_alive
 
 @numba.njit(cache=False)
 def _fill_through_borrowed(target, rows):
-    """Write ``target[i] = i + rows.sum()`` through borrowed views of ``target`` and of buffers allocated here, then
-    return the sum of the buffers' copy (read back through the borrowed view)."""
+    """Write ``target[i, :] = i + rows[i] + 2`` through borrowed views of ``target`` and of buffers allocated here
+    (``rows[i] + 2`` kept in one of them), then return that buffer's sum, read back through its borrowed view."""
     owned = (np.zeros(rows.shape[0]), np.full(3, 2.0))
     view, (scratch, twos), count = borrowed((target, owned, rows.shape[0]))
     for i in range(count):
