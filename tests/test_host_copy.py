@@ -81,6 +81,21 @@ def test_fortran_copy_equals_numpys(shape, dtype, cores, monkeypatch):
     np.testing.assert_array_equal(copy, a)
 
 
+def test_the_copy_helpers_are_one_pool_for_the_process(monkeypatch):
+    """However many copies, the helpers are the same threads, none of them named as a runtime's workers are."""
+    import threading
+
+    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
+    monkeypatch.setattr(arrays, "usable_cores", lambda: 2)
+    a = np.arange(9 * TILE * 9 * TILE, dtype=np.float64).reshape(9 * TILE, 9 * TILE)
+    arrays.fortran_copy(a)
+    helpers = {t for t in threading.enumerate() if t.name.startswith(arrays.HELPER_THREADS)}
+    for _ in range(5):
+        np.testing.assert_array_equal(arrays.fortran_copy(a), a)
+    assert {t for t in threading.enumerate() if t.name.startswith(arrays.HELPER_THREADS)} == helpers
+    assert not any(t.name.startswith("hetlapack-") for t in helpers)
+
+
 class _IdleHelpers:
     """Helpers that never start the work given them, as a core the hypervisor idled for a while."""
 

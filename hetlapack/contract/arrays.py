@@ -7,6 +7,7 @@ import concurrent.futures
 import functools
 import itertools
 import operator
+from collections.abc import Callable
 
 import numpy as np
 from scipy.linalg.lapack import get_lapack_funcs
@@ -292,44 +293,60 @@ def _forget_helpers() -> None:
     _helpers = None
 
 
+#: The name of the helpers' threads (and its prefix): not a runtime's ``hetlapack-<device>-<n>``, whose threads
+#: start and stop with each tile algorithm. The helpers live as long as the process, idle between copies, as
+#: numba's and OpenBLAS's pools do.
+HELPER_THREADS = "fortran-copy"
+
+
 def _copy_helpers() -> concurrent.futures.ThreadPoolExecutor:
-    """The threads that copy beside the caller (:func:`fortran_copy`), one for each other usable core, made once: a
+    """The threads that work beside the caller (:func:`_share_out`), one for each other usable core, made once: a
     pool made for each copy cost 0.3-0.5 ms, the whole copy's time at order 1000."""
     global _helpers
     with _helpers_lock:
         if _helpers is None:
-            _helpers = concurrent.futures.ThreadPoolExecutor(max(usable_cores() - 1, 1), "hetlapack-copy")
+            _helpers = concurrent.futures.ThreadPoolExecutor(max(usable_cores() - 1, 1), HELPER_THREADS)
         return _helpers
+
+
+def _share_out(count: int, work: Callable[[int], None], shares: int) -> None:
+    """``work(k)`` for each ``k < count``, on ``shares`` threads (the caller and helpers), each taking the next ``k``
+    not yet taken. The caller does whatever no helper took and never waits for a helper that has not started (a core
+    the hypervisor idled can take tens of milliseconds to wake), only for the piece a helper is doing."""
+    taken = itertools.count()  # each next() is one step of the interpreter: no two threads take the same piece
+
+    def take() -> None:
+        for k in taken:
+            if k >= count:
+                return
+            work(k)
+
+    helpers = [_copy_helpers().submit(take) for _ in range(min(shares, count) - 1)]
+    take()
+    for helper in helpers:
+        if not helper.cancel():
+            helper.result()
 
 
 def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
     """A Fortran-ordered copy of the 2-D ``a`` (in ``dtype``, default ``a``'s), made a tile at a time: NumPy's
     own transposing copy of a C-ordered matrix larger than the cache misses the cache on every element of one
     side (3x slower at order 4000). A matrix of more than one tile each way is copied by every usable core, each
-    taking the next tile not yet taken (NumPy lets go of the GIL while it copies): one core's copy moved 4-5 GB/s,
-    waiting on the caches' and memory's latency, not their bandwidth. The caller never waits for a helper that has
-    not started (a core the hypervisor idled can take tens of milliseconds to wake), only for the tile a helper is
-    copying. A cast that may lose information (to a ``dtype`` NumPy does not cast to safely, which can warn) stays on
-    the calling thread, where its warnings belong."""
+    taking the next tile not yet taken (:func:`_share_out`; NumPy lets go of the GIL while it copies): one core's
+    copy moved 4-5 GB/s, waiting on the caches' and memory's latency, not their bandwidth. A cast that may lose
+    information (to a ``dtype`` NumPy does not cast to safely, which can warn) stays on the calling thread, where its
+    warnings belong."""
     out = np.empty(a.shape, dtype=a.dtype if dtype is None else dtype, order="F")
     rows, cols = a.shape
     tile = tile_order()
     corners = [(i, j) for j in range(0, cols, tile) for i in range(0, rows, tile)]
-    taken = itertools.count()  # each next() is one step of the interpreter: no two threads take the same tile
 
-    def copy_tiles() -> None:
-        for k in taken:
-            if k >= len(corners):
-                return
-            i, j = corners[k]
-            out[i:i + tile, j:j + tile] = a[i:i + tile, j:j + tile]
+    def copy_tile(k: int) -> None:
+        i, j = corners[k]
+        out[i:i + tile, j:j + tile] = a[i:i + tile, j:j + tile]
 
     shares = usable_cores() if min(rows, cols) > tile and np.can_cast(a.dtype, out.dtype, "safe") else 1
-    helpers = [_copy_helpers().submit(copy_tiles) for _ in range(shares - 1)]
-    copy_tiles()
-    for helper in helpers:
-        if not helper.cancel():
-            helper.result()
+    _share_out(len(corners), copy_tile, shares)
     return out
 
 
