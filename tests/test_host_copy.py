@@ -1,7 +1,6 @@
 """The host path hands SciPy a Fortran-ordered copy made a tile at a time where SciPy would make it element by
 element (``compat/_host.py``): SciPy's result to the bit, in its layout, with its errors and warnings."""
 
-import concurrent.futures
 import re
 import types
 import warnings
@@ -14,7 +13,7 @@ import hetlapack
 import hetlapack.linalg as la
 from hetlapack import machine, testing
 from hetlapack.compat import _host
-from hetlapack.contract import arrays
+from hetlapack.contract import arrays, shared_work
 from hetlapack.contract.scipy_rules import COMPILED_BATCH_LOOPS, fortran_copy_unseen
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -81,76 +80,15 @@ def test_fortran_copy_equals_numpys(shape, dtype, cores, monkeypatch):
     np.testing.assert_array_equal(copy, a)
 
 
-def test_the_copy_helpers_are_one_pool_for_the_process(monkeypatch):
-    """However many copies, the helpers are the same threads, none of them named as a runtime's workers are."""
-    import threading
-
-    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
-    monkeypatch.setattr(arrays, "usable_cores", lambda: 2)
-    a = np.arange(9 * TILE * 9 * TILE, dtype=np.float64).reshape(9 * TILE, 9 * TILE)
-    arrays.fortran_copy(a)
-    helpers = {t for t in threading.enumerate() if t.name.startswith(arrays.HELPER_THREADS)}
-    for _ in range(5):
-        np.testing.assert_array_equal(arrays.fortran_copy(a), a)
-    assert {t for t in threading.enumerate() if t.name.startswith(arrays.HELPER_THREADS)} == helpers
-    assert not any(t.name.startswith("hetlapack-") for t in helpers)
-
-
-class _IdleHelpers:
-    """Helpers that never start the work given them, as a core the hypervisor idled for a while."""
-
-    def __init__(self) -> None:
-        self.given = []
-
-    def submit(self, work, *args):
-        self.given.append(concurrent.futures.Future())
-        return self.given[-1]
-
-
-def test_fortran_copy_never_waits_for_a_helper_that_has_not_started(monkeypatch):
-    """The caller copies every tile no helper took and cancels the helpers that have not started, instead of
-    waiting for them."""
-    idle = _IdleHelpers()
-    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
-    monkeypatch.setattr(arrays, "usable_cores", lambda: 4)
-    monkeypatch.setattr(arrays, "_copy_helpers", lambda: idle)
-    a = np.arange(5 * TILE * (3 * TILE + 1), dtype=np.float64).reshape(5 * TILE, 3 * TILE + 1)
-    np.testing.assert_array_equal(arrays.fortran_copy(a), a)
-    assert len(idle.given) == 3 and all(helper.cancelled() for helper in idle.given)
-
-
 def test_a_copy_that_may_warn_stays_on_the_calling_thread(monkeypatch):
     """A cast NumPy does not call safe (complex to real drops the imaginary part, with a ``ComplexWarning``) is
     made by the caller alone, whose warning filters apply."""
     monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
-    monkeypatch.setattr(arrays, "_copy_helpers", lambda: pytest.fail("a helper was asked to cast"))
+    monkeypatch.setattr(shared_work, "helpers", lambda: pytest.fail("a helper was asked to cast"))
     a = np.ones((3 * TILE, 3 * TILE), dtype=np.complex128)
     with pytest.warns(np.exceptions.ComplexWarning):
         copy = arrays.fortran_copy(a, np.float64)
     np.testing.assert_array_equal(copy, a.real)
-
-
-def test_a_forked_child_copies_with_helpers_of_its_own(monkeypatch):
-    """A child forked after the helpers started has none of their threads: it makes its own, and its copies finish
-    (the parent's pool, inherited, would take the work and never run it)."""
-    import os
-
-    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
-    a = np.arange(9 * TILE * 9 * TILE, dtype=np.float64).reshape(9 * TILE, 9 * TILE)
-    np.testing.assert_array_equal(arrays.fortran_copy(a), a)
-    assert arrays._helpers is not None or machine.usable_cores() == 1
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12 warns of forking a threaded process
-        pid = os.fork()
-    if pid == 0:
-        ok = False
-        try:
-            with monkeypatch.context() as child:
-                child.setattr(arrays, "usable_cores", lambda: 2)
-                ok = arrays._helpers is None and np.array_equal(arrays.fortran_copy(a), a)
-        finally:
-            os._exit(0 if ok else 1)
-    assert os.waitpid(pid, 0)[1] == 0
 
 
 @pytest.mark.parametrize("op", ["cholesky", "lu_factor", "qr"])

@@ -3,19 +3,16 @@ qr modes and ``trans`` codes, and the working copy a factorization may overwrite
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
-import itertools
 import operator
-from collections.abc import Callable
 
 import numpy as np
 from scipy.linalg.lapack import get_lapack_funcs
 
 from ..dtypes import lapack_dtype
-from ..forking import fork_safe_lock, reset_after_fork
 from ..machine import l1_data_cache, usable_cores
 from .originals import scipy_functions
+from .shared_work import share_out
 
 
 def is_cupy(a) -> bool:
@@ -282,60 +279,14 @@ def tile_order() -> int:
     return max(size // line, 1)
 
 
-_helpers: concurrent.futures.ThreadPoolExecutor | None = None
-_helpers_lock = fork_safe_lock()
-
-
-@reset_after_fork
-def _forget_helpers() -> None:
-    """A forked child has none of its parent's threads: it makes its own helpers when it needs them."""
-    global _helpers
-    _helpers = None
-
-
-#: The name of the helpers' threads (and its prefix): not a runtime's ``hetlapack-<device>-<n>``, whose threads
-#: start and stop with each tile algorithm. The helpers live as long as the process, idle between copies, as
-#: numba's and OpenBLAS's pools do.
-HELPER_THREADS = "fortran-copy"
-
-
-def _copy_helpers() -> concurrent.futures.ThreadPoolExecutor:
-    """The threads that work beside the caller (:func:`_share_out`), one for each other usable core, made once: a
-    pool made for each copy cost 0.3-0.5 ms, the whole copy's time at order 1000."""
-    global _helpers
-    with _helpers_lock:
-        if _helpers is None:
-            _helpers = concurrent.futures.ThreadPoolExecutor(max(usable_cores() - 1, 1), HELPER_THREADS)
-        return _helpers
-
-
-def _share_out(count: int, work: Callable[[int], None], shares: int) -> None:
-    """``work(k)`` for each ``k < count``, on ``shares`` threads (the caller and helpers), each taking the next ``k``
-    not yet taken. The caller does whatever no helper took and never waits for a helper that has not started (a core
-    the hypervisor idled can take tens of milliseconds to wake), only for the piece a helper is doing."""
-    taken = itertools.count()  # each next() is one step of the interpreter: no two threads take the same piece
-
-    def take() -> None:
-        for k in taken:
-            if k >= count:
-                return
-            work(k)
-
-    helpers = [_copy_helpers().submit(take) for _ in range(min(shares, count) - 1)]
-    take()
-    for helper in helpers:
-        if not helper.cancel():
-            helper.result()
-
-
 def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
     """A Fortran-ordered copy of the 2-D ``a`` (in ``dtype``, default ``a``'s), made a tile at a time: NumPy's
     own transposing copy of a C-ordered matrix larger than the cache misses the cache on every element of one
     side (3x slower at order 4000). A matrix of more than one tile each way is copied by every usable core, each
-    taking the next tile not yet taken (:func:`_share_out`; NumPy lets go of the GIL while it copies): one core's
-    copy moved 4-5 GB/s, waiting on the caches' and memory's latency, not their bandwidth. A cast that may lose
-    information (to a ``dtype`` NumPy does not cast to safely, which can warn) stays on the calling thread, where its
-    warnings belong."""
+    taking the next tile not yet taken (:func:`~.shared_work.share_out`; NumPy lets go of the GIL while it copies):
+    one core's copy moved 4-5 GB/s, waiting on the caches' and memory's latency, not their bandwidth. A cast that may
+    lose information (to a ``dtype`` NumPy does not cast to safely, which can warn) stays on the calling thread,
+    where its warnings belong."""
     out = np.empty(a.shape, dtype=a.dtype if dtype is None else dtype, order="F")
     rows, cols = a.shape
     tile = tile_order()
@@ -346,7 +297,7 @@ def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
         out[i:i + tile, j:j + tile] = a[i:i + tile, j:j + tile]
 
     shares = usable_cores() if min(rows, cols) > tile and np.can_cast(a.dtype, out.dtype, "safe") else 1
-    _share_out(len(corners), copy_tile, shares)
+    share_out(len(corners), copy_tile, shares)
     return out
 
 
