@@ -126,15 +126,17 @@ def test_dispatch_prices_the_host_and_gpu_paths_from_whole_matrix_rates(cache_di
     assert plan.path == "gpu" and plan.predicted_s["gpu"] < plan.predicted_s["host"] / 100
 
 
-def test_the_paths_calls_are_timed_on_c_and_fortran_inputs_for_the_installed_scipy(cache_dir):
+def test_the_paths_calls_are_timed_on_c_and_fortran_inputs_for_the_installed_scipy(cache_dir, monkeypatch):
     """Given the paths' calls, calibration times each on a C- and a Fortran-ordered matrix of each order, for the
-    CPU alone, under names that carry the installed SciPy's version; devices created later load them, and a later
+    CPU alone, under names that carry the installed SciPy's version, each right after the same SciPy call (so
+    that both paths meet OpenBLAS's pool as a caller of SciPy does); devices created later load them, and a later
     calibration keeps another version's tables."""
     import scipy
 
-    from hetlapack.perf import rates
+    from hetlapack.perf import calibration, rates
 
-    seen = []
+    seen, woken = [], []
+    monkeypatch.setattr(calibration, "_after_scipy", lambda: woken.append(len(seen)))
     ops = ("potrf", "getrf", "geqrf")
     host_calls = {op: lambda a, op=op: seen.append(("host_call", op, a.flags.c_contiguous, a.flags.f_contiguous))
                   for op in ops}
@@ -154,6 +156,7 @@ def test_the_paths_calls_are_timed_on_c_and_fortran_inputs_for_the_installed_sci
                          for op in ops for layout in ((True, False), (False, True))}
     timed_tiles = [i for i, (table, *_) in enumerate(seen) if table == "tile_call"]
     assert all(seen[i - 1][0] == "host_call" and seen[i - 1][1:] == seen[i][1:4] for i in timed_tiles)
+    assert woken == list(range(len(seen)))  # one SciPy call before each timed call
     assert "tiles" not in results["cpu"]
     assert "host_call" not in results["emulated:3"] and "tile_call" not in results["emulated:3"]
     (cache_dir / "calibration.json").write_text(json.dumps({"tile": 16, "devices": {"cpu": {
@@ -605,7 +608,7 @@ def test_the_buffer_size_rule_stands_unless_another_choice_is_clearly_faster(mon
     rule = kernel_lanes("getrf", np.dtype(np.float64), 10**6, 16, 16)
     speed = {rule: 1.0, 8: 1.0 / (crossover.LANE_MARGIN * 1.01), 64: 1.0 / (crossover.LANE_MARGIN * 0.99)}
     monkeypatch.setattr(crossover, "LANE_CASES", ("getrf float64",))
-    monkeypatch.setattr(calibration, "best_seconds", lambda run, repeats: run())
+    monkeypatch.setattr(calibration, "best_seconds", lambda run, repeats, setup=None: run())
     for faster in (8, 64):
         monkeypatch.setattr(crossover, "_LANE_CALLS", {"getrf": lambda a, lanes: speed[lanes] if lanes in (rule, faster)
                                                       else np.inf})
@@ -626,6 +629,10 @@ def test_calls_timed_in_turn_keep_each_ones_best_and_stop_once_every_one_is_long
     order.clear()
     assert calibration.fastest_in_turn(calls, rounds=4, enough_s=1.0, least=2) == {"host": 1.0, "tile": 1.0}
     assert order == ["host", "tile"] * 4
+    order.clear()
+    assert calibration.fastest_in_turn(calls, rounds=2, setup=lambda: order.append("setup")) == {"host": 1.0,
+                                                                                                "tile": 1.0}
+    assert order == ["setup", "host", "setup", "tile"] * 2  # untimed: the clock read only around each call
 
 
 def test_each_rate_is_the_fastest_of_the_passes():

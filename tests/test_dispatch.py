@@ -72,6 +72,33 @@ def test_the_margin_is_wider_where_the_hosts_rate_is_the_reference_machines(monk
     assert "GFLOP/s GEMM measured in this process" in str(plan)
 
 
+@pytest.mark.parametrize("ratio", [1.05, 1.15])
+def test_the_margin_is_narrowest_where_both_paths_calls_were_timed_in_turn(monkeypatch, tmp_path, ratio):
+    """Where ``hetlapack calibrate`` timed the host path's and the tile path's calls in turn on this machine, the
+    tile path's price is their measured ratio: it is taken once it is ``TIMED_TILE_MARGIN`` ahead, not
+    ``TILE_MARGIN``, on the memory order timed (elsewhere the wider margin stands); explain names the margin it
+    applied."""
+    import json
+
+    from hetlapack.devices.capability import ENV_CACHE_DIR
+
+    assert 1.0 < model.TIMED_TILE_MARGIN < 1.15 < model.TILE_MARGIN
+    monkeypatch.setenv(ENV_CACHE_DIR, str(tmp_path))
+    n, gemm = 3000, rates.host_gemm_gflops("d")
+    host_rate = 0.3 * gemm
+    entry = {"host_call": {rates.call_table("getrf", "C"): [[1000, host_rate], [4000, host_rate]]},
+             "tile_call": {rates.call_table("getrf", "C"): [[n, host_rate * ratio]]}}
+    (tmp_path / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))
+    assert model.tile_margin("getrf", "C", tile_timed=True) == model.TIMED_TILE_MARGIN
+    assert model.tile_margin("getrf", "C") == model.TILE_MARGIN
+    c_ordered = Request("getrf", (n, n), np.dtype("d"), memory_order="C")
+    plan = choose(c_ordered)
+    assert plan.predicted_s["host"] / plan.predicted_s["hybrid"] == pytest.approx(ratio, rel=0.01)  # call overhead
+    assert plan.path == ("hybrid" if ratio > model.TIMED_TILE_MARGIN else "host")
+    if plan.path == "host":
+        assert f"dispatch takes them from {model.TIMED_TILE_MARGIN:.2f}x" in plan.reason
+
+
 @pytest.mark.parametrize("op", ["potrf", "getrf", "geqrf", "geqp3"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 def test_the_quick_host_decision_is_the_one_choose_makes(op, dtype):

@@ -31,7 +31,7 @@ def register(subparsers) -> None:
     parser.add_argument("--repeats", type=positive_int, default=3, help="timings per kernel (the best is kept)")
     parser.add_argument("--orders", type=_orders, default=None,
                         help="comma-separated matrix orders the whole-matrix factorizations are timed at (default: "
-                             "64 to 4096 for the host's cores, 512 to 8192 for GPUs). Dispatch prices the host and "
+                             "64 to 4000 for the host's cores, 512 to 8192 for GPUs). Dispatch prices the host and "
                              "gpu paths from these rates: for the host it ignores orders below 64 and follows the "
                              "reference machine's curve beyond the largest, while a GPU's rate stays flat beyond it, "
                              "so time orders as large as the matrices you factor")

@@ -90,7 +90,7 @@ class CpuDevice(Device):
         return info.value
 
     def trsm(self, a, b, *, side, lower, conj, unit, alpha=1):
-        lp.trsm(side, "L" if lower else "U", _trans(conj, b.dtype.char), "U" if unit else "N", alpha, a, b)
+        lp.trsm_by_halves(side, "L" if lower else "U", _trans(conj, b.dtype.char), "U" if unit else "N", alpha, a, b)
 
     def herk(self, a, c, *, lower, conj_first, alpha=-1.0, beta=1.0):
         char = c.dtype.char

@@ -207,10 +207,14 @@ def _choose(req: Request, options: Options) -> Plan:
     else:
         forced = False
         candidates = dict(predicted)
+        margin = None
         if HYBRID.name in candidates and HOST.name in candidates:
-            candidates[HYBRID.name] *= model.tile_margin(req.op, req.scipy_input_order)
+            tile_timed = (_layout(layouts) == "hgdd"
+                          and HYBRID.timed_factor(req, options, HYBRID.devices(options, gpus)) is not None)
+            margin = model.tile_margin(req.op, req.scipy_input_order, tile_timed)
+            candidates[HYBRID.name] *= margin
         path = BY_NAME[min(candidates, key=candidates.get)]
-        reason = _reason(path, req, predicted, kernels, unavailable)
+        reason = _reason(path, req, predicted, kernels, unavailable, margin)
         if options.path is not None:
             reason += f"; the forced path {options.path!r} does not apply to solves (they have host and batched only)"
     if path is BATCHED and options.kernels not in (None, kernels):
@@ -265,7 +269,7 @@ def _layout_reason(layout: str, layouts: dict[str, float], options: Options, una
 
 
 def _reason(path: Path, req: Request, predicted: dict[str, float], kernels: str | None,
-            unavailable: dict[str, str]) -> str:
+            unavailable: dict[str, str], margin: float | None) -> str:
     others = {p: s for p, s in predicted.items() if p != path.name}
     if path is BATCHED and kernels == "lapack":
         return (f"a stack of {req.batch} matrices: LAPACK's {req.op} on each from compiled code, one BLAS thread a "
@@ -286,8 +290,7 @@ def _reason(path: Path, req: Request, predicted: dict[str, float], kernels: str 
         return "the only path priced for this input (why the others are not: below)"
     if predicted.get(HYBRID.name, math.inf) < predicted[path.name]:
         return (f"tiles are predicted only {predicted[path.name] / predicted[HYBRID.name]:.2f}x faster than one LAPACK "
-                f"call, within the model's error (dispatch takes them from "
-                f"{model.tile_margin(req.op, req.scipy_input_order):.2f}x)")
+                f"call, within the model's error (dispatch takes them from {margin:.2f}x)")
     if len(req.shape) > 2:
         loop = {"compiled": "in compiled code", "cython": "in Cython"}.get(req.stack_loop, "from Python")
         return (f"the library's own call is cheapest for this stack: a LAPACK call per matrix, looped {loop}, "

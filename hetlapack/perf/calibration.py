@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 import numpy as np
+import scipy.linalg.blas
 
 from ..blas_threads import all_cores, blas_threads
 from ..devices.base import Device
@@ -176,9 +177,14 @@ def kernel_tables(device: Device, tiles: Sequence[int] = KERNEL_TILES, repeats: 
 #: Matrix orders the whole-matrix routines are timed at: the host path's (LAPACK on the host's cores; also for
 #: emulated accelerators, which compute there) and the gpu path's (an accelerator's library call, which needs large
 #: matrices to reach its rate). Rates beyond the largest order are taken as flat. A call over
-#: ``WHOLE_REPEAT_S`` is timed once (about 5 s for the host's orders on 2 cores).
+#: ``WHOLE_REPEAT_S`` is timed once (about 5 s for the host's orders on 2 cores). The host's orders past the L2
+#: cache are not powers of two: there a column's elements fall in a few cache sets, and every call ran slower than
+#: at the orders around it, the host path's more than the tile path's (2-core Xeon VM, C-ordered float64, in turn:
+#: host / tile path 0.269 / 0.267 s for Cholesky at 4096 against 0.209 / 0.224 s at 4000; LU 0.070 / 0.090 s at
+#: 2048 against 0.055 / 0.076 at 2000; the Fortran copy of order 2048 18.2 ms against 3.2 at 2000): timed there,
+#: dispatch priced the orders between as the worst case of the two paths.
 WHOLE_REPEAT_S = 0.5
-WHOLE_ORDERS_HOST = (64, 128, 256, 512, 1024, 2048, 4096)
+WHOLE_ORDERS_HOST = (64, 128, 256, 500, 1000, 2000, 4000)
 WHOLE_ORDERS_ACCELERATOR = (512, 1024, 2048, 4096, 8192)
 
 
@@ -214,17 +220,29 @@ def whole_rates(device: Device, orders: Sequence[int], repeats: int) -> dict[str
 
 
 def fastest_in_turn(calls: dict[Key, Callable[[], object]], rounds: int, enough_s: float = float("inf"),
-                    least: int = 1) -> dict[Key, float]:
+                    least: int = 1, setup: Callable[[], object] | None = None) -> dict[Key, float]:
     """The best seconds of each of ``calls`` (key -> a call without arguments) over ``rounds`` rounds that call each
     in turn, so that a slow moment of the machine slows every one, not the one it fell on, and their ratios come from
-    the same minutes; once ``least`` rounds have run and every best took over ``enough_s``, the rounds stop."""
+    the same minutes, each call after an untimed ``setup``; once ``least`` rounds have run and every best took over
+    ``enough_s``, the rounds stop."""
     seconds = dict.fromkeys(calls, float("inf"))
     for done in range(1, max(rounds, least) + 1):
         for key, call in calls.items():
-            seconds[key] = min(seconds[key], best_seconds(call, 1))
+            seconds[key] = min(seconds[key], best_seconds(call, 1, setup))
         if done >= least and min(seconds.values()) > enough_s:
             break
     return seconds
+
+
+#: What :func:`_after_scipy` multiplies: large enough that OpenBLAS runs it on every core (from 65,536 x 4
+#: multiply-adds), small enough to take well under a millisecond.
+_WAKE = np.eye(128)
+
+
+def _after_scipy() -> None:
+    """A small SciPy GEMM, which leaves OpenBLAS's pool (SciPy's, the one the host path's LAPACK and the tile path's
+    kernels call) awake and spinning, as a caller's SciPy call before a factorization does."""
+    scipy.linalg.blas.dgemm(1.0, _WAKE, _WAKE)
 
 
 def call_rates(paths: dict[str, dict[str, Callable[[np.ndarray], object]]], orders: Iterable[int],
@@ -238,12 +256,15 @@ def call_rates(paths: dict[str, dict[str, Callable[[np.ndarray], object]]], orde
     The paths' calls on one matrix are timed in turn (:func:`fastest_in_turn`), in the order of ``paths``, so that
     dispatch compares two calls timed in the same minutes: timed minutes apart, the host path's Cholesky of order
     4096 on a C-ordered matrix read 39.0-66.9 GFLOP/s on a 2-core Xeon VM, and one calibration priced the tile
-    path level with it where the two, timed in turn, ran 1.16-1.29x apart. Each call after the first follows the
-    call before it, as a caller who also calls SciPy meets it: OpenBLAS's idle threads spin for about 0.1 s after
-    a call, on the cores the tile path's workers need (the tile Cholesky of order 2000 took 49 ms alone, 85 ms right
-    after SciPy's, on the same VM). The best of ``rounds`` rounds counts, or of three once every call took over
-    ``WHOLE_REPEAT_S``: the first call on a matrix larger than the caches ran up to 1.9x slower than the next (the
-    same VM, Cholesky of order 4096, C-ordered)."""
+    path level with it where the two, timed in turn, ran 1.16-1.29x apart. Every call follows the same SciPy call
+    (:func:`_after_scipy`), as a caller who also calls SciPy meets it: OpenBLAS's idle threads spin for about 0.1 s
+    after a call, on the cores the calls need (the tile Cholesky of order 2000 took 49 ms alone, 85 ms right after
+    SciPy's, on the same VM). When each call followed the other path's, the host path's call followed the tile
+    path's, which leaves no pool spinning, and was priced as no caller meets it: at order 4000 on a C-ordered matrix
+    the host path's Cholesky took 0.205-0.207 s after a pause and 0.230-0.235 s right after SciPy's, the tile
+    path's 0.175-0.180 s and 0.205-0.211 s. The best of ``rounds`` rounds counts, or of three once every call took
+    over ``WHOLE_REPEAT_S``: the first call on a matrix larger than the caches ran up to 1.9x slower than the next
+    (the same VM, Cholesky of order 4096, C-ordered)."""
     rng = np.random.default_rng(1)
     rates: dict[str, dict[str, list[list[float]]]] = {table: {} for table in paths}
     ops = {op for calls in paths.values() for op in calls}
@@ -254,7 +275,7 @@ def call_rates(paths: dict[str, dict[str, Callable[[np.ndarray], object]]], orde
                 matrix = np.array(spd if op == "potrf" else general, order=memory_order)
                 seconds = fastest_in_turn({table: functools.partial(calls[op], matrix)
                                            for table, calls in paths.items() if op in calls},
-                                          rounds, enough_s=WHOLE_REPEAT_S, least=3)
+                                          rounds, enough_s=WHOLE_REPEAT_S, least=3, setup=_after_scipy)
                 for table, best in seconds.items():
                     rates[table].setdefault(call_table(op, memory_order), []).append(
                         [n, flops(op, n, n) / best / 1e9])
@@ -264,7 +285,7 @@ def call_rates(paths: dict[str, dict[str, Callable[[np.ndarray], object]]], orde
 #: The smallest matrix order :func:`best_tiles` is timed at in a calibration: below it one LAPACK call beats the
 #: tile path on the CPU alone at any tile (2-core Xeon VM: 0.57-0.79x of the host path's call at order 2048 right
 #: after it, docs/dispatch.md), so no default tile there is worth a calibration's time.
-TILE_TIMING_MIN_ORDER = 1024
+TILE_TIMING_MIN_ORDER = 1000
 
 
 #: How much faster another tile must run than the table's (``rates.TILE_SIZE``) before :func:`best_tiles` records

@@ -73,6 +73,15 @@ TILE_MARGIN = 1.25
 #: was 0.63-1.46x the measured one. Calibrated, the host rate is measured and ``TILE_MARGIN`` applies.
 UNCALIBRATED_TILE_MARGIN = 1.5
 
+#: The same margin where ``hetlapack calibrate`` timed both calls dispatch compares, the host path's and the tile
+#: path's on the CPU alone, in turn on the same matrices, each after the same SciPy call
+#: (``calibration.call_rates``): the price is then their measured ratio, and its error the ratio's spread between
+#: calibrations. Two calibrations minutes apart on a 2-core Xeon VM (C-ordered float64) read the tile path's rate
+#: over the host path's as 0.94 and 1.04 for Cholesky at order 4000, 0.99 and 0.93 for LU, 1.24 and 1.23 for QR;
+#: at 2000, 0.69 and 0.76, 0.61 and 0.72, 1.13 and 1.16. With ``TILE_MARGIN`` QR at 4000, 1.8x SciPy's call on the
+#: tile path against 1.3x on the host path's, went to the host.
+TIMED_TILE_MARGIN = 1.1
+
 #: How much cheaper the model must price the two-level layout than HGDD before the hybrid path takes it: the
 #: model's error between the two, which it cannot see (per-task hand-offs between many small tiles' threads).
 #: Measured on CPU + 2 emulated accelerators (2026-11-23, benchmarks/test_hybrid_emulated.py, n = 2000 and 4000):
@@ -284,10 +293,13 @@ def host_calibrated(op: str, memory_order: str | None = None) -> bool:
     return bool(_host_rates(op, memory_order)[0])
 
 
-def tile_margin(op: str, memory_order: str | None = None) -> float:
+def tile_margin(op: str, memory_order: str | None = None, tile_timed: bool = False) -> float:
     """How much faster the tile path must be priced than the host's call before dispatch takes it: the model's
-    error, larger where the host's rate for ``op`` is the reference machine's guess."""
-    return TILE_MARGIN if host_calibrated(op, memory_order) else UNCALIBRATED_TILE_MARGIN
+    error, larger where the host's rate for ``op`` is the reference machine's guess, smaller where the tile path's
+    price is its own call timed in turn with the host path's (``tile_timed``: :func:`tile_call_factor` priced it)."""
+    if not host_calibrated(op, memory_order):
+        return UNCALIBRATED_TILE_MARGIN
+    return TIMED_TILE_MARGIN if tile_timed and memory_order is not None else TILE_MARGIN
 
 
 def host_rate_basis(op: str, order: int, dtype: np.dtype, memory_order: str | None = None) -> str:
