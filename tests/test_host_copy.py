@@ -40,9 +40,9 @@ def copies(monkeypatch):
     the direct Cholesky's), counted."""
     made = []
 
-    def counted(a, dtype=None):
+    def counted(a, dtype=None, **options):
         made.append(a.shape)
-        return fortran_copy(a, dtype)
+        return fortran_copy(a, dtype, **options)
 
     fortran_copy = arrays.fortran_copy
     monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
@@ -78,6 +78,21 @@ def test_fortran_copy_equals_numpys(shape, dtype, cores, monkeypatch):
     assert copy.flags.f_contiguous and not np.shares_memory(copy, a)
     assert copy.dtype == (a.dtype if dtype is None else dtype)
     np.testing.assert_array_equal(copy, a)
+
+
+@pytest.mark.parametrize("shape", [(TILE + 1, TILE + 1), (3 * TILE + 5, 3 * TILE + 5), (4 * TILE, 4 * TILE)])
+@pytest.mark.parametrize("triangle", [True, False])
+@pytest.mark.parametrize("cores", [1, 2, 3])
+def test_fortran_copy_of_one_triangle_zeroes_the_other(shape, triangle, cores, monkeypatch):
+    """With a triangle, the copy is ``np.tril`` or ``np.triu`` of the matrix, to the bit (NaNs in the other one
+    included), whatever the tiles and the cores sharing them."""
+    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
+    monkeypatch.setattr(arrays, "usable_cores", lambda: cores)
+    a = testing.general(*shape, dtype=np.complex128)
+    a[np.triu_indices(shape[0], 1) if triangle else np.tril_indices(shape[0], -1)] = np.nan
+    copy = arrays.fortran_copy(a, triangle=triangle)
+    assert copy.flags.f_contiguous
+    np.testing.assert_array_equal(copy, np.tril(np.nan_to_num(a)) if triangle else np.triu(np.nan_to_num(a)))
 
 
 def test_a_copy_that_may_warn_stays_on_the_calling_thread(monkeypatch):
@@ -126,6 +141,10 @@ def test_errors_and_warnings_are_scipys(copies):
         for name in ("cholesky", "cho_factor", "lu_factor", "qr"):
             with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
                 getattr(la, name)(nan)
+        for lower in (False, True):  # in the triangle the copy zeroes, and in the one it keeps
+            for x in (nan, nan.T.copy()):
+                with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+                    la.cholesky(x, lower=lower)
         with warnings.catch_warnings(record=True) as ours:
             warnings.simplefilter("always")
             lu, piv = la.lu_factor(singular)

@@ -279,14 +279,20 @@ def tile_order() -> int:
     return max(size // line, 1)
 
 
-def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
+def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None, *, triangle: bool | None = None) -> np.ndarray:
     """A Fortran-ordered copy of the 2-D ``a`` (in ``dtype``, default ``a``'s), made a tile at a time: NumPy's
     own transposing copy of a C-ordered matrix larger than the cache misses the cache on every element of one
     side (3x slower at order 4000). A matrix of more than one tile each way is copied by every usable core, each
     taking the next tile not yet taken (:func:`~.shared_work.share_out`; NumPy lets go of the GIL while it copies):
     one core's copy moved 4-5 GB/s, waiting on the caches' and memory's latency, not their bandwidth. A cast that may
     lose information (to a ``dtype`` NumPy does not cast to safely, which can warn) stays on the calling thread,
-    where its warnings belong."""
+    where its warnings belong.
+
+    With ``triangle`` (``True``: lower, ``False``: upper; a square ``a``) only that triangle is copied and the other
+    zeroed, as a Cholesky factor's is: its tiles are written, not read, and the diagonal tiles zeroed while they
+    are in the cache, where a pass of its own over the copy read every column again (2-core Xeon VM, the host path's
+    Cholesky of a C-ordered matrix right after SciPy's, best of 15: 198-202 ms against 210-221 at order 4000,
+    33.8-34.2 against 35.3-36.7 at 2000)."""
     out = np.empty(a.shape, dtype=a.dtype if dtype is None else dtype, order="F")
     rows, cols = a.shape
     tile = tile_order()
@@ -294,7 +300,13 @@ def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
 
     def copy_tile(k: int) -> None:
         i, j = corners[k]
-        out[i:i + tile, j:j + tile] = a[i:i + tile, j:j + tile]
+        source, target = a[i:i + tile, j:j + tile], out[i:i + tile, j:j + tile]
+        if triangle is not None and i != j and (i < j) == triangle:
+            target[...] = 0
+        else:
+            target[...] = source
+            if triangle is not None and i == j:
+                zero_other_triangle(target, triangle)
 
     shares = usable_cores() if min(rows, cols) > tile and np.can_cast(a.dtype, out.dtype, "safe") else 1
     share_out(len(corners), copy_tile, shares)
