@@ -137,7 +137,7 @@ def trsm(side: str, uplo: str, trans: str, diag: str, alpha: complex, a: np.ndar
 
 #: Order of the triangles :func:`trsm_by_halves` hands to BLAS's ``?trsm`` whole: LAPACK's usual block size. Halving
 #: down to it put more of a tile's solve in GEMM, twice as fast as ``?trsm`` on one core (OpenBLAS 0.3.30, tile
-#: 512, 2-core Xeon: 31-38 GFLOP/s whole, 40-56 by halves down to 64; 32 was slower again).
+#: 512, 2-core Xeon: 30-39 GFLOP/s whole, 37-56 by halves down to 64; 32 was slower again).
 TRSM_LEAF = 64
 
 
