@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..devices.base import zero_other_triangle
+from ..contract.arrays import copy_tile_of_triangle
 from ..devices.cpu import HOST_MEMORY
 from ..runtime import Runtime, TiledMatrix
 
@@ -30,20 +30,11 @@ class FiniteCheck:
             self.finite = False
 
 
-def _copy_tile(device, tile: np.ndarray, source: np.ndarray, keep_lower: bool | None, zero: bool,
+def _copy_tile(device, tile: np.ndarray, source: np.ndarray, row: int, col: int, triangle: bool | None,
                check: FiniteCheck | None) -> None:
-    """Copy ``source`` into ``tile`` (or zero ``tile``, reading ``source`` only for ``check``); with ``keep_lower``
-    (a diagonal tile of a triangle factored with the other one zeroed) zero the strict other triangle of the copy."""
-    if zero:
-        tile[...] = 0
-        if check is not None:
-            check.read(source)
-        return
-    tile[...] = source
-    if check is not None:
-        check.read(tile)
-    if keep_lower is not None:
-        zero_other_triangle(tile, keep_lower)
+    """Copy ``source``, the tile of the matrix at ``(row, col)``, into ``tile``, keeping only ``triangle`` of the
+    matrix (:func:`~hetlapack.contract.arrays.copy_tile_of_triangle`), and read every value for ``check``."""
+    copy_tile_of_triangle(tile, source, row, col, triangle, None if check is None else check.read)
 
 
 def _copy_column(device, column: np.ndarray, source: np.ndarray, bounds: tuple[int, ...],
@@ -51,7 +42,7 @@ def _copy_column(device, column: np.ndarray, source: np.ndarray, bounds: tuple[i
     """Copy ``source`` into the tile column ``column`` a tile at a time (at rows ``bounds``): each tile's
     transposing copy of a C-ordered source stays in the cache where the whole column's would not."""
     for r0, r1 in zip(bounds, bounds[1:]):
-        _copy_tile(device, column[r0:r1], source[r0:r1], None, False, check)
+        _copy_tile(device, column[r0:r1], source[r0:r1], r0, 0, None, check)
 
 
 def insert_copy_in(rt: Runtime, A: TiledMatrix, source: np.ndarray, check: FiniteCheck | None = None, *,
@@ -74,6 +65,6 @@ def insert_copy_in(rt: Runtime, A: TiledMatrix, source: np.ndarray, check: Finit
         for i in range(A.mt):
             r0, r1 = A.row_range(i)
             other = clean and (i < j if triangle else i > j)
-            diagonal = triangle if clean and i == j else None
-            rt.insert(_copy_tile, A(i, j), source[r0:r1, c0:c1], diagonal, other, check, reads=[], writes=[A(i, j)],
-                      priority=0 if other else scale * (steps - j + 1), device=host, name="copy-in")
+            rt.insert(_copy_tile, A(i, j), source[r0:r1, c0:c1], r0, c0, triangle if clean else None, check,
+                      reads=[], writes=[A(i, j)], priority=0 if other else scale * (steps - j + 1), device=host,
+                      name="copy-in")

@@ -147,14 +147,12 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     """SciPy's ``cholesky`` or ``cho_factor`` (``name``) of ``a`` on the host path. A contiguous square matrix that
     :func:`_takes_direct_call`, the call users make, is factored by the call SciPy's function makes after its Python
     checks, which are 5-10 us, a sixth of the call at order 100: before 1.18 LAPACK's ``potrf`` through SciPy's
-    f2py wrapper on a Fortran-ordered copy, made as f2py makes it, its other triangle zeroed by f2py or, past one
-    tile (where f2py's loop misses the cache), by :func:`zero_other_triangle`; or, from a C-ordered matrix of more
-    than one tile each way, made by tiles with the other triangle zeroed in the same pass (LAPACK reads one
-    triangle, so zeros there change no bit; :func:`fortran_copy`). The finiteness check stays a pass of its own:
-    read in the copy's pass (the sum of each tile) it was slower, LU of order 2000 60.2-60.3 ms against 56.8-58.7
-    on a 2-core Xeon VM. Since 1.18, SciPy's compiled loop (:func:`_compiled_cholesky`). The bits, layout and
-    flags are SciPy's. Anything else is SciPy's own call, for its result, errors and warnings, and so is a matrix
-    LAPACK cannot factor."""
+    f2py wrapper on a Fortran-ordered copy: from a C-ordered matrix of more than one tile each way made by tiles,
+    its other triangle zeroed in the same pass (:func:`fortran_copy`; LAPACK reads one triangle, so zeros there
+    change no bit), else made as f2py makes it, its other triangle zeroed by f2py or, past one tile (where f2py's
+    loop misses the cache), by :func:`zero_other_triangle`. Since 1.18, SciPy's compiled loop
+    (:func:`_compiled_cholesky`). The bits, layout and flags are SciPy's. Anything else is SciPy's own call, for
+    its result, errors and warnings, and so is a matrix LAPACK cannot factor."""
     compiled = _compiled_cholesky()
     if ((compiled is None and COMPILED_BATCH_LOOPS) or not _takes_direct_call(a, overwrite_a, check_finite, lower)
             or a.shape[0] != a.shape[1] or not (a.flags.c_contiguous or a.flags.f_contiguous)):
@@ -162,13 +160,12 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     clean = name == "cholesky"  # cho_factor leaves the other triangle to LAPACK (1.18 zeroes it in its own copy)
     if compiled is not None:
         c, failures = compiled(a, lower, False, clean)
-    elif copies_by_tiles(a):
-        c, failures = _potrf(a.dtype.char)(fortran_copy(a, triangle=lower if clean else None), lower=lower,
-                                           clean=False, overwrite_a=True)
     else:
-        by_columns = clean and a.shape[0] > tile_order()
-        c, failures = _potrf(a.dtype.char)(working_copy(a, a, a.dtype, False), lower=lower,
-                                           clean=clean and not by_columns, overwrite_a=True)
+        zeroed_in_copy = clean and copies_by_tiles(a)
+        work = fortran_copy(a, triangle=lower) if zeroed_in_copy else working_copy(a, a, a.dtype, False)
+        by_columns = clean and not zeroed_in_copy and a.shape[0] > tile_order()
+        c, failures = _potrf(a.dtype.char)(work, lower=lower, clean=clean and not (zeroed_in_copy or by_columns),
+                                           overwrite_a=True)
         if by_columns and not failures:
             zero_other_triangle(c, lower)
     if failures:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Callable
 
 import numpy as np
 from scipy.linalg.lapack import get_lapack_funcs
@@ -288,11 +289,8 @@ def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None, *, triangle: bool
     lose information (to a ``dtype`` NumPy does not cast to safely, which can warn) stays on the calling thread,
     where its warnings belong.
 
-    With ``triangle`` (``True``: lower, ``False``: upper; a square ``a``) only that triangle is copied and the other
-    zeroed, as a Cholesky factor's is: its tiles are written, not read, and the diagonal tiles zeroed while they
-    are in the cache, where a pass of its own over the copy read every column again (2-core Xeon VM, the host path's
-    Cholesky of a C-ordered matrix right after SciPy's, best of 15: 198-202 ms against 210-221 at order 4000,
-    33.8-34.2 against 35.3-36.7 at 2000)."""
+    With ``triangle`` (``True``: lower, ``False``: upper) only that triangle is copied and the other zeroed, as a
+    Cholesky factor's or R's is (:func:`copy_tile_of_triangle`)."""
     out = np.empty(a.shape, dtype=a.dtype if dtype is None else dtype, order="F")
     rows, cols = a.shape
     tile = tile_order()
@@ -300,17 +298,33 @@ def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None, *, triangle: bool
 
     def copy_tile(k: int) -> None:
         i, j = corners[k]
-        source, target = a[i:i + tile, j:j + tile], out[i:i + tile, j:j + tile]
-        if triangle is not None and i != j and (i < j) == triangle:
-            target[...] = 0
-        else:
-            target[...] = source
-            if triangle is not None and i == j:
-                zero_other_triangle(target, triangle)
+        copy_tile_of_triangle(out[i:i + tile, j:j + tile], a[i:i + tile, j:j + tile], i, j, triangle)
 
     shares = usable_cores() if min(rows, cols) > tile and np.can_cast(a.dtype, out.dtype, "safe") else 1
     share_out(len(corners), copy_tile, shares)
     return out
+
+
+def copy_tile_of_triangle(target: np.ndarray, source: np.ndarray, row: int, col: int, triangle: bool | None,
+                          read: Callable[[np.ndarray], None] | None = None) -> None:
+    """Fill ``target`` from ``source``, the tile of a matrix whose first element is at ``(row, col)``, keeping only
+    ``triangle`` of the matrix (``True``: lower, ``False``: upper, ``None``: all) and zeros in the other; the matrix
+    is cut at the same bounds each way, so a tile with ``row == col`` is one its diagonal crosses and any other lies
+    wholly on one side. A tile wholly in the other triangle is zeroed without being copied; a diagonal tile is copied
+    and its part in the other triangle zeroed while it is in the cache, where a pass of its own over the whole copy
+    read every column again (2-core Xeon VM, the host path's Cholesky of a C-ordered matrix right after SciPy's,
+    best of 15: 198-202 ms against 210-221 at order 4000, 33.8-34.2 against 35.3-36.7 at 2000). ``read`` is given
+    every value of ``source`` once, before any is zeroed: the copy where it was made, ``source`` where it was not."""
+    if triangle is not None and row != col and (row < col) == triangle:
+        target[...] = 0
+        if read is not None:
+            read(source)
+        return
+    target[...] = source
+    if read is not None:
+        read(target)
+    if triangle is not None and row == col:
+        zero_other_triangle(target, triangle)
 
 
 #: Columns per block of :func:`zero_other_triangle`: few enough blocks that its Python (a few µs a block) is small
@@ -345,14 +359,13 @@ def zero_other_triangle(c: np.ndarray, lower: bool) -> None:
 
 def upper_trapezoid(packed: np.ndarray, rows: int) -> np.ndarray:
     """``np.triu(packed[..., :rows, :])``, R from geqrf's output, in the layout ``np.triu`` gives it (C order) and
-    to the bit: a matrix is copied a tile at a time (its transpose's Fortran copy) and each row's part left of the
-    diagonal zeroed where it lies, where ``np.triu``'s masked copy of a Fortran-ordered matrix transposes it element
-    by element (0.12-0.14 s against 0.05-0.06 s at order 4000 on a 2-core AMD EPYC) and allocates a mask beside it."""
+    to the bit: a matrix is copied a tile at a time (its transpose's Fortran copy, keeping the lower triangle) and
+    each row's part left of the diagonal zeroed as its tile is copied, where ``np.triu``'s masked copy of a
+    Fortran-ordered matrix transposes it element by element (0.12-0.14 s against 0.05-0.06 s at order 4000 on a
+    2-core AMD EPYC) and allocates a mask beside it."""
     if packed.ndim != 2:
         return np.triu(packed[..., :rows, :])
-    r = fortran_copy(packed[:rows, :].T).T
-    zero_other_triangle(r, lower=False)
-    return r
+    return fortran_copy(packed[:rows, :].T, triangle=True).T
 
 
 def copies_by_tiles(a: np.ndarray) -> bool:

@@ -196,6 +196,8 @@ def _choose(req: Request, options: Options) -> Plan:
     layouts = HYBRID.layouts(req, options, unavailable, gpus) if HYBRID.name not in unavailable else {}
     if layouts:
         predicted[HYBRID.name] = layouts[_layout(layouts)]
+    # the factor this machine's timing of the tile path's call put on the hgdd layout's price, if any
+    factor = HYBRID.timed_factor(req, options, HYBRID.devices(options, gpus)) if "hgdd" in layouts else None
     if GPU.name not in unavailable:
         predicted[GPU.name] = GPU.predict(req, options, gpus)
 
@@ -209,9 +211,8 @@ def _choose(req: Request, options: Options) -> Plan:
         candidates = dict(predicted)
         margin = None
         if HYBRID.name in candidates and HOST.name in candidates:
-            tile_timed = (_layout(layouts) == "hgdd"
-                          and HYBRID.timed_factor(req, options, HYBRID.devices(options, gpus)) is not None)
-            margin = model.tile_margin(req.op, req.scipy_input_order, tile_timed)
+            margin = model.tile_margin(req.op, req.scipy_input_order,
+                                       tile_timed=factor is not None and _layout(layouts) == "hgdd")
             candidates[HYBRID.name] *= margin
         path = BY_NAME[min(candidates, key=candidates.get)]
         reason = _reason(path, req, predicted, kernels, unavailable, margin)
@@ -232,7 +233,6 @@ def _choose(req: Request, options: Options) -> Plan:
             host_cols = simulator.two_level_host_cols(model.modeled(HYBRID.devices(options, gpus)), tile)
     host_rate = (model.host_rate_basis(req.op, max(min(req.core), 1), req.dtype, req.scipy_input_order)
                  if HOST.name in predicted else None)
-    factor = HYBRID.timed_factor(req, options, HYBRID.devices(options, gpus)) if "hgdd" in layouts else None
     tile_rate = model.tile_call_basis(factor, req.memory_order) if factor is not None else None
     lanes = loop_threads = None
     if path is BATCHED and kernels == "interleaved" and req.core[0] == req.core[1]:

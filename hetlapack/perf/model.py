@@ -299,7 +299,7 @@ def tile_margin(op: str, memory_order: str | None = None, tile_timed: bool = Fal
     price is its own call timed in turn with the host path's (``tile_timed``: :func:`tile_call_factor` priced it)."""
     if not host_calibrated(op, memory_order):
         return UNCALIBRATED_TILE_MARGIN
-    return TIMED_TILE_MARGIN if tile_timed and memory_order is not None else TILE_MARGIN
+    return TIMED_TILE_MARGIN if tile_timed else TILE_MARGIN
 
 
 def host_rate_basis(op: str, order: int, dtype: np.dtype, memory_order: str | None = None) -> str:
