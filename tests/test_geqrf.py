@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.linalg as sl
 
+from hetlapack.algorithms._common import trailing_blocks
 from hetlapack.algorithms.geqrf import geqrf, orgqr, orgqr_in_place
 from hetlapack.devices import CpuDevice, EmulatedDevice
 from hetlapack.testing import (
@@ -147,3 +148,34 @@ def test_r_is_numpys_triu_to_the_bit_and_in_its_layout(shape, order, dtype):
         assert ours.dtype == numpys.dtype and not np.shares_memory(ours, packed)
         assert (ours.flags.c_contiguous, ours.flags.f_contiguous) == (numpys.flags.c_contiguous,
                                                                       numpys.flags.f_contiguous)
+
+
+class _Runtime:
+    def __init__(self, *devices):
+        self.devices = list(devices)
+
+
+@pytest.mark.parametrize("workers, first, stop, blocks", [
+    (2, 2, 12, [(2, 5), (5, 8), (8, 12)]),
+    (1, 3, 10, [(3, 6), (6, 10)]),
+    (4, 0, 3, [(0, 1), (1, 2), (2, 3)]),
+    (2, 5, 5, []),
+    (2, 6, 5, []),
+])
+def test_trailing_blocks_on_the_cpu_alone_are_one_more_than_its_workers(workers, first, stop, blocks):
+    assert trailing_blocks(_Runtime(CpuDevice(workers=workers)), first, stop) == blocks
+
+
+@pytest.mark.parametrize("devices", [(CpuDevice(workers=1), EmulatedDevice(0)), (EmulatedDevice(0),)])
+def test_trailing_blocks_elsewhere_are_single_columns(devices):
+    assert trailing_blocks(_Runtime(*devices), 2, 6) == [(2, 3), (3, 4), (4, 5), (5, 6)]
+
+
+def test_blocks_of_columns_give_the_single_columns_result():
+    """The tile QR on a CPU of three workers (blocks of columns) equals it on an emulated accelerator (one task per
+    column): each column's update is the same arithmetic."""
+    a = np.asfortranarray(general(300, 300, dtype=np.float64, seed=5))
+    blocked, tau = factor(a, tile=32, devices=[CpuDevice(workers=3)])
+    single, tau_single = factor(a, tile=32, devices=[EmulatedDevice(0)])
+    np.testing.assert_allclose(blocked, single, rtol=0, atol=1e-12 * np.abs(single).max())
+    np.testing.assert_allclose(tau, tau_single, rtol=0, atol=1e-14)

@@ -11,6 +11,7 @@ from hetlapack.algorithms.getrf import getrf, insert_getrf, pivot_tiles
 from hetlapack.algorithms.potrf import potrf
 from hetlapack.cli import main
 from hetlapack.devices import EmulatedDevice
+from hetlapack.devices.cpu import CpuDevice
 from hetlapack.perf.modeled import ModeledDevice, Power
 from hetlapack.perf.profiles import parse, registry
 from hetlapack.perf.rates import flops as flop_count
@@ -169,14 +170,18 @@ def test_energy_is_idle_over_the_makespan_plus_busy_increments_and_spin():
     assert rt.energy_joules() == pytest.approx(rt.makespan * 10 + cpu_busy)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("op", ["potrf", "getrf", "geqrf"])
-def test_the_simulator_runs_the_same_tasks_as_a_real_run(op):
+def test_the_simulator_runs_the_same_tasks_as_a_real_run(op, workers):
+    """The same tasks for the same workers (how QR cuts a step's trailing columns depends on them)."""
     n, tile = 70, 16
     a = np.asfortranarray(spd(n) if op == "potrf" else general(n))
     real = Trace()
-    {"potrf": lambda: potrf(a, lower=True, tile=tile, trace=real), "getrf": lambda: getrf(a, tile=tile, trace=real),
-     "geqrf": lambda: geqrf(a, tile=tile, trace=real)}[op]()
-    predicted = simulate(op, n, [cpu()], tile=tile)
+    devices = [CpuDevice(workers=workers)]
+    {"potrf": lambda: potrf(a, lower=True, tile=tile, trace=real, devices=devices),
+     "getrf": lambda: getrf(a, tile=tile, trace=real, devices=devices),
+     "geqrf": lambda: geqrf(a, tile=tile, trace=real, devices=devices)}[op]()
+    predicted = simulate(op, n, [cpu(workers=workers, cores=workers)], tile=tile)
     assert predicted.tasks == len(real.events)
     assert sorted((e.kernel, e.tiles) for e in predicted.trace.events) == sorted((e.kernel, e.tiles)
                                                                                 for e in real.events)
