@@ -15,6 +15,7 @@ from hetlapack import machine, testing
 from hetlapack.compat import _host
 from hetlapack.contract import arrays, shared_work
 from hetlapack.contract.scipy_rules import COMPILED_BATCH_LOOPS, fortran_copy_unseen
+from hetlapack.dispatch.paths import base
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 TILE = 8
@@ -414,3 +415,38 @@ def test_zero_other_triangle_leaves_the_factors_triangle_in_every_block(shape, o
     arrays.zero_other_triangle(a, lower)
     np.testing.assert_array_equal(a, expected)
     assert a.flags.c_contiguous == (order == "C" or min(shape) == 1)
+
+
+@pytest.mark.parametrize("n", [1, TILE, TILE + 1, 3 * TILE + 5, 4 * TILE])
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+@pytest.mark.parametrize("cores", [1, 2, 3])
+def test_r_in_place_is_upper_trapezoids_to_the_bit(n, dtype, cores, monkeypatch):
+    """R made in the factorization's own memory is ``np.triu`` of it, C-ordered, in that memory."""
+    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
+    monkeypatch.setattr(arrays, "usable_cores", lambda: cores)
+    packed = np.asfortranarray(testing.general(n, n, dtype=dtype))
+    expected = arrays.upper_trapezoid(packed, n)
+    r = arrays.upper_trapezoid_in_place(packed)
+    np.testing.assert_array_equal(r, expected)
+    assert r.flags.c_contiguous and r.dtype == dtype and np.shares_memory(r, packed)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("overwrite_a", [False, True])
+def test_the_tile_paths_r_alone_leaves_the_callers_array_its_own(order, overwrite_a, monkeypatch):
+    """``qr(mode='r')`` on the tile path makes R in its working copy, never in the caller's array: R shares no
+    memory with it, and the array is unchanged unless it could be overwritten (Fortran order, ``overwrite_a``)."""
+    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
+    made_in_place = []
+    monkeypatch.setattr(base, "upper_trapezoid_in_place",
+                        lambda packed: made_in_place.append(packed) or arrays.upper_trapezoid_in_place(packed))
+    a = np.asarray(testing.general(3 * TILE + 5, 3 * TILE + 5), order=order)
+    before = a.copy()
+    with hetlapack.using(path="hybrid", tile=TILE):
+        (r,) = la.qr(a, mode="r", overwrite_a=overwrite_a)
+    np.testing.assert_allclose(r, sl.qr(before, mode="r")[0], atol=1e-12 * np.abs(before).max() * len(a))
+    assert r.flags.c_contiguous and not np.shares_memory(r, a)
+    overwritable = overwrite_a and order == "F"
+    assert len(made_in_place) == (not overwritable)
+    if not overwritable:
+        np.testing.assert_array_equal(a, before)

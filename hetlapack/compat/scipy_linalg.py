@@ -505,7 +505,8 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     if pivoting:  # a stack (one matrix stays on the host path)
         q, r, p = plan.runner.qr_pivoted(plan, work, ncols, rows, fortran=fortran, check_finite=check_finite)
     else:
-        (q, r), p = plan.runner.qr(plan, work, ncols, rows, fortran=fortran, check_finite=check_finite), None
+        (q, r), p = plan.runner.qr(plan, work, ncols, rows, fortran=fortran, check_finite=check_finite,
+                                   own=work is not a1), None
     outputs = (r,) if mode == "r" else (q, r)
     return scipy_returns("qr", (*outputs, *(() if p is None else (p,))), stacked,
                          in_place=arr if overwrite_a else None, **options)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from ...contract.arrays import upper_trapezoid, working_copy
+from ...contract.arrays import upper_trapezoid, upper_trapezoid_in_place, working_copy
 from ...imports import load, present
 from ...options import Options
 
@@ -163,9 +163,12 @@ class Path:
         raise self._lacks("orgqr")
 
     def qr(self, plan: Plan, a: np.ndarray, ncols: int, rows: int, fortran: bool = False,
-           check_finite: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
-        """Q's first ``ncols`` columns (``None`` for 0) and the first ``rows`` rows of R, from one factorization."""
+           check_finite: bool = False, own: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
+        """Q's first ``ncols`` columns (``None`` for 0) and the first ``rows`` rows of R, from one factorization;
+        ``own``: ``a`` is no caller's array, so R alone of a square matrix is made in the factorization's memory."""
         packed, tau = self.geqrf(plan, a, check_finite)
+        if own and not ncols and packed.shape == (rows, rows) and packed.flags.f_contiguous:
+            return None, upper_trapezoid_in_place(packed)
         r = upper_trapezoid(packed, rows)
         return self._q(plan, packed, tau, ncols), r
 

@@ -78,7 +78,7 @@ class BatchedPath(Path):
     def orgqr(self, plan, qr, tau, ncols):
         return _compiled().orgqr(qr, tau, ncols)
 
-    def qr(self, plan, a, ncols, rows, fortran=False, check_finite=False):
+    def qr(self, plan, a, ncols, rows, fortran=False, check_finite=False, own=False):
         """Q and R in one pass over memory."""
         return _compiled().qr(a, ncols, rows, fortran=fortran, check_finite=check_finite,
                               lapack=self._lapack_loop(plan), lanes=plan.lanes)
