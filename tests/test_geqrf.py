@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import scipy.linalg as sl
 
-from hetlapack.algorithms._common import trailing_blocks
 from hetlapack.algorithms.geqrf import geqrf, orgqr, orgqr_in_place
 from hetlapack.devices import CpuDevice, EmulatedDevice
 from hetlapack.testing import (
@@ -148,27 +147,6 @@ def test_r_is_numpys_triu_to_the_bit_and_in_its_layout(shape, order, dtype):
         assert ours.dtype == numpys.dtype and not np.shares_memory(ours, packed)
         assert (ours.flags.c_contiguous, ours.flags.f_contiguous) == (numpys.flags.c_contiguous,
                                                                       numpys.flags.f_contiguous)
-
-
-class _Runtime:
-    def __init__(self, *devices):
-        self.devices = list(devices)
-
-
-@pytest.mark.parametrize("workers, first, stop, blocks", [
-    (2, 2, 12, [(2, 5), (5, 8), (8, 12)]),
-    (1, 3, 10, [(3, 6), (6, 10)]),
-    (4, 0, 3, [(0, 1), (1, 2), (2, 3)]),
-    (2, 5, 5, []),
-    (2, 6, 5, []),
-])
-def test_trailing_blocks_on_the_cpu_alone_are_one_more_than_its_workers(workers, first, stop, blocks):
-    assert trailing_blocks(_Runtime(CpuDevice(workers=workers)), first, stop) == blocks
-
-
-@pytest.mark.parametrize("devices", [(CpuDevice(workers=1), EmulatedDevice(0)), (EmulatedDevice(0),)])
-def test_trailing_blocks_elsewhere_are_single_columns(devices):
-    assert trailing_blocks(_Runtime(*devices), 2, 6) == [(2, 3), (3, 4), (4, 5), (5, 6)]
 
 
 def test_blocks_of_columns_give_the_single_columns_result():

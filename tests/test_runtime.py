@@ -594,3 +594,19 @@ def test_a_failed_copy_cancels_the_graph_and_leaves_no_thread():
         A = rt.matrix(a, 2)
         rt.insert(lambda dev, tile: tile.__imul__(2), A(0, 0), writes=[A(0, 0)], device=1)
     assert a[0, 0] == 2.0
+
+
+@pytest.mark.parametrize("workers, first, stop, blocks", [
+    (2, 2, 12, [(2, 5), (5, 8), (8, 12)]),
+    (1, 3, 10, [(3, 6), (6, 10)]),
+    (4, 0, 3, [(0, 1), (1, 2), (2, 3)]),
+    (2, 5, 5, []),
+    (2, 6, 5, []),
+])
+def test_column_blocks_on_the_cpu_alone_are_one_more_than_its_workers(workers, first, stop, blocks):
+    assert Runtime([CpuDevice(workers=workers)]).column_blocks(first, stop) == blocks
+
+
+@pytest.mark.parametrize("devices", [(CpuDevice(workers=1), EmulatedDevice(0)), (EmulatedDevice(0),)])
+def test_column_blocks_elsewhere_are_single_columns(devices):
+    assert Runtime(list(devices)).column_blocks(2, 6) == [(2, 3), (3, 4), (4, 5), (5, 6)]

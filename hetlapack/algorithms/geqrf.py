@@ -3,9 +3,10 @@
 ``geqrf`` step ``k``: the tall panel (tile rows ``k:`` of tile column ``k``) and its compact-WY factor ``T_k`` in
 one recursive kernel (LAPACK geqrt3: twice geqrf's speed on a tall panel, and the panel is the critical path),
 then ``A[k:,j] = H_k^H A[k:,j]`` (LARFB, GEMM-rich) for every tile column to the right: the next panel's column
-first and alone (lookahead), the others in a few blocks of columns (:func:`~._common.trailing_blocks`). The
-reflectors and ``tau`` are LAPACK's, so ``R`` and its signs equal SciPy's, except where a column cancels to exactly
-zero in one rounding and not the other (``docs/drop-in.md``). ``orgqr`` applies the panels backwards to the
+first and alone (lookahead), the others in the blocks the runtime cuts for its workers
+(:meth:`~hetlapack.runtime.Runtime.column_blocks`). The reflectors and ``tau`` are LAPACK's, so ``R`` and its signs
+equal SciPy's, except where a column cancels to exactly zero in one rounding and not the other
+(``docs/drop-in.md``). ``orgqr`` applies the panels backwards to the
 identity, as LAPACK's orgqr does, but reads the reflectors from the (unchanged) factorization rather than from Q's
 own storage: every ``T_k`` can then be formed at once, and each tile column of Q is an independent chain of LARFB
 updates, with no panel task between steps (the columns of a step again in blocks).
@@ -21,7 +22,7 @@ import numpy as np
 
 from ..devices.base import Device
 from ..runtime import Placement, Runtime, TiledMatrix, Trace
-from ._common import check_fortran_matrix, check_tile, flop_scale, panel_bounds, trailing_blocks, widest_tile
+from ._common import check_fortran_matrix, check_tile, flop_scale, panel_bounds, widest_tile
 from .copy_in import FiniteCheck, insert_copy_in
 
 
@@ -75,7 +76,7 @@ def insert_geqrf(rt: Runtime, A: TiledMatrix, tau_tiles: TiledMatrix, T: TiledMa
                   priority=top + 1,
                   flops=scale * (2 * max(rows, width) * steps**2 - 2 * steps**3 / 3 + rows * steps**2))
         lookahead = [(k + 1, k + 2)] if k + 1 < nt else []
-        for j0, j1 in lookahead + trailing_blocks(rt, k + 2, nt):
+        for j0, j1 in lookahead + rt.column_blocks(k + 2, nt):
             columns = A.block(k, mt, j0, j1)
             # A[k:,j] = H_k^H A[k:,j]
             rt.insert("larfb", panel, T(0, k), columns, conj=True, reads=[panel, T(0, k)], writes=[columns],
@@ -112,7 +113,7 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, tile: int | Sequence[i
             # T_k: H_k = I - V_k T_k V_k^H
             rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)],
                       writes=[T(0, k)], priority=k + 1, flops=scale * rows * width**2)
-            for j0, j1 in trailing_blocks(rt, k, nt):
+            for j0, j1 in rt.column_blocks(k, nt):
                 columns = Q.block(k, mt, j0, j1)
                 # Q[k:,j] = H_k Q[k:,j]  (columns left of k are still the identity's, zero in rows k:)
                 rt.insert("larfb", panel, T(0, k), columns, conj=False, reads=[panel, T(0, k)], writes=[columns],
@@ -152,7 +153,7 @@ def orgqr_in_place(qr: np.ndarray, tau: np.ndarray, *, tile: int | Sequence[int]
             rows, width = panel.shape
             rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)],
                       writes=[T(0, k)], priority=k + 1, flops=scale * rows * width**2)
-            for j0, j1 in trailing_blocks(rt, k + 1, nt):
+            for j0, j1 in rt.column_blocks(k + 1, nt):
                 columns = Q.block(k, mt, j0, j1)
                 rt.insert("larfb", panel, T(0, k), columns, conj=False, reads=[panel, T(0, k)], writes=[columns],
                           priority=k, flops=4 * scale * rows * Q.cols(j0, j1) * width)
