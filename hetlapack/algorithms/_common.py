@@ -53,4 +53,3 @@ def flop_scale(dtype: np.dtype) -> float:
 def panel_bounds(bounds: tuple[int, ...], kmin: int) -> tuple[int, ...]:
     """The column tile boundaries up to ``kmin``: where the panels of an LU or QR of ``min(m, n) = kmin`` end."""
     return (*(b for b in bounds if b < kmin), kmin) if kmin else (0,)
-

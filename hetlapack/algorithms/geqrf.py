@@ -6,10 +6,10 @@ then ``A[k:,j] = H_k^H A[k:,j]`` (LARFB, GEMM-rich) for every tile column to the
 first and alone (lookahead), the others in the blocks the runtime cuts for its workers
 (:meth:`~hetlapack.runtime.Runtime.column_blocks`). The reflectors and ``tau`` are LAPACK's, so ``R`` and its signs
 equal SciPy's, except where a column cancels to exactly zero in one rounding and not the other
-(``docs/drop-in.md``). ``orgqr`` applies the panels backwards to the
-identity, as LAPACK's orgqr does, but reads the reflectors from the (unchanged) factorization rather than from Q's
-own storage: every ``T_k`` can then be formed at once, and each tile column of Q is an independent chain of LARFB
-updates, with no panel task between steps (the columns of a step again in blocks).
+(``docs/drop-in.md``). ``orgqr`` applies the panels backwards to the identity, as LAPACK's orgqr does, but reads the
+reflectors from the (unchanged) factorization rather than from Q's own storage: every ``T_k`` can then be formed at
+once, and each tile column of Q is an independent chain of LARFB updates, with no panel task between steps (the
+columns of a step again in blocks).
 ``orgqr_in_place`` builds Q in the factorization's own storage instead, as LAPACK does (no second matrix), where Q is
 as wide as the factorization: SciPy's economic mode, and a square matrix's full one.
 """
