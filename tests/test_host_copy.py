@@ -450,3 +450,21 @@ def test_the_tile_paths_r_alone_leaves_the_callers_array_its_own(order, overwrit
     assert len(made_in_place) == (not overwritable)
     if not overwritable:
         np.testing.assert_array_equal(a, before)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_numpys_r_alone_on_the_tile_path_is_made_in_place_and_leaves_the_array(order, monkeypatch):
+    """``numpy.linalg.qr(mode='r')`` never overwrites its input: on the tile path R is made in the working copy."""
+    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
+    made_in_place = []
+    monkeypatch.setattr(base, "upper_trapezoid_in_place",
+                        lambda packed: made_in_place.append(packed) or arrays.upper_trapezoid_in_place(packed))
+    a = np.asarray(testing.general(3 * TILE + 5, 3 * TILE + 5), order=order)
+    before = a.copy()
+    with hetlapack.using(path="hybrid", tile=TILE):
+        r = hetlapack.compat.numpy_linalg.qr(a, mode="r")
+    expected = np.linalg.qr(before, mode="r")
+    np.testing.assert_allclose(r, expected, atol=1e-12 * np.abs(before).max() * len(a))
+    assert len(made_in_place) == 1 and not np.shares_memory(r, a)
+    assert (r.flags.c_contiguous, r.flags.f_contiguous) == (expected.flags.c_contiguous, expected.flags.f_contiguous)
+    np.testing.assert_array_equal(a, before)

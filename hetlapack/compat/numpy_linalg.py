@@ -205,7 +205,7 @@ def qr(a, mode="reduced"):
     k = min(m, n)
     rows = m if mode == "complete" else k
     if mode == "r":
-        (r,) = _factored(plan, lambda work: plan.runner.qr(plan, work, 0, rows)[1:], a, dtype)
+        (r,) = _factored(plan, lambda work: plan.runner.qr(plan, work, 0, rows, own=work is not a)[1:], a, dtype)
         return _laid_out_as_numpy_r(r, a)
     q, r = _factored(plan, lambda work: plan.runner.qr(plan, work, rows, rows), a, dtype)
     return np.linalg._linalg.QRResult(_laid_out_as_gufunc_output(q, a), _laid_out_as_numpy_r(r, a))
