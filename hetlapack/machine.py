@@ -13,6 +13,9 @@ from pathlib import Path
 #: An L1 data cache of 32 KiB in lines of 64 bytes, assumed where the system does not say (Linux's sysfs does).
 _DEFAULT_L1 = (32768, 64)
 
+#: A core's L2 cache of 1 MiB, assumed where the system does not say.
+_DEFAULT_L2 = 1 << 20
+
 _CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 
 
@@ -53,6 +56,13 @@ def l1_data_cache() -> tuple[int, int]:
     """This machine's L1 data cache: (bytes, bytes per line)."""
     level_one = [(size, line) for level, _, size, line in _caches() if level == 1]
     return level_one[0] if level_one else _DEFAULT_L1
+
+
+@functools.cache
+def l2_cache() -> int:
+    """Bytes of this machine's L2 cache (a core's)."""
+    level_two = [size for level, _, size, _ in _caches() if level == 2]
+    return level_two[0] if level_two else _DEFAULT_L2
 
 
 @functools.cache

@@ -177,15 +177,19 @@ def test_caches_are_read_from_sysfs_or_assumed(tmp_path, monkeypatch):
         index.mkdir()
         for field, value in (("level", level), ("type", kind), ("size", size), ("coherency_line_size", "64")):
             (index / field).write_text(value + "\n")
+    caches = (machine.l1_data_cache, machine.l2_cache)
     monkeypatch.setattr(machine, "_CACHES", tmp_path)
-    machine.l1_data_cache.cache_clear()
     try:
-        assert machine.l1_data_cache() == (48 * 1024, 64)
+        for cache in caches:
+            cache.cache_clear()
+        assert (machine.l1_data_cache(), machine.l2_cache()) == ((48 * 1024, 64), 2048 * 1024)
         monkeypatch.setattr(machine, "_CACHES", tmp_path / "absent")
-        machine.l1_data_cache.cache_clear()
-        assert machine.l1_data_cache() == (32768, 64)
+        for cache in caches:
+            cache.cache_clear()
+        assert (machine.l1_data_cache(), machine.l2_cache()) == ((32768, 64), 1 << 20)
     finally:
-        machine.l1_data_cache.cache_clear()
+        for cache in caches:
+            cache.cache_clear()
 
 
 @pytest.mark.parametrize("dtype", [bool, np.int64, np.float16, np.float64])
@@ -420,26 +424,39 @@ def test_zero_other_triangle_leaves_the_factors_triangle_in_every_block(shape, o
 @pytest.mark.parametrize("n", [1, TILE, TILE + 1, 3 * TILE + 5, 4 * TILE])
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128])
 @pytest.mark.parametrize("cores", [1, 2, 3])
-def test_r_in_place_is_upper_trapezoids_to_the_bit(n, dtype, cores, monkeypatch):
-    """R made in the factorization's own memory is ``np.triu`` of it, C-ordered, in that memory."""
-    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
+@pytest.mark.parametrize("upper", [False, True])
+def test_c_ordered_in_place_is_the_matrix_or_its_upper_triangle_to_the_bit(n, dtype, cores, upper, monkeypatch):
+    """Transposed in place a tile at a time, shared among the cores, the matrix (or R, ``np.triu`` of it: the
+    tile path's ``qr(mode='r')``) is C-ordered in its own memory."""
+    monkeypatch.setattr(arrays, "swap_tile", lambda itemsize: TILE)
     monkeypatch.setattr(arrays, "usable_cores", lambda: cores)
-    packed = np.asfortranarray(testing.general(n, n, dtype=dtype))
-    expected = arrays.upper_trapezoid(packed, n)
-    r = arrays.upper_trapezoid_in_place(packed)
-    np.testing.assert_array_equal(r, expected)
-    assert r.flags.c_contiguous and r.dtype == dtype and np.shares_memory(r, packed)
+    x = np.asfortranarray(testing.general(n, n, dtype=dtype))
+    expected = np.triu(x) if upper else x.copy()
+    c = arrays.c_ordered_in_place(x, upper=upper)
+    np.testing.assert_array_equal(c, expected)
+    assert c.flags.c_contiguous and c.dtype == dtype and np.shares_memory(c, x)
+
+
+@pytest.fixture
+def r_made_in_place(monkeypatch):
+    """Tiles of ``TILE`` rows; the working matrices the tile path's R was made in, recorded."""
+    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
+    monkeypatch.setattr(arrays, "swap_tile", lambda itemsize: TILE)
+    made = []
+
+    def recorded(packed, upper=False):
+        made.append(packed)
+        return arrays.c_ordered_in_place(packed, upper=upper)
+
+    monkeypatch.setattr(base, "c_ordered_in_place", recorded)
+    return made
 
 
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("overwrite_a", [False, True])
-def test_the_tile_paths_r_alone_leaves_the_callers_array_its_own(order, overwrite_a, monkeypatch):
+def test_the_tile_paths_r_alone_leaves_the_callers_array_its_own(order, overwrite_a, r_made_in_place):
     """``qr(mode='r')`` on the tile path makes R in its working copy, never in the caller's array: R shares no
     memory with it, and the array is unchanged unless it could be overwritten (Fortran order, ``overwrite_a``)."""
-    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
-    made_in_place = []
-    monkeypatch.setattr(base, "upper_trapezoid_in_place",
-                        lambda packed: made_in_place.append(packed) or arrays.upper_trapezoid_in_place(packed))
     a = np.asarray(testing.general(3 * TILE + 5, 3 * TILE + 5), order=order)
     before = a.copy()
     with hetlapack.using(path="hybrid", tile=TILE):
@@ -447,24 +464,20 @@ def test_the_tile_paths_r_alone_leaves_the_callers_array_its_own(order, overwrit
     np.testing.assert_allclose(r, sl.qr(before, mode="r")[0], atol=1e-12 * np.abs(before).max() * len(a))
     assert r.flags.c_contiguous and not np.shares_memory(r, a)
     overwritable = overwrite_a and order == "F"
-    assert len(made_in_place) == (not overwritable)
+    assert len(r_made_in_place) == (not overwritable)
     if not overwritable:
         np.testing.assert_array_equal(a, before)
 
 
 @pytest.mark.parametrize("order", ["C", "F"])
-def test_numpys_r_alone_on_the_tile_path_is_made_in_place_and_leaves_the_array(order, monkeypatch):
+def test_numpys_r_alone_on_the_tile_path_is_made_in_place_and_leaves_the_array(order, r_made_in_place):
     """``numpy.linalg.qr(mode='r')`` never overwrites its input: on the tile path R is made in the working copy."""
-    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
-    made_in_place = []
-    monkeypatch.setattr(base, "upper_trapezoid_in_place",
-                        lambda packed: made_in_place.append(packed) or arrays.upper_trapezoid_in_place(packed))
     a = np.asarray(testing.general(3 * TILE + 5, 3 * TILE + 5), order=order)
     before = a.copy()
     with hetlapack.using(path="hybrid", tile=TILE):
         r = hetlapack.compat.numpy_linalg.qr(a, mode="r")
     expected = np.linalg.qr(before, mode="r")
     np.testing.assert_allclose(r, expected, atol=1e-12 * np.abs(before).max() * len(a))
-    assert len(made_in_place) == 1 and not np.shares_memory(r, a)
+    assert len(r_made_in_place) == 1 and not np.shares_memory(r, a)
     assert (r.flags.c_contiguous, r.flags.f_contiguous) == (expected.flags.c_contiguous, expected.flags.f_contiguous)
     np.testing.assert_array_equal(a, before)

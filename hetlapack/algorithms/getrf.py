@@ -4,7 +4,9 @@ Step ``k``: LAPACK getrf on the tall panel (tile rows ``k:`` of tile column ``k`
 right gets one task that applies the panel's row interchanges (LASWP), the TRSM with the panel's unit lower
 triangle and the GEMM update of the rows below, so the swapped rows are still in cache when they are used. The
 interchanges of later panels reach the columns to the left in one task per column, after the last panel that
-swaps them. The next panel's column has the highest priority (lookahead).
+swaps them. The next panel's column has the highest priority (lookahead). A task per column, where the tile QR
+takes the blocks the runtime cuts (:meth:`~hetlapack.runtime.Runtime.column_blocks`): in blocks, LU of order 4000
+ran level at tile 256 and 2-5% slower at 384-512 on a 2-core Xeon VM (fewer tasks, more idle workers).
 """
 
 from __future__ import annotations

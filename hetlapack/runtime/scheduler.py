@@ -251,10 +251,9 @@ class Runtime:
         LARFB call on a wider block runs faster (one core, 3600 x 384 reflectors: 75-79 GFLOP/s on 384 columns,
         80-81 on 768-1536), and the extra block leaves work for a worker that finishes its part early. The tile QR
         of order 4000 on a 2-core Xeon VM, alternating, best of 5: 0.658-0.714 s against 0.718-0.792 with a task per
-        column at tile 256, 0.677-0.733 against 0.709-0.753 at 384; forming Q alike. LU's updates were level at
-        tile 256 and 2-5% slower at 384-512 (fewer tasks, more idle), so LU keeps a task per column. Elsewhere every
-        column is a block of its own: among several devices each is its owner's, as the layout deals them, and no
-        accelerator was timed with blocks."""
+        column at tile 256, 0.677-0.733 against 0.709-0.753 at 384; forming Q alike. Elsewhere every column is a
+        block of its own: among several devices each is its owner's, as the layout deals them, and no accelerator
+        was timed with blocks."""
         columns = stop - first
         if columns <= 0:
             return []

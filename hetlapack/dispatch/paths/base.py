@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from ...contract.arrays import upper_trapezoid, upper_trapezoid_in_place, working_copy
+from ...contract.arrays import c_ordered_in_place, upper_trapezoid, working_copy
 from ...imports import load, present
 from ...options import Options
 
@@ -168,7 +168,7 @@ class Path:
         ``own``: ``a`` is no caller's array, so R alone of a square matrix is made in the factorization's memory."""
         packed, tau = self.geqrf(plan, a, check_finite)
         if own and not ncols and packed.shape == (rows, rows) and packed.flags.f_contiguous:
-            return None, upper_trapezoid_in_place(packed)
+            return None, c_ordered_in_place(packed, upper=True)
         r = upper_trapezoid(packed, rows)
         return self._q(plan, packed, tau, ncols), r
 
