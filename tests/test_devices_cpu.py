@@ -147,6 +147,23 @@ def test_geqrt_equals_geqrf_then_larft(cpu, dtype, shape):
     np.testing.assert_allclose(np.triu(t[:k]), np.triu(t_ref), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("shape", [(9, 4), (4, 4), (1, 1), (3, 5)], ids=["tall", "square", "one", "wide"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_orgqr_from_t_equals_lapacks(cpu, dtype, shape):
+    """Q of a panel from its compact-WY factor (two triangular multiplies) is LAPACK orgqr's, whatever the panel's
+    upper triangle and T's lower one hold (a wide panel takes LAPACK's)."""
+    k = min(shape)
+    host, view = embedded(general(*shape, dtype=dtype, seed=6))
+    tau, t = np.zeros((k, 1), dtype=dtype), np.full((6, k), np.nan, dtype=dtype, order="F")
+    t[:k] = general(k, k, dtype=dtype, seed=7)
+    cpu.geqrt(view, tau, t)
+    expected = np.array(view, order="F")
+    cpu.orgqr(expected, tau[:, 0])
+    cpu.orgqr(view, tau[:, 0], t)
+    tol = TOL[dtype] * 10
+    np.testing.assert_allclose(view, expected, rtol=tol, atol=tol)
+
+
 def test_kernels_reject_c_ordered_views(cpu):
     with pytest.raises(ValueError, match="Fortran"):
         cpu.gemm(np.ones((3, 3)), np.ones((3, 3)), np.ones((3, 3), order="F"))

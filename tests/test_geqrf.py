@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 import scipy.linalg as sl
 
-from hetlapack.algorithms.geqrf import geqrf, orgqr, orgqr_in_place
+from hetlapack.algorithms.geqrf import compact_wy_factors, geqrf, orgqr, orgqr_in_place
 from hetlapack.devices import CpuDevice, EmulatedDevice
+from hetlapack.runtime import Trace
 from hetlapack.testing import (
     general,
     ill_conditioned,
@@ -94,6 +95,29 @@ def test_orgqr_in_place_is_orgqr_in_the_factorizations_storage(dtype, shape, til
     assert q is qr
     np.testing.assert_allclose(q, expected, atol=TOL[dtype])
     assert orthogonality_residual(q) < 50
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("shape", "tile"), [((1, 1), 4), ((13, 13), 4), ((97, 60), 32), ((40, 5), 4),
+                                             ((64, 64), [0, 10, 40, 64])])
+@pytest.mark.parametrize("accelerators", [0, 2])
+def test_q_from_the_factors_t_that_geqrf_formed(dtype, shape, tile, accelerators):
+    """Q from geqrf's own ``T_k`` (in the factorization's memory, and Q's full columns beside it) equals Q from
+    ``T_k`` formed again, with no LARFT task, and ``Q R = A``."""
+    devices = [CpuDevice(workers=1), *(EmulatedDevice(i) for i in range(accelerators))] if accelerators else None
+    m, n = shape
+    a = np.asfortranarray(general(*shape, dtype=dtype, seed=m + n + 2))
+    factors = compact_wy_factors(a, tile)
+    qr, tau = factor(a, tile=tile, devices=devices, factors=factors)
+    r = np.triu(qr[:n])
+    traces = Trace(), Trace()
+    full = orgqr(qr, tau, ncols=m, tile=tile, devices=devices, trace=traces[0], factors=factors)
+    np.testing.assert_allclose(full, orgqr(qr, tau, ncols=m, tile=tile), atol=TOL[dtype])
+    expected = orgqr_in_place(qr.copy(order="F"), tau, tile=tile)
+    q = orgqr_in_place(qr, tau, tile=tile, devices=devices, trace=traces[1], factors=factors)
+    np.testing.assert_allclose(q, expected, atol=TOL[dtype])
+    assert not any(e.kernel == "larft" for trace in traces for e in trace.events)
+    assert orthogonality_residual(q) < 50 and qr_residual(a, q, r) < 50 and orthogonality_residual(full) < 50
 
 
 def test_orgqr_in_place_needs_a_q_as_wide_as_the_factorization():

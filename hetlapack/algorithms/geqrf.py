@@ -11,7 +11,8 @@ reflectors from the (unchanged) factorization rather than from Q's own storage: 
 once, and each tile column of Q is an independent chain of LARFB updates, with no panel task between steps (the
 columns of a step again in blocks).
 ``orgqr_in_place`` builds Q in the factorization's own storage instead, as LAPACK does (no second matrix), where Q is
-as wide as the factorization: SciPy's economic mode, and a square matrix's full one.
+as wide as the factorization: SciPy's economic mode, and a square matrix's full one. Both can read the ``T_k`` that
+``geqrf`` formed (:func:`compact_wy_factors`) instead of forming them again.
 """
 
 from __future__ import annotations
@@ -28,17 +29,18 @@ from .copy_in import FiniteCheck, insert_copy_in
 
 def geqrf(a: np.ndarray, *, tile: int | Sequence[int], devices: Sequence[Device] | None = None,
           placement: str | Placement = "owner", trace: Trace | None = None, source: np.ndarray | None = None,
-          check: FiniteCheck | None = None) -> np.ndarray:
+          check: FiniteCheck | None = None, factors: np.ndarray | None = None) -> np.ndarray:
     """QR factorization in place on an ``(m, n)`` Fortran-ordered matrix; returns ``tau`` (length ``min(m, n)``).
 
     On return ``a`` holds LAPACK geqrf's output: ``R`` on and above the diagonal, the Householder vectors below.
-    ``source`` and ``check`` as for :func:`~.getrf.getrf`.
+    ``source`` and ``check`` as for :func:`~.getrf.getrf`. ``factors`` (from :func:`compact_wy_factors`) receives
+    each panel's ``T_k``, for :func:`orgqr_in_place`.
     """
     check_fortran_matrix(a, "geqrf")
     nb = check_tile(tile)
     kmin = min(a.shape)
     tau = np.zeros((kmin, 1), dtype=a.dtype, order="F")
-    factors = np.zeros((widest_tile(nb), kmin), dtype=a.dtype, order="F")
+    factors = compact_wy_factors(a, tile) if factors is None else factors
 
     def insert(rt: Runtime) -> None:
         A = rt.matrix(a, nb)
@@ -49,6 +51,11 @@ def geqrf(a: np.ndarray, *, tile: int | Sequence[int], devices: Sequence[Device]
 
     Runtime(devices, placement, trace).run(insert)
     return tau[:, 0].copy()
+
+
+def compact_wy_factors(a: np.ndarray, tile: int | Sequence[int]) -> np.ndarray:
+    """Room for the ``T_k`` of every panel of a QR of ``a`` in tiles ``tile``: one column block per panel."""
+    return np.zeros((widest_tile(check_tile(tile)), min(a.shape)), dtype=a.dtype, order="F")
 
 
 def householder_tiles(A: TiledMatrix, tau: np.ndarray | None = None,
@@ -85,10 +92,10 @@ def insert_geqrf(rt: Runtime, A: TiledMatrix, tau_tiles: TiledMatrix, T: TiledMa
 
 def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, tile: int | Sequence[int],
           devices: Sequence[Device] | None = None, placement: str | Placement = "owner",
-          trace: Trace | None = None) -> np.ndarray:
+          trace: Trace | None = None, factors: np.ndarray | None = None) -> np.ndarray:
     """The first ``ncols`` columns of ``Q`` (an ``(m, ncols)`` Fortran array) from geqrf's output and ``tau``.
 
-    ``len(tau) <= ncols <= m``; ``qr`` is only read.
+    ``len(tau) <= ncols <= m``; ``qr`` is only read. ``factors`` as for :func:`orgqr_in_place`.
     """
     nb = check_tile(tile)
     m = qr.shape[0]
@@ -99,7 +106,8 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, tile: int | Sequence[i
     q = np.zeros((m, ncols), dtype=qr.dtype, order="F")
     np.fill_diagonal(q, 1)
     taus = np.asfortranarray(np.asarray(tau, dtype=qr.dtype).reshape(-1, 1))
-    factors = np.zeros((widest_tile(nb), kmin), dtype=qr.dtype, order="F")
+    formed = factors is not None
+    factors = factors if formed else compact_wy_factors(reflectors, tile)
 
     def insert(rt: Runtime) -> None:
         Q = rt.matrix(q, nb)
@@ -110,9 +118,9 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, tile: int | Sequence[i
         for k in reversed(range(kt)):
             panel = V.block(k, mt, k, k + 1)
             rows, width = panel.shape
-            # T_k: H_k = I - V_k T_k V_k^H
-            rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)],
-                      writes=[T(0, k)], priority=k + 1, flops=scale * rows * width**2)
+            if not formed:  # T_k: H_k = I - V_k T_k V_k^H
+                rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)],
+                          writes=[T(0, k)], priority=k + 1, flops=scale * rows * width**2)
             for j0, j1 in rt.column_blocks(k, nt):
                 columns = Q.block(k, mt, j0, j1)
                 # Q[k:,j] = H_k Q[k:,j]  (columns left of k are still the identity's, zero in rows k:)
@@ -125,13 +133,14 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, tile: int | Sequence[i
 
 def orgqr_in_place(qr: np.ndarray, tau: np.ndarray, *, tile: int | Sequence[int],
                    devices: Sequence[Device] | None = None, placement: str | Placement = "owner",
-                   trace: Trace | None = None) -> np.ndarray:
+                   trace: Trace | None = None, factors: np.ndarray | None = None) -> np.ndarray:
     """Overwrite geqrf's output (``m x n``, ``m >= n = len(tau)``, Fortran-ordered) with the first ``n`` columns of
-    ``Q``, as LAPACK's orgqr does, and return it: no second matrix (``R`` must be copied out first).
+    ``Q``, as LAPACK's orgqr does, and return it: no second matrix (``R`` must be copied out first). ``factors``:
+    the ``T_k`` that :func:`geqrf` formed with the same tiles, read instead of formed again (LARFT).
 
     Backwards over the panels: ``H_k`` updates the tile columns right of panel ``k`` (already partial columns of
-    ``Q``), then panel ``k`` is overwritten with ``H_k``'s own columns (orgqr of the panel), once those updates have
-    read its reflectors. Above its panel, each tile column starts as the identity's zeros.
+    ``Q``), then panel ``k`` is overwritten with ``H_k``'s own columns (orgqr of the panel, from ``T_k``), once those
+    updates have read its reflectors. Above its panel, each tile column starts as the identity's zeros.
     """
     check_fortran_matrix(qr, "orgqr")
     nb = check_tile(tile)
@@ -139,7 +148,8 @@ def orgqr_in_place(qr: np.ndarray, tau: np.ndarray, *, tile: int | Sequence[int]
     if len(tau) != n or n > m:
         raise ValueError(f"orgqr_in_place: need len(tau) = n <= m, got shape {qr.shape} and len(tau)={len(tau)}")
     taus = np.asfortranarray(np.asarray(tau, dtype=qr.dtype).reshape(-1, 1))
-    factors = np.zeros((widest_tile(nb), n), dtype=qr.dtype, order="F")
+    formed = factors is not None
+    factors = factors if formed else compact_wy_factors(qr, tile)
 
     def insert(rt: Runtime) -> None:
         Q = rt.matrix(qr, nb)
@@ -151,14 +161,16 @@ def orgqr_in_place(qr: np.ndarray, tau: np.ndarray, *, tile: int | Sequence[int]
         for k in reversed(range(tau_tiles.mt)):
             panel = Q.block(k, mt, k, k + 1)
             rows, width = panel.shape
-            rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)],
-                      writes=[T(0, k)], priority=k + 1, flops=scale * rows * width**2)
+            if not formed:
+                rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)],
+                          writes=[T(0, k)], priority=k + 1, flops=scale * rows * width**2)
             for j0, j1 in rt.column_blocks(k + 1, nt):
                 columns = Q.block(k, mt, j0, j1)
                 rt.insert("larfb", panel, T(0, k), columns, conj=False, reads=[panel, T(0, k)], writes=[columns],
                           priority=k, flops=4 * scale * rows * Q.cols(j0, j1) * width)
-            rt.insert("orgqr", panel, tau_tiles(k, 0), reads=[tau_tiles(k, 0)], writes=[panel], priority=k + 1,
-                      flops=scale * (4 * rows * width**2 - 2 * width**3))
+            # panel k = H_k [I; 0] = [I; 0] - V_k T_k V_k1^H, once every update has read V_k
+            rt.insert("orgqr", panel, tau_tiles(k, 0), T(0, k), reads=[tau_tiles(k, 0), T(0, k)], writes=[panel],
+                      priority=k + 1, flops=scale * rows * width**2)
 
     Runtime(devices, placement, trace).run(insert)
     return qr

@@ -213,8 +213,9 @@ class Device(abc.ABC):
         number of reflectors is ``T.shape[1]``."""
 
     @abc.abstractmethod
-    def orgqr(self, a: Any, tau: Any) -> None:
-        """Overwrite a panel of reflectors with the first columns of the orthogonal factor they define."""
+    def orgqr(self, a: Any, tau: Any, t: Any = None) -> None:
+        """Overwrite a panel of reflectors with the first columns of the orthogonal factor they define; ``t``, where
+        given, is their compact-WY factor ``T`` (:meth:`larft`'s), which a device may use instead of ``tau``."""
 
     @property
     def weight(self) -> float:

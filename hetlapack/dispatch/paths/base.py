@@ -170,11 +170,7 @@ class Path:
         if own and not ncols and packed.shape == (rows, rows) and packed.flags.f_contiguous:
             return None, c_ordered_in_place(packed, upper=True)
         r = upper_trapezoid(packed, rows)
-        return self._q(plan, packed, tau, ncols), r
-
-    def _q(self, plan: Plan, packed: np.ndarray, tau: np.ndarray, ncols: int) -> np.ndarray | None:
-        """Q's first ``ncols`` columns from :meth:`geqrf`'s output (``None`` for 0), formed by :meth:`orgqr`."""
-        return self.orgqr(plan, packed, tau, ncols) if ncols else None
+        return (self.orgqr(plan, packed, tau, ncols) if ncols else None), r
 
     def qr_pivoted(self, plan: Plan, a: np.ndarray, ncols: int, rows: int, fortran: bool = False,
                    check_finite: bool = False) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:

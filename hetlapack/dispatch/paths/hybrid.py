@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...contract.arrays import validated, writable_in_place
+from ...contract.arrays import upper_trapezoid, validated, writable_in_place
 from ...devices.base import zero_other_triangle
 from ...errors import NotPositiveDefinite
 from ...imports import load
@@ -144,14 +144,20 @@ class HybridPath(Path):
         self._raise_unless_read_finite(copy_in)
         return a, tau
 
-    def orgqr(self, plan, qr, tau, ncols):
-        return _algorithm("geqrf").orgqr(qr, tau, ncols=ncols, **self.tile_arguments(plan))
-
-    def _q(self, plan, packed, tau, ncols):
-        """Q formed where the factorization lies when it holds Q whole (square enough), else by :meth:`orgqr`."""
-        if ncols == packed.shape[-1] == len(tau):
-            return _algorithm("geqrf").orgqr_in_place(packed, tau, **self.tile_arguments(plan))
-        return super()._q(plan, packed, tau, ncols)
+    def qr(self, plan, a, ncols, rows, fortran=False, check_finite=False, own=False):
+        """Q from the compact-WY factors ``T_k`` the factorization formed: in the factorization's memory where Q is
+        as wide (economic, or a square matrix's full Q), else beside it."""
+        if not ncols:
+            return super().qr(plan, a, ncols, rows, fortran, check_finite, own)
+        qr, tiles = _algorithm("geqrf"), self.tile_arguments(plan)
+        packed, copy_in = self._read(plan, a, check_finite)
+        factors = qr.compact_wy_factors(packed, tiles["tile"])
+        tau = qr.geqrf(packed, **copy_in, **tiles, factors=factors)
+        self._raise_unless_read_finite(copy_in)
+        r = upper_trapezoid(packed, rows)
+        if ncols == packed.shape[1] <= packed.shape[0]:
+            return qr.orgqr_in_place(packed, tau, **tiles, factors=factors), r
+        return qr.orgqr(packed, tau, ncols=ncols, **tiles, factors=factors), r
 
 
 HYBRID = HybridPath()
