@@ -596,15 +596,17 @@ def test_a_failed_copy_cancels_the_graph_and_leaves_no_thread():
     assert a[0, 0] == 2.0
 
 
-@pytest.mark.parametrize("workers, first, stop, blocks", [
-    (2, 2, 12, [(2, 5), (5, 8), (8, 12)]),
-    (1, 3, 10, [(3, 6), (6, 10)]),
-    (4, 0, 3, [(0, 1), (1, 2), (2, 3)]),
-    (2, 5, 5, []),
-    (2, 6, 5, []),
+@pytest.mark.parametrize("workers, per_worker, first, stop, blocks", [
+    (2, 1, 2, 12, [(2, 7), (7, 12)]),
+    (2, 2, 2, 12, [(2, 4), (4, 7), (7, 9), (9, 12)]),
+    (1, 1, 3, 10, [(3, 10)]),
+    (1, 2, 3, 10, [(3, 6), (6, 10)]),
+    (4, 1, 0, 3, [(0, 1), (1, 2), (2, 3)]),
+    (2, 1, 5, 5, []),
+    (2, 2, 6, 5, []),
 ])
-def test_column_blocks_on_the_cpu_alone_are_one_more_than_its_workers(workers, first, stop, blocks):
-    assert Runtime([CpuDevice(workers=workers)]).column_blocks(first, stop) == blocks
+def test_column_blocks_on_the_cpu_alone_are_so_many_a_worker(workers, per_worker, first, stop, blocks):
+    assert Runtime([CpuDevice(workers=workers)]).column_blocks(first, stop, per_worker) == blocks
 
 
 @pytest.mark.parametrize("devices", [(CpuDevice(workers=1), EmulatedDevice(0)), (EmulatedDevice(0),)])

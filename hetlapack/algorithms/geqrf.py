@@ -164,7 +164,7 @@ def orgqr_in_place(qr: np.ndarray, tau: np.ndarray, *, tile: int | Sequence[int]
             if not formed:
                 rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)],
                           writes=[T(0, k)], priority=k + 1, flops=scale * rows * width**2)
-            for j0, j1 in rt.column_blocks(k + 1, nt):
+            for j0, j1 in rt.column_blocks(k + 1, nt, per_worker=2):
                 columns = Q.block(k, mt, j0, j1)
                 rt.insert("larfb", panel, T(0, k), columns, conj=False, reads=[panel, T(0, k)], writes=[columns],
                           priority=k, flops=4 * scale * rows * Q.cols(j0, j1) * width)

@@ -6,7 +6,8 @@ triangle and the GEMM update of the rows below, so the swapped rows are still in
 interchanges of later panels reach the columns to the left in one task per column, after the last panel that
 swaps them. The next panel's column has the highest priority (lookahead). A task per column, where the tile QR
 takes the blocks the runtime cuts (:meth:`~hetlapack.runtime.Runtime.column_blocks`): in blocks, LU of order 4000
-ran level at tile 256 and 2-5% slower at 384-512 on a 2-core Xeon VM (fewer tasks, more idle workers).
+ran level with it on a 2-core Xeon VM (one block a worker beside the lookahead column) or 2-5% slower (one block
+more, at tile 384-512: fewer tasks, more idle workers).
 """
 
 from __future__ import annotations

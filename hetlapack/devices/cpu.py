@@ -176,10 +176,9 @@ class CpuDevice(Device):
         if m == 0 or n == 0:
             return
         if t is not None and m >= n == len(tau):
-            char = a.dtype.char
             top = a[:n]
             w = np.asfortranarray(np.triu(t[:n, :n]))  # becomes W = T V_1^H
-            lp.trmm("R", "L", _trans(True, char), "U", 1.0, top, w)
+            lp.trmm("R", "L", _trans(True, a.dtype.char), "U", 1.0, top, w)
             zero_other_triangle(top, lower=True)
             np.fill_diagonal(top, 1)
             lp.trmm("R", "U", "N", "N", -1.0, w, a)

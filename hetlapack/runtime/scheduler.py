@@ -245,20 +245,19 @@ class Runtime:
         """Cut a Fortran-ordered host array into tiles (the handles name its tiles, no data is copied)."""
         return TiledMatrix(array, tile_rows, tile_cols, name)
 
-    def column_blocks(self, first: int, stop: int) -> list[tuple[int, int]]:
+    def column_blocks(self, first: int, stop: int, per_worker: int = 1) -> list[tuple[int, int]]:
         """Tile columns ``first .. stop-1`` of one step's trailing update, as ``(j0, j1)`` blocks that one task each
-        updates. On the CPU alone they are cut into one block more than it has workers, of near-equal widths: one
-        LARFB call on a wider block runs faster (one core, 3600 x 384 reflectors: 75-79 GFLOP/s on 384 columns,
-        80-81 on 768-1536), and the extra block leaves work for a worker that finishes its part early. The tile QR
-        of order 4000 on a 2-core Xeon VM, alternating, best of 5: 0.658-0.714 s against 0.718-0.792 with a task per
-        column at tile 256, 0.677-0.733 against 0.709-0.753 at 384; forming Q alike. Elsewhere every column is a
-        block of its own: among several devices each is its owner's, as the layout deals them, and no accelerator
-        was timed with blocks."""
+        updates. On the CPU alone they are cut into ``per_worker`` near-equal blocks a worker: one LARFB call on a
+        wider block runs faster (one core, 3600 x 384 reflectors: 75-79 GFLOP/s on 384 columns, 80-81 on 768-1536).
+        One a worker where a step's lookahead column is a task of its own or nothing waits for the blocks as a whole;
+        two where the step's next task waits for all of them, so that the workers finish them together (timed in
+        ``docs/hybrid.md``). Elsewhere every column is a block of its own: among several devices each is its owner's,
+        as the layout deals them, and no accelerator was timed with blocks."""
         columns = stop - first
         if columns <= 0:
             return []
         cpu_alone = len(self.devices) == 1 and self.devices[0].kind == "cpu"
-        parts = min(self.devices[0].workers + 1, columns) if cpu_alone else columns
+        parts = min(per_worker * self.devices[0].workers, columns) if cpu_alone else columns
         bounds = [first + columns * part // parts for part in range(parts + 1)]
         return list(zip(bounds[:-1], bounds[1:], strict=True))
 
