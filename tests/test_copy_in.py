@@ -14,7 +14,7 @@ import scipy.linalg as sl
 
 import hetlapack
 import hetlapack.linalg as hl
-from hetlapack.algorithms.copy_in import FiniteCheck
+from hetlapack.contract.finite import FiniteCheck
 from hetlapack.algorithms.potrf import potrf
 from hetlapack.devices import EmulatedDevice
 from hetlapack.runtime import Trace

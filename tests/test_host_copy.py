@@ -14,6 +14,7 @@ import hetlapack.linalg as la
 from hetlapack import machine, testing
 from hetlapack.compat import _host
 from hetlapack.contract import arrays, shared_work
+from hetlapack.contract.finite import FiniteCheck, all_finite
 from hetlapack.contract.scipy_rules import COMPILED_BATCH_LOOPS, fortran_copy_unseen
 from hetlapack.dispatch.paths import base
 
@@ -94,6 +95,29 @@ def test_fortran_copy_of_one_triangle_zeroes_the_other(shape, triangle, cores, m
     copy = arrays.fortran_copy(a, triangle=triangle)
     assert copy.flags.f_contiguous
     np.testing.assert_array_equal(copy, np.tril(np.nan_to_num(a)) if triangle else np.triu(np.nan_to_num(a)))
+
+
+@pytest.mark.parametrize("triangle", [True, False, None])
+@pytest.mark.parametrize("cores", [1, 2])
+def test_fortran_copy_reads_every_value_once_for_check_finite(triangle, cores, monkeypatch):
+    """``read`` sees each value of the matrix once, those of the triangle the copy zeroes too: a NaN anywhere makes
+    the check fail, and without one it passes."""
+    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
+    monkeypatch.setattr(arrays, "usable_cores", lambda: cores)
+    a = testing.general(3 * TILE + 5, 3 * TILE + 5)
+    seen = []
+    arrays.fortran_copy(a, triangle=triangle, read=lambda values: seen.append((values.size, values.sum())))
+    assert sum(size for size, _ in seen) == a.size
+    np.testing.assert_allclose(sum(total for _, total in seen), a.sum())
+    for where in [(1, 2 * TILE), (2 * TILE, 1), (TILE + 3, TILE + 3)]:
+        nan = a.copy()
+        nan[where] = np.nan
+        check = FiniteCheck()
+        arrays.fortran_copy(nan, triangle=triangle, read=check.read)
+        assert not check.finite and not all_finite(nan)
+    check = FiniteCheck()
+    arrays.fortran_copy(a, triangle=triangle, read=check.read)
+    assert check.finite and all_finite(a)
 
 
 def test_a_copy_that_may_warn_stays_on_the_calling_thread(monkeypatch):

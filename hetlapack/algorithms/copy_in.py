@@ -9,25 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..contract.arrays import copy_tile_of_triangle
+from ..contract.finite import FiniteCheck
 from ..devices.cpu import HOST_MEMORY
 from ..runtime import Runtime, TiledMatrix
-
-
-class FiniteCheck:
-    """Whether every tile read so far held only finite numbers (SciPy's ``check_finite``, read by the copy-in
-    tasks; each sets it to false, none sets it back)."""
-
-    def __init__(self) -> None:
-        self.finite = True
-
-    def read(self, values: np.ndarray) -> None:
-        """Note whether ``values`` are all finite: their sum first (one pass, no temporary; finite unless some value
-        is not or the sum overflows, which warns nothing here), element by element only where the sum is not
-        finite."""
-        with np.errstate(over="ignore", invalid="ignore"):
-            total = values.sum()
-        if not np.isfinite(total) and not np.isfinite(values).all():
-            self.finite = False
 
 
 def _copy_tile(device, tile: np.ndarray, source: np.ndarray, row: int, col: int, triangle: bool | None,

@@ -19,6 +19,7 @@ from scipy.linalg.lapack import get_lapack_funcs
 
 from ..contract.arrays import (copies_by_tiles, fortran_copy, identical, plain_matrix, tile_order, working_copy,
                                zero_other_triangle)
+from ..contract.finite import FiniteCheck, all_finite
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.originals import scipy_matrix_functions as _scipy_matrix
 from ..contract.scipy_rules import (COMPILED_BATCH_LOOPS, QR_LWORK_DEFAULT, cho_factor_flags, fortran_copy_unseen,
@@ -38,9 +39,18 @@ _BOOL = frozenset({bool})
 def _takes_direct_call(a, overwrite_a, check_finite, *flags) -> bool:
     """Whether SciPy's function may be bypassed for ``a``: a non-empty :func:`plain_matrix` it reads as it lies
     (:func:`_read_as_it_lies`), the default ``overwrite_a=False``, plain ``bool`` flags, and with ``check_finite``
-    only finite entries (else SciPy's call, for its error). Each ``host_*`` call adds what its routine needs."""
+    only finite entries (else SciPy's call, for its error; a caller whose copy reads them passes False). Each
+    ``host_*`` call adds what its routine needs."""
     return (plain_matrix(a) and a.size > 0 and _read_as_it_lies(a) and overwrite_a is False
-            and _BOOL.issuperset(map(type, flags)) and not (check_finite and not np.isfinite(a).all()))
+            and _BOOL.issuperset(map(type, flags)) and not (check_finite and not all_finite(a)))
+
+
+def _copy_reading(a: np.ndarray, check_finite, triangle: bool | None = None) -> np.ndarray | None:
+    """:func:`fortran_copy` of ``a`` (``triangle`` as it takes it), ``check_finite`` read in the same pass; None
+    where ``a`` holds a value that is not finite (SciPy's own call then raises its error)."""
+    check = FiniteCheck() if check_finite else None
+    copy = fortran_copy(a, triangle=triangle, read=None if check is None else check.read)
+    return copy if check is None or check.finite else None
 
 
 def _copies_slowly(a: np.ndarray, overwrite_a) -> bool:
@@ -59,8 +69,8 @@ def scipy_call(name: str, a, overwrite_a, check_finite, **options):
     if not plain_matrix(a):
         return _scipy[name](a, overwrite_a=overwrite_a, check_finite=check_finite, **options)
     if _copies_slowly(a, overwrite_a) and fortran_copy_unseen(name, **options) and (
-            not check_finite or np.isfinite(a).all()):
-        return _scipy_matrix[name](fortran_copy(a), overwrite_a=True, check_finite=False, **options)
+            (copy := _copy_reading(a, check_finite)) is not None):
+        return _scipy_matrix[name](copy, overwrite_a=True, check_finite=False, **options)
     return _scipy_matrix[name](a, overwrite_a=overwrite_a, check_finite=check_finite, **options)
 
 
@@ -148,23 +158,27 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     :func:`_takes_direct_call`, the call users make, is factored by the call SciPy's function makes after its Python
     checks, which are 5-10 us, a sixth of the call at order 100: before 1.18 LAPACK's ``potrf`` through SciPy's
     f2py wrapper on a Fortran-ordered copy: from a C-ordered matrix of more than one tile each way made by tiles,
-    its other triangle zeroed in the same pass (:func:`fortran_copy`; LAPACK reads one triangle, so zeros there
-    change no bit), else made as f2py makes it, its other triangle zeroed by f2py or, past one tile (where f2py's
-    loop misses the cache), by :func:`zero_other_triangle`. Since 1.18, SciPy's compiled loop
-    (:func:`_compiled_cholesky`). The bits, layout and flags are SciPy's. Anything else is SciPy's own call, for
-    its result, errors and warnings, and so is a matrix LAPACK cannot factor."""
+    ``check_finite`` read and (``cholesky``) the other triangle zeroed in the same pass (:func:`_copy_reading`;
+    LAPACK reads one triangle, so zeros there change no bit), else made as f2py makes it, its other triangle zeroed
+    by f2py or, past one tile (where f2py's loop misses the cache), by :func:`zero_other_triangle`. Since 1.18,
+    SciPy's compiled loop (:func:`_compiled_cholesky`). The bits, layout and flags are SciPy's. Anything else is
+    SciPy's own call, for its result, errors and warnings, and so is a matrix LAPACK cannot factor."""
     compiled = _compiled_cholesky()
-    if ((compiled is None and COMPILED_BATCH_LOOPS) or not _takes_direct_call(a, overwrite_a, check_finite, lower)
+    by_tiles = compiled is None and plain_matrix(a) and copies_by_tiles(a)  # the copy reads check_finite
+    if ((compiled is None and COMPILED_BATCH_LOOPS)
+            or not _takes_direct_call(a, overwrite_a, check_finite and not by_tiles, lower)
             or a.shape[0] != a.shape[1] or not (a.flags.c_contiguous or a.flags.f_contiguous)):
         return scipy_call(name, a, overwrite_a, check_finite, lower=lower)
     clean = name == "cholesky"  # cho_factor leaves the other triangle to LAPACK (1.18 zeroes it in its own copy)
     if compiled is not None:
         c, failures = compiled(a, lower, False, clean)
     else:
-        zeroed_in_copy = clean and copies_by_tiles(a)
-        work = fortran_copy(a, triangle=lower) if zeroed_in_copy else working_copy(a, a, a.dtype, False)
-        by_columns = clean and not zeroed_in_copy and a.shape[0] > tile_order()
-        c, failures = _potrf(a.dtype.char)(work, lower=lower, clean=clean and not (zeroed_in_copy or by_columns),
+        work = _copy_reading(a, check_finite, lower if clean else None) if by_tiles else \
+            working_copy(a, a, a.dtype, False)
+        if work is None:
+            return scipy_call(name, a, overwrite_a, check_finite, lower=lower)
+        by_columns = clean and not by_tiles and a.shape[0] > tile_order()
+        c, failures = _potrf(a.dtype.char)(work, lower=lower, clean=clean and not (by_tiles or by_columns),
                                            overwrite_a=True)
         if by_columns and not failures:
             zero_other_triangle(c, lower)

@@ -19,6 +19,7 @@ from ..dtypes import native
 from ._numpy_host import host_cholesky, host_qr
 from ._request import on_host_at_once, request
 from ..contract.arrays import numpy_linalg_dtype
+from ..contract.finite import all_finite
 from ..contract.originals import numpy_functions as _numpy
 
 _ACCELERATED_QR_MODES = ("reduced", "complete", "r")
@@ -38,7 +39,7 @@ def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, np.dtype] |
         return None
     req, _ = request(op, a, dtype_rule=numpy_linalg_dtype, features=features, library="numpy", loop="compiled")
     plan = choose(req)
-    if plan.runner.own_call or not np.isfinite(a).all():
+    if plan.runner.own_call or not all_finite(a):
         return None
     return plan, req.dtype
 

@@ -21,6 +21,7 @@ from ..contract.arrays import (broadcast, check_flags, check_scipy_qr_mode, is_c
                                read_overwrite_flag, scipy_qr_sizes, solve_batch, unshared_overwrite_b,
                                upper_trapezoid, validated)
 from ._host import host_cholesky, host_lu, host_qr, scipy_call
+from ..contract.finite import all_finite
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy,
                                     cholesky_lower, dtype_warns, fortran_in_place, fortran_result, raise_first_failure,
@@ -42,7 +43,7 @@ def plan_call(op: str, a, check_finite: bool = True, features: tuple[str, ...] =
     req, arr = request(op, a, features=features, loop=loop)
     plan = choose(req)
     if (plan.runner.reorders_arithmetic and not check_finite and isinstance(arr, np.ndarray)
-            and not np.isfinite(arr).all()):
+            and not all_finite(arr)):
         plan = dataclasses.replace(plan, path=HOST.name, reason="infinities or NaNs with check_finite=False: SciPy's "
                                    "own LAPACK call places them in the factors as SciPy does")
     return plan, arr, req.dtype

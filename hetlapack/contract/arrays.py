@@ -300,7 +300,8 @@ def tile_order() -> int:
     return max(size // line, 1)
 
 
-def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None, *, triangle: bool | None = None) -> np.ndarray:
+def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None, *, triangle: bool | None = None,
+                 read: Callable[[np.ndarray], None] | None = None) -> np.ndarray:
     """A Fortran-ordered copy of the 2-D ``a`` (in ``dtype``, default ``a``'s), made a tile at a time: NumPy's
     own transposing copy of a C-ordered matrix larger than the cache misses the cache on every element of one
     side (3x slower at order 4000). A matrix of more than one tile each way is copied by every usable core, each
@@ -310,7 +311,8 @@ def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None, *, triangle: bool
     where its warnings belong.
 
     With ``triangle`` (``True``: lower, ``False``: upper) only that triangle is copied and the other zeroed, as a
-    Cholesky factor's or R's is (:func:`copy_tile_of_triangle`)."""
+    Cholesky factor's or R's is (:func:`copy_tile_of_triangle`). ``read`` is given every value of ``a`` once, a tile
+    at a time while it is in the cache (``contract.finite.FiniteCheck.read``: SciPy's ``check_finite``)."""
     out = np.empty(a.shape, dtype=a.dtype if dtype is None else dtype, order="F")
     rows, cols = a.shape
     tile = tile_order()
@@ -318,7 +320,7 @@ def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None, *, triangle: bool
 
     def copy_tile(k: int) -> None:
         i, j = corners[k]
-        copy_tile_of_triangle(out[i:i + tile, j:j + tile], a[i:i + tile, j:j + tile], i, j, triangle)
+        copy_tile_of_triangle(out[i:i + tile, j:j + tile], a[i:i + tile, j:j + tile], i, j, triangle, read)
 
     shares = usable_cores() if min(rows, cols) > tile and np.can_cast(a.dtype, out.dtype, "safe") else 1
     share_out(len(corners), copy_tile, shares)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...contract.arrays import upper_trapezoid, validated, writable_in_place
+from ...contract.finite import FiniteCheck
 from ...devices.base import zero_other_triangle
 from ...errors import NotPositiveDefinite
 from ...imports import load
@@ -108,7 +109,7 @@ class HybridPath(Path):
         :class:`Unread` operand a fresh array its copy-in tasks fill (on a plan with the host among its devices),
         ``check_finite`` read by them; otherwise the array itself (an Unread's working copy), checked first."""
         if isinstance(a, Unread) and "cpu" in map(kind, plan.devices):
-            check = load("hetlapack.algorithms.copy_in").FiniteCheck() if check_finite else None
+            check = FiniteCheck() if check_finite else None
             return np.empty(a.source.shape, dtype=a.dtype, order="F"), {"source": a.source, "check": check}
         return validated(a.copy() if isinstance(a, Unread) else a, check_finite), {}
 
