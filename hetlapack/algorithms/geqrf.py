@@ -21,10 +21,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..contract.finite import FiniteCheck
 from ..devices.base import Device
 from ..runtime import Placement, Runtime, TiledMatrix, Trace
 from ._common import check_fortran_matrix, check_tile, flop_scale, panel_bounds, widest_tile
-from .copy_in import FiniteCheck, insert_copy_in
+from .copy_in import insert_copy_in
 
 
 def geqrf(a: np.ndarray, *, tile: int | Sequence[int], devices: Sequence[Device] | None = None,

@@ -16,10 +16,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..contract.finite import FiniteCheck
 from ..devices.base import Device
 from ..runtime import Placement, Runtime, TiledMatrix, Trace
 from ._common import check_fortran_matrix, check_tile, flop_scale, panel_bounds
-from .copy_in import FiniteCheck, insert_copy_in
+from .copy_in import insert_copy_in
 
 
 def _getrf_panel(device: Device, panel, piv, offset: int, infos: dict) -> None:

@@ -19,11 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from ..contract.finite import FiniteCheck
 from ..devices.base import Device
 from ..errors import NotPositiveDefinite
 from ..runtime import Block, Placement, Runtime, TiledMatrix, Trace
 from ._common import check_fortran_matrix, check_tile, flop_scale
-from .copy_in import FiniteCheck, insert_copy_in
+from .copy_in import insert_copy_in
 
 
 def _potrf_tile(device: Device, a_kk, offset: int, lower: bool) -> None:

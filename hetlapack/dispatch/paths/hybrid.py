@@ -139,9 +139,10 @@ class HybridPath(Path):
         self._raise_unless_read_finite(copy_in)
         return a, piv, np.asarray(info)
 
-    def geqrf(self, plan, a, check_finite=False):
+    def geqrf(self, plan, a, check_finite=False, factors=None):
+        """:meth:`Path.geqrf`; ``factors`` (``compact_wy_factors``) receives the panels' ``T_k`` for Q."""
         a, copy_in = self._read(plan, a, check_finite)
-        tau = _algorithm("geqrf").geqrf(a, **copy_in, **self.tile_arguments(plan))
+        tau = _algorithm("geqrf").geqrf(a, **copy_in, **self.tile_arguments(plan), factors=factors)
         self._raise_unless_read_finite(copy_in)
         return a, tau
 
@@ -151,10 +152,8 @@ class HybridPath(Path):
         if not ncols:
             return super().qr(plan, a, ncols, rows, fortran, check_finite, own)
         qr, tiles = _algorithm("geqrf"), self.tile_arguments(plan)
-        packed, copy_in = self._read(plan, a, check_finite)
-        factors = qr.compact_wy_factors(packed, tiles["tile"])
-        tau = qr.geqrf(packed, **copy_in, **tiles, factors=factors)
-        self._raise_unless_read_finite(copy_in)
+        factors = qr.compact_wy_factors(a, tiles["tile"])
+        packed, tau = self.geqrf(plan, a, check_finite, factors)
         r = upper_trapezoid(packed, rows)
         if ncols == packed.shape[1] <= packed.shape[0]:
             return qr.orgqr_in_place(packed, tau, **tiles, factors=factors), r
