@@ -97,6 +97,15 @@ def test_fortran_copy_of_one_triangle_zeroes_the_other(shape, triangle, cores, m
     np.testing.assert_array_equal(copy, np.tril(np.nan_to_num(a)) if triangle else np.triu(np.nan_to_num(a)))
 
 
+def test_only_matrices_of_more_than_two_tiles_each_way_are_copied_by_tiles(monkeypatch):
+    """Two tiles or fewer each way leave one tile most of the matrix: NumPy's own copy there."""
+    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
+    for shape, tiled in [((2 * TILE, 3 * TILE), False), ((2 * TILE + 1, 2 * TILE + 1), True),
+                         ((3 * TILE, 2 * TILE), False)]:
+        a = np.zeros(shape)
+        assert arrays.copies_by_tiles(a) is tiled and not arrays.copies_by_tiles(np.asfortranarray(a))
+
+
 @pytest.mark.parametrize("triangle", [True, False, None])
 @pytest.mark.parametrize("cores", [1, 2])
 def test_fortran_copy_reads_every_value_once_for_check_finite(triangle, cores, monkeypatch):

@@ -391,12 +391,16 @@ def upper_trapezoid(packed: np.ndarray, rows: int) -> np.ndarray:
 
 
 def copies_by_tiles(a: np.ndarray) -> bool:
-    """Whether a Fortran-ordered copy of ``a`` is made by :func:`fortran_copy`: a C-ordered matrix of more than one
-    tile each way. Where the matrix and its copy fit in the cache NumPy's own copy ties the tiles (float64, 0.96-1.07x
+    """Whether a Fortran-ordered copy of ``a`` is made by :func:`fortran_copy`: a C-ordered matrix of more than two
+    tiles each way. Where the matrix and its copy fit in the cache NumPy's own copy ties the tiles (float64, 0.96-1.07x
     at orders 770-1500 on a 2-core Xeon, 0.96-1.04x up to 1200 on an AMD EPYC); past the share of the last-level
     cache this process really gets, which sysfs does not tell (the Xeon's lists 260 MiB, yet NumPy's copy fell behind
-    from 34 MiB: 1.54x at order 1700, 2.0x at 2000, 2.5x at 4000), the tiles win."""
-    return a.ndim == 2 and min(a.shape) > tile_order() and a.flags.c_contiguous and not a.flags.f_contiguous
+    from 34 MiB: 1.54x at order 1700, 2.0x at 2000, 2.5x at 4000), the tiles win. With two tiles or fewer each way
+    one tile holds most of the matrix, so the cores share it unevenly, and right after another BLAS call, whose idle
+    thread spins on the second core, the call lost by its copy (Xeon, 768-row tiles, right after SciPy's call, best
+    of 40, ms: ``cho_factor`` 7.45 against 7.21 with NumPy's copy at order 1000, 5.53 against 5.24 at 800;
+    ``lu_factor`` 14.18 against 13.55 at 1000; Cholesky, whose tiles copy one triangle, level)."""
+    return a.ndim == 2 and min(a.shape) > 2 * tile_order() and a.flags.c_contiguous and not a.flags.f_contiguous
 
 
 def working_copy(a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> np.ndarray:
