@@ -310,6 +310,98 @@ def test_the_default_tile_follows_the_calibrated_tiles_on_the_cpu_alone(cache_di
             hetlapack.explain("cholesky", np.eye(2999) * 2))
 
 
+def test_the_host_choleskys_block_is_timed_against_potrf_per_dtype_and_is_what_the_host_path_runs(cache_dir,
+                                                                                                  monkeypatch):
+    """From ``POTRF_BLOCKS_MIN_ORDER``, calibration times LAPACK's right-looking Cholesky at each block below the
+    order in turn with the BLAS's ``potrf``, per dtype, on fresh copies of one matrix; a block counts only where it
+    ran ``TILE_CHOICE_MARGIN`` faster, else the row holds the order itself (``potrf``). The table, named by dtype
+    and SciPy version, reaches the CPU, the cache and the host path's calls timed next; the host path's Cholesky
+    then runs at it, and ``explain`` says so."""
+    import numpy as np
+    import scipy
+    import scipy.linalg as sl
+
+    import hetlapack
+    import hetlapack.linalg as la
+    from hetlapack import testing
+    from hetlapack.devices import lapack_pointers
+    from hetlapack.perf import calibration, model, rates
+
+    monkeypatch.setattr(calibration, "POTRF_BLOCKS_MIN_ORDER", 40)
+    monkeypatch.setattr(rates, "POTRF_BLOCKS_MIN_ORDER", 40)
+    monkeypatch.setattr(calibration, "POTRF_BLOCKS", (8, 16, 64))
+    seconds = {"float64": {8: 0.9, 16: 0.97}, "complex64": {8: 0.97, 16: 0.99}}
+    timed = []
+    timed_in_turn = calibration.fastest_in_turn
+
+    def in_turn(calls, rounds, setup=None, **limits):
+        if not all(isinstance(key, int) for key in calls):  # the paths' calls
+            return timed_in_turn(calls, rounds, setup=setup, **limits)
+        setup()
+        for call in calls.values():
+            call()
+        work = calls[min(calls)].args[1]
+        assert work.flags.f_contiguous and all(call.args[1] is work for call in calls.values())
+        timed.append((work.dtype.name, work.shape[0], sorted(calls)))
+        return {key: seconds.get(work.dtype.name, {}).get(key, 1.0) for key in calls}
+
+    monkeypatch.setattr(calibration, "fastest_in_turn", in_turn)
+    in_effect = []
+    host_calls = {op: lambda a: in_effect.append(model.host_potrf_block(a.dtype, a.shape[0]))
+                  for op in ("potrf", "getrf", "geqrf")}
+    results = calibrate([CpuDevice(workers=1)], tile=16, repeats=1, kernels=False, whole_orders=(24, 48),
+                        host_calls=host_calls, tile_calls={op: lambda a, tile: None for op in host_calls})
+    version = scipy.__version__
+    assert timed == [(dtype, 48, [8, 16, 48]) for dtype in ("float32", "float64", "complex64", "complex128")]
+    assert results["cpu"]["potrf_blocks"] == {f"{dtype} scipy {version}": [[48, 8 if dtype == "float64" else 48]]
+                                              for dtype in ("float32", "float64", "complex64", "complex128")}
+    assert in_effect and set(in_effect) == {None, 8}  # the calls at 24 and of other dtypes keep potrf
+    assert CpuDevice().potrf_blocks[f"float64 scipy {version}"] == ((48, 8),)
+    assert model.host_potrf_block(np.dtype(np.float64), 50) == 8
+    assert model.host_potrf_block(np.dtype(np.float64), 30) is None
+    assert model.host_potrf_block(np.dtype(np.complex64), 50) is None
+
+    ran = []
+    right_looking = lapack_pointers.potrf_right_looking
+    monkeypatch.setattr(lapack_pointers, "potrf_right_looking", lambda *args: ran.append(args[2]) or
+                        right_looking(*args))
+    a = testing.spd(50)
+    with hetlapack.using(path="host"):
+        for order in "CF":
+            matrix = np.array(a, order=order)
+            for lower in (False, True):  # SciPy's layout and other triangle (1.18: C-ordered, zeroed)
+                c, expected = la.cholesky(matrix, lower=lower), sl.cholesky(matrix, lower=lower)
+                assert c.flags.f_contiguous == expected.flags.f_contiguous and c.dtype == expected.dtype
+                assert testing.cholesky_residual(a, c, lower) < 50
+                np.testing.assert_allclose(c, expected, rtol=1e-12, atol=1e-12)
+                np.testing.assert_array_equal((np.triu if lower else np.tril)(c, 1 if lower else -1), 0)
+                (factor, flag), (expected, flag_expected) = la.cho_factor(matrix, lower=lower), sl.cho_factor(
+                    matrix, lower=lower)
+                other = np.triu(np.ones(a.shape, bool), 1) if lower else np.tril(np.ones(a.shape, bool), -1)
+                assert repr(flag) == repr(flag_expected) and factor.flags.f_contiguous == expected.flags.f_contiguous
+                np.testing.assert_array_equal(factor[other], expected[other])
+                np.testing.assert_array_equal(matrix, a)
+        assert ran == [8] * 8
+        bad = a.copy()
+        bad[4, 4] = -1.0
+        with pytest.raises(np.linalg.LinAlgError) as theirs:
+            sl.cholesky(bad)
+        with pytest.raises(np.linalg.LinAlgError) as ours:
+            la.cholesky(bad)
+        assert str(ours.value) == str(theirs.value)
+        plan = hetlapack.explain("cholesky", a)
+    assert "LAPACK's right-looking variant at block 8" in str(plan)
+
+
+@pytest.mark.parametrize(("order", "block"), [(400, None), (600, 128), (1800, None), (3000, 256), (9000, 256)])
+def test_the_host_choleskys_block_is_the_nearest_timed_orders_and_none_where_potrf_won(order, block):
+    """The row of the order nearest in ratio; none below the smallest order timed, or where that row holds the
+    order itself (``potrf`` was the faster)."""
+    from hetlapack.perf import rates
+
+    assert rates.potrf_block(order, ((500, 128), (2000, 2000), (4000, 256))) == block
+
+
 @pytest.mark.parametrize("arguments", [{"tile": 0}, {"repeats": 0}])
 def test_calibration_refuses_non_positive_sizes(arguments):
     with pytest.raises(ValueError, match="must be positive"):

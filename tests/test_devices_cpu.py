@@ -9,7 +9,8 @@ import scipy.linalg as sl
 
 from hetlapack.devices import CpuDevice, Device, available
 from hetlapack.devices import lapack_pointers as lp
-from hetlapack.testing import general, spd
+from hetlapack.testing import general, ill_conditioned, spd
+from hetlapack.testing.residuals import cholesky_residual
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 TOL = {np.float32: 1e-4, np.float64: 1e-12, np.complex64: 1e-4, np.complex128: 1e-12}
@@ -84,6 +85,36 @@ def test_trsm_by_halves_solves_as_blas_trsm(dtype, side, order):
         np.testing.assert_allclose(view, expected, rtol=TOL[dtype], atol=TOL[dtype], err_msg=f"{uplo}{trans}{diag}")
         view[...] = expected
         assert np.array_equal(host, expected_host)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("uplo", ["L", "U"])
+@pytest.mark.parametrize("order", [1, 16, 37, 70])
+def test_right_looking_potrf_factors_as_lapacks_potrf(dtype, uplo, order):
+    """LAPACK's right-looking Cholesky at blocks that divide the order, do not, or exceed it: a backward error
+    within LAPACK's bounds (also on an ill-conditioned matrix), LAPACK's factor to within rounding, the other
+    triangle and everything outside the view untouched, and ``?potrf``'s ``info`` (the global leading minor) on a
+    matrix that is not positive definite."""
+    lower = uplo == "L"
+    triangle = np.tril if lower else np.triu
+    for a in (spd(order, dtype=dtype, seed=2), ill_conditioned(order, 1e5, dtype=dtype, hermitian=True)):
+        expected = np.asfortranarray(a.copy())
+        assert lp.potrf(uplo, expected) == 0
+        for block in (8, 16, 100):
+            host, view = embedded(a)
+            before = host.copy()
+            assert lp.potrf_right_looking(uplo, view, block) == 0
+            assert cholesky_residual(a, view, lower) < 50
+            np.testing.assert_allclose(triangle(view), triangle(expected), rtol=TOL[dtype] * 100,
+                                       atol=TOL[dtype] * 100)
+            view[...] = np.where(triangle(np.ones(a.shape, bool)), before[3:3 + order, 2:2 + order], view)
+            assert np.array_equal(host, before)
+    if order > 1:
+        bad = spd(order, dtype=dtype)
+        bad[order - 1, order - 1] = -1
+        expected = np.asfortranarray(bad.copy())
+        _, view = embedded(bad)
+        assert lp.potrf_right_looking(uplo, view, 8) == lp.potrf(uplo, expected) == order
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

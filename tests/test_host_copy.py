@@ -282,6 +282,50 @@ def test_a_plain_cholesky_is_the_call_scipy_makes_to_the_bit(name, order, dtype,
     assert len(direct_calls) == 10
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("name", ["cholesky", "cho_factor"])
+def test_a_cholesky_at_a_calibrated_block_is_lapacks_right_looking_variant_in_scipys_layout(name, order, dtype,
+                                                                                            monkeypatch):
+    """Where calibration gave the host path's Cholesky a block, the call users make runs LAPACK's right-looking
+    variant at it, from the tiled copy too: SciPy's factor to within rounding (odd orders, one block and several),
+    in SciPy's layout, dtype and flags, with SciPy's other triangle (the input's or zeros), the input untouched; a
+    matrix that is not positive definite and a NaN with ``check_finite`` raise SciPy's errors."""
+    from hetlapack.devices import lapack_pointers
+    from hetlapack.perf import model
+
+    ran = []
+    right_looking = lapack_pointers.potrf_right_looking
+    monkeypatch.setattr(model, "host_potrf_block", lambda dtype, n: TILE)
+    monkeypatch.setattr(lapack_pointers, "potrf_right_looking", lambda *args: ran.append(args[2]) or
+                        right_looking(*args))
+    monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
+    monkeypatch.setattr(_host, "tile_order", lambda: TILE)
+    rtol = 100 * np.finfo(dtype).eps
+    for n in (1, 7, 37):
+        a = np.asarray(testing.spd(n, dtype=dtype), order=order)
+        before = a.copy()
+        for lower in (False, True):
+            ours, theirs = getattr(la, name)(a, lower=lower), getattr(sl, name)(a, lower=lower)
+            ours, theirs = (ours, theirs) if name == "cholesky" else (ours[0], theirs[0])
+            assert ours.dtype == theirs.dtype and ours.flags.f_contiguous == theirs.flags.f_contiguous
+            other = np.triu(np.ones((n, n), bool), 1) if lower else np.tril(np.ones((n, n), bool), -1)
+            np.testing.assert_array_equal(ours[other], theirs[other])
+            np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=rtol * np.abs(theirs).max())
+            np.testing.assert_array_equal(a, before)
+            if name == "cho_factor":
+                assert repr(getattr(la, name)(a, lower=lower)[1]) == repr(getattr(sl, name)(a, lower=lower)[1])
+    assert len(ran) >= 6
+    bad, nan = a.copy(), a.copy()
+    bad[4, 4], nan[30, 2] = -1, np.nan
+    for matrix, error in ((bad, np.linalg.LinAlgError), (nan, ValueError)):
+        with pytest.raises(error) as theirs:
+            getattr(sl, name)(matrix)
+        with pytest.raises(error) as ours:
+            getattr(la, name)(matrix)
+        assert str(ours.value) == str(theirs.value)
+
+
 @pytest.mark.skipif(COMPILED_BATCH_LOOPS, reason="SciPy 1.18's compiled loop zeroes the other triangle itself")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("order", ["C", "F"])

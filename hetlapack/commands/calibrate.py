@@ -13,7 +13,7 @@ from .. import linalg
 from ..devices import available
 from ..options import using
 from ..perf import model
-from ..perf.calibration import DEFAULT_TILE, KERNEL_TILES, calibrate
+from ..perf.calibration import DEFAULT_TILE, KERNEL_TILES, POTRF_BLOCKS, TILE_CHOICE_MARGIN, calibrate
 from ..perf.rates import MEMORY_ORDERS, call_table
 from ..devices.capability import ENV_CACHE_DIR, apply_measurements, cache_path, check_writable, save_results
 from . import device_list
@@ -183,6 +183,8 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
     for measured in results.values():
         if measured.get("tiles"):
             _print_tiles(measured["tiles"])
+        if measured.get("potrf_blocks"):
+            _print_potrf_blocks(measured["potrf_blocks"])
         for table, path in (("host_call", "host path's"), ("tile_call", "tile path's (the CPU alone)")):
             if table in measured:
                 _print_calls(measured[table], path)
@@ -196,6 +198,15 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
             _print_ratios(measured["loop_threads"], "the LAPACK loop's time on every core over one thread's (one "
                           f"thread unless every core took {1 / model.LOOP_THREADS_MARGIN:.2f}x its time or less)",
                           "one thread", model.one_thread_order)
+
+
+def _print_potrf_blocks(tables: dict[str, list[list[int]]]) -> None:
+    """The block the host path's Cholesky runs LAPACK's right-looking variant at, per dtype and order."""
+    _print_by_order({name.split()[0]: rows for name, rows in tables.items()},
+                    lambda block: f"{int(block):>20}")
+    print("the block LAPACK's right-looking Cholesky ran fastest at on every core, of "
+          f"{', '.join(map(str, POTRF_BLOCKS))}; the order itself where the BLAS's potrf ran within "
+          f"{TILE_CHOICE_MARGIN}x of it: the host path's Cholesky from now on")
 
 
 def _print_tiles(tiles: dict[str, list[list[int]]]) -> None:

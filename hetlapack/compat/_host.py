@@ -24,6 +24,8 @@ from ..contract.originals import scipy_functions as _scipy
 from ..contract.originals import scipy_matrix_functions as _scipy_matrix
 from ..contract.scipy_rules import (COMPILED_BATCH_LOOPS, QR_LWORK_DEFAULT, cho_factor_flags, fortran_copy_unseen,
                                     scipy_container)
+from ..devices import lapack_pointers
+from ..perf import model
 
 
 def _read_as_it_lies(a: np.ndarray) -> bool:
@@ -156,13 +158,18 @@ def _compiled_lu() -> Callable | None:
 def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     """SciPy's ``cholesky`` or ``cho_factor`` (``name``) of ``a`` on the host path. A contiguous square matrix that
     :func:`_takes_direct_call`, the call users make, is factored by the call SciPy's function makes after its Python
-    checks, which are 5-10 us, a sixth of the call at order 100: before 1.18 LAPACK's ``potrf`` through SciPy's
-    f2py wrapper on a Fortran-ordered copy: from a C-ordered matrix of more than one tile each way made by tiles,
-    ``check_finite`` read and (``cholesky``) the other triangle zeroed in the same pass (:func:`_copy_reading`;
-    LAPACK reads one triangle, so zeros there change no bit), else made as f2py makes it, its other triangle zeroed
-    by f2py or, past one tile (where f2py's loop misses the cache), by :func:`zero_other_triangle`. Since 1.18,
-    SciPy's compiled loop (:func:`_compiled_cholesky`). The bits, layout and flags are SciPy's. Anything else is
-    SciPy's own call, for its result, errors and warnings, and so is a matrix LAPACK cannot factor."""
+    checks, which are 5-10 us, a sixth of the call at order 100. Before 1.18 that is LAPACK's ``potrf`` through
+    SciPy's f2py wrapper on a Fortran-ordered copy, or where ``hetlapack calibrate`` timed it faster LAPACK's
+    right-looking variant (``model.host_potrf_block``) on the same copy. From a C-ordered matrix of more than two
+    tiles each way the copy is made by tiles, ``check_finite`` read and (``cholesky``) the other triangle zeroed in
+    the same pass (:func:`_copy_reading`; LAPACK reads one triangle, so zeros there change no bit); else it is made
+    as f2py makes it, its other triangle zeroed by f2py or, past one tile (where f2py's loop misses the cache) and
+    after the right-looking variant, by :func:`zero_other_triangle`. Since 1.18, SciPy's compiled loop
+    (:func:`_compiled_cholesky`), or the right-looking variant on the transpose of a copy made as 1.18 returns its
+    factor (C-ordered, the other triangle zeroed; a transpose's lower factor is the upper one's transpose). The
+    layout and flags are SciPy's, and so are the bits but for the right-looking variant's (its rounding differs, as
+    the tile path's does). Anything else is SciPy's own call, for its result, errors and warnings, and so is a
+    matrix LAPACK cannot factor."""
     compiled = _compiled_cholesky()
     by_tiles = compiled is None and plain_matrix(a) and copies_by_tiles(a)  # the copy reads check_finite
     if ((compiled is None and COMPILED_BATCH_LOOPS)
@@ -170,16 +177,23 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
             or a.shape[0] != a.shape[1] or not (a.flags.c_contiguous or a.flags.f_contiguous)):
         return scipy_call(name, a, overwrite_a, check_finite, lower=lower)
     clean = name == "cholesky"  # cho_factor leaves the other triangle to LAPACK (1.18 zeroes it in its own copy)
-    if compiled is not None:
+    block = model.host_potrf_block(a.dtype, a.shape[0])
+    if compiled is not None and block is not None:  # 1.18's factor: C-ordered, the other triangle zeroed
+        transposed = fortran_copy(a.T, triangle=not lower)
+        c, failures = transposed.T, lapack_pointers.potrf_right_looking("U" if lower else "L", transposed, block)
+    elif compiled is not None:
         c, failures = compiled(a, lower, False, clean)
     else:
         work = _copy_reading(a, check_finite, lower if clean else None) if by_tiles else \
             working_copy(a, a, a.dtype, False)
         if work is None:
             return scipy_call(name, a, overwrite_a, check_finite, lower=lower)
-        by_columns = clean and not by_tiles and a.shape[0] > tile_order()
-        c, failures = _potrf(a.dtype.char)(work, lower=lower, clean=clean and not (by_tiles or by_columns),
-                                           overwrite_a=True)
+        by_columns = clean and not by_tiles and (block is not None or a.shape[0] > tile_order())
+        if block is not None:
+            c, failures = work, lapack_pointers.potrf_right_looking("L" if lower else "U", work, block)
+        else:
+            c, failures = _potrf(a.dtype.char)(work, lower=lower, clean=clean and not (by_tiles or by_columns),
+                                               overwrite_a=True)
         if by_columns and not failures:
             zero_other_triangle(c, lower)
     if failures:

@@ -112,6 +112,10 @@ class Device(abc.ABC):
         #: Per LAPACK loop and dtype (``"getrf float32"``), ``((order, every thread's time over one thread's), ...)``
         #: on stacks, when calibration measured them (a CPU's only): up to where the loop runs on one thread.
         self.loop_threads: dict[str, tuple[tuple[float, float], ...]] = {}
+        #: Per dtype and SciPy version (``"float64 scipy 1.17.1"``), ``((order, block), ...)``: the block LAPACK's
+        #: right-looking Cholesky ran fastest at on a whole matrix, its order where SciPy's BLAS's ``potrf`` was the
+        #: faster, when calibration measured it (a CPU's only): the host path's Cholesky.
+        self.potrf_blocks: dict[str, tuple[tuple[float, float], ...]] = {}
 
     @property
     @abc.abstractmethod

@@ -71,7 +71,7 @@ PLAUSIBLE_RANGE = (1e-9, 1e9)
 #: attribute each goes into.
 TABLE_ATTRIBUTES = {"kernels": "kernel_rates", "whole": "whole_rates", "host_call": "host_call_rates",
                     "tile_call": "tile_call_rates", "tiles": "tile_orders", "batched": "batched_rates",
-                    "lanes": "batched_lanes", "loop_threads": "loop_threads"}
+                    "lanes": "batched_lanes", "loop_threads": "loop_threads", "potrf_blocks": "potrf_blocks"}
 TABLE_KEYS = tuple(TABLE_ATTRIBUTES)
 
 
@@ -117,7 +117,7 @@ def apply_measurements(device: Device, measured: dict) -> None:
     """Give ``device`` a measurement (fresh, or read from the cache): its measured scalars go into ``capability``,
     its tables, where any row was measured, into ``kernel_rates`` (``"kernels"``), ``whole_rates`` (``"whole"``),
     ``host_call_rates`` (``"host_call"``), ``tile_call_rates`` (``"tile_call"``), ``tile_orders`` (``"tiles"``),
-    ``batched_rates`` (``"batched"``), ``batched_lanes`` (``"lanes"``) and ``loop_threads``."""
+    ``batched_rates`` (``"batched"``), ``batched_lanes`` (``"lanes"``), ``loop_threads`` and ``potrf_blocks``."""
     _apply(device, _frozen(_measurements(measured)))
 
 
@@ -131,8 +131,8 @@ def _apply(device: Device, measurements: dict) -> None:
 
 def load_capability(device: Device) -> None:
     """Overwrite ``device.capability`` (and its ``kernel_rates``, ``whole_rates``, ``host_call_rates``,
-    ``tile_call_rates``, ``tile_orders``, ``batched_rates``, ``batched_lanes``, ``loop_threads``) with its cached
-    measurements, if any."""
+    ``tile_call_rates``, ``tile_orders``, ``batched_rates``, ``batched_lanes``, ``loop_threads``, ``potrf_blocks``)
+    with its cached measurements, if any."""
     _apply(device, load().get(device.name, {}))
 
 
@@ -151,7 +151,7 @@ def check_writable() -> Path:
 #: Tables whose rows are named by the SciPy version they were timed under (``rates.call_table``): a calibration
 #: replaces only its own version's, so that environments with different SciPy versions on one machine share the
 #: cache.
-VERSIONED_TABLE_KEYS = ("host_call", "tile_call")
+VERSIONED_TABLE_KEYS = ("host_call", "tile_call", "potrf_blocks")
 
 
 def save_results(results: dict[str, dict[str, float]], tile: int) -> Path:

@@ -15,10 +15,6 @@ from .capability import load_capability
 HOST_MEMORY = "host"
 
 
-def _flag(condition: bool, yes: str, no: str):
-    return byref(lp.char(yes if condition else no))
-
-
 def _trans(conj: bool, dtype_char: str) -> str:
     """BLAS ``trans`` for op(A) = A^H when ``conj`` (A^T for real dtypes), else A."""
     return ("C" if dtype_char in "FD" else "T") if conj else "N"
@@ -83,25 +79,13 @@ class CpuDevice(Device):
 
     # --- tile kernels ---------------------------------------------------------------------------------------
     def potrf(self, a: np.ndarray, lower: bool) -> int:
-        info = lp.integer(0)
-        lp.routine("potrf", a.dtype.char)(
-            _flag(lower, "L", "U"), byref(lp.integer(a.shape[0])), lp.address(a),
-            byref(lp.integer(lp.leading_dimension(a))), byref(info))
-        return info.value
+        return lp.potrf("L" if lower else "U", a)
 
     def trsm(self, a, b, *, side, lower, conj, unit, alpha=1):
         lp.trsm_by_halves(side, "L" if lower else "U", _trans(conj, b.dtype.char), "U" if unit else "N", alpha, a, b)
 
     def herk(self, a, c, *, lower, conj_first, alpha=-1.0, beta=1.0):
-        char = c.dtype.char
-        n = c.shape[0]
-        k = a.shape[0] if conj_first else a.shape[1]
-        if n == 0:
-            return
-        lp.routine("herk", char)(
-            _flag(lower, "L", "U"), _conj_flag(conj_first, char), byref(lp.integer(n)), byref(lp.integer(k)),
-            byref(lp.real_scalar(alpha, char)), lp.address(a), byref(lp.integer(lp.leading_dimension(a))),
-            byref(lp.real_scalar(beta, char)), lp.address(c), byref(lp.integer(lp.leading_dimension(c))))
+        lp.herk("L" if lower else "U", _trans(conj_first, c.dtype.char), alpha, a, beta, c)
 
     def gemm(self, a, b, c, *, conj_a=False, conj_b=False, alpha=-1.0, beta=1.0):
         lp.gemm(_trans(conj_a, c.dtype.char), _trans(conj_b, c.dtype.char), alpha, a, b, beta, c)

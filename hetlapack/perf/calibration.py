@@ -20,10 +20,12 @@ import numpy as np
 import scipy.linalg.blas
 
 from ..blas_threads import all_cores, blas_threads
+from ..devices import lapack_pointers
 from ..devices.base import Device
 from ..devices.capability import apply_measurements, check_writable, save_results
 from ..machine import usable_cores
-from .rates import MEMORY_ORDERS, call_table, flops, tile_size
+from .rates import (MEMORY_ORDERS, POTRF_BLOCKS_MIN_ORDER, call_table, flops, potrf_blocks_table, tile_size,
+                    timing_potrf_blocks)
 
 Key = TypeVar("Key")
 
@@ -321,6 +323,37 @@ def best_tiles(calls: dict[str, Callable[[np.ndarray, int], object]], orders: It
     return tiles
 
 
+#: The blocks :func:`potrf_blocks` tries.
+POTRF_BLOCKS = (128, 256, 384)
+
+
+def potrf_blocks(orders: Iterable[int], rounds: int) -> dict[str, list[list[int]]]:
+    """Per dtype and SciPy version (:func:`rates.potrf_blocks_table`), ``[[n, block], ...]``: the block of
+    :data:`POTRF_BLOCKS` at which LAPACK's right-looking Cholesky (``lapack_pointers.potrf_right_looking``, every
+    core) ran fastest on a Fortran-ordered matrix of each order, timed in turn with SciPy's BLAS's own ``potrf``
+    (:func:`fastest_in_turn`, each call on a fresh copy, not timed); ``n`` itself where no block ran
+    :data:`TILE_CHOICE_MARGIN` faster than ``potrf``, which then stays the host path's. Which is faster depends on
+    the BLAS's kernels and the dtype: on a 2-core Xeon VM (OpenBLAS on its SkylakeX kernels) float64 ran 1.10-1.17x
+    faster at orders 1000-4000 and the complex dtypes level, and with OpenBLAS pinned to its Haswell kernels
+    ``potrf`` won."""
+    rng = np.random.default_rng(5)
+    table: dict[str, list[list[int]]] = {}
+    for n in orders:
+        _, spd = _whole_inputs(n, rng)
+        for dtype in map(np.dtype, "fdFD"):
+            matrix = np.asfortranarray(spd.astype(dtype))
+            work = np.empty_like(matrix, order="F")
+            calls: dict[Key, Callable[[], object]] = {n: functools.partial(lapack_pointers.potrf, "L", work)}
+            calls |= {block: functools.partial(lapack_pointers.potrf_right_looking, "L", work, block)
+                      for block in POTRF_BLOCKS if block < n}
+            seconds = fastest_in_turn(calls, rounds, enough_s=WHOLE_REPEAT_S, least=2,
+                                      setup=functools.partial(np.copyto, work, matrix))
+            fastest = min(seconds, key=seconds.get)
+            keep = seconds[n] <= TILE_CHOICE_MARGIN * seconds[fastest]
+            table.setdefault(potrf_blocks_table(dtype), []).append([n, n if keep else fastest])
+    return table
+
+
 def _at_default_tile(call: Callable[[np.ndarray, int], object], op: str, tiles: tuple[tuple[int, int], ...],
                      a: np.ndarray) -> object:
     """``call(a, tile)`` at the tile path's default tile for ``op`` on ``a`` given the calibrated ``tiles``."""
@@ -389,8 +422,11 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
 
     - ``"tiles"``: :func:`best_tiles` at those orders from :data:`TILE_TIMING_MIN_ORDER`, the tile path's default
       tile from then on (``rates.tile_size``);
+    - ``"potrf_blocks"``: :func:`potrf_blocks` at those orders from ``rates.POTRF_BLOCKS_MIN_ORDER``, the host
+      path's Cholesky from then on;
     - ``"host_call"`` and ``"tile_call"``: :func:`call_rates` of the two paths at those orders, in turn in
-      :data:`PASSES` times ``repeats`` rounds, the tile path's at its new default tile.
+      :data:`PASSES` times ``repeats`` rounds, the tile path's at its new default tile and the host path's Cholesky
+      at its new blocks.
 
     The devices' ``capability`` is updated in place, so a runtime built on them right after uses the
     measurement. With ``save``, an unwritable cache raises ``OSError`` before anything is measured.
@@ -423,9 +459,14 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
             results[cpu.name]["tiles"] = tiles
         at_default_tile = {op: functools.partial(_at_default_tile, call, op, tuple(map(tuple, tiles.get(op, ()))))
                            for op, call in tile_calls.items()}
+        blocked = tqdm([n for n in orders if n >= POTRF_BLOCKS_MIN_ORDER], desc="host Cholesky blocks",
+                       unit="order", disable=not progress)
+        if blocks := potrf_blocks(blocked, repeats):
+            results[cpu.name]["potrf_blocks"] = blocks
         timed = tqdm(orders, desc="paths' calls", unit="order", disable=not progress)
-        results[cpu.name].update(call_rates({"host_call": host_calls, "tile_call": at_default_tile}, timed,
-                                            repeats * PASSES))
+        with timing_potrf_blocks(blocks):
+            results[cpu.name].update(call_rates({"host_call": host_calls, "tile_call": at_default_tile}, timed,
+                                                repeats * PASSES))
         apply_measurements(cpu, results[cpu.name])
     if save:
         save_results(results, tile)

@@ -287,6 +287,17 @@ def _host_rates(op: str, memory_order: str | None) -> tuple[tuple[tuple[float, f
     return usable(cpu.whole_rates.get(op, ())), "this machine's LAPACK calls"
 
 
+def host_potrf_block(dtype: np.dtype, n: int) -> int | None:
+    """The block of LAPACK's right-looking Cholesky the host path factors an order-``n`` matrix of ``dtype`` with,
+    where ``hetlapack calibrate`` timed it faster than SciPy's BLAS's ``potrf`` (:func:`rates.potrf_block`; during a
+    calibration, the blocks it has just timed: :func:`rates.timing_potrf_blocks`); else None, ``potrf`` itself."""
+    if n < rates.POTRF_BLOCKS_MIN_ORDER:
+        return None
+    tables = rates.potrf_blocks_timing()
+    tables = resolve(("cpu",))[0].potrf_blocks if tables is None else tables
+    return rates.potrf_block(n, tuple(map(tuple, tables.get(rates.potrf_blocks_table(dtype), ()))))
+
+
 def host_calibrated(op: str, memory_order: str | None = None) -> bool:
     """Whether ``hetlapack calibrate`` timed this machine's call for ``op`` at an order the model uses: the host
     path's call on ``memory_order``, or the LAPACK call (:func:`_host_rates`)."""
@@ -309,8 +320,11 @@ def host_rate_basis(op: str, order: int, dtype: np.dtype, memory_order: str | No
     timed, what = _host_rates(op, memory_order)
     source = (f"{what}, timed by `hetlapack calibrate`" if timed else
               "the reference machine's table (2 cores, OpenBLAS); run `hetlapack calibrate` to time this machine's")
+    block = host_potrf_block(dtype, order) if op == "potrf" else None
+    variant = "" if block is None else (f"; its Cholesky LAPACK's right-looking variant at block {block}, which "
+                                        "`hetlapack calibrate` timed faster than the BLAS's potrf")
     return (f"{gemm * efficiency:.1f} GFLOP/s: {efficiency:.2f} of the {gemm:.1f} GFLOP/s GEMM measured in this "
-            f"process, the fraction from {source}")
+            f"process, the fraction from {source}{variant}")
 
 
 def host_efficiency(op: str, order: int, memory_order: str | None = None) -> float:

@@ -4,9 +4,12 @@ paths' timed calls."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
 import time
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -42,6 +45,50 @@ def call_table(op: str, memory_order: str) -> str:
     import scipy  # noqa: PLC0415 - the version only; SciPy is loaded by then
 
     return f"{op} {memory_order} scipy {scipy.__version__}"
+
+
+#: The smallest matrix order ``calibration.potrf_blocks`` times and the host path looks a block up for: below it
+#: the host path keeps LAPACK's ``potrf``. At order 1000 the right-looking Cholesky ran 1.15x faster than OpenBLAS's
+#: ``dpotrf`` on a 2-core Xeon VM (SkylakeX kernels, block 128).
+POTRF_BLOCKS_MIN_ORDER = 500
+
+
+def potrf_blocks_table(dtype: np.dtype) -> str:
+    """The name of the calibrated table of the host Cholesky's block (``calibration.potrf_blocks``) for ``dtype``:
+    the kernels timed are SciPy's BLAS's, so its version is in the name, as in :func:`call_table`'s."""
+    import scipy  # noqa: PLC0415 - the version only; SciPy is loaded by then
+
+    return f"{np.dtype(dtype).name} scipy {scipy.__version__}"
+
+
+_potrf_blocks_timing: contextvars.ContextVar[dict | None] = contextvars.ContextVar("potrf_blocks_timing",
+                                                                                    default=None)
+
+
+@contextlib.contextmanager
+def timing_potrf_blocks(tables: dict[str, list[list[int]]]) -> Iterator[None]:
+    """Within it the host path's Cholesky takes its blocks from ``tables``, the ones a calibration has just timed
+    (``calibration.potrf_blocks``), not from the cache: the host path's calls it times next are the ones it will
+    make from then on."""
+    token = _potrf_blocks_timing.set(tables)
+    try:
+        yield
+    finally:
+        _potrf_blocks_timing.reset(token)
+
+
+def potrf_blocks_timing() -> dict[str, list[list[int]]] | None:
+    """The tables :func:`timing_potrf_blocks` put in effect, else None."""
+    return _potrf_blocks_timing.get()
+
+
+def potrf_block(n: int, timed: tuple[tuple[float, float], ...]) -> int | None:
+    """The block LAPACK's right-looking Cholesky runs at on an order-``n`` matrix, from ``timed`` (``(order,
+    block)`` rows, :func:`potrf_blocks_table`'s): the row at the order nearest ``n`` in ratio (:func:`timed_tile_row`);
+    None, LAPACK's own ``potrf``, below the smallest order timed or where ``potrf`` was the faster there (a block as
+    large as its order)."""
+    row = timed_tile_row(n, timed)
+    return None if row is None or row[1] >= min(row[0], n) else int(row[1])
 
 
 def flops(op: str, m: int, n: int, complex_: bool = False) -> float:
