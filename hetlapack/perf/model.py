@@ -320,11 +320,16 @@ def host_rate_basis(op: str, order: int, dtype: np.dtype, memory_order: str | No
     timed, what = _host_rates(op, memory_order)
     source = (f"{what}, timed by `hetlapack calibrate`" if timed else
               "the reference machine's table (2 cores, OpenBLAS); run `hetlapack calibrate` to time this machine's")
-    block = host_potrf_block(dtype, order) if op == "potrf" else None
-    variant = "" if block is None else (f"; its Cholesky LAPACK's right-looking variant at block {block}, which "
-                                        "`hetlapack calibrate` timed faster than the BLAS's potrf")
     return (f"{gemm * efficiency:.1f} GFLOP/s: {efficiency:.2f} of the {gemm:.1f} GFLOP/s GEMM measured in this "
-            f"process, the fraction from {source}{variant}")
+            f"process, the fraction from {source}")
+
+
+def host_potrf_basis(dtype: np.dtype, order: int) -> str:
+    """What the host path's call of SciPy's Cholesky on one matrix runs, where it is not the BLAS's ``potrf``
+    (:func:`host_potrf_block`); else empty."""
+    block = host_potrf_block(dtype, order)
+    return "" if block is None else (f"; its Cholesky LAPACK's right-looking variant at block {block}, which "
+                                     "`hetlapack calibrate` timed faster than the BLAS's potrf")
 
 
 def host_efficiency(op: str, order: int, memory_order: str | None = None) -> float:
