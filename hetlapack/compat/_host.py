@@ -166,23 +166,26 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     as f2py makes it, its other triangle zeroed by f2py or, past one tile (where f2py's loop misses the cache) and
     after the right-looking variant, by :func:`zero_other_triangle`. Since 1.18, SciPy's compiled loop
     (:func:`_compiled_cholesky`), or the right-looking variant on the transpose of a copy made as 1.18 returns its
-    factor (C-ordered, the other triangle zeroed; a transpose's lower factor is the upper one's transpose). The
+    factor (C-ordered, the other triangle zeroed; a transpose's lower factor is the upper one's transpose), which
+    reads ``check_finite`` as it copies (:func:`_copy_reading`). The
     layout and flags are SciPy's, and so are the bits but for the right-looking variant's (its rounding differs, as
     the tile path's does). Anything else is SciPy's own call, for its result, errors and warnings, and so is a
     matrix LAPACK cannot factor."""
     compiled = _compiled_cholesky()
-    by_tiles = compiled is None and plain_matrix(a) and copies_by_tiles(a)  # the copy reads check_finite
+    block = model.host_potrf_block(a.dtype, a.shape[0]) if plain_matrix(a) else None
+    by_tiles = compiled is None and plain_matrix(a) and copies_by_tiles(a)
+    copy_reads = by_tiles or (compiled is not None and block is not None)  # check_finite, read by the copy
     if ((compiled is None and COMPILED_BATCH_LOOPS)
-            or not _takes_direct_call(a, overwrite_a, check_finite and not by_tiles, lower)
+            or not _takes_direct_call(a, overwrite_a, check_finite and not copy_reads, lower)
             or a.shape[0] != a.shape[1] or not (a.flags.c_contiguous or a.flags.f_contiguous)):
         return scipy_call(name, a, overwrite_a, check_finite, lower=lower)
     clean = name == "cholesky"  # cho_factor leaves the other triangle to LAPACK (1.18 zeroes it in its own copy)
-    block = model.host_potrf_block(a.dtype, a.shape[0])
-    if compiled is not None and block is not None:  # 1.18's factor: C-ordered, the other triangle zeroed
-        transposed = fortran_copy(a.T, triangle=not lower)
-        c, failures = transposed.T, lapack_pointers.potrf_right_looking("U" if lower else "L", transposed, block)
-    elif compiled is not None:
+    if compiled is not None and block is None:
         c, failures = compiled(a, lower, False, clean)
+    elif compiled is not None:  # 1.18's factor: C-ordered, the other triangle zeroed
+        if (transposed := _copy_reading(a.T, check_finite, not lower)) is None:
+            return scipy_call(name, a, overwrite_a, check_finite, lower=lower)
+        c, failures = transposed.T, lapack_pointers.potrf_right_looking("U" if lower else "L", transposed, block)
     else:
         work = _copy_reading(a, check_finite, lower if clean else None) if by_tiles else \
             working_copy(a, a, a.dtype, False)
