@@ -1,5 +1,6 @@
 """The call users make, beside SciPy's: a C-ordered NumPy array with SciPy's default flags (the first row of every
-group), then a Fortran-ordered copy with ``overwrite_a=True, check_finite=False`` (the second); float64.
+group), then a Fortran-ordered copy with ``overwrite_a=True, check_finite=False`` (the second); float64. NumPy's
+``cholesky`` and ``qr`` likewise beside NumPy's, on a C-ordered array and then a Fortran-ordered one.
 
 Run on a quiet machine, OpenBLAS on its own kernels (the header names the CPU and kernel; test_dgemm.py in the same
 run gives the DGEMM rate):
@@ -16,6 +17,7 @@ import scipy.linalg as sl
 
 import hetlapack
 import hetlapack.linalg as hla
+from hetlapack.compat import numpy_linalg
 from hetlapack.testing import general, spd
 
 SIZES = [int(n) for n in os.environ.get("HETLAPACK_BENCH_SIZES", "1000,2000,4000").split(",")]
@@ -63,3 +65,23 @@ def test_users_call(benchmark, matrices, name, library, layout):
     if predicted:
         measured = benchmark.stats.stats.min
         benchmark.extra_info.update(predicted_s=predicted, measured_over_predicted=measured / predicted)
+
+
+#: name: (matrix kind, the call on a module (numpy.linalg or hetlapack.compat.numpy_linalg))
+NUMPY_CALLS = {
+    "cholesky": ("spd", lambda m, a: m.cholesky(a)),
+    "qr reduced": ("general", lambda m, a: m.qr(a)),
+}
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("library", ["numpy", "hetlapack"])
+@pytest.mark.parametrize("name", list(NUMPY_CALLS))
+def test_numpys_call(benchmark, matrices, name, library, order):
+    """``numpy.linalg``'s call beside the shim's, on a C-ordered array (the first row) and a Fortran-ordered one."""
+    kind, call = NUMPY_CALLS[name]
+    a = matrices[kind]
+    benchmark.group = f"numpy {name} n={a.shape[0]} {order}"
+    module = np.linalg if library == "numpy" else numpy_linalg
+    benchmark.pedantic(lambda x: call(module, x), setup=lambda: ((np.array(a, order=order),), {}),
+                       rounds=max(3, 6000 // a.shape[0]), warmup_rounds=1)

@@ -315,8 +315,9 @@ def test_the_host_choleskys_block_is_timed_against_potrf_per_dtype_and_is_what_t
     """From ``POTRF_BLOCKS_MIN_ORDER``, calibration times LAPACK's right-looking Cholesky at each block below the
     order in turn with the BLAS's ``potrf``, per dtype, on fresh copies of one matrix; a block counts only where it
     ran ``TILE_CHOICE_MARGIN`` faster, else the row holds the order itself (``potrf``). The table, named by dtype
-    and SciPy version, reaches the CPU, the cache and the host path's calls timed next; the host path's Cholesky
-    then runs at it, and ``explain`` says so."""
+    and library (SciPy's BLAS, and NumPy's own where it ships one, in the dtypes NumPy computes in) with its version,
+    reaches the CPU, the cache and the host path's calls timed next; the host path's Cholesky then runs at it, and
+    ``explain`` says so."""
     import numpy as np
     import scipy
     import scipy.linalg as sl
@@ -340,9 +341,10 @@ def test_the_host_choleskys_block_is_timed_against_potrf_per_dtype_and_is_what_t
         setup()
         for call in calls.values():
             call()
-        work = calls[min(calls)].args[1]
-        assert work.flags.f_contiguous and all(call.args[1] is work for call in calls.values())
-        timed.append((work.dtype.name, work.shape[0], sorted(calls)))
+        work, library = calls[min(calls)].args[1], calls[min(calls)].keywords["library"]
+        assert work.flags.f_contiguous and all(call.args[1] is work and call.keywords["library"] is library
+                                               for call in calls.values())
+        timed.append((work.dtype.name, library.name, work.shape[0], sorted(calls)))
         return {key: seconds.get(work.dtype.name, {}).get(key, 1.0) for key in calls}
 
     monkeypatch.setattr(calibration, "fastest_in_turn", in_turn)
@@ -352,9 +354,12 @@ def test_the_host_choleskys_block_is_timed_against_potrf_per_dtype_and_is_what_t
     results = calibrate([CpuDevice(workers=1)], tile=16, repeats=1, kernels=False, whole_orders=(24, 48),
                         host_calls=host_calls, tile_calls={op: lambda a, tile: None for op in host_calls})
     version = scipy.__version__
-    assert timed == [(dtype, 48, [8, 16, 48]) for dtype in ("float32", "float64", "complex64", "complex128")]
-    assert results["cpu"]["potrf_blocks"] == {f"{dtype} scipy {version}": [[48, 8 if dtype == "float64" else 48]]
-                                              for dtype in ("float32", "float64", "complex64", "complex128")}
+    cases = [(dtype, "scipy", version) for dtype in ("float32", "float64", "complex64", "complex128")]
+    if lapack_pointers.numpy_library() is not None:  # NumPy's BLAS, in the dtypes NumPy computes in
+        cases += [(dtype, "numpy", np.__version__) for dtype in ("float64", "complex128")]
+    assert timed == [(dtype, library, 48, [8, 16, 48]) for dtype, library, _ in cases]
+    assert results["cpu"]["potrf_blocks"] == {f"{dtype} {library} {number}": [[48, 8 if dtype == "float64" else 48]]
+                                              for dtype, library, number in cases}
     assert in_effect and set(in_effect) == {None, 8}  # the calls at 24 and of other dtypes keep potrf
     assert CpuDevice().potrf_blocks[f"float64 scipy {version}"] == ((48, 8),)
     assert model.host_potrf_block(np.dtype(np.float64), 50) == 8

@@ -267,3 +267,67 @@ def test_a_gufunc_that_answers_otherwise_than_numpy_is_never_called(name, monkey
     finally:
         monkeypatch.undo()
         _numpy_host._gufuncs.cache_clear()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("layout", ["C", "F", "reversed view"])
+def test_a_cholesky_at_a_calibrated_block_is_lapacks_right_looking_variant_on_numpys_blas(layout, dtype,
+                                                                                           monkeypatch):
+    """Where calibration gave NumPy's BLAS a block, ``numpy.linalg.cholesky`` runs LAPACK's right-looking variant
+    there, from the tiled copy too: NumPy's factor to within rounding (odd orders, one block and several), computed
+    in double precision as NumPy computes it, C-ordered in NumPy's dtype, the other triangle zero, the input
+    untouched. A matrix that is not positive definite and one with a NaN are NumPy's own call (its error, its
+    result); with no block for NumPy's BLAS the call stays NumPy's gufunc."""
+    from hetlapack.compat import _numpy_host
+    from hetlapack.contract import arrays
+    from hetlapack.devices import lapack_pointers
+    from hetlapack.perf import model
+
+    library = lapack_pointers.numpy_library()
+    if library is None:
+        pytest.skip("NumPy's BLAS is not the OpenBLAS NumPy's wheels ship")
+    ran = []
+    right_looking = lapack_pointers.potrf_right_looking
+
+    def recorded(uplo, a, block, *, library):
+        ran.append((a.dtype, library.name))
+        return right_looking(uplo, a, block, library=library)
+
+    monkeypatch.setattr(model, "host_potrf_block", lambda dtype, n, library="scipy": 8 if library == "numpy" else None)
+    monkeypatch.setattr(lapack_pointers, "potrf_right_looking", recorded)
+    monkeypatch.setattr(arrays, "tile_order", lambda: 8)
+    monkeypatch.setattr(_numpy_host, "POTRF_BLOCKS_MIN_ORDER", 1)
+    computed = np.dtype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64)
+    for n in (1, 7, 37):
+        a = testing.spd(n, dtype=dtype)
+        a = a[::-1, ::-1] if layout == "reversed view" else np.asarray(a, order=layout)
+        before = a.copy()
+        for upper in (False, True):
+            for path in ("host", None):
+                with hetlapack.using(path=path):
+                    ours = numpy_linalg.cholesky(a, upper=upper)
+                theirs = numpy_functions["cholesky"](a, upper=upper)
+                assert ours.dtype == theirs.dtype and ours.flags.c_contiguous
+                np.testing.assert_array_equal((np.tril if upper else np.triu)(ours, -1 if upper else 1), 0)
+                tolerance = 100 * np.finfo(theirs.dtype).eps * np.abs(theirs).max()
+                np.testing.assert_allclose(ours, theirs, rtol=0, atol=tolerance)
+                np.testing.assert_array_equal(a, before)
+    assert ran == [(computed, "numpy")] * 12
+    bad, nan = a.copy(), a.copy()
+    bad[4, 4], nan[30, 2] = -1, np.nan
+    with pytest.raises(np.linalg.LinAlgError) as theirs:
+        numpy_functions["cholesky"](bad)
+    with pytest.raises(np.linalg.LinAlgError) as ours:
+        numpy_linalg.cholesky(bad)
+    assert str(ours.value) == str(theirs.value)
+    try:
+        expected = numpy_functions["cholesky"](nan)
+    except np.linalg.LinAlgError as error:
+        with pytest.raises(np.linalg.LinAlgError, match=str(error)):
+            numpy_linalg.cholesky(nan)
+    else:
+        np.testing.assert_array_equal(numpy_linalg.cholesky(nan), expected)
+    assert len(ran) == 13  # the matrix that is not positive definite was tried; the NaN was read in the copy
+    monkeypatch.setattr(model, "host_potrf_block", lambda dtype, n, library="scipy": None)
+    testing.assert_same_results(numpy_linalg.cholesky(a), numpy_functions["cholesky"](a))
+    assert len(ran) == 13

@@ -87,14 +87,18 @@ def test_trsm_by_halves_solves_as_blas_trsm(dtype, side, order):
         assert np.array_equal(host, expected_host)
 
 
+@pytest.mark.parametrize("library", ["scipy", "numpy"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("uplo", ["L", "U"])
 @pytest.mark.parametrize("order", [1, 16, 37, 70])
-def test_right_looking_potrf_factors_as_lapacks_potrf(dtype, uplo, order):
-    """LAPACK's right-looking Cholesky at blocks that divide the order, do not, or exceed it: a backward error
-    within LAPACK's bounds (also on an ill-conditioned matrix), LAPACK's factor to within rounding, the other
-    triangle and everything outside the view untouched, and ``?potrf``'s ``info`` (the global leading minor) on a
-    matrix that is not positive definite."""
+def test_right_looking_potrf_factors_as_lapacks_potrf(dtype, uplo, order, library):
+    """LAPACK's right-looking Cholesky at blocks that divide the order, do not, or exceed it, on SciPy's BLAS and on
+    NumPy's own (ILP64): a backward error within LAPACK's bounds (also on an ill-conditioned matrix), SciPy's
+    LAPACK's factor to within rounding, the other triangle and everything outside the view untouched, and
+    ``?potrf``'s ``info`` (the global leading minor) on a matrix that is not positive definite."""
+    library = lp.SCIPY if library == "scipy" else lp.numpy_library()
+    if library is None:
+        pytest.skip("NumPy's BLAS is not the OpenBLAS NumPy's wheels ship")
     lower = uplo == "L"
     triangle = np.tril if lower else np.triu
     for a in (spd(order, dtype=dtype, seed=2), ill_conditioned(order, 1e5, dtype=dtype, hermitian=True)):
@@ -103,7 +107,7 @@ def test_right_looking_potrf_factors_as_lapacks_potrf(dtype, uplo, order):
         for block in (8, 16, 100):
             host, view = embedded(a)
             before = host.copy()
-            assert lp.potrf_right_looking(uplo, view, block) == 0
+            assert lp.potrf_right_looking(uplo, view, block, library=library) == 0
             assert cholesky_residual(a, view, lower) < 50
             np.testing.assert_allclose(triangle(view), triangle(expected), rtol=TOL[dtype] * 100,
                                        atol=TOL[dtype] * 100)
@@ -114,7 +118,24 @@ def test_right_looking_potrf_factors_as_lapacks_potrf(dtype, uplo, order):
         bad[order - 1, order - 1] = -1
         expected = np.asfortranarray(bad.copy())
         _, view = embedded(bad)
-        assert lp.potrf_right_looking(uplo, view, 8) == lp.potrf(uplo, expected) == order
+        assert lp.potrf_right_looking(uplo, view, 8, library=library) == lp.potrf(uplo, expected) == order
+
+
+def test_numpys_library_is_numpys_own_ilp64_openblas():
+    """NumPy's library is another BLAS than SciPy's, and reads 64-bit integers: an order whose low 32 bits are 3
+    and whose value is negative is ``?potrf``'s illegal second argument there, where an LP64 library would factor a
+    3 x 3 matrix."""
+    import ctypes
+
+    library = lp.numpy_library()
+    if library is None:
+        pytest.skip("NumPy's BLAS is not the OpenBLAS NumPy's wheels ship")
+    assert library.integer is ctypes.c_int64 and library.address("dpotrf") != lp.SCIPY.address("dpotrf")
+    a = np.asfortranarray(spd(3))
+    before, info = a.copy(), library.integer(0)
+    lp.routine("potrf", "d", library)(ctypes.byref(lp.char("L")), ctypes.byref(library.integer(3 - 2**32)),
+                                      lp.address(a), ctypes.byref(library.integer(3)), ctypes.byref(info))
+    assert info.value == -2 and np.array_equal(a, before)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

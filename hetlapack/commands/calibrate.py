@@ -201,8 +201,8 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
 
 
 def _print_potrf_blocks(tables: dict[str, list[list[int]]]) -> None:
-    """The block the host path's Cholesky runs LAPACK's right-looking variant at, per dtype and order."""
-    _print_by_order({name.split()[0]: rows for name, rows in tables.items()},
+    """The block the host path's Cholesky runs LAPACK's right-looking variant at, per dtype, library and order."""
+    _print_by_order({" ".join(name.split()[:2]): rows for name, rows in tables.items()},
                     lambda block: f"{int(block):>20}")
     print("the block LAPACK's right-looking Cholesky ran fastest at on every core, of "
           f"{', '.join(map(str, POTRF_BLOCKS))}; the order itself where the BLAS's potrf ran within "

@@ -7,6 +7,12 @@ own check that dispatch keeps the call on the host adds 2-3 us more. For a plain
 calls the gufuncs itself, as NumPy does, under one ``errstate`` that turns the gufunc's failure (an invalid
 operation, which NumPy turns into its ``LinAlgError``) into a call of NumPy's own function, for NumPy's error. The
 gufuncs are private to NumPy, so each is tried on a probe against NumPy's public function before it is trusted.
+
+NumPy's Cholesky of a matrix of order 500 or more runs LAPACK's right-looking variant on NumPy's own BLAS, where
+``hetlapack calibrate`` timed it faster there than that BLAS's ``potrf`` (:func:`_right_looking`): the gufunc's copies
+into and out of Fortran order and its ``potrf`` took 447-465 ms at order 4000 on a 2-core Xeon, the variant on a
+tiled copy 180-186 ms. On SciPy's BLAS it was as fast, but SciPy's idle threads then spun on the cores the caller's
+next NumPy call needed.
 """
 
 from __future__ import annotations
@@ -17,8 +23,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..contract.arrays import identical, numpy_linalg_dtype, plain_matrix
+from ..contract.arrays import fortran_copy, identical, numpy_linalg_dtype, plain_matrix
+from ..contract.finite import FiniteCheck
 from ..contract.originals import numpy_functions as _numpy
+from ..devices import lapack_pointers
+from ..perf import model
+from ..perf.rates import POTRF_BLOCKS_MIN_ORDER
 
 _PROBE = np.array([[4.0, 2.0, 1.0], [2.0, 5.0, 3.0], [1.0, 3.0, 6.0]])
 
@@ -78,13 +88,38 @@ def _qr(gufuncs: dict[str, Callable], a: np.ndarray, mode: str):
     return np.linalg._linalg.QRResult(q.astype(result, copy=False), r)
 
 
+def _right_looking(a: np.ndarray, upper: bool) -> np.ndarray | None:
+    """NumPy's Cholesky factor of the square :func:`_plain` ``a`` in a LAPACK dtype by LAPACK's right-looking
+    variant on NumPy's own BLAS (``lapack_pointers.numpy_library``), where ``hetlapack calibrate`` timed it faster
+    there than ``potrf`` (``model.host_potrf_block``), in double precision as NumPy computes (a single-precision
+    factor rounded from it). It runs on the transpose of a copy made as NumPy returns its factor, C-ordered with the
+    other triangle zeroed (a transpose's upper factor is the lower one's transpose); the copy reads whether every
+    value is finite. None where the variant does not run, or the copy read a value that is not finite or the matrix
+    is not positive definite (NumPy's own call then, for its result or error)."""
+    if a.dtype.char not in "fdFD":
+        return None
+    computed = numpy_linalg_dtype(a.dtype)
+    block = model.host_potrf_block(computed, a.shape[0], "numpy")
+    if block is None or (library := lapack_pointers.numpy_library()) is None:
+        return None
+    check = FiniteCheck()
+    transposed = fortran_copy(a.T, computed, triangle=upper, read=check.read)
+    if not check.finite or lapack_pointers.potrf_right_looking("L" if upper else "U", transposed, block,
+                                                               library=library):
+        return None
+    return transposed.T.astype(a.dtype, copy=False)
+
+
 def host_cholesky(a, upper):
-    """``numpy.linalg.cholesky(a, upper=upper)`` for a matrix the shim keeps on the host: the gufunc call NumPy
-    makes, for a plain matrix (:func:`_plain`, square, not empty) with a plain ``bool`` flag; NumPy's own call for
+    """``numpy.linalg.cholesky(a, upper=upper)`` for a matrix the shim keeps on the host: for a plain matrix
+    (:func:`_plain`, square, not empty) with a plain ``bool`` flag, LAPACK's right-looking variant on NumPy's BLAS
+    where it was timed faster (:func:`_right_looking`), else the gufunc call NumPy makes; NumPy's own call for
     anything else and for a matrix that is not positive definite (its error)."""
     gufuncs = _gufuncs()
     if gufuncs is None or not _plain(a) or type(upper) is not bool or not a.shape[0] == a.shape[1] > 0:
         return _numpy["cholesky"](a, upper=upper)
+    if a.shape[0] >= POTRF_BLOCKS_MIN_ORDER and (factor := _right_looking(a, upper)) is not None:
+        return factor
     try:
         return _cholesky(gufuncs, a, upper)
     except FloatingPointError:

@@ -144,7 +144,7 @@ def cholesky(a, /, *, upper=False):
         return host_cholesky(a, upper)
     chosen = _plan("potrf", a) if type(a) is np.ndarray and a.shape[-1:] == a.shape[-2:-1] else None
     if chosen is None:
-        return _numpy["cholesky"](a, upper=upper)
+        return host_cholesky(a, upper)
     plan, dtype = chosen
 
     def factor(work: np.ndarray) -> tuple[np.ndarray]:

@@ -4,14 +4,20 @@
 Calling the pointer through a ``ctypes.CFUNCTYPE`` prototype drops the GIL for the duration of the call, so
 several runtime worker threads run BLAS in parallel (SciPy's f2py wrappers hold the GIL and serialize them).
 All arguments are pointers (the Fortran convention of the Cython wrappers, without hidden string lengths).
+
+The wrappers below call SciPy's library (:data:`SCIPY`) unless handed another :class:`Library`: NumPy's own
+OpenBLAS (:func:`numpy_library`), for NumPy's shims, whose calls then leave no second BLAS's threads spinning on the
+cores the caller's next NumPy call needs.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import os
 from collections.abc import Callable
 from ctypes import byref
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import cython_blas, cython_lapack
@@ -50,14 +56,51 @@ def _capsule_address(name: str) -> int:
     raise LookupError(f"SciPy exports no BLAS/LAPACK routine named {name!r}")
 
 
+@dataclass(frozen=True)
+class Library:
+    """A BLAS/LAPACK library the wrappers call: ``address`` finds a routine by its LAPACK name (``"dpotrf"``),
+    ``integer`` is its ``INTEGER`` (``c_int``, LP64, or ``c_int64``, ILP64)."""
+
+    name: str
+    address: Callable[[str], int]
+    integer: type[ctypes.c_int] | type[ctypes.c_int64]
+
+
+#: SciPy's BLAS and LAPACK, through its Cython capsules (LP64).
+SCIPY = Library("scipy", _capsule_address, ctypes.c_int)
+
+#: The routine names the OpenBLAS that NumPy's wheels ship gives its ILP64 routines (scipy-openblas64).
+_NUMPY_OPENBLAS_NAME = "scipy_{}_64_"
+
+
 @functools.cache
-def routine(kernel: str, dtype_char: str) -> Callable[..., None]:
-    """The ctypes function for ``kernel`` (e.g. ``"gemm"``) in the precision of ``dtype_char``."""
+def numpy_library() -> Library | None:
+    """NumPy's own BLAS and LAPACK, where they are the OpenBLAS NumPy's wheels ship inside NumPy's directory
+    (ILP64, its routines named ``scipy_<name>_64_``, as threadpoolctl finds it loaded); else None (another BLAS,
+    whose names and integers are not known here)."""
+    from threadpoolctl import threadpool_info  # noqa: PLC0415 - only NumPy's shims ask, once
+
+    inside = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(np.__file__))), "numpy")
+    for info in threadpool_info():
+        path = info.get("filepath") or ""
+        if info.get("internal_api") == "openblas" and os.path.abspath(path).startswith(inside):
+            found = ctypes.CDLL(path)
+            if hasattr(found, _NUMPY_OPENBLAS_NAME.format("dpotrf")):
+                def address(name: str, found: ctypes.CDLL = found) -> int:
+                    return ctypes.cast(getattr(found, _NUMPY_OPENBLAS_NAME.format(name)), ctypes.c_void_p).value
+
+                return Library("numpy", address, ctypes.c_int64)
+    return None
+
+
+@functools.cache
+def routine(kernel: str, dtype_char: str, library: Library = SCIPY) -> Callable[..., None]:
+    """The ctypes function for ``kernel`` (e.g. ``"gemm"``) in the precision of ``dtype_char``, in ``library``."""
     prefix = PREFIX[dtype_char]
     name = ROUTINE_NAME.get(kernel, {}).get(prefix, prefix + kernel)
     arity = ARITY[kernel] + (kernel in COMPLEX_RWORK and prefix in "cz")
     prototype = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * arity))
-    return prototype(_capsule_address(name))
+    return prototype(library.address(name))
 
 
 _REAL_CTYPE = {"f": ctypes.c_float, "d": ctypes.c_double, "F": ctypes.c_float, "D": ctypes.c_double}
@@ -103,7 +146,7 @@ def leading_dimension(a: np.ndarray) -> int:
 
 
 def gemm(trans_a: str, trans_b: str, alpha: complex, a: np.ndarray, b: np.ndarray, beta: complex,
-         c: np.ndarray) -> None:
+         c: np.ndarray, *, library: Library = SCIPY) -> None:
     """``C = alpha op(A) op(B) + beta C`` in place on Fortran views (BLAS ``?gemm``); ``trans`` is ``"N"``,
     ``"T"`` or ``"C"``."""
     kind = c.dtype.char
@@ -116,14 +159,16 @@ def gemm(trans_a: str, trans_b: str, alpha: complex, a: np.ndarray, b: np.ndarra
     k = op_a[1]
     if m == 0 or n == 0:
         return
-    routine("gemm", kind)(
-        byref(char(trans_a)), byref(char(trans_b)), byref(integer(m)), byref(integer(n)), byref(integer(k)),
-        byref(scalar(alpha, kind)), address(a), byref(integer(leading_dimension(a))),
-        address(b), byref(integer(leading_dimension(b))), byref(scalar(beta, kind)),
-        address(c), byref(integer(leading_dimension(c))))
+    integer_ = library.integer
+    routine("gemm", kind, library)(
+        byref(char(trans_a)), byref(char(trans_b)), byref(integer_(m)), byref(integer_(n)), byref(integer_(k)),
+        byref(scalar(alpha, kind)), address(a), byref(integer_(leading_dimension(a))),
+        address(b), byref(integer_(leading_dimension(b))), byref(scalar(beta, kind)),
+        address(c), byref(integer_(leading_dimension(c))))
 
 
-def herk(uplo: str, trans: str, alpha: float, a: np.ndarray, beta: float, c: np.ndarray) -> None:
+def herk(uplo: str, trans: str, alpha: float, a: np.ndarray, beta: float, c: np.ndarray, *,
+         library: Library = SCIPY) -> None:
     """The ``uplo`` triangle of ``C = alpha op(A) op(A)^H + beta C`` in place (BLAS ``?herk``, ``?syrk`` for real
     dtypes); ``trans`` ``"N"``: ``op(A) = A``, else ``A^H``."""
     kind = c.dtype.char
@@ -131,21 +176,22 @@ def herk(uplo: str, trans: str, alpha: float, a: np.ndarray, beta: float, c: np.
     k = a.shape[1] if trans == "N" else a.shape[0]
     if n == 0:
         return
-    routine("herk", kind)(
-        byref(char(uplo)), byref(char(trans)), byref(integer(n)), byref(integer(k)),
-        byref(real_scalar(alpha, kind)), address(a), byref(integer(leading_dimension(a))),
-        byref(real_scalar(beta, kind)), address(c), byref(integer(leading_dimension(c))))
+    integer_ = library.integer
+    routine("herk", kind, library)(
+        byref(char(uplo)), byref(char(trans)), byref(integer_(n)), byref(integer_(k)),
+        byref(real_scalar(alpha, kind)), address(a), byref(integer_(leading_dimension(a))),
+        byref(real_scalar(beta, kind)), address(c), byref(integer_(leading_dimension(c))))
 
 
-def potrf(uplo: str, a: np.ndarray) -> int:
+def potrf(uplo: str, a: np.ndarray, *, library: Library = SCIPY) -> int:
     """LAPACK's ``?potrf`` of the square Fortran view ``a`` in place on its ``uplo`` triangle; its ``info``."""
-    info = integer(0)
-    routine("potrf", a.dtype.char)(byref(char(uplo)), byref(integer(a.shape[0])), address(a),
-                                   byref(integer(leading_dimension(a))), byref(info))
+    info = library.integer(0)
+    routine("potrf", a.dtype.char, library)(byref(char(uplo)), byref(library.integer(a.shape[0])), address(a),
+                                            byref(library.integer(leading_dimension(a))), byref(info))
     return info.value
 
 
-def potrf_right_looking(uplo: str, a: np.ndarray, block: int) -> int:
+def potrf_right_looking(uplo: str, a: np.ndarray, block: int, *, library: Library = SCIPY) -> int:
     """The Cholesky factorization of ``a`` in place on its ``uplo`` triangle by LAPACK's right-looking variant
     (``SRC/VARIANTS/cholesky/RL``), each call on every core BLAS may use: a ``block``-wide diagonal block by
     ``?potrf``, the block column (row, for ``"U"``) below it by :func:`trsm_by_halves`, then the whole trailing
@@ -162,21 +208,22 @@ def potrf_right_looking(uplo: str, a: np.ndarray, block: int) -> int:
     for start in range(0, n, block):
         stop = min(start + block, n)
         diagonal = a[start:stop, start:stop]
-        info = potrf(uplo, diagonal)
+        info = potrf(uplo, diagonal, library=library)
         if info:
             return start + info
         if lower:  # A[s:, k] = A[s:, k] A[k, k]^{-H}; A[s:, s:] -= A[s:, k] A[s:, k]^H
-            trsm_by_halves("R", "L", trans, "N", 1.0, diagonal, a[stop:, start:stop])
-            herk("L", "N", -1.0, a[stop:, start:stop], 1.0, a[stop:, stop:])
+            trsm_by_halves("R", "L", trans, "N", 1.0, diagonal, a[stop:, start:stop], library=library)
+            herk("L", "N", -1.0, a[stop:, start:stop], 1.0, a[stop:, stop:], library=library)
         else:  # A[k, s:] = A[k, k]^{-H} A[k, s:]; A[s:, s:] -= A[k, s:]^H A[k, s:]
-            trsm_by_halves("L", "U", trans, "N", 1.0, diagonal, a[start:stop, stop:])
-            herk("U", trans, -1.0, a[start:stop, stop:], 1.0, a[stop:, stop:])
+            trsm_by_halves("L", "U", trans, "N", 1.0, diagonal, a[start:stop, stop:], library=library)
+            herk("U", trans, -1.0, a[start:stop, stop:], 1.0, a[stop:, stop:], library=library)
     return 0
 
 
-def trsm(side: str, uplo: str, trans: str, diag: str, alpha: complex, a: np.ndarray, b: np.ndarray) -> None:
+def trsm(side: str, uplo: str, trans: str, diag: str, alpha: complex, a: np.ndarray, b: np.ndarray, *,
+         library: Library = SCIPY) -> None:
     """``B = alpha op(A)^{-1} B`` (side ``"L"``) or ``B = alpha B op(A)^{-1}`` (``"R"``) in place (BLAS ``?trsm``)."""
-    _triangular("trsm", side, uplo, trans, diag, alpha, a, b)
+    _triangular("trsm", side, uplo, trans, diag, alpha, a, b, library)
 
 
 def trmm(side: str, uplo: str, trans: str, diag: str, alpha: complex, a: np.ndarray, b: np.ndarray) -> None:
@@ -185,16 +232,17 @@ def trmm(side: str, uplo: str, trans: str, diag: str, alpha: complex, a: np.ndar
 
 
 def _triangular(kernel: str, side: str, uplo: str, trans: str, diag: str, alpha: complex, a: np.ndarray,
-                b: np.ndarray) -> None:
+                b: np.ndarray, library: Library = SCIPY) -> None:
     """BLAS ``?trsm`` or ``?trmm`` (the same arguments) on Fortran views."""
     kind = b.dtype.char
     m, n = b.shape
     if m == 0 or n == 0:
         return
-    routine(kernel, kind)(
-        byref(char(side)), byref(char(uplo)), byref(char(trans)), byref(char(diag)), byref(integer(m)),
-        byref(integer(n)), byref(scalar(alpha, kind)), address(a), byref(integer(leading_dimension(a))),
-        address(b), byref(integer(leading_dimension(b))))
+    integer_ = library.integer
+    routine(kernel, kind, library)(
+        byref(char(side)), byref(char(uplo)), byref(char(trans)), byref(char(diag)), byref(integer_(m)),
+        byref(integer_(n)), byref(scalar(alpha, kind)), address(a), byref(integer_(leading_dimension(a))),
+        address(b), byref(integer_(leading_dimension(b))))
 
 
 #: Order of the triangles :func:`trsm_by_halves` hands to BLAS's ``?trsm`` whole: LAPACK's usual block size. Halving
@@ -204,13 +252,13 @@ TRSM_LEAF = 64
 
 
 def trsm_by_halves(side: str, uplo: str, trans: str, diag: str, alpha: complex, a: np.ndarray, b: np.ndarray,
-                   leaf: int = TRSM_LEAF) -> None:
+                   leaf: int = TRSM_LEAF, *, library: Library = SCIPY) -> None:
     """:func:`trsm` cut in two while the triangle is larger than ``leaf``: solve with one half of ``op(A)``, take
     that part of the solution out of the other half's right-hand side by one GEMM, solve with the other half. It is
     the blocked substitution BLAS's ``?trsm`` makes itself, with the same error bounds, and no inverse is formed."""
     order = b.shape[0] if side == "L" else b.shape[1]
     if order <= leaf or b.size == 0:
-        trsm(side, uplo, trans, diag, alpha, a, b)
+        trsm(side, uplo, trans, diag, alpha, a, b, library=library)
         return
     half = order // 2
     head, tail = a[:half, :half], a[half:order, half:order]
@@ -221,9 +269,9 @@ def trsm_by_halves(side: str, uplo: str, trans: str, diag: str, alpha: complex, 
     lower = (uplo == "L") == (trans == "N")
     (first, x_first), (second, x_second) = ((head, b_head), (tail, b_tail)) if lower == (side == "L") else \
         ((tail, b_tail), (head, b_head))
-    trsm_by_halves(side, uplo, trans, diag, alpha, first, x_first, leaf)
+    trsm_by_halves(side, uplo, trans, diag, alpha, first, x_first, leaf, library=library)
     if side == "L":
-        gemm(trans, "N", -1.0, off_diagonal, x_first, alpha, x_second)
+        gemm(trans, "N", -1.0, off_diagonal, x_first, alpha, x_second, library=library)
     else:
-        gemm("N", trans, -1.0, x_first, off_diagonal, alpha, x_second)
-    trsm_by_halves(side, uplo, trans, diag, 1.0, second, x_second, leaf)
+        gemm("N", trans, -1.0, x_first, off_diagonal, alpha, x_second, library=library)
+    trsm_by_halves(side, uplo, trans, diag, 1.0, second, x_second, leaf, library=library)

@@ -233,8 +233,8 @@ def _choose(req: Request, options: Options) -> Plan:
             host_cols = simulator.two_level_host_cols(model.modeled(HYBRID.devices(options, gpus)), tile)
     host_rate = (model.host_rate_basis(req.op, max(min(req.core), 1), req.dtype, req.scipy_input_order)
                  if HOST.name in predicted else None)
-    if host_rate is not None and req.op == "potrf" and req.scipy_input_order is not None:  # SciPy's, one matrix
-        host_rate += model.host_potrf_basis(req.dtype, req.core[0])
+    if host_rate is not None and req.op == "potrf" and len(req.shape) == 2 and req.array_module == "numpy":
+        host_rate += model.host_potrf_basis(req.dtype, req.core[0], req.library)
     tile_rate = model.tile_call_basis(factor, req.memory_order) if factor is not None else None
     lanes = loop_threads = None
     if path is BATCHED and kernels == "interleaved" and req.core[0] == req.core[1]:

@@ -287,15 +287,16 @@ def _host_rates(op: str, memory_order: str | None) -> tuple[tuple[tuple[float, f
     return usable(cpu.whole_rates.get(op, ())), "this machine's LAPACK calls"
 
 
-def host_potrf_block(dtype: np.dtype, n: int) -> int | None:
-    """The block of LAPACK's right-looking Cholesky the host path factors an order-``n`` matrix of ``dtype`` with,
-    where ``hetlapack calibrate`` timed it faster than SciPy's BLAS's ``potrf`` (:func:`rates.potrf_block`; during a
-    calibration, the blocks it has just timed: :func:`rates.timing_potrf_blocks`); else None, ``potrf`` itself."""
+def host_potrf_block(dtype: np.dtype, n: int, library: str = "scipy") -> int | None:
+    """The block of LAPACK's right-looking Cholesky the host path of ``library``'s function (``"scipy"`` or
+    ``"numpy"``) factors an order-``n`` matrix of ``dtype`` with on that library's BLAS, where ``hetlapack
+    calibrate`` timed it faster than that BLAS's ``potrf`` (:func:`rates.potrf_block`; during a calibration, the
+    blocks it has just timed: :func:`rates.timing_potrf_blocks`); else None, ``potrf`` itself."""
     if n < rates.POTRF_BLOCKS_MIN_ORDER:
         return None
     tables = rates.potrf_blocks_timing()
     tables = resolve(("cpu",))[0].potrf_blocks if tables is None else tables
-    return rates.potrf_block(n, tuple(map(tuple, tables.get(rates.potrf_blocks_table(dtype), ()))))
+    return rates.potrf_block(n, tuple(map(tuple, tables.get(rates.potrf_blocks_table(dtype, library), ()))))
 
 
 def host_calibrated(op: str, memory_order: str | None = None) -> bool:
@@ -324,12 +325,16 @@ def host_rate_basis(op: str, order: int, dtype: np.dtype, memory_order: str | No
             f"process, the fraction from {source}")
 
 
-def host_potrf_basis(dtype: np.dtype, order: int) -> str:
-    """What the host path's call of SciPy's Cholesky on one matrix runs, where it is not the BLAS's ``potrf``
+def host_potrf_basis(dtype: np.dtype, order: int, library: str = "scipy") -> str:
+    """What the host path's call of ``library``'s Cholesky on one matrix runs, where it is not the BLAS's ``potrf``
     (:func:`host_potrf_block`); else empty."""
-    block = host_potrf_block(dtype, order)
-    return "" if block is None else (f"; its Cholesky LAPACK's right-looking variant at block {block}, which "
-                                     "`hetlapack calibrate` timed faster than the BLAS's potrf")
+    block = host_potrf_block(dtype, order, library)
+    return "" if block is None else (f"; its Cholesky LAPACK's right-looking variant at block {block} on "
+                                     f"{_LIBRARY_NAMES[library]}'s BLAS, which `hetlapack calibrate` timed faster "
+                                     "than that BLAS's potrf")
+
+
+_LIBRARY_NAMES = {"scipy": "SciPy", "numpy": "NumPy"}
 
 
 def host_efficiency(op: str, order: int, memory_order: str | None = None) -> float:

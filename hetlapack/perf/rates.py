@@ -53,12 +53,14 @@ def call_table(op: str, memory_order: str) -> str:
 POTRF_BLOCKS_MIN_ORDER = 500
 
 
-def potrf_blocks_table(dtype: np.dtype) -> str:
-    """The name of the calibrated table of the host Cholesky's block (``calibration.potrf_blocks``) for ``dtype``:
-    the kernels timed are SciPy's BLAS's, so its version is in the name, as in :func:`call_table`'s."""
+def potrf_blocks_table(dtype: np.dtype, library: str = "scipy") -> str:
+    """The name of the calibrated table of the host Cholesky's block (``calibration.potrf_blocks``) for ``dtype`` on
+    ``library``'s BLAS (``"scipy"`` or ``"numpy"``, each the one its wheels ship): that library's version is in the
+    name, as SciPy's is in :func:`call_table`'s."""
     import scipy  # noqa: PLC0415 - the version only; SciPy is loaded by then
 
-    return f"{np.dtype(dtype).name} scipy {scipy.__version__}"
+    version = scipy.__version__ if library == "scipy" else np.__version__
+    return f"{np.dtype(dtype).name} {library} {version}"
 
 
 _potrf_blocks_timing: contextvars.ContextVar[dict | None] = contextvars.ContextVar("potrf_blocks_timing",
