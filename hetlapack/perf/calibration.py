@@ -337,10 +337,9 @@ def potrf_blocks(orders: Iterable[int], rounds: int) -> dict[str, list[list[int]
     (:func:`fastest_in_turn`, each call on a fresh copy, not timed); ``n`` itself where no block ran
     :data:`TILE_CHOICE_MARGIN` faster than ``potrf``, which then stays the host path's. Timed on SciPy's BLAS and,
     where NumPy ships its own (``lapack_pointers.numpy_library``), on NumPy's in the dtypes NumPy computes in
-    (:data:`NUMPY_COMPUTES`), for NumPy's shim. Which is faster
-    depends on the BLAS's kernels and the dtype: on a 2-core Xeon VM (OpenBLAS on its SkylakeX kernels) float64 ran
-    1.10-1.17x faster at orders 1000-4000 and the complex dtypes level, and with OpenBLAS pinned to its Haswell
-    kernels ``potrf`` won."""
+    (:data:`NUMPY_COMPUTES`), for NumPy's shim. Which is faster depends on the BLAS's kernels and the dtype: on a
+    2-core Xeon VM (OpenBLAS on its SkylakeX kernels) float64 ran 1.10-1.17x faster at orders 1000-4000 and the
+    complex dtypes level, and with OpenBLAS pinned to its Haswell kernels ``potrf`` won."""
     rng = np.random.default_rng(5)
     numpy_library = lapack_pointers.numpy_library()
     cases = [(np.dtype(char), lapack_pointers.SCIPY) for char in "fdFD"]
