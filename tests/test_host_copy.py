@@ -129,6 +129,26 @@ def test_fortran_copy_reads_every_value_once_for_check_finite(triangle, cores, m
     assert check.finite and all_finite(a)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+@pytest.mark.parametrize("order", [3, 400])  # 9 values and 160,000: either side of finite.SMALL_VALUES
+def test_the_finite_check_reads_small_and_large_matrices_alike(order, dtype):
+    """A NaN or an infinity anywhere fails the check, finite values whose sum overflows pass it, on either side of
+    the size where the check stops using NumPy's ``isfinite`` first, and nothing warns."""
+    from hetlapack.contract import finite
+
+    assert 9 <= finite.SMALL_VALUES < 160_000
+    a = np.full((order, order), np.finfo(dtype).max / 2, dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert all_finite(a) and all_finite(a[::-1, ::2])
+        for bad in (np.nan, np.inf, -np.inf):
+            b = a.copy()
+            b[-1, 0] = bad
+            check = FiniteCheck()
+            check.read(b)
+            assert not all_finite(b) and not check.finite
+
+
 def test_a_copy_that_may_warn_stays_on_the_calling_thread(monkeypatch):
     """A cast NumPy does not call safe (complex to real drops the imaginary part, with a ``ComplexWarning``) is
     made by the caller alone, whose warning filters apply."""

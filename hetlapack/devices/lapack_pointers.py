@@ -56,10 +56,12 @@ def _capsule_address(name: str) -> int:
     raise LookupError(f"SciPy exports no BLAS/LAPACK routine named {name!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Library:
     """A BLAS/LAPACK library the wrappers call: ``address`` finds a routine by its LAPACK name (``"dpotrf"``),
-    ``integer`` is its ``INTEGER`` (``c_int``, LP64, or ``c_int64``, ILP64)."""
+    ``integer`` is its ``INTEGER`` (``c_int``, LP64, or ``c_int64``, ILP64). Each library is one object
+    (:data:`SCIPY`, :func:`numpy_library`), compared and hashed by identity: :func:`routine` looks it up on every
+    call."""
 
     name: str
     address: Callable[[str], int]
