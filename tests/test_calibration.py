@@ -331,7 +331,8 @@ def test_the_host_choleskys_block_is_timed_against_potrf_per_dtype_and_is_what_t
     monkeypatch.setattr(calibration, "POTRF_BLOCKS_MIN_ORDER", 40)
     monkeypatch.setattr(rates, "POTRF_BLOCKS_MIN_ORDER", 40)
     monkeypatch.setattr(calibration, "POTRF_BLOCKS", (8, 16, 64))
-    seconds = {"float64": {8: 0.9, 16: 0.97}, "complex64": {8: 0.97, 16: 0.99}}
+    seconds = {("float64", "L"): {8: 0.9, 16: 0.97}, ("float64", "U"): {8: 0.97, 16: 0.9},
+               ("complex64", "L"): {8: 0.97, 16: 0.99}}
     timed = []
     timed_in_turn = calibration.fastest_in_turn
 
@@ -341,15 +342,15 @@ def test_the_host_choleskys_block_is_timed_against_potrf_per_dtype_and_is_what_t
         setup()
         for call in calls.values():
             call()
-        work, library = calls[min(calls)].args[1], calls[min(calls)].keywords["library"]
-        assert work.flags.f_contiguous and all(call.args[1] is work and call.keywords["library"] is library
-                                               for call in calls.values())
-        timed.append((work.dtype.name, library.name, work.shape[0], sorted(calls)))
-        return {key: seconds.get(work.dtype.name, {}).get(key, 1.0) for key in calls}
+        (uplo, work), library = calls[min(calls)].args[:2], calls[min(calls)].keywords["library"]
+        assert work.flags.f_contiguous and all(call.args[0] == uplo and call.args[1] is work
+                                               and call.keywords["library"] is library for call in calls.values())
+        timed.append((work.dtype.name, uplo, library.name, work.shape[0], sorted(calls)))
+        return {key: seconds.get((work.dtype.name, uplo), {}).get(key, 1.0) for key in calls}
 
     monkeypatch.setattr(calibration, "fastest_in_turn", in_turn)
     in_effect = []
-    host_calls = {op: lambda a: in_effect.append(model.host_potrf_block(a.dtype, a.shape[0]))
+    host_calls = {op: lambda a: in_effect.append(model.host_potrf_block(a.dtype, a.shape[0], "L"))
                   for op in ("potrf", "getrf", "geqrf")}
     results = calibrate([CpuDevice(workers=1)], tile=16, repeats=1, kernels=False, whole_orders=(24, 48),
                         host_calls=host_calls, tile_calls={op: lambda a, tile: None for op in host_calls})
@@ -357,18 +358,21 @@ def test_the_host_choleskys_block_is_timed_against_potrf_per_dtype_and_is_what_t
     cases = [(dtype, "scipy", version) for dtype in ("float32", "float64", "complex64", "complex128")]
     if lapack_pointers.numpy_library() is not None:  # NumPy's BLAS, in the dtypes NumPy computes in
         cases += [(dtype, "numpy", np.__version__) for dtype in ("float64", "complex128")]
-    assert timed == [(dtype, library, 48, [8, 16, 48]) for dtype, library, _ in cases]
-    assert results["cpu"]["potrf_blocks"] == {f"{dtype} {library} {number}": [[48, 8 if dtype == "float64" else 48]]
-                                              for dtype, library, number in cases}
+    assert timed == [(dtype, uplo, library, 48, [8, 16, 48]) for dtype, library, _ in cases for uplo in "LU"]
+    chosen = {"L": 8, "U": 16}
+    assert results["cpu"]["potrf_blocks"] == {
+        f"{dtype} {uplo} {library} {number}": [[48, chosen[uplo] if dtype == "float64" else 48]]
+        for dtype, library, number in cases for uplo in "LU"}
     assert in_effect and set(in_effect) == {None, 8}  # the calls at 24 and of other dtypes keep potrf
-    assert CpuDevice().potrf_blocks[f"float64 scipy {version}"] == ((48, 8),)
-    assert model.host_potrf_block(np.dtype(np.float64), 50) == 8
-    assert model.host_potrf_block(np.dtype(np.float64), 30) is None
-    assert model.host_potrf_block(np.dtype(np.complex64), 50) is None
+    assert CpuDevice().potrf_blocks[f"float64 U scipy {version}"] == ((48, 16),)
+    assert model.host_potrf_block(np.dtype(np.float64), 50, "L") == 8
+    assert model.host_potrf_block(np.dtype(np.float64), 50, "U") == 16
+    assert model.host_potrf_block(np.dtype(np.float64), 30, "L") is None
+    assert model.host_potrf_block(np.dtype(np.complex64), 50, "L") is None
 
     ran = []
     right_looking = lapack_pointers.potrf_right_looking
-    monkeypatch.setattr(lapack_pointers, "potrf_right_looking", lambda *args: ran.append(args[2]) or
+    monkeypatch.setattr(lapack_pointers, "potrf_right_looking", lambda *args: ran.append((args[0], args[2])) or
                         right_looking(*args))
     a = testing.spd(50)
     with hetlapack.using(path="host"):
@@ -386,7 +390,8 @@ def test_the_host_choleskys_block_is_timed_against_potrf_per_dtype_and_is_what_t
                 assert repr(flag) == repr(flag_expected) and factor.flags.f_contiguous == expected.flags.f_contiguous
                 np.testing.assert_array_equal(factor[other], expected[other])
                 np.testing.assert_array_equal(matrix, a)
-        assert ran == [8] * 8
+        assert len(ran) == 8 and {uplo for uplo, _ in ran} == {"L", "U"}  # each triangle at its own block
+        assert all(block == chosen[uplo] for uplo, block in ran)
         bad = a.copy()
         bad[4, 4] = -1.0
         with pytest.raises(np.linalg.LinAlgError) as theirs:
@@ -396,7 +401,8 @@ def test_the_host_choleskys_block_is_timed_against_potrf_per_dtype_and_is_what_t
         assert str(ours.value) == str(theirs.value)
         plan = hetlapack.explain("cholesky", a)
         stack = hetlapack.explain("cholesky", np.stack([a, a]))  # SciPy's loop: LAPACK's potrf per matrix
-    assert "LAPACK's right-looking variant at block 8" in str(plan)
+    assert "LAPACK's right-looking variant on SciPy's BLAS" in str(plan)
+    assert "(a lower triangle at block 8, an upper one at block 16)" in str(plan)
     assert "right-looking" not in str(stack)
 
 

@@ -293,7 +293,8 @@ def test_a_cholesky_at_a_calibrated_block_is_lapacks_right_looking_variant_on_nu
         ran.append((a.dtype, library.name))
         return right_looking(uplo, a, block, library=library)
 
-    monkeypatch.setattr(model, "host_potrf_block", lambda dtype, n, library="scipy": 8 if library == "numpy" else None)
+    monkeypatch.setattr(model, "host_potrf_block", lambda dtype, n, uplo, library="scipy": 8 if library == "numpy"
+                        else None)
     monkeypatch.setattr(lapack_pointers, "potrf_right_looking", recorded)
     monkeypatch.setattr(arrays, "tile_order", lambda: 8)
     monkeypatch.setattr(_numpy_host, "POTRF_BLOCKS_MIN_ORDER", 1)
@@ -328,6 +329,6 @@ def test_a_cholesky_at_a_calibrated_block_is_lapacks_right_looking_variant_on_nu
     else:
         np.testing.assert_array_equal(numpy_linalg.cholesky(nan), expected)
     assert len(ran) == 13  # the matrix that is not positive definite was tried; the NaN was read in the copy
-    monkeypatch.setattr(model, "host_potrf_block", lambda dtype, n, library="scipy": None)
+    monkeypatch.setattr(model, "host_potrf_block", lambda dtype, n, uplo, library="scipy": None)
     testing.assert_same_results(numpy_linalg.cholesky(a), numpy_functions["cholesky"](a))
     assert len(ran) == 13

@@ -201,9 +201,13 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
 
 
 def _print_potrf_blocks(tables: dict[str, list[list[int]]]) -> None:
-    """The block the host path's Cholesky runs LAPACK's right-looking variant at, per dtype, library and order."""
-    _print_by_order({" ".join(name.split()[:2]): rows for name, rows in tables.items()},
-                    lambda block: f"{int(block):>20}")
+    """The block the host path's Cholesky runs LAPACK's right-looking variant at, per triangle LAPACK factors,
+    dtype, library and order."""
+    for uplo, triangle in (("L", "lower"), ("U", "upper")):
+        print(f"\nLAPACK's {triangle} triangle:", end="")
+        _print_by_order({f"{dtype} {library}": rows for name, rows in tables.items()
+                         for dtype, which, library, *_ in [name.split()] if which == uplo},
+                        lambda block: f"{int(block):>20}")
     print("the block LAPACK's right-looking Cholesky ran fastest at on every core, of "
           f"{', '.join(map(str, POTRF_BLOCKS))}; the order itself where the BLAS's potrf ran within "
           f"{TILE_CHOICE_MARGIN}x of it: the host path's Cholesky from now on")

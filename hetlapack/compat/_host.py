@@ -172,7 +172,8 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     the tile path's does). Anything else is SciPy's own call, for its result, errors and warnings, and so is a
     matrix LAPACK cannot factor."""
     compiled = _compiled_cholesky()
-    block = model.host_potrf_block(a.dtype, a.shape[0]) if plain_matrix(a) else None
+    uplo = "L" if (lower is True) == (compiled is None) else "U"  # the triangle LAPACK factors (1.18: the transpose's)
+    block = model.host_potrf_block(a.dtype, a.shape[0], uplo) if plain_matrix(a) else None
     by_tiles = compiled is None and plain_matrix(a) and copies_by_tiles(a)
     copy_reads = by_tiles or (compiled is not None and block is not None)  # check_finite, read by the copy
     if ((compiled is None and COMPILED_BATCH_LOOPS)
@@ -185,7 +186,7 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     elif compiled is not None:  # 1.18's factor: C-ordered, the other triangle zeroed
         if (transposed := _copy_reading(a.T, check_finite, not lower)) is None:
             return scipy_call(name, a, overwrite_a, check_finite, lower=lower)
-        c, failures = transposed.T, lapack_pointers.potrf_right_looking("U" if lower else "L", transposed, block)
+        c, failures = transposed.T, lapack_pointers.potrf_right_looking(uplo, transposed, block)
     else:
         work = _copy_reading(a, check_finite, lower if clean else None) if by_tiles else \
             working_copy(a, a, a.dtype, False)
@@ -193,7 +194,7 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
             return scipy_call(name, a, overwrite_a, check_finite, lower=lower)
         by_columns = clean and not by_tiles and (block is not None or a.shape[0] > tile_order())
         if block is not None:
-            c, failures = work, lapack_pointers.potrf_right_looking("L" if lower else "U", work, block)
+            c, failures = work, lapack_pointers.potrf_right_looking(uplo, work, block)
         else:
             c, failures = _potrf(a.dtype.char)(work, lower=lower, clean=clean and not (by_tiles or by_columns),
                                                overwrite_a=True)

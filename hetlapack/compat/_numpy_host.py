@@ -8,7 +8,7 @@ calls the gufuncs itself, as NumPy does, under one ``errstate`` that turns the g
 operation, which NumPy turns into its ``LinAlgError``) into a call of NumPy's own function, for NumPy's error. The
 gufuncs are private to NumPy, so each is tried on a probe against NumPy's public function before it is trusted.
 
-NumPy's Cholesky of a matrix of order 500 or more runs LAPACK's right-looking variant on NumPy's own BLAS, where
+NumPy's Cholesky of a matrix of order 1000 or more runs LAPACK's right-looking variant on NumPy's own BLAS, where
 ``hetlapack calibrate`` timed it faster there than that BLAS's ``potrf`` (:func:`_right_looking`): the gufunc's copies
 into and out of Fortran order and its ``potrf`` took 447-465 ms at order 4000 on a 2-core Xeon, the variant on a
 tiled copy 180-186 ms. On SciPy's BLAS it was as fast, but SciPy's idle threads then spun on the cores the caller's
@@ -98,14 +98,13 @@ def _right_looking(a: np.ndarray, upper: bool) -> np.ndarray | None:
     is not positive definite (NumPy's own call then, for its result or error)."""
     if a.dtype.char not in "fdFD":
         return None
-    computed = numpy_linalg_dtype(a.dtype)
-    block = model.host_potrf_block(computed, a.shape[0], "numpy")
+    computed, uplo = numpy_linalg_dtype(a.dtype), "L" if upper else "U"  # the triangle of the transpose
+    block = model.host_potrf_block(computed, a.shape[0], uplo, "numpy")
     if block is None or (library := lapack_pointers.numpy_library()) is None:
         return None
     check = FiniteCheck()
     transposed = fortran_copy(a.T, computed, triangle=upper, read=check.read)
-    if not check.finite or lapack_pointers.potrf_right_looking("L" if upper else "U", transposed, block,
-                                                               library=library):
+    if not check.finite or lapack_pointers.potrf_right_looking(uplo, transposed, block, library=library):
         return None
     return transposed.T.astype(a.dtype, copy=False)
 

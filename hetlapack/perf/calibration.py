@@ -332,35 +332,38 @@ NUMPY_COMPUTES = "dD"
 
 
 def potrf_blocks(orders: Iterable[int], rounds: int) -> dict[str, list[list[int]]]:
-    """Per dtype and library (:func:`rates.potrf_blocks_table`), ``[[n, block], ...]``: the block of
+    """Per dtype, triangle and library (:func:`rates.potrf_blocks_table`), ``[[n, block], ...]``: the block of
     :data:`POTRF_BLOCKS` at which LAPACK's right-looking Cholesky (``lapack_pointers.potrf_right_looking``, every
     core) ran fastest on a Fortran-ordered matrix of each order, timed in turn with the same BLAS's own ``potrf``
     (:func:`fastest_in_turn`, each call on a fresh copy, not timed); ``n`` itself where no block ran
     :data:`TILE_CHOICE_MARGIN` faster than ``potrf``, which then stays the host path's. Timed on SciPy's BLAS and,
     where NumPy ships its own (``lapack_pointers.numpy_library``), on NumPy's in the dtypes NumPy computes in
-    (:data:`NUMPY_COMPUTES`), for NumPy's shim. Which is faster depends on the BLAS's kernels and the dtype: on a
-    2-core Xeon VM (OpenBLAS on its SkylakeX kernels) float64 ran 1.10-1.17x faster at orders 1000-4000 and the
-    complex dtypes level, and with OpenBLAS pinned to its Haswell kernels ``potrf`` won."""
+    (:data:`NUMPY_COMPUTES`), for NumPy's shim. Each triangle is timed, as it is factored: the upper one's blocked
+    solve is on a short, wide panel, slower in OpenBLAS (order 4000: 185-199 against 175-178 ms for the lower one,
+    and no faster than ``potrf`` at order 500 where the lower one was 1.14x). Which is faster depends on the BLAS's
+    kernels and the dtype: on a 2-core Xeon VM (OpenBLAS on its SkylakeX kernels) float64 ran 1.10-1.17x faster at
+    orders 1000-4000 and the complex dtypes level, and with OpenBLAS pinned to its Haswell kernels ``potrf`` won."""
     rng = np.random.default_rng(5)
     numpy_library = lapack_pointers.numpy_library()
-    cases = [(np.dtype(char), lapack_pointers.SCIPY) for char in "fdFD"]
-    cases += [(np.dtype(char), numpy_library) for char in NUMPY_COMPUTES if numpy_library is not None]
+    libraries = [(np.dtype(char), lapack_pointers.SCIPY) for char in "fdFD"]
+    libraries += [(np.dtype(char), numpy_library) for char in NUMPY_COMPUTES if numpy_library is not None]
+    cases = [(dtype, library, uplo) for dtype, library in libraries for uplo in "LU"]
     table: dict[str, list[list[int]]] = {}
     for n in orders:
         _, spd = _whole_inputs(n, rng)
-        for dtype, library in cases:
+        for dtype, library, uplo in cases:
             matrix = np.asfortranarray(spd.astype(dtype))
             work = np.empty_like(matrix, order="F")
-            calls: dict[Key, Callable[[], object]] = {n: functools.partial(lapack_pointers.potrf, "L", work,
+            calls: dict[Key, Callable[[], object]] = {n: functools.partial(lapack_pointers.potrf, uplo, work,
                                                                            library=library)}
-            calls |= {block: functools.partial(lapack_pointers.potrf_right_looking, "L", work, block,
+            calls |= {block: functools.partial(lapack_pointers.potrf_right_looking, uplo, work, block,
                                                library=library)
                       for block in POTRF_BLOCKS if block < n}
             seconds = fastest_in_turn(calls, rounds, enough_s=WHOLE_REPEAT_S, least=2,
                                       setup=functools.partial(np.copyto, work, matrix))
             fastest = min(seconds, key=seconds.get)
             keep = seconds[n] <= TILE_CHOICE_MARGIN * seconds[fastest]
-            table.setdefault(potrf_blocks_table(dtype, library.name), []).append([n, n if keep else fastest])
+            table.setdefault(potrf_blocks_table(dtype, uplo, library.name), []).append([n, n if keep else fastest])
     return table
 
 

@@ -287,18 +287,20 @@ def _host_rates(op: str, memory_order: str | None) -> tuple[tuple[tuple[float, f
     return usable(cpu.whole_rates.get(op, ())), "this machine's LAPACK calls"
 
 
-def host_potrf_block(dtype: np.dtype, n: int, library: str = "scipy") -> int | None:
+def host_potrf_block(dtype: np.dtype, n: int, uplo: str, library: str = "scipy") -> int | None:
     """The block of LAPACK's right-looking Cholesky the host path of ``library``'s function (``"scipy"`` or
-    ``"numpy"``) factors an order-``n`` matrix of ``dtype`` with on that library's BLAS, where ``hetlapack
-    calibrate`` timed it faster than that BLAS's ``potrf`` (:func:`rates.potrf_block`; during a calibration, the
-    blocks it has just timed: :func:`rates.timing_potrf_blocks`); else None, ``potrf`` itself. The table is read
-    from the cache as the CPU device reads it, with no device made: this runs on every host Cholesky from order 500,
-    where making one took 18 us alone and 90 us right after a BLAS call (order 500, 2-core Xeon VM: 6% of the call)."""
+    ``"numpy"``) factors the ``uplo`` triangle (as LAPACK names it) of an order-``n`` matrix of ``dtype`` with on
+    that library's BLAS, where ``hetlapack calibrate`` timed it faster than that BLAS's ``potrf``
+    (:func:`rates.potrf_block`; during a calibration, the blocks it has just timed:
+    :func:`rates.timing_potrf_blocks`); else None, ``potrf`` itself. The table is read
+    from the cache as the CPU device reads it, with no device made: this runs on every host Cholesky from
+    ``rates.POTRF_BLOCKS_MIN_ORDER``, and making one took 18 us alone and 90 us right after a BLAS call (order 500,
+    2-core Xeon VM: 6% of the call)."""
     if n < rates.POTRF_BLOCKS_MIN_ORDER:
         return None
     tables = rates.potrf_blocks_timing()
     tables = capability.load().get("cpu", {}).get("potrf_blocks", {}) if tables is None else tables
-    return rates.potrf_block(n, tuple(map(tuple, tables.get(rates.potrf_blocks_table(dtype, library), ()))))
+    return rates.potrf_block(n, tuple(map(tuple, tables.get(rates.potrf_blocks_table(dtype, uplo, library), ()))))
 
 
 def host_calibrated(op: str, memory_order: str | None = None) -> bool:
@@ -329,11 +331,18 @@ def host_rate_basis(op: str, order: int, dtype: np.dtype, memory_order: str | No
 
 def host_potrf_basis(dtype: np.dtype, order: int, library: str = "scipy") -> str:
     """What the host path's call of ``library``'s Cholesky on one matrix runs, where it is not the BLAS's ``potrf``
-    (:func:`host_potrf_block`); else empty."""
-    block = host_potrf_block(dtype, order, library)
-    return "" if block is None else (f"; its Cholesky LAPACK's right-looking variant at block {block} on "
-                                     f"{_LIBRARY_NAMES[library]}'s BLAS, which `hetlapack calibrate` timed faster "
-                                     "than that BLAS's potrf")
+    on either triangle LAPACK may factor (:func:`host_potrf_block`; which one depends on the call's flag and the
+    input's layout); else empty."""
+    blocks = {uplo: host_potrf_block(dtype, order, uplo, library) for uplo in "LU"}
+    if not any(blocks.values()):
+        return ""
+    kernels = ", ".join(f"{_TRIANGLES[uplo]} potrf" if block is None else f"{_TRIANGLES[uplo]} at block {block}"
+                        for uplo, block in blocks.items())
+    return (f"; its Cholesky LAPACK's right-looking variant on {_LIBRARY_NAMES[library]}'s BLAS where `hetlapack "
+            f"calibrate` timed it faster than that BLAS's potrf ({kernels})")
+
+
+_TRIANGLES = {"L": "a lower triangle", "U": "an upper one"}
 
 
 _LIBRARY_NAMES = {"scipy": "SciPy", "numpy": "NumPy"}

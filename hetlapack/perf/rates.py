@@ -48,19 +48,21 @@ def call_table(op: str, memory_order: str) -> str:
 
 
 #: The smallest matrix order ``calibration.potrf_blocks`` times and the host path looks a block up for: below it
-#: the host path keeps LAPACK's ``potrf``. At order 1000 the right-looking Cholesky ran 1.15x faster than OpenBLAS's
-#: ``dpotrf`` on a 2-core Xeon VM (SkylakeX kernels, block 128).
-POTRF_BLOCKS_MIN_ORDER = 500
+#: the host path keeps LAPACK's ``potrf``. At order 1000 the right-looking Cholesky ran 1.15-1.20x faster than
+#: OpenBLAS's ``dpotrf`` on a 2-core Xeon VM (SkylakeX kernels, block 64-128). At 500 the variant's kernels gained
+#: 0.15 ms of a 1.2 ms ``dpotrf`` and the host path's own Python, run right after a BLAS call in cold caches, took
+#: 0.07-0.15 ms of it back: under SciPy 1.18, whose compiled loop has none, the call users make was 0.86-0.94x.
+POTRF_BLOCKS_MIN_ORDER = 1000
 
 
-def potrf_blocks_table(dtype: np.dtype, library: str = "scipy") -> str:
-    """The name of the calibrated table of the host Cholesky's block (``calibration.potrf_blocks``) for ``dtype`` on
-    ``library``'s BLAS (``"scipy"`` or ``"numpy"``, each the one its wheels ship): that library's version is in the
-    name, as SciPy's is in :func:`call_table`'s."""
+def potrf_blocks_table(dtype: np.dtype, uplo: str, library: str = "scipy") -> str:
+    """The name of the calibrated table of the host Cholesky's block (``calibration.potrf_blocks``) for ``dtype``,
+    the triangle LAPACK factors (``uplo``, ``"L"`` or ``"U"``) and ``library``'s BLAS (``"scipy"`` or ``"numpy"``,
+    each the one its wheels ship): that library's version is in the name, as SciPy's is in :func:`call_table`'s."""
     import scipy  # noqa: PLC0415 - the version only; SciPy is loaded by then
 
     version = scipy.__version__ if library == "scipy" else np.__version__
-    return f"{np.dtype(dtype).name} {library} {version}"
+    return f"{np.dtype(dtype).name} {uplo} {library} {version}"
 
 
 _potrf_blocks_timing: contextvars.ContextVar[dict | None] = contextvars.ContextVar("potrf_blocks_timing",
