@@ -372,8 +372,8 @@ def test_the_host_choleskys_block_is_timed_against_potrf_per_dtype_and_is_what_t
 
     ran = []
     right_looking = lapack_pointers.potrf_right_looking
-    monkeypatch.setattr(lapack_pointers, "potrf_right_looking", lambda *args: ran.append((args[0], args[2])) or
-                        right_looking(*args))
+    monkeypatch.setattr(lapack_pointers, "potrf_right_looking",
+                        lambda *args, **kwargs: ran.append((args[0], args[2])) or right_looking(*args, **kwargs))
     a = testing.spd(50)
     with hetlapack.using(path="host"):
         for order in "CF":

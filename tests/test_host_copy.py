@@ -317,8 +317,8 @@ def test_a_cholesky_at_a_calibrated_block_is_lapacks_right_looking_variant_in_sc
     ran = []
     right_looking = lapack_pointers.potrf_right_looking
     monkeypatch.setattr(model, "host_potrf_block", lambda dtype, n, uplo: TILE)
-    monkeypatch.setattr(lapack_pointers, "potrf_right_looking", lambda *args: ran.append(args[2]) or
-                        right_looking(*args))
+    monkeypatch.setattr(lapack_pointers, "potrf_right_looking", lambda *args, **kwargs: ran.append(args[2]) or
+                        right_looking(*args, **kwargs))
     monkeypatch.setattr(arrays, "tile_order", lambda: TILE)
     monkeypatch.setattr(_host, "tile_order", lambda: TILE)
     rtol = 100 * np.finfo(dtype).eps

@@ -47,12 +47,26 @@ def _takes_direct_call(a, overwrite_a, check_finite, *flags) -> bool:
             and _BOOL.issuperset(map(type, flags)) and not (check_finite and not all_finite(a)))
 
 
-def _copy_reading(a: np.ndarray, check_finite, triangle: bool | None = None) -> np.ndarray | None:
-    """:func:`fortran_copy` of ``a`` (``triangle`` as it takes it), ``check_finite`` read in the same pass; None
-    where ``a`` holds a value that is not finite (SciPy's own call then raises its error)."""
+def _copy_reading(a: np.ndarray, check_finite, triangle: bool | None = None,
+                  dtype: np.dtype | None = None) -> np.ndarray | None:
+    """:func:`fortran_copy` of ``a`` (``dtype`` and ``triangle`` as it takes them), ``check_finite`` read in the same
+    pass; None where ``a`` holds a value that is not finite (SciPy's own call then raises its error)."""
     check = FiniteCheck() if check_finite else None
-    copy = fortran_copy(a, triangle=triangle, read=None if check is None else check.read)
+    copy = fortran_copy(a, dtype, triangle=triangle, read=None if check is None else check.read)
     return copy if check is None or check.finite else None
+
+
+def right_looking_c_ordered(a: np.ndarray, uplo: str, block: int, check_finite: bool, dtype: np.dtype | None = None,
+                            library: lapack_pointers.Library = lapack_pointers.SCIPY) -> np.ndarray | None:
+    """The Cholesky factor of the square ``a`` (in ``dtype``, default ``a``'s), C-ordered with the other triangle
+    zeroed, as SciPy 1.18 and NumPy return it: LAPACK's right-looking variant at ``block`` on ``library``'s BLAS, on
+    the ``uplo`` triangle of the transpose of a copy made in that layout (a transpose's upper factor is the lower
+    one's transpose: ``uplo`` ``"U"`` gives the lower factor). The copy reads ``check_finite``. None where it read a
+    value that is not finite or the matrix is not positive definite (the library's own call then, for its error)."""
+    transposed = _copy_reading(a.T, check_finite, uplo == "L", dtype)
+    if transposed is None or lapack_pointers.potrf_right_looking(uplo, transposed, block, library=library):
+        return None
+    return transposed.T
 
 
 def _copies_slowly(a: np.ndarray, overwrite_a) -> bool:
@@ -166,8 +180,7 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     as f2py makes it, its other triangle zeroed by f2py or, past one tile (where f2py's loop misses the cache) and
     after the right-looking variant, by :func:`zero_other_triangle`. Since 1.18, SciPy's compiled loop
     (:func:`_compiled_cholesky`), or the right-looking variant on the transpose of a copy made as 1.18 returns its
-    factor (C-ordered, the other triangle zeroed; a transpose's lower factor is the upper one's transpose), which
-    reads ``check_finite`` as it copies (:func:`_copy_reading`). The
+    factor (:func:`right_looking_c_ordered`), which reads ``check_finite`` as it copies. The
     layout and flags are SciPy's, and so are the bits but for the right-looking variant's (its rounding differs, as
     the tile path's does). Anything else is SciPy's own call, for its result, errors and warnings, and so is a
     matrix LAPACK cannot factor."""
@@ -184,9 +197,8 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     if compiled is not None and block is None:
         c, failures = compiled(a, lower, False, clean)
     elif compiled is not None:  # 1.18's factor: C-ordered, the other triangle zeroed
-        if (transposed := _copy_reading(a.T, check_finite, not lower)) is None:
-            return scipy_call(name, a, overwrite_a, check_finite, lower=lower)
-        c, failures = transposed.T, lapack_pointers.potrf_right_looking(uplo, transposed, block)
+        c = right_looking_c_ordered(a, uplo, block, check_finite)
+        failures = c is None
     else:
         work = _copy_reading(a, check_finite, lower if clean else None) if by_tiles else \
             working_copy(a, a, a.dtype, False)
