@@ -174,6 +174,14 @@ def one_thread_order(timed) -> int:
     return crossover_order(timed, 1 / LOOP_THREADS_MARGIN)
 
 
+def _cpu_tables(key: str) -> dict[str, tuple[tuple[float, float], ...]]:
+    """The host CPU's calibrated tables under ``key`` of its cache entry (``capability.TABLE_ATTRIBUTES``: ``"whole"``,
+    ``"host_call"``, ``"tiles"``, ...), ``{name: ((x, rate), ...)}``, as a CPU device would hold them, read from the
+    parsed cache with no device made: dispatch looks these up on every call, and making a device took 18 us alone
+    and 90 us right after a BLAS call (2-core Xeon VM)."""
+    return capability.load().get("cpu", {}).get(key, {})
+
+
 def batched_case(op: str, dtype: np.dtype) -> str:
     """The key of ``op``'s crossover timing for ``dtype`` in a CPU's ``batched_rates`` (``"getrf float64"``): timed
     in float64 for real dtypes and complex128 for complex ones, where the interleaved kernels run by default."""
@@ -183,7 +191,7 @@ def batched_case(op: str, dtype: np.dtype) -> str:
 def _calibrated_crossover(op: str, dtype: np.dtype) -> int | None:
     """:func:`crossover_order` of what ``hetlapack calibrate`` timed on this machine for ``op`` in ``dtype``'s kind
     (:func:`batched_case`); ``None`` where it timed none."""
-    timed = resolve(("cpu",))[0].batched_rates.get(batched_case(op, dtype))
+    timed = _cpu_tables("batched").get(batched_case(op, dtype))
     return crossover_order(timed) if timed else None
 
 
@@ -195,7 +203,7 @@ def batched_lanes(op: str, dtype: np.dtype, order: int) -> int | None:
     order 16 ran 1.1-1.25x faster with 16 than with the 32 the buffer-size rule (``batched._interleave.lanes_for``)
     gives while a buffer beyond the L1 cache was copied element by element; copied in blocks, the choices from 16
     to 64 ran within 10% of one another."""
-    timed = resolve(("cpu",))[0].batched_lanes.get(f"{op} {np.dtype(dtype).name}")  # float64, complex128 timed
+    timed = _cpu_tables("lanes").get(f"{op} {np.dtype(dtype).name}")  # float64, complex128 timed
     if not timed or order < timed[0][0]:
         return None
     return int(min(timed, key=lambda row: abs(math.log(row[0] / order)))[1])
@@ -204,7 +212,7 @@ def batched_lanes(op: str, dtype: np.dtype, order: int) -> int | None:
 def loop_one_thread_max_n(op: str, dtype: np.dtype) -> int:
     """The largest order up to which ``op``'s LAPACK loop in ``dtype`` runs on one thread (0: none): as ``hetlapack
     calibrate`` timed it on this machine (:func:`one_thread_order`), else ``LOOP_ONE_THREAD_MAX_N``."""
-    timed = resolve(("cpu",))[0].loop_threads.get(f"{op} {np.dtype(dtype).name}")
+    timed = _cpu_tables("loop_threads").get(f"{op} {np.dtype(dtype).name}")
     return one_thread_order(timed) if timed else LOOP_ONE_THREAD_MAX_N.get(op, 0)
 
 
@@ -217,7 +225,7 @@ def lapack_loop_threads(op: str, dtype: np.dtype, order: int) -> int | None:
 
 def loop_threads_basis(op: str, dtype: np.dtype) -> str:
     """Where :func:`loop_one_thread_max_n`'s order comes from."""
-    timed = f"{op} {np.dtype(dtype).name}" in resolve(("cpu",))[0].loop_threads
+    timed = f"{op} {np.dtype(dtype).name}" in _cpu_tables("loop_threads")
     return "timed on this machine by `hetlapack calibrate`" if timed else "measured on the reference machine"
 
 
@@ -275,16 +283,14 @@ def _host_rates(op: str, memory_order: str | None) -> tuple[tuple[tuple[float, f
     timed: the host path's whole call (SciPy's function as hetlapack makes it) on an input of ``memory_order``
     (``rates.MEMORY_ORDERS``; None: not a SciPy call) where ``hetlapack calibrate`` timed it, else the LAPACK call
     alone; empty where neither was timed."""
-    cpu = resolve(("cpu",))[0]
-
     def usable(rows: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
         return tuple((n, rate) for n, rate in rows if n >= HOST_EFFICIENCY["getrf"][0][0])
 
     if memory_order is not None:
-        timed = usable(cpu.host_call_rates.get(rates.call_table(op, memory_order), ()))
+        timed = usable(_cpu_tables("host_call").get(rates.call_table(op, memory_order), ()))
         if timed:
             return timed, f"the host path's SciPy call on {_ORDER_NAMES[memory_order]} matrices"
-    return usable(cpu.whole_rates.get(op, ())), "this machine's LAPACK calls"
+    return usable(_cpu_tables("whole").get(op, ())), "this machine's LAPACK calls"
 
 
 def host_potrf_block(dtype: np.dtype, n: int, uplo: str, library: str = "scipy") -> int | None:
@@ -292,14 +298,12 @@ def host_potrf_block(dtype: np.dtype, n: int, uplo: str, library: str = "scipy")
     ``"numpy"``) factors the ``uplo`` triangle (as LAPACK names it) of an order-``n`` matrix of ``dtype`` with on
     that library's BLAS, where ``hetlapack calibrate`` timed it faster than that BLAS's ``potrf``
     (:func:`rates.potrf_block`; during a calibration, the blocks it has just timed:
-    :func:`rates.timing_potrf_blocks`); else None, ``potrf`` itself. The table is read
-    from the cache as the CPU device reads it, with no device made: this runs on every host Cholesky from
-    ``rates.POTRF_BLOCKS_MIN_ORDER``, and making one took 18 us alone and 90 us right after a BLAS call (order 500,
-    2-core Xeon VM: 6% of the call)."""
+    :func:`rates.timing_potrf_blocks`); else None, ``potrf`` itself (:func:`_cpu_tables`: at order 500 making a
+    device was 6% of the call)."""
     if n < rates.POTRF_BLOCKS_MIN_ORDER:
         return None
     tables = rates.potrf_blocks_timing()
-    tables = capability.load().get("cpu", {}).get("potrf_blocks", {}) if tables is None else tables
+    tables = _cpu_tables("potrf_blocks") if tables is None else tables
     return rates.potrf_block(n, tuple(map(tuple, tables.get(rates.potrf_blocks_table(dtype, uplo, library), ()))))
 
 
@@ -428,7 +432,7 @@ def cpu_alone(devices: tuple | None) -> bool:
 def _timed_tiles(op: str, devices: tuple | None) -> tuple[tuple[float, float], ...]:
     """The tiles ``hetlapack calibrate`` timed for ``op`` (the CPU's ``tile_orders``) where ``devices`` are the CPU
     alone, else none."""
-    return resolve(("cpu",))[0].tile_orders.get(op, ()) if cpu_alone(devices) else ()
+    return _cpu_tables("tiles").get(op, ()) if cpu_alone(devices) else ()
 
 
 def predict_tiled(op: str, m: int, n: int, dtype: np.dtype, tile: int | None = None,
@@ -456,9 +460,8 @@ def tile_call_factor(op: str, order: int, memory_order: str | None) -> float | N
     it, interpolated in log n between the orders timed and flat beyond; None where it was not timed."""
     if memory_order is None:
         return None
-    cpu = resolve(("cpu",))[0]
-    timed = cpu.tile_call_rates.get(rates.call_table(op, memory_order), ())
-    return interpolate(_tile_call_factors(op, timed, cpu.tile_orders.get(op, ())), order) if timed else None
+    timed = _cpu_tables("tile_call").get(rates.call_table(op, memory_order), ())
+    return interpolate(_tile_call_factors(op, timed, _cpu_tables("tiles").get(op, ())), order) if timed else None
 
 
 @functools.lru_cache(maxsize=64)
