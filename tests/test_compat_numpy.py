@@ -332,3 +332,37 @@ def test_a_cholesky_at_a_calibrated_block_is_lapacks_right_looking_variant_on_nu
     monkeypatch.setattr(model, "host_potrf_block", lambda dtype, n, uplo, library="scipy": None)
     testing.assert_same_results(numpy_linalg.cholesky(a), numpy_functions["cholesky"](a))
     assert len(ran) == 13
+
+
+def test_explain_gives_the_plan_numpys_functions_follow(monkeypatch):
+    """``hetlapack.explain(name, a, library="numpy")`` is the plan NumPy's shims follow: the accelerated path they
+    factor on (forced or chosen, single matrices and stacks), the host path where they make NumPy's call, and
+    NumPy's own function, with why, for whatever they hand to it."""
+    followed = []
+    factored = numpy_linalg._factored
+    monkeypatch.setattr(numpy_linalg, "_factored",
+                        lambda plan, *args: followed.append(plan.path) or factored(plan, *args))
+    a = testing.spd(40)
+    stack = np.stack([testing.spd(8)] * 1000)
+    for path, name, matrix, mode in (("hybrid", "cholesky", a, None), ("hybrid", "qr", a, "r"),
+                                     (None, "cholesky", stack, None), (None, "qr", stack, "reduced"),
+                                     (None, "cholesky", a, None), (None, "qr", a, "complete")):
+        with hetlapack.using(path=path):
+            plan = hetlapack.explain(name, matrix, library="numpy", **({"mode": mode} if mode else {}))
+            getattr(numpy_linalg, name)(matrix, **({"mode": mode} if mode else {}))
+        assert (followed.pop() if followed else "host") == plan.path
+        assert plan.path == (path or ("batched" if matrix is stack else "host")) and plan.shape == matrix.shape
+    nan = a.copy()
+    nan[3, 5] = np.nan
+    for name, matrix, reason in (("cholesky", [[4.0]], "not an exact numpy.ndarray"),
+                                 ("qr", np.ones(3), "not a stack of matrices"),
+                                 ("cholesky", np.ones((3, 3), dtype=np.float16), "not a stack of matrices"),
+                                 ("cholesky", np.ones((3, 2)), "not square"), ("qr", a, "mode='raw'"),
+                                 ("cholesky", nan, "infinities or NaNs"), ("qr", nan, "infinities or NaNs")):
+        with hetlapack.using(path="hybrid"):
+            plan = hetlapack.explain(name, matrix, library="numpy", mode="raw" if matrix is a else None)
+        assert plan.path == "host" and plan.reason.startswith(reason) and "NumPy's own function" in plan.reason
+    with pytest.raises(ValueError, match="unknown NumPy function 'lu_factor'"):
+        hetlapack.explain("lu_factor", a, library="numpy")
+    with pytest.raises(ValueError, match="unknown library 'torch'"):
+        hetlapack.explain("cholesky", a, library="torch")

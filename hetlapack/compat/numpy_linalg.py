@@ -7,6 +7,7 @@ NEP-18 dispatch and NumPy's errors stay NumPy's.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable
 
@@ -14,7 +15,7 @@ import numpy as np
 from numpy.linalg import LinAlgError
 
 from ..dispatch import Plan, choose
-from ..dispatch.paths import BATCHED
+from ..dispatch.paths import BATCHED, HOST
 from ..dtypes import native
 from ._numpy_host import host_cholesky, host_qr
 from ._request import on_host_at_once, request
@@ -42,6 +43,40 @@ def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, np.dtype] |
     if plan.runner.own_call or not all_finite(a):
         return None
     return plan, req.dtype
+
+
+#: NumPy's functions the shim accelerates, and the operation each asks dispatch for.
+NUMPY_OPS = {"cholesky": "potrf", "qr": "geqrf"}
+
+
+def _own_call_reason(op: str, a, mode: str) -> str | None:
+    """Why the shim hands ``a`` to NumPy's own function for ``op`` in ``mode`` (qr's) before any plan, or None."""
+    if type(a) is not np.ndarray:
+        return "not an exact numpy.ndarray: NumPy's own function (and its __array_function__ dispatch)"
+    if a.ndim < 2 or numpy_linalg_dtype(a.dtype) is None:
+        return "not a stack of matrices of a dtype NumPy factors: NumPy's own function raises its error"
+    if op == "potrf" and a.shape[-1] != a.shape[-2]:
+        return "not square: NumPy's own function raises its error"
+    if op == "geqrf" and mode not in _ACCELERATED_QR_MODES:
+        return f"mode={mode!r}: NumPy's own function"
+    return None
+
+
+def plan_of(function: str, a, mode: str = "reduced") -> Plan:
+    """The plan the shim's ``function`` (``"cholesky"`` or ``"qr"``, with NumPy's ``mode``) follows on ``a``, as
+    ``hetlapack.explain(function, a, library="numpy")`` shows it: dispatch's choice, or NumPy's own function and
+    why. On the host path, NumPy's call or LAPACK's right-looking Cholesky on NumPy's BLAS, as the plan's host rate
+    says."""
+    op = NUMPY_OPS[function]
+    mode = "reduced" if mode in ("f", "full") else mode
+    own = _own_call_reason(op, a, mode)
+    if own is not None:
+        shape, dtype = np.shape(a), getattr(a, "dtype", np.asarray(a).dtype)
+        return Plan(op=op, path=HOST.name, reason=own, shape=tuple(shape), dtype=np.dtype(dtype).name)
+    plan = choose(request(op, a, dtype_rule=numpy_linalg_dtype, library="numpy", loop="compiled")[0])
+    if not all_finite(a):
+        return dataclasses.replace(plan, path=HOST.name, reason="infinities or NaNs: NumPy's own function")
+    return plan
 
 
 def _result_dtype(a: np.ndarray, computed: np.dtype) -> np.dtype:
