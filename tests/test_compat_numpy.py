@@ -245,6 +245,29 @@ def test_a_small_matrix_the_gufuncs_may_not_take_is_numpys_own_call(gufunc_calls
     assert gufunc_calls == tried
 
 
+@pytest.mark.parametrize("made_once", [True, False], ids=["made once", "np.errstate"])
+def test_the_gufuncs_run_in_the_shims_error_state_and_the_callers_is_kept(made_once, gufunc_calls, monkeypatch):
+    """The shim calls NumPy's gufuncs with an invalid operation raised (NumPy's private error state, made once; or
+    ``np.errstate``, where NumPy has no such state): whatever the caller's error state, a failure still ends in
+    NumPy's error, the results are NumPy's, and the caller's state is as it was after every call."""
+    from hetlapack.compat import _numpy_host
+
+    if not made_once:
+        monkeypatch.setattr(_numpy_host, "_ERROR_STATE", None)
+    bad, good = testing.spd(6), testing.spd(6)
+    bad[2, 2] = -1.0
+    for callers in ({"all": "ignore"}, {"all": "raise"}, {"invalid": "warn", "over": "raise"}):
+        with np.errstate(**callers):
+            state = np.geterr()
+            with pytest.raises(np.linalg.LinAlgError, match="Matrix is not positive definite"):
+                numpy_linalg.cholesky(bad)
+            assert np.geterr() == state
+            testing.assert_same_results(numpy_linalg.cholesky(good), numpy_functions["cholesky"](good))
+            testing.assert_same_results(numpy_linalg.qr(good), numpy_functions["qr"](good))
+            assert np.geterr() == state
+    assert gufunc_calls == ["cholesky_lo", "cholesky_lo", "qr_r_raw", "qr_reduced"] * 3
+
+
 @pytest.mark.parametrize("name", ["cholesky_lo", "qr_r_raw"])
 def test_a_gufunc_that_answers_otherwise_than_numpy_is_never_called(name, monkeypatch):
     """NumPy's gufuncs are private to it: one that answers the probe otherwise than NumPy's public function (here

@@ -4,7 +4,7 @@ their Python checks.
 NumPy's functions wrap gufuncs of ``numpy.linalg._umath_linalg`` in Python that costs more than the factorization of
 a small matrix (order 4: 10 us of which the gufunc is 3; each of its ``errstate`` blocks is 3 us), and the shim's
 own check that dispatch keeps the call on the host adds 2-3 us more. For a plain matrix in a LAPACK dtype the shim
-calls the gufuncs itself, as NumPy does, under one ``errstate`` that turns the gufunc's failure (an invalid
+calls the gufuncs itself, as NumPy does, under an error state that turns the gufunc's failure (an invalid
 operation, which NumPy turns into its ``LinAlgError``) into a call of NumPy's own function, for NumPy's error. The
 gufuncs are private to NumPy, so each is tried on a probe against NumPy's public function before it is trusted.
 
@@ -60,15 +60,34 @@ def _gufuncs() -> dict[str, Callable] | None:
     return found
 
 
-def _errstate():
-    """NumPy's ``errstate`` around its gufuncs, with their failure raised instead of turned into NumPy's error."""
-    return np.errstate(invalid="raise", over="ignore", divide="ignore", under="ignore")
+#: The error state NumPy's functions set around their gufuncs, with a failure (an invalid operation) raised instead
+#: of turned into NumPy's error, made once: ``np.errstate`` builds it afresh on every entry (1.1 us, a quarter of a
+#: Cholesky of order 4 on a 2-core Xeon VM). NumPy's context variable for it is private, so another NumPy (1.x)
+#: gets ``np.errstate``.
+_RAISE_INVALID = dict(invalid="raise", over="ignore", divide="ignore", under="ignore")
+try:
+    from numpy._core.umath import _extobj_contextvar as _ERROR_STATE, _make_extobj
+    _RAISING_STATE = _make_extobj(**_RAISE_INVALID)
+except (ImportError, TypeError):
+    _ERROR_STATE = None
+
+
+def _raising(gufunc: Callable, *args: np.ndarray, signature: str) -> np.ndarray:
+    """``gufunc(*args, signature=signature)`` under NumPy's error state with an invalid operation raised
+    (:data:`_RAISE_INVALID`), the caller's restored after it."""
+    if _ERROR_STATE is None:
+        with np.errstate(**_RAISE_INVALID):
+            return gufunc(*args, signature=signature)
+    token = _ERROR_STATE.set(_RAISING_STATE)
+    try:
+        return gufunc(*args, signature=signature)
+    finally:
+        _ERROR_STATE.reset(token)
 
 
 def _cholesky(gufuncs: dict[str, Callable], a: np.ndarray, upper: bool) -> np.ndarray:
     computed = numpy_linalg_dtype(a.dtype).char
-    with _errstate():
-        factor = gufuncs["cholesky_up" if upper else "cholesky_lo"](a, signature=f"{computed}->{computed}")
+    factor = _raising(gufuncs["cholesky_up" if upper else "cholesky_lo"], a, signature=f"{computed}->{computed}")
     return factor.astype(a.dtype, copy=False)
 
 
@@ -77,11 +96,10 @@ def _qr(gufuncs: dict[str, Callable], a: np.ndarray, mode: str):
     m, n = a.shape
     work = a.astype(computed, copy=True)
     complete = mode == "complete" and m > n
-    with _errstate():
-        tau = gufuncs["qr_r_raw"](work, signature=f"{computed}->{computed}")
-        if mode != "r":
-            q = gufuncs["qr_complete" if complete else "qr_reduced"](work, tau,
-                                                                      signature=f"{computed}{computed}->{computed}")
+    tau = _raising(gufuncs["qr_r_raw"], work, signature=f"{computed}->{computed}")
+    if mode != "r":
+        q = _raising(gufuncs["qr_complete" if complete else "qr_reduced"], work, tau,
+                     signature=f"{computed}{computed}->{computed}")
     r = np.triu(work[: m if complete else min(m, n), :]).astype(result, copy=False)
     if mode == "r":
         return r
