@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import scipy.linalg as sl
 
-from hetlapack.algorithms.geqrf import compact_wy_factors, geqrf, orgqr, orgqr_in_place
+from hetlapack.algorithms.geqrf import compact_wy_factors, geqrf, orgqr, qr_in_place
+from hetlapack.contract.finite import FiniteCheck
 from hetlapack.devices import CpuDevice, EmulatedDevice
 from hetlapack.runtime import Trace
 from hetlapack.testing import (
@@ -82,19 +83,33 @@ def test_orgqr_leaves_its_input_alone_and_checks_ncols():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(("shape", "tile"), [((1, 1), 4), ((13, 13), 4), ((97, 60), 32), ((211, 150), 48),
-                                             ((40, 5), 4), ((64, 64), [0, 10, 40, 64])])
+                                             ((40, 5), 4), ((64, 64), [0, 10, 40, 64]), ((3, 0), 4)])
 @pytest.mark.parametrize("accelerators", [0, 2])
-def test_orgqr_in_place_is_orgqr_in_the_factorizations_storage(dtype, shape, tile, accelerators):
-    """Q built over the reflectors it reads (no second matrix) equals Q built beside them, on the CPU and over
-    emulated accelerators, for ragged and uneven tiles."""
+@pytest.mark.parametrize("order", ["F", "C"])
+def test_qr_in_place_is_geqrf_then_r_and_orgqr_in_the_factorizations_storage(dtype, shape, tile, accelerators,
+                                                                              order):
+    """One run that factors (from the caller's array as it lies, read by copy-in tasks, or in place), copies R out
+    and builds Q over the reflectors it reads (no second matrix): geqrf's ``tau`` and R to the bit (R C-ordered,
+    as ``np.triu`` lays it out) and orgqr's Q, on the CPU and over emulated accelerators, for ragged and uneven
+    tiles, with no LARFT task (it reads geqrf's own ``T_k``)."""
     devices = [CpuDevice(workers=1), *(EmulatedDevice(i) for i in range(accelerators))] if accelerators else None
-    a = np.asfortranarray(general(*shape, dtype=dtype, seed=sum(shape) + 1))
+    m, n = shape
+    a = np.asarray(general(*shape, dtype=dtype, seed=sum(shape) + 1), order=order)
     qr, tau = factor(a, tile=tile, devices=devices)
-    expected = orgqr(qr, tau, ncols=shape[1], tile=tile)
-    q = orgqr_in_place(qr, tau, tile=tile, devices=devices)
-    assert q is qr
-    np.testing.assert_allclose(q, expected, atol=TOL[dtype])
-    assert orthogonality_residual(q) < 50
+    expected_q = orgqr(qr, tau, ncols=n, tile=tile)
+    r, trace, check = np.full((n, n), np.nan, dtype=dtype), Trace(), FiniteCheck()
+    if order == "F":
+        q = np.array(a, order="F")
+        ours = qr_in_place(q, r, tile=tile, devices=devices, trace=trace)
+    else:
+        q = np.empty(shape, dtype=dtype, order="F")
+        ours = qr_in_place(q, r, tile=tile, devices=devices, trace=trace, source=a, check=check)
+    np.testing.assert_array_equal(ours, tau)
+    np.testing.assert_array_equal(r, np.triu(qr[:n]))
+    assert r.flags.c_contiguous and check.finite
+    np.testing.assert_allclose(q, expected_q, atol=TOL[dtype])
+    assert not any(e.kernel == "larft" for e in trace.events)
+    assert orthogonality_residual(q) < 50 and qr_residual(a, q, r) < 50
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -102,28 +117,33 @@ def test_orgqr_in_place_is_orgqr_in_the_factorizations_storage(dtype, shape, til
                                              ((64, 64), [0, 10, 40, 64])])
 @pytest.mark.parametrize("accelerators", [0, 2])
 def test_q_from_the_factors_t_that_geqrf_formed(dtype, shape, tile, accelerators):
-    """Q from geqrf's own ``T_k`` (in the factorization's memory, and Q's full columns beside it) equals Q from
-    ``T_k`` formed again, with no LARFT task, and ``Q R = A``."""
+    """Q's full columns beside the factorization, from geqrf's own ``T_k``, equal Q from ``T_k`` formed again,
+    with no LARFT task, and ``Q R = A``."""
     devices = [CpuDevice(workers=1), *(EmulatedDevice(i) for i in range(accelerators))] if accelerators else None
     m, n = shape
     a = np.asfortranarray(general(*shape, dtype=dtype, seed=m + n + 2))
     factors = compact_wy_factors(a, tile)
     qr, tau = factor(a, tile=tile, devices=devices, factors=factors)
-    r = np.triu(qr[:n])
-    traces = Trace(), Trace()
-    full = orgqr(qr, tau, ncols=m, tile=tile, devices=devices, trace=traces[0], factors=factors)
+    trace = Trace()
+    full = orgqr(qr, tau, ncols=m, tile=tile, devices=devices, trace=trace, factors=factors)
     np.testing.assert_allclose(full, orgqr(qr, tau, ncols=m, tile=tile), atol=TOL[dtype])
-    expected = orgqr_in_place(qr.copy(order="F"), tau, tile=tile)
-    q = orgqr_in_place(qr, tau, tile=tile, devices=devices, trace=traces[1], factors=factors)
-    np.testing.assert_allclose(q, expected, atol=TOL[dtype])
-    assert not any(e.kernel == "larft" for trace in traces for e in trace.events)
-    assert orthogonality_residual(q) < 50 and qr_residual(a, q, r) < 50 and orthogonality_residual(full) < 50
+    assert not any(e.kernel == "larft" for e in trace.events)
+    assert orthogonality_residual(full) < 50 and qr_residual(a, full[:, :n], np.triu(qr[:n])) < 50
 
 
-def test_orgqr_in_place_needs_a_q_as_wide_as_the_factorization():
-    qr, tau = factor(general(20, 30), tile=8)
-    with pytest.raises(ValueError, match="len\\(tau\\) = n <= m"):
-        orgqr_in_place(qr, tau, tile=8)
+def test_qr_in_place_needs_a_q_as_wide_as_the_factorization_and_a_square_r():
+    with pytest.raises(ValueError, match="n <= m and R of shape"):
+        qr_in_place(np.asfortranarray(general(20, 30)), np.empty((30, 30)), tile=8)
+    with pytest.raises(ValueError, match="n <= m and R of shape"):
+        qr_in_place(np.asfortranarray(general(30, 20)), np.empty((30, 20)), tile=8)
+
+
+def test_qr_in_place_reads_whether_the_callers_array_is_finite():
+    a = general(40, 30)
+    a[33, 7] = np.inf
+    check = FiniteCheck()
+    qr_in_place(np.empty(a.shape, order="F"), np.empty((30, 30)), tile=8, source=a, check=check)
+    assert not check.finite
 
 
 def test_economic_qr_on_the_hybrid_path_builds_q_where_the_factorization_lies():

@@ -10,9 +10,11 @@ equal SciPy's, except where a column cancels to exactly zero in one rounding and
 reflectors from the (unchanged) factorization rather than from Q's own storage: every ``T_k`` can then be formed at
 once, and each tile column of Q is an independent chain of LARFB updates, with no panel task between steps (the
 columns of a step again in blocks).
-``orgqr_in_place`` builds Q in the factorization's own storage instead, as LAPACK does (no second matrix), where Q is
-as wide as the factorization: SciPy's economic mode, and a square matrix's full one. Both can read the ``T_k`` that
-``geqrf`` formed (:func:`compact_wy_factors`) instead of forming them again.
+``qr_in_place`` factors and builds Q in the factorization's own storage instead, as LAPACK does (no second matrix),
+where Q is as wide as the factorization (SciPy's economic mode, and a square matrix's full one), in one run of the
+runtime: R is copied out a tile at a time as soon as its panel step has finished the tile, and Q's first steps run
+beside the factorization's last. ``orgqr`` can read the ``T_k`` that ``geqrf`` formed (:func:`compact_wy_factors`)
+instead of forming them again; ``qr_in_place`` always does.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..contract.arrays import copy_tile_of_triangle
 from ..contract.finite import FiniteCheck
 from ..devices.base import Device
+from ..devices.cpu import HOST_MEMORY
 from ..runtime import Placement, Runtime, TiledMatrix, Trace
 from ._common import check_fortran_matrix, check_tile, flop_scale, panel_bounds, widest_tile
 from .copy_in import insert_copy_in
@@ -132,46 +136,86 @@ def orgqr(qr: np.ndarray, tau: np.ndarray, *, ncols: int, tile: int | Sequence[i
     return q
 
 
-def orgqr_in_place(qr: np.ndarray, tau: np.ndarray, *, tile: int | Sequence[int],
-                   devices: Sequence[Device] | None = None, placement: str | Placement = "owner",
-                   trace: Trace | None = None, factors: np.ndarray | None = None) -> np.ndarray:
-    """Overwrite geqrf's output (``m x n``, ``m >= n = len(tau)``, Fortran-ordered) with the first ``n`` columns of
-    ``Q``, as LAPACK's orgqr does, and return it: no second matrix (``R`` must be copied out first). ``factors``:
-    the ``T_k`` that :func:`geqrf` formed with the same tiles, read instead of formed again (LARFT).
+def qr_in_place(a: np.ndarray, r: np.ndarray, *, tile: int | Sequence[int], devices: Sequence[Device] | None = None,
+                placement: str | Placement = "owner", trace: Trace | None = None, source: np.ndarray | None = None,
+                check: FiniteCheck | None = None) -> np.ndarray:
+    """Householder QR of ``a`` (``m x n``, ``m >= n``, Fortran-ordered), R written into ``r`` (``n x n``: ``np.triu``
+    of geqrf's first ``n`` rows, in any layout) and ``a`` overwritten with the first ``n`` columns of Q, as LAPACK's
+    geqrf, a copy of R and orgqr do; returns ``tau``. ``source`` and ``check`` as for :func:`geqrf`.
 
-    Backwards over the panels: ``H_k`` updates the tile columns right of panel ``k`` (already partial columns of
-    ``Q``), then panel ``k`` is overwritten with ``H_k``'s own columns (orgqr of the panel, from ``T_k``), once those
-    updates have read its reflectors. Above its panel, each tile column starts as the identity's zeros.
+    One run of the runtime: :func:`insert_geqrf`, then :func:`insert_r_copy` (each tile of R copied out, and the
+    factorization's tile above the diagonal zeroed for Q, as soon as geqrf has finished it), then
+    :func:`insert_orgqr_in_place` reading geqrf's own ``T_k``: Q's first steps, at the bottom right, run beside
+    the factorization's last panels, and R's copy fills the moments a worker would wait.
     """
-    check_fortran_matrix(qr, "orgqr")
+    check_fortran_matrix(a, "qr_in_place")
     nb = check_tile(tile)
-    m, n = qr.shape
-    if len(tau) != n or n > m:
-        raise ValueError(f"orgqr_in_place: need len(tau) = n <= m, got shape {qr.shape} and len(tau)={len(tau)}")
-    taus = np.asfortranarray(np.asarray(tau, dtype=qr.dtype).reshape(-1, 1))
-    formed = factors is not None
-    factors = factors if formed else compact_wy_factors(qr, tile)
+    m, n = a.shape
+    if n > m or r.shape != (n, n):
+        raise ValueError(f"qr_in_place: need n <= m and R of shape (n, n), got {a.shape} and {r.shape}")
+    tau = np.zeros((n, 1), dtype=a.dtype, order="F")
+    factors = compact_wy_factors(a, tile)
 
     def insert(rt: Runtime) -> None:
-        Q = rt.matrix(qr, nb)
-        for j in range(1, Q.nt):  # R's tiles above the diagonal tiles: the identity's zeros
-            qr[:Q.row_bounds[j], Q.col_bounds[j]:Q.col_bounds[j + 1]] = 0
-        tau_tiles, T = householder_tiles(Q, taus, factors)
-        mt, nt = Q.mt, Q.nt
-        scale = flop_scale(qr.dtype)
-        for k in reversed(range(tau_tiles.mt)):
-            panel = Q.block(k, mt, k, k + 1)
-            rows, width = panel.shape
-            if not formed:
-                rt.insert("larft", panel, tau_tiles(k, 0), T(0, k), reads=[panel, tau_tiles(k, 0)],
-                          writes=[T(0, k)], priority=k + 1, flops=scale * rows * width**2)
-            for j0, j1 in rt.column_blocks(k + 1, nt, per_worker=2):
-                columns = Q.block(k, mt, j0, j1)
-                rt.insert("larfb", panel, T(0, k), columns, conj=False, reads=[panel, T(0, k)], writes=[columns],
-                          priority=k, flops=4 * scale * rows * Q.cols(j0, j1) * width)
-            # panel k = H_k [I; 0] = [I; 0] - V_k T_k V_k1^H, once every update has read V_k
-            rt.insert("orgqr", panel, tau_tiles(k, 0), T(0, k), reads=[tau_tiles(k, 0), T(0, k)], writes=[panel],
-                      priority=k + 1, flops=scale * rows * width**2)
+        A = rt.matrix(a, nb)
+        tau_tiles, T = householder_tiles(A, tau, factors)
+        if source is not None:
+            insert_copy_in(rt, A, source, check, steps=tau_tiles.mt, scale=2)
+        insert_geqrf(rt, A, tau_tiles, T)
+        insert_r_copy(rt, A, r)
+        insert_orgqr_in_place(rt, A, tau_tiles, T)
 
     Runtime(devices, placement, trace).run(insert)
-    return qr
+    return tau[:, 0].copy()
+
+
+def _copy_r_tile(device, tile: np.ndarray, r_tile: np.ndarray, diagonal: bool) -> None:
+    """Copy a finished tile of R (on or above the diagonal; a diagonal tile of a tall matrix may reach below R's
+    rows) into ``r_tile``, zeros below the diagonal; a tile above it is then zeroed in the factorization, where Q's
+    columns start as the identity's."""
+    copy_tile_of_triangle(r_tile.T, tile[:r_tile.shape[0]].T, 0 if diagonal else 1, 0, True)  # R's transpose: lower
+    if not diagonal:
+        tile[...] = 0
+
+
+def _zero(device, part: np.ndarray) -> None:
+    """Zero R's part below its diagonal tiles."""
+    part[...] = 0
+
+
+def insert_r_copy(rt: Runtime, A: TiledMatrix, r: np.ndarray) -> None:
+    """Insert the tasks that copy R (the upper triangle of ``A``'s first ``n`` rows, ``n x n``) into ``r`` on the
+    host, a tile each, after the factorization's last write to the tile (step ``i`` for row ``i`` of tiles), and
+    zero ``A``'s tiles above the diagonal for Q. Q's step ``i`` first writes that row of tiles again, so the copy
+    runs just ahead of it; the zeros below R's diagonal tiles wait for idle moments."""
+    host = next(i for i, d in enumerate(rt.devices) if d.memory_space == HOST_MEMORY)
+    for i in range(A.nt):
+        r0, r1 = A.col_range(i)
+        if i:
+            rt.insert(_zero, r[r0:r1, :r0], device=host, name="copy-out")
+        for j in range(i, A.nt):
+            c0, c1 = A.col_range(j)
+            diagonal = i == j
+            rt.insert(_copy_r_tile, A(i, j), r[r0:r1, c0:c1], diagonal, reads=[A(i, j)] if diagonal else [],
+                      writes=[] if diagonal else [A(i, j)], priority=i + 1, device=host, name="copy-out")
+
+
+def insert_orgqr_in_place(rt: Runtime, Q: TiledMatrix, tau_tiles: TiledMatrix, T: TiledMatrix) -> None:
+    """Insert the tasks that overwrite geqrf's output ``Q`` (its tiles above the diagonal already zero) with the
+    first ``n`` columns of Q, from the ``T_k`` geqrf formed, as LAPACK's orgqr does.
+
+    Backwards over the panels: ``H_k`` updates the tile columns right of panel ``k`` (already partial columns of
+    Q), then panel ``k`` is overwritten with ``H_k``'s own columns (orgqr of the panel, from ``T_k``), once those
+    updates have read its reflectors."""
+    mt, nt = Q.mt, Q.nt
+    scale = flop_scale(Q.dtype)
+    for k in reversed(range(tau_tiles.mt)):
+        panel = Q.block(k, mt, k, k + 1)
+        rows, width = panel.shape
+        for j0, j1 in rt.column_blocks(k + 1, nt, per_worker=2):
+            columns = Q.block(k, mt, j0, j1)
+            rt.insert("larfb", panel, T(0, k), columns, conj=False, reads=[panel, T(0, k)], writes=[columns],
+                      priority=k, flops=4 * scale * rows * Q.cols(j0, j1) * width)
+        # panel k = H_k [I; 0] = [I; 0] - V_k T_k V_k1^H, once every update has read V_k
+        rt.insert("orgqr", panel, tau_tiles(k, 0), T(0, k), reads=[tau_tiles(k, 0), T(0, k)], writes=[panel],
+                  priority=k + 1, flops=scale * rows * width**2)

@@ -147,17 +147,22 @@ class HybridPath(Path):
         return a, tau
 
     def qr(self, plan, a, ncols, rows, fortran=False, check_finite=False, own=False):
-        """Q from the compact-WY factors ``T_k`` the factorization formed: in the factorization's memory where Q is
-        as wide (economic, or a square matrix's full Q), else beside it."""
+        """Q from the compact-WY factors ``T_k`` the factorization formed: in the factorization's memory, in the
+        same run of the runtime, where Q is as wide (economic, or a square matrix's full Q: ``qr_in_place``), else
+        beside it."""
         if not ncols:
             return super().qr(plan, a, ncols, rows, fortran, check_finite, own)
         qr, tiles = _algorithm("geqrf"), self.tile_arguments(plan)
+        m, n = a.shape
+        if ncols == n <= m:
+            work, copy_in = self._read(plan, a, check_finite)
+            r = np.empty((rows, n), dtype=work.dtype)  # rows == n here; C-ordered, as np.triu gives R
+            qr.qr_in_place(work, r, **copy_in, **tiles)
+            self._raise_unless_read_finite(copy_in)
+            return work, r
         factors = qr.compact_wy_factors(a, tiles["tile"])
         packed, tau = self.geqrf(plan, a, check_finite, factors)
-        r = upper_trapezoid(packed, rows)
-        if ncols == packed.shape[1] <= packed.shape[0]:
-            return qr.orgqr_in_place(packed, tau, **tiles, factors=factors), r
-        return qr.orgqr(packed, tau, ncols=ncols, **tiles, factors=factors), r
+        return qr.orgqr(packed, tau, ncols=ncols, **tiles, factors=factors), upper_trapezoid(packed, rows)
 
 
 HYBRID = HybridPath()
