@@ -304,9 +304,12 @@ def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None, *, triangle: bool
                  read: Callable[[np.ndarray], None] | None = None) -> np.ndarray:
     """A Fortran-ordered copy of the 2-D ``a`` (in ``dtype``, default ``a``'s), made a tile at a time: NumPy's
     own transposing copy of a C-ordered matrix larger than the cache misses the cache on every element of one
-    side (3x slower at order 4000). A matrix of more than one tile each way is copied by every usable core, each
+    side (3x slower at order 4000). A matrix of more than two tiles each way is copied by every usable core, each
     taking the next tile not yet taken (:func:`~.shared_work.share_out`; NumPy lets go of the GIL while it copies):
-    one core's copy moved 4-5 GB/s, waiting on the caches' and memory's latency, not their bandwidth. A cast that may
+    one core's copy moved 4-5 GB/s, waiting on the caches' and memory's latency, not their bandwidth. With two tiles
+    or fewer one tile holds most of the matrix, and right after a BLAS call, whose idle thread spins on the second
+    core, two threads copied slower than one (order 1000, 2-core Xeon VM, SciPy 1.18's layout: 3.2 against 2.7 ms,
+    best of 30; 3.8 against 3.1 median), so the caller copies it alone. A cast that may
     lose information (to a ``dtype`` NumPy does not cast to safely, which can warn) stays on the calling thread,
     where its warnings belong.
 
@@ -322,7 +325,7 @@ def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None, *, triangle: bool
         i, j = corners[k]
         copy_tile_of_triangle(out[i:i + tile, j:j + tile], a[i:i + tile, j:j + tile], i, j, triangle, read)
 
-    shares = usable_cores() if min(rows, cols) > tile and np.can_cast(a.dtype, out.dtype, "safe") else 1
+    shares = usable_cores() if min(rows, cols) > 2 * tile and np.can_cast(a.dtype, out.dtype, "safe") else 1
     share_out(len(corners), copy_tile, shares)
     return out
 
