@@ -179,32 +179,22 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     the same pass (:func:`_copy_reading`; LAPACK reads one triangle, so zeros there change no bit); else it is made
     as f2py makes it, its other triangle zeroed by f2py or, past one tile (where f2py's loop misses the cache) and
     after the right-looking variant, by :func:`zero_other_triangle`. Since 1.18, SciPy's compiled loop
-    (:func:`_compiled_cholesky`), or for a C-ordered matrix of more than two tiles each way (:func:`copies_by_tiles`,
-    whose copy the cores share) the right-looking variant on the transpose of a plain copy made as 1.18 returns its
-    factor (:func:`right_looking_c_ordered`), which reads ``check_finite`` as it copies. Anything else stays SciPy's
-    compiled call: a Fortran-ordered matrix's copy would be a transposition, and a smaller one's is made by one core;
-    with them the call ran 0.87-0.94x SciPy's at orders 1000-1500 (2-core Xeon VM, best of 25: 11.8 against 10.3 ms,
-    Fortran-ordered, and 10.96 against 10.17 ms C-ordered, at 1000). The
+    (:func:`_compiled_cholesky`), whose whole call the variant's did not beat (``model.host_potrf_block``). The
     layout and flags are SciPy's, and so are the bits but for the right-looking variant's (its rounding differs, as
     the tile path's does). Anything else is SciPy's own call, for its result, errors and warnings, and so is a
     matrix LAPACK cannot factor."""
     compiled = _compiled_cholesky()
-    uplo = "L" if (lower is True) == (compiled is None) else "U"  # the triangle LAPACK factors (1.18: the transpose's)
-    variant = plain_matrix(a) and (compiled is None or (a.flags.c_contiguous and copies_by_tiles(a)))
-    block = model.host_potrf_block(a.dtype, a.shape[0], uplo) if variant else None
     by_tiles = compiled is None and plain_matrix(a) and copies_by_tiles(a)
-    copy_reads = by_tiles or (compiled is not None and block is not None)  # check_finite, read by the copy
     if ((compiled is None and COMPILED_BATCH_LOOPS)
-            or not _takes_direct_call(a, overwrite_a, check_finite and not copy_reads, lower)
+            or not _takes_direct_call(a, overwrite_a, check_finite and not by_tiles, lower)
             or a.shape[0] != a.shape[1] or not (a.flags.c_contiguous or a.flags.f_contiguous)):
         return scipy_call(name, a, overwrite_a, check_finite, lower=lower)
     clean = name == "cholesky"  # cho_factor leaves the other triangle to LAPACK (1.18 zeroes it in its own copy)
-    if compiled is not None and block is None:
+    if compiled is not None:
         c, failures = compiled(a, lower, False, clean)
-    elif compiled is not None:  # 1.18's factor: C-ordered, the other triangle zeroed
-        c = right_looking_c_ordered(a, uplo, block, check_finite)
-        failures = c is None
     else:
+        uplo = "L" if lower is True else "U"  # the triangle LAPACK factors
+        block = model.host_potrf_block(a.dtype, a.shape[0], uplo) if plain_matrix(a) else None
         work = _copy_reading(a, check_finite, lower if clean else None) if by_tiles else \
             working_copy(a, a, a.dtype, False)
         if work is None:

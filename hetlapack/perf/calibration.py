@@ -20,6 +20,7 @@ import numpy as np
 import scipy.linalg.blas
 
 from ..blas_threads import all_cores, blas_threads
+from ..contract.scipy_rules import COMPILED_BATCH_LOOPS
 from ..devices import lapack_pointers
 from ..devices.base import Device
 from ..devices.capability import apply_measurements, check_writable, save_results
@@ -338,14 +339,16 @@ def potrf_blocks(orders: Iterable[int], rounds: int) -> dict[str, list[list[int]
     (:func:`fastest_in_turn`, each call on a fresh copy, not timed); ``n`` itself where no block ran
     :data:`TILE_CHOICE_MARGIN` faster than ``potrf``, which then stays the host path's. Timed on SciPy's BLAS and,
     where NumPy ships its own (``lapack_pointers.numpy_library``), on NumPy's in the dtypes NumPy computes in
-    (:data:`NUMPY_COMPUTES`), for NumPy's shim. Each triangle is timed, as it is factored: the upper one's blocked
-    solve is on a short, wide panel, slower in OpenBLAS (order 4000: 185-199 against 175-178 ms for the lower one,
+    (:data:`NUMPY_COMPUTES`), for NumPy's shim; SciPy's from 1.18 is not: its Cholesky is a compiled call with no
+    f2py copy, which the variant's whole call, copy and all, did not beat (``model.host_potrf_block``). Each
+    triangle is timed, as it is factored: the upper one's blocked solve is on a short, wide panel, slower in
+    OpenBLAS (order 4000: 185-199 against 175-178 ms for the lower one,
     and no faster than ``potrf`` at order 500 where the lower one was 1.14x). Which is faster depends on the BLAS's
     kernels and the dtype: on a 2-core Xeon VM (OpenBLAS on its SkylakeX kernels) float64 ran 1.10-1.17x faster at
     orders 1000-4000 and the complex dtypes level, and with OpenBLAS pinned to its Haswell kernels ``potrf`` won."""
     rng = np.random.default_rng(5)
     numpy_library = lapack_pointers.numpy_library()
-    libraries = [(np.dtype(char), lapack_pointers.SCIPY) for char in "fdFD"]
+    libraries = [] if COMPILED_BATCH_LOOPS else [(np.dtype(char), lapack_pointers.SCIPY) for char in "fdFD"]
     libraries += [(np.dtype(char), numpy_library) for char in NUMPY_COMPUTES if numpy_library is not None]
     cases = [(dtype, library, uplo) for dtype, library in libraries for uplo in "LU"]
     table: dict[str, list[list[int]]] = {}

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ..contract.scipy_rules import COMPILED_BATCH_LOOPS
 from ..devices import capability, resolve
 from ..machine import usable_cores
 from .modeled import ModeledDevice, interpolate
@@ -299,8 +300,9 @@ def host_potrf_block(dtype: np.dtype, n: int, uplo: str, library: str = "scipy")
     that library's BLAS, where ``hetlapack calibrate`` timed it faster than that BLAS's ``potrf``
     (:func:`rates.potrf_block`; during a calibration, the blocks it has just timed:
     :func:`rates.timing_potrf_blocks`); else None, ``potrf`` itself (:func:`_cpu_tables`: at order 500 making a
-    device was 6% of the call)."""
-    if n < rates.POTRF_BLOCKS_MIN_ORDER:
+    device was 6% of the call). None for SciPy from 1.18, whose compiled call the variant's whole call did not beat
+    (a cache calibrated under it may still hold its tables)."""
+    if n < rates.POTRF_BLOCKS_MIN_ORDER or (library == "scipy" and COMPILED_BATCH_LOOPS):
         return None
     tables = rates.potrf_blocks_timing()
     tables = _cpu_tables("potrf_blocks") if tables is None else tables
