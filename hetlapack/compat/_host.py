@@ -56,19 +56,6 @@ def _copy_reading(a: np.ndarray, check_finite, triangle: bool | None = None,
     return copy if check is None or check.finite else None
 
 
-def right_looking_c_ordered(a: np.ndarray, uplo: str, block: int, check_finite: bool, dtype: np.dtype | None = None,
-                            library: lapack_pointers.Library = lapack_pointers.SCIPY) -> np.ndarray | None:
-    """The Cholesky factor of the square ``a`` (in ``dtype``, default ``a``'s), C-ordered with the other triangle
-    zeroed, as SciPy 1.18 and NumPy return it: LAPACK's right-looking variant at ``block`` on ``library``'s BLAS, on
-    the ``uplo`` triangle of the transpose of a copy made in that layout (a transpose's upper factor is the lower
-    one's transpose: ``uplo`` ``"U"`` gives the lower factor). The copy reads ``check_finite``. None where it read a
-    value that is not finite or the matrix is not positive definite (the library's own call then, for its error)."""
-    transposed = _copy_reading(a.T, check_finite, uplo == "L", dtype)
-    if transposed is None or lapack_pointers.potrf_right_looking(uplo, transposed, block, library=library):
-        return None
-    return transposed.T
-
-
 def _copies_slowly(a: np.ndarray, overwrite_a) -> bool:
     """Whether SciPy would copy the plain matrix ``a`` into Fortran order itself, element by element, where tiles
     are worth it (:func:`copies_by_tiles`, asked first: it rules out every matrix the cache holds): a matrix

@@ -28,7 +28,7 @@ from ..contract.originals import numpy_functions as _numpy
 from ..devices import lapack_pointers
 from ..perf import model
 from ..perf.rates import POTRF_BLOCKS_MIN_ORDER
-from ._host import right_looking_c_ordered
+from ._host import _copy_reading
 
 _PROBE = np.array([[4.0, 2.0, 1.0], [2.0, 5.0, 3.0], [1.0, 3.0, 6.0]])
 
@@ -110,17 +110,20 @@ def _right_looking(a: np.ndarray, upper: bool) -> np.ndarray | None:
     """NumPy's Cholesky factor of the square :func:`_plain` ``a`` in a LAPACK dtype by LAPACK's right-looking
     variant on NumPy's own BLAS (``lapack_pointers.numpy_library``), where ``hetlapack calibrate`` timed it faster
     there than ``potrf`` (``model.host_potrf_block``), in double precision as NumPy computes (a single-precision
-    factor rounded from it), C-ordered as NumPy returns it (``_host.right_looking_c_ordered``, which reads whether
-    every value is finite). None where the variant does not run, or the copy read a value that is not finite or the
-    matrix is not positive definite (NumPy's own call then, for its result or error)."""
+    factor rounded from it), C-ordered as NumPy returns it: the variant factors the transpose of a copy made in that
+    layout, the other triangle zeroed and every value read for finiteness as it is copied (a transpose's upper
+    factor is the lower one's transpose). None where the variant does not run, or the copy read a value that is not
+    finite or the matrix is not positive definite (NumPy's own call then, for its result or error)."""
     if a.dtype.char not in "fdFD":
         return None
     computed, uplo = numpy_linalg_dtype(a.dtype), "L" if upper else "U"  # the triangle of the transpose
     block = model.host_potrf_block(computed, a.shape[0], uplo, "numpy")
     if block is None or (library := lapack_pointers.numpy_library()) is None:
         return None
-    factor = right_looking_c_ordered(a, uplo, block, True, computed, library)
-    return None if factor is None else factor.astype(a.dtype, copy=False)
+    transposed = _copy_reading(a.T, True, uplo == "L", computed)
+    if transposed is None or lapack_pointers.potrf_right_looking(uplo, transposed, block, library=library):
+        return None
+    return transposed.T.astype(a.dtype, copy=False)
 
 
 def host_cholesky(a, upper):

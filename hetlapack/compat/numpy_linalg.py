@@ -33,18 +33,6 @@ _ECONOMIC_DEPRECATED = "The 'economic' option is deprecated."
 _NOT_PD = "Matrix is not positive definite"
 
 
-def _plan(op: str, a, features: tuple[str, ...] = ()) -> tuple[Plan, np.dtype] | None:
-    """The accelerated plan for ``a`` and the dtype it computes in (NumPy's: double precision), or None when NumPy's
-    own function must handle it."""
-    if type(a) is not np.ndarray or a.ndim < 2 or numpy_linalg_dtype(a.dtype) is None:
-        return None
-    req, _ = request(op, a, dtype_rule=numpy_linalg_dtype, features=features, library="numpy", loop="compiled")
-    plan = choose(req)
-    if plan.runner.own_call or not all_finite(a):
-        return None
-    return plan, req.dtype
-
-
 #: NumPy's functions the shim accelerates, and the operation each asks dispatch for.
 NUMPY_OPS = {"cholesky": "potrf", "qr": "geqrf"}
 
@@ -62,6 +50,21 @@ def _own_call_reason(op: str, a, mode: str) -> str | None:
     return None
 
 
+def _chosen(op: str, a: np.ndarray) -> tuple[Plan, np.dtype]:
+    """Dispatch's plan for ``a`` in a call to NumPy's function, and the dtype it computes in (NumPy's: double)."""
+    req, _ = request(op, a, dtype_rule=numpy_linalg_dtype, library="numpy", loop="compiled")
+    return choose(req), req.dtype
+
+
+def _plan(op: str, a, mode: str = "reduced") -> tuple[Plan, np.dtype] | None:
+    """The accelerated plan for ``a`` and the dtype it computes in, or None when NumPy's own function must handle
+    it (:func:`_own_call_reason`, the host path's plan, or a value that is not finite)."""
+    if _own_call_reason(op, a, mode) is not None:
+        return None
+    plan, dtype = _chosen(op, a)
+    return None if plan.runner.own_call or not all_finite(a) else (plan, dtype)
+
+
 def plan_of(function: str, a, mode: str = "reduced") -> Plan:
     """The plan the shim's ``function`` (``"cholesky"`` or ``"qr"``, with NumPy's ``mode``) follows on ``a``, as
     ``hetlapack.explain(function, a, library="numpy")`` shows it: dispatch's choice, or NumPy's own function and
@@ -69,11 +72,10 @@ def plan_of(function: str, a, mode: str = "reduced") -> Plan:
     says."""
     op = NUMPY_OPS[function]
     mode = "reduced" if mode in ("f", "full") else mode
-    own = _own_call_reason(op, a, mode)
-    if own is not None:
+    if (own := _own_call_reason(op, a, mode)) is not None:
         shape, dtype = np.shape(a), getattr(a, "dtype", np.asarray(a).dtype)
         return Plan(op=op, path=HOST.name, reason=own, shape=tuple(shape), dtype=np.dtype(dtype).name)
-    plan = choose(request(op, a, dtype_rule=numpy_linalg_dtype, library="numpy", loop="compiled")[0])
+    plan = _chosen(op, a)[0]
     if not all_finite(a):
         return dataclasses.replace(plan, path=HOST.name, reason="infinities or NaNs: NumPy's own function")
     return plan
@@ -177,7 +179,7 @@ def cholesky(a, /, *, upper=False):
     """
     if on_host_at_once("potrf", a, numpy_linalg_dtype, loop="compiled"):
         return host_cholesky(a, upper)
-    chosen = _plan("potrf", a) if type(a) is np.ndarray and a.shape[-1:] == a.shape[-2:-1] else None
+    chosen = _plan("potrf", a)
     if chosen is None:
         return host_cholesky(a, upper)
     plan, dtype = chosen
@@ -233,7 +235,7 @@ def qr(a, mode="reduced"):
         mode = "reduced"
     if mode in _ACCELERATED_QR_MODES and on_host_at_once("geqrf", a, numpy_linalg_dtype, loop="compiled"):
         return host_qr(a, mode)
-    chosen = _plan("geqrf", a) if mode in _ACCELERATED_QR_MODES else None
+    chosen = _plan("geqrf", a, mode)
     if chosen is None:
         return _numpy["qr"](a, mode=mode)
     plan, dtype = chosen

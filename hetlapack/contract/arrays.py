@@ -325,7 +325,7 @@ def fortran_copy(a: np.ndarray, dtype: np.dtype | None = None, *, triangle: bool
         i, j = corners[k]
         copy_tile_of_triangle(out[i:i + tile, j:j + tile], a[i:i + tile, j:j + tile], i, j, triangle, read)
 
-    shares = usable_cores() if min(rows, cols) > 2 * tile and np.can_cast(a.dtype, out.dtype, "safe") else 1
+    shares = usable_cores() if beyond_two_tiles(a.shape) and np.can_cast(a.dtype, out.dtype, "safe") else 1
     share_out(len(corners), copy_tile, shares)
     return out
 
@@ -403,7 +403,13 @@ def copies_by_tiles(a: np.ndarray) -> bool:
     thread spins on the second core, the call lost by its copy (Xeon, 768-row tiles, right after SciPy's call, best
     of 40, ms: ``cho_factor`` 7.45 against 7.21 with NumPy's copy at order 1000, 5.53 against 5.24 at 800;
     ``lu_factor`` 14.18 against 13.55 at 1000; Cholesky, whose tiles copy one triangle, level)."""
-    return a.ndim == 2 and min(a.shape) > 2 * tile_order() and a.flags.c_contiguous and not a.flags.f_contiguous
+    return a.ndim == 2 and beyond_two_tiles(a.shape) and a.flags.c_contiguous and not a.flags.f_contiguous
+
+
+def beyond_two_tiles(shape: tuple[int, ...]) -> bool:
+    """Whether a matrix of ``shape`` spans more than two of :func:`tile_order`'s tiles each way: where a copy by
+    tiles beats NumPy's and the cores share it (:func:`copies_by_tiles`, :func:`fortran_copy`)."""
+    return min(shape[-2:]) > 2 * tile_order()
 
 
 def working_copy(a1: np.ndarray, original, dtype: np.dtype, overwrite: bool) -> np.ndarray:
