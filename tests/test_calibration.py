@@ -167,6 +167,30 @@ def test_the_paths_calls_are_timed_on_c_and_fortran_inputs_for_the_installed_sci
         assert len(load()["cpu"][table]) == 7 and "potrf C scipy 0.1.0" in load()["cpu"][table]
 
 
+def test_the_host_choleskys_block_is_read_from_the_cache_once_until_dispatch_forgets(cache_dir):
+    """The host path's Cholesky block comes from the cache once per key, as dispatch's plans do (a lookup of the
+    cache right after a BLAS call took 83-114 us), and afresh after ``forget_decisions``."""
+    import numpy as np
+
+    from hetlapack.dispatch.choose import forget_decisions
+    from hetlapack.perf import model, rates
+
+    table = rates.potrf_blocks_table(np.dtype(np.float64), "L", "numpy")
+
+    def calibrated(block: int) -> None:
+        (cache_dir / "calibration.json").write_text(json.dumps({"tile": 16, "devices": {"cpu": {
+            "potrf_blocks": {table: [[2000, block]]}}}}))
+
+    calibrated(64)
+    assert model.host_potrf_block(np.dtype(np.float64), 2000, "L", "numpy") == 64
+    calibrated(128)
+    assert model.host_potrf_block(np.dtype(np.float64), 2000, "L", "numpy") == 64
+    forget_decisions()
+    assert model.host_potrf_block(np.dtype(np.float64), 2000, "L", "numpy") == 128
+    with rates.timing_potrf_blocks({table: [[2000, 256]]}):  # a calibration's own blocks come first
+        assert model.host_potrf_block(np.dtype(np.float64), 2000, "L", "numpy") == 256
+
+
 def test_dispatch_prices_the_host_path_at_its_timed_call_on_the_inputs_memory_order(cache_dir):
     """Where the host path's call was timed, a C-ordered (or strided) matrix is priced at its rate on C-ordered
     input and a Fortran-ordered one at its rate on Fortran-ordered input, and explain says so; an operation not
