@@ -130,23 +130,26 @@ def test_fortran_copy_reads_every_value_once_for_check_finite(triangle, cores, m
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
-@pytest.mark.parametrize("order", [3, 400])  # 9 values and 160,000: either side of finite.SMALL_VALUES
+@pytest.mark.parametrize("order", [3, 600])  # 9 values and 360,000: either side of finite.BLOCK_VALUES
 def test_the_finite_check_reads_small_and_large_matrices_alike(order, dtype):
-    """A NaN or an infinity anywhere fails the check, finite values whose sum overflows pass it, on either side of
-    the size where the check stops using NumPy's ``isfinite`` first, and nothing warns."""
+    """A NaN or an infinity anywhere fails the check (in the first block read, the last, or a strided view's),
+    finite values whose sum would overflow pass it, in a matrix read at once and in one read in blocks, and nothing
+    warns."""
     from hetlapack.contract import finite
 
-    assert 9 <= finite.SMALL_VALUES < 160_000
+    assert 9 <= finite.BLOCK_VALUES < 360_000
     a = np.full((order, order), np.finfo(dtype).max / 2, dtype=dtype)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert all_finite(a) and all_finite(a[::-1, ::2])
+        assert all_finite(a) and all_finite(a[::-1, ::2]) and all_finite(a.T)
         for bad in (np.nan, np.inf, -np.inf):
-            b = a.copy()
-            b[-1, 0] = bad
-            check = FiniteCheck()
-            check.read(b)
-            assert not all_finite(b) and not check.finite
+            for where in ((-1, 0), (0, 0), (order - 1, order - 1), (order // 2, order // 3)):
+                b = a.copy()
+                b[where] = bad
+                check = FiniteCheck()
+                check.read(b)
+                assert not all_finite(b) and not check.finite and not all_finite(b.T)
+                assert not all_finite(b[::-1, where[1] % 2::2])
 
 
 def test_a_copy_that_may_warn_stays_on_the_calling_thread(monkeypatch):
