@@ -210,7 +210,9 @@ def test_an_interrupt_as_any_function_starts_leaves_no_worker_and_no_blas_cap(ca
     signals (a trace function's exception it cannot)."""
     out = run_python(INTERRUPTS + f"""
     from hetlapack import signals
-    a = np.random.default_rng(0).random((200, 200)); a = a @ a.T + 200 * np.eye(200); kept = a.copy()
+    from hetlapack.contract.arrays import swap_tile
+    n = min(200, swap_tile(8))  # R's in-place transposition on one thread: the copies' helpers live with the process
+    a = np.random.default_rng(0).random((n, n)); a = a @ a.T + n * np.eye(n); kept = a.copy()
     def interrupted_at(start):
         seen = 0
         def trace(frame, event, arg):
