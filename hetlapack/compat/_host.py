@@ -47,7 +47,7 @@ def _takes_direct_call(a, overwrite_a, check_finite, *flags) -> bool:
             and _BOOL.issuperset(map(type, flags)) and not (check_finite and not all_finite(a)))
 
 
-def _copy_reading(a: np.ndarray, check_finite, triangle: bool | None = None,
+def copy_reading(a: np.ndarray, check_finite, triangle: bool | None = None,
                   dtype: np.dtype | None = None) -> np.ndarray | None:
     """:func:`fortran_copy` of ``a`` (``dtype`` and ``triangle`` as it takes them), ``check_finite`` read in the same
     pass; None where ``a`` holds a value that is not finite (SciPy's own call then raises its error)."""
@@ -72,7 +72,7 @@ def scipy_call(name: str, a, overwrite_a, check_finite, **options):
     if not plain_matrix(a):
         return _scipy[name](a, overwrite_a=overwrite_a, check_finite=check_finite, **options)
     if _copies_slowly(a, overwrite_a) and fortran_copy_unseen(name, **options) and (
-            (copy := _copy_reading(a, check_finite)) is not None):
+            (copy := copy_reading(a, check_finite)) is not None):
         return _scipy_matrix[name](copy, overwrite_a=True, check_finite=False, **options)
     return _scipy_matrix[name](a, overwrite_a=overwrite_a, check_finite=check_finite, **options)
 
@@ -163,7 +163,7 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     SciPy's f2py wrapper on a Fortran-ordered copy, or where ``hetlapack calibrate`` timed it faster LAPACK's
     right-looking variant (``model.host_potrf_block``) on the same copy. From a C-ordered matrix of more than two
     tiles each way the copy is made by tiles, ``check_finite`` read and (``cholesky``) the other triangle zeroed in
-    the same pass (:func:`_copy_reading`; LAPACK reads one triangle, so zeros there change no bit); else it is made
+    the same pass (:func:`copy_reading`; LAPACK reads one triangle, so zeros there change no bit); else it is made
     as f2py makes it, its other triangle zeroed by f2py or, past one tile (where f2py's loop misses the cache) and
     after the right-looking variant, by :func:`zero_other_triangle`. Since 1.18, SciPy's compiled loop
     (:func:`_compiled_cholesky`), whose whole call the variant's did not beat (``model.host_potrf_block``). The
@@ -182,7 +182,7 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     else:
         uplo = "L" if lower is True else "U"  # the triangle LAPACK factors
         block = model.host_potrf_block(a.dtype, a.shape[0], uplo) if plain_matrix(a) else None
-        work = _copy_reading(a, check_finite, lower if clean else None) if by_tiles else \
+        work = copy_reading(a, check_finite, lower if clean else None) if by_tiles else \
             working_copy(a, a, a.dtype, False)
         if work is None:
             return scipy_call(name, a, overwrite_a, check_finite, lower=lower)

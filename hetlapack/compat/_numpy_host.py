@@ -28,7 +28,7 @@ from ..contract.originals import numpy_functions as _numpy
 from ..devices import lapack_pointers
 from ..perf import model
 from ..perf.rates import POTRF_BLOCKS_MIN_ORDER
-from ._host import _copy_reading
+from ._host import copy_reading
 
 _PROBE = np.array([[4.0, 2.0, 1.0], [2.0, 5.0, 3.0], [1.0, 3.0, 6.0]])
 
@@ -120,7 +120,7 @@ def _right_looking(a: np.ndarray, upper: bool) -> np.ndarray | None:
     block = model.host_potrf_block(computed, a.shape[0], uplo, "numpy")
     if block is None or (library := lapack_pointers.numpy_library()) is None:
         return None
-    transposed = _copy_reading(a.T, True, uplo == "L", computed)
+    transposed = copy_reading(a.T, True, uplo == "L", computed)
     if transposed is None or lapack_pointers.potrf_right_looking(uplo, transposed, block, library=library):
         return None
     return transposed.T.astype(a.dtype, copy=False)
