@@ -87,7 +87,8 @@ def test_single_precision_lu_is_lapacks_bit_for_bit(shape):
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_the_lu_replays_compiled_per_order_are_lapacks_bit_for_bit(n):
     """Stacks of 64 matrices of order 2-4 run the replay's versions compiled for their order (order 2 in loops over
-    ``SMALL_ORDER_LANES`` lanes, 3 and 4 on one vector): SciPy's ``sgetrf`` bit for bit, hard cases included."""
+    ``SMALL_ORDER_LANES`` lanes, 3 and 4 on one vector): SciPy's ``sgetrf`` bit for bit, hard cases included, and
+    ``lu``'s pieces the bits ``plu`` gives from those factors."""
     assert kernel_lanes("getrf_replay", np.dtype(np.float32), 64, n, n) == (SMALL_ORDER_LANES if n == 2 else WIDTH)
     for name, stack in _hard_stacks(n, n, seed=40 + n).items():
         a = np.concatenate([stack, stack[::-1], stack[:16]])
@@ -96,6 +97,13 @@ def test_the_lu_replays_compiled_per_order_are_lapacks_bit_for_bit(n):
         np.testing.assert_array_equal(lu.view(np.uint32), want_lu.view(np.uint32), err_msg=name)
         np.testing.assert_array_equal(piv, want_piv, err_msg=name)
         np.testing.assert_array_equal(info, want_info, err_msg=name)
+        for permute_l, p_matrix in itertools.product((False, True), (False, True)):
+            with np.errstate(all="ignore"):
+                got = kernels.lu(a, permute_l=permute_l, p_matrix=p_matrix, lapack=True)
+            expected = kernels.plu(want_lu, want_piv, permute_l=permute_l, p_matrix=p_matrix)
+            for ours, theirs in zip(got, expected, strict=True):
+                np.testing.assert_array_equal(ours.view(np.uint32), theirs.view(np.uint32),
+                                              err_msg=f"{name} {permute_l} {p_matrix}")
 
 
 def _replayed_lu(a: np.ndarray, kernels_: int, lanes: int, fortran: bool = False) -> tuple[np.ndarray, ...]:
@@ -126,15 +134,19 @@ def test_the_lu_replay_on_simd_vectors_gives_the_bits_of_its_loop_over_lanes(ker
 
 
 @pytest.mark.parametrize("kernels_", list(KERNEL_NAMES), ids=KERNEL_NAMES.get)
-def test_the_order_four_lu_replay_straight_from_the_stack_gives_the_bits_of_the_buffered_replay(kernels_):
-    """At order 4 the replay factors groups of ``WIDTH`` matrices that lie one after another in registers straight
-    from the stack, and sends a group that is not the common case (a subnormal or zero pivot, an infinity or NaN) to
-    its buffer: the packed LU (either layout), pivots and ``info`` are bitwise what the buffered replay gives on a
-    strided view of the same matrices, either memory order, either kernel family."""
-    for name, stack in _hard_stacks(4, 4, seed=44).items():
+@pytest.mark.parametrize(("order", "lanes"), [(2, SMALL_ORDER_LANES), (4, WIDTH)])
+def test_the_lu_replay_of_orders_two_and_four_straight_from_the_stack_gives_the_bits_of_the_buffered_replay(
+        kernels_, order, lanes):
+    """At orders 2 and 4 the replay factors groups of ``WIDTH`` matrices that lie one after another in registers
+    straight from the stack, and sends a chunk that is not the common case (a subnormal or zero pivot, an infinity
+    or NaN, at order 2 a singular ``U``) to its buffer: the packed LU (either layout), pivots and ``info`` are bitwise
+    what the buffered replay gives on a strided view of the same matrices, either memory order, either kernel
+    family."""
+    for name, stack in _hard_stacks(order, order, seed=40 + order).items():
+        stack = np.concatenate([stack] * (lanes // 8))
         for a, fortran in itertools.product((stack, np.asfortranarray(stack)), (False, True)):
-            direct = _replayed_lu(a, kernels_, WIDTH, fortran)
-            buffered = _replayed_lu(layouts(a)["strided"], kernels_, WIDTH, fortran)
+            direct = _replayed_lu(a, kernels_, lanes, fortran)
+            buffered = _replayed_lu(layouts(a)["strided"], kernels_, lanes, fortran)
             for ours, theirs in zip(direct, buffered, strict=True):
                 np.testing.assert_array_equal(ours, theirs, err_msg=name)
 

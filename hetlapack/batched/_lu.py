@@ -817,7 +817,7 @@ def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, 
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _straight_from_stack(a, out, pieces, a_order, out_order, order, lanes):
+def straight_from_stack(a, out, pieces, a_order, out_order, order, lanes):
     """Whether full chunks of ``order x order`` matrices may be factored straight from the stack (``_order_two``,
     ``_order_four``): the matrices lie one after another (``a_order``), a chunk is whole vectors, and what the call
     writes lies so too: the packed LU (``out_order``), or ``lu``'s pieces, C-ordered, of a real stack."""
@@ -837,13 +837,13 @@ def _getrf_order_two(a, out, piv, info, pieces, nonfinite, thread, start, stop, 
     another on vectors straight from the stack (:func:`._order_two.lu_chunk`; ``lu``'s pieces of a real stack only),
     any other in a buffer. The buffered chunk is inlined once (each copy adds to the kernel's compile time)."""
     a_order, out_order = record_order(a, 2, 2), record_order(out, 2, 2)
-    direct = _straight_from_stack(a, out, pieces, a_order, out_order, 2, lanes)
+    direct = straight_from_stack(a, out, pieces, a_order, out_order, 2, lanes)
     owned = _chunk_buffers(a, pieces, 2, 2, lanes)
     buffers = borrowed(owned)
     for chunk in range(start, stop):
         first = chunk * lanes
         if not (direct and first + lanes <= a.shape[0]
-                and lu_chunk(a, a_order, out, out_order, piv, info, pieces, first, lanes)):
+                and lu_chunk(a, a_order, out, out_order, piv, info, pieces, first, lanes, True)):
             _getrf_chunk(a, out, piv, info, pieces, nonfinite, thread, chunk, buffers, 2, 2, lanes)
     keep_alive(owned)
 
@@ -854,7 +854,7 @@ def _getrf_order_four(a, out, piv, info, pieces, nonfinite, thread, start, stop,
     (of a real stack) it writes, lie one after another on vectors straight from the stack
     (:func:`._order_four.lu_chunk`), any other in a buffer, inlined once as in :func:`_getrf_order_two`."""
     a_order, out_order = record_order(a, 4, 4), record_order(out, 4, 4)
-    direct = _straight_from_stack(a, out, pieces, a_order, out_order, 4, lanes)
+    direct = straight_from_stack(a, out, pieces, a_order, out_order, 4, lanes)
     owned = _chunk_buffers(a, pieces, 4, 4, lanes)
     buffers = borrowed(owned)
     for chunk in range(start, stop):

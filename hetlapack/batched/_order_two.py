@@ -8,7 +8,8 @@ is the common case or nothing: a zero or subnormal pivot, a factor that is not f
 sends the caller's whole chunk to the interleaved kernel, which computes the same roundings in the same order, so
 the results are the same bits either way. Real stacks take every factorization here; complex ones take
 ``lu_factor``'s packed LU, on vectors of real and of imaginary parts in the split kernel's roundings
-(``_lu._factor_split``).
+(``_lu._factor_split``). Single-precision LU takes OpenBLAS's roundings instead (``_lu_replay``'s, whose buffered
+kernel then takes what is not the common case).
 """
 
 from __future__ import annotations
@@ -57,16 +58,19 @@ def _not_finite(a, b, c, d):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _lu_vectors(a00, a01, a10, a11, unit, tiny):
+def _lu_vectors(a00, a01, a10, a11, unit, tiny, fused):
     """getf2 on ``WIDTH`` matrices in the interleaved kernel's roundings (the pivot's reciprocal, the multiplier, one
-    fused update; ``unit`` is a vector of ones): whether each is the common case (no pivot zero or below ``tiny``,
-    every factor finite, ``U[1, 1]`` not zero), the packed LU's four elements, and the magnitudes whose comparison
-    chose the pivot (rows were swapped where the second is greater)."""
+    fused update; ``unit`` is a vector of ones), or where not ``fused`` in OpenBLAS's (``sgetf2``'s update rounds the
+    product, then subtracts it, on its SkylakeX and Haswell kernels alike: ``_lu_replay``): whether each is the
+    common case (no pivot zero or below ``tiny``, every factor finite, ``U[1, 1]`` not zero), the packed LU's four
+    elements, and the magnitudes whose comparison chose the pivot (rows were swapped where the second is
+    greater)."""
     size0, size1 = magnitude(a00), magnitude(a10)
     pivot = where_greater(size1, size0, a10, a00)  # the first largest magnitude, as i?amax
     right = where_greater(size1, size0, a11, a01)
     multiplier = multiply(where_greater(size1, size0, a00, a10), quotient(unit, pivot))
-    last = subtract_product(multiplier, right, where_greater(size1, size0, a01, a11))
+    other = where_greater(size1, size0, a01, a11)
+    last = subtract_product(multiplier, right, other) if fused else subtract_rounded_product(multiplier, right, other)
     usual = not (any_below(magnitude(pivot), tiny) or any_zero(last)
                  or _not_finite(pivot, right, multiplier, last))
     return usual, pivot, right, multiplier, last, size0, size1
@@ -103,15 +107,16 @@ def _complex_lu_vectors(a00, a01, a10, a11, two_tiny):
     return usual, pivot, right, multiplier, last, size0, size1
 
 
-def lu_chunk(a, a_order, out, out_order, piv, info, pieces, first, count) -> bool:
-    """getf2 on matrices ``first`` to ``first + count`` (a multiple of ``WIDTH``) of ``a``, ``WIDTH`` at a time, into
-    ``piv`` (0-based), ``info`` and the packed LU ``out``, or where ``out`` is empty into SciPy's ``lu``'s
-    ``pieces`` (``permute_l``, the row indices, ``L``, ``U`` and ``P`` unless empty, as ``_lu._write_plu``, each
-    C-ordered; real stacks only); false at the first group that is not the common case (:func:`_lu_vectors`,
-    :func:`_complex_lu_vectors`), which it leaves unwritten."""
+def lu_chunk(a, a_order, out, out_order, piv, info, pieces, first, count, fused) -> bool:
+    """getf2 on matrices ``first`` to ``first + count`` (a multiple of ``WIDTH``) of ``a``, ``WIDTH`` at a time
+    (real ones in the roundings ``fused`` names, :func:`_lu_vectors`), into ``piv`` (0-based), ``info`` and the
+    packed LU ``out``, or where ``out`` is empty into SciPy's ``lu``'s ``pieces`` (``permute_l``, the row indices,
+    ``L``, ``U`` and ``P`` unless empty, as ``_lu._write_plu``, each C-ordered; real stacks only); false at the first
+    group that is not the common case (:func:`_lu_vectors`, :func:`_complex_lu_vectors`), which it leaves
+    unwritten."""
 
 
-def _complex_lu_groups(a, a_order, out, out_order, piv, info, pieces, first, count):
+def _complex_lu_groups(a, a_order, out, out_order, piv, info, pieces, first, count, fused):
     """:func:`lu_chunk` for a complex stack, into the packed LU (``out`` not empty)."""
     tiny = smallest_normal(a)  # a complex dtype's: its parts' precision
     two_tiny = splat(tiny + tiny)
@@ -130,18 +135,18 @@ def _complex_lu_groups(a, a_order, out, out_order, piv, info, pieces, first, cou
 
 
 @overload(lu_chunk, jit_options=JIT_OPTIONS, inline="always")
-def _lu_chunk_for(a, a_order, out, out_order, piv, info, pieces, first, count):
+def _lu_chunk_for(a, a_order, out, out_order, piv, info, pieces, first, count, fused):
     if isinstance(a.dtype, types.Complex):
         return _complex_lu_groups
 
-    def lu_groups(a, a_order, out, out_order, piv, info, pieces, first, count):
+    def lu_groups(a, a_order, out, out_order, piv, info, pieces, first, count, fused):
         unit, nought, tiny = splat(a.dtype.type(1.0)), splat(a.dtype.type(0.0)), splat(smallest_normal(a))
         one, zero = splat(np.int32(1)), splat(np.int32(0))
         permute_l, rows, lower, upper, permutation = pieces
         for group in range(first, first + count, WIDTH):
             e0, e1, e2, e3 = load_records(a, 4 * group, 4)
             a00, a01, a10, a11 = _as_rows(a_order, e0, e1, e2, e3)
-            usual, u00, u01, l10, u11, size0, size1 = _lu_vectors(a00, a01, a10, a11, unit, tiny)
+            usual, u00, u01, l10, u11, size0, size1 = _lu_vectors(a00, a01, a10, a11, unit, tiny, fused)
             if not usual:
                 return False
             swapped = where_greater(size1, size0, one, zero)
