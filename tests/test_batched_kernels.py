@@ -650,6 +650,23 @@ def test_lu_writes_from_its_buffers_what_plu_writes_from_the_packed_factors(dtyp
     np.testing.assert_array_equal(lower[0], lower_lapack)
 
 
+@pytest.mark.parametrize("n", [8, 24, 32])
+def test_asking_for_the_next_chunk_a_slice_a_step_changes_no_bit(n):
+    """The LU and QR kernels on one vector of float64 matrices give the same bits whether they ask for the next
+    chunk a slice a step or all at once (``spread_bytes``, which calibration picks): packed LU, pivots, ``lu``'s
+    pieces, Q and R, on full chunks and a last partial one, C- and Fortran-ordered."""
+    a = random_matrix((3 * WIDTH + 5, n, n), np.float64, seed=n)
+
+    def factors(stack, limit):
+        return (*kernels.getrf(stack, lanes=WIDTH, spread_bytes=limit),
+                *kernels.lu(stack, permute_l=False, lanes=WIDTH, spread_bytes=limit),
+                *kernels.qr(stack, n, n, lanes=WIDTH, spread_bytes=limit))
+
+    for stack in (a, np.asfortranarray(a)):
+        for in_slices, all_at_once in zip(factors(stack, 1 << 30), factors(stack, 0), strict=True):
+            np.testing.assert_array_equal(in_slices.view(np.uint8), all_at_once.view(np.uint8))
+
+
 @pytest.mark.parametrize("lapack", [False, True])
 @pytest.mark.parametrize("n", [4, 40])
 def test_solves_and_plu_refuse_operands_they_would_read_outside_of(n, lapack):

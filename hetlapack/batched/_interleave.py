@@ -390,12 +390,14 @@ LINE_BYTES = 64
 
 
 #: Bytes of a chunk's buffer up to which a kernel asks for the next chunk a slice at each step of its factorization
-#: (:func:`prefetch_slice`) instead of all at once as it gathers and scatters (:func:`prefetch_next`): half this
-#: machine's L1 data cache. All at once, 64-256 lines are asked for in a row, more than the core keeps in
-#: flight, and main memory then idles while the chunk is factored. Measured (float64 ``lu_factor``, 2 threads, AMD
-#: EPYC with a 32 KiB L1, ns a matrix, best of 3, four alternating processes, all at once -> a slice a step): 10^5
-#: matrices of order 8 (4 KiB buffers) 104-120 -> 85-87, order 16 (16 KiB) 348-373 -> 313-316; 10^4 of order 16
-#: 352-421 -> 292-317; but order 32 (64 KiB) 1,270-1,355 -> 1,462-1,533.
+#: (:func:`prefetch_slice`) instead of all at once as it gathers and scatters (:func:`prefetch_next`), where
+#: ``hetlapack calibrate`` timed neither (``threads.spread_limit``): half this machine's L1 data cache. All at once,
+#: 64-256 lines are asked for in a row, more than the core keeps in flight, and main memory then idles while the
+#: chunk is factored. Measured (float64 ``lu_factor``, 2 threads, AMD EPYC with a 32 KiB L1, ns a matrix, best of 3,
+#: four alternating processes, all at once -> a slice a step): 10^5 matrices of order 8 (4 KiB buffers) 104-120 ->
+#: 85-87, order 16 (16 KiB) 348-373 -> 313-316; 10^4 of order 16 352-421 -> 292-317; but order 32 (64 KiB) 1,270-1,355
+#: -> 1,462-1,533. On a Zen 5 EPYC (48 KiB L1, 1 MiB L2) slices won up to order 48 (QR of order 32 1,347-1,407 ->
+#: 1,201-1,247 ns): the kernels take the bytes as an argument, which calibration measures.
 SPREAD_MAX_BYTES = BLOCKED_MIN_BYTES // 2
 
 
@@ -427,17 +429,17 @@ def slice_bytes(begin: int, end: int, part: int, parts: int) -> tuple[int, int]:
     return begin + lines * part // parts * LINE_BYTES, min(begin + lines * (part + 1) // parts * LINE_BYTES, end)
 
 
-def spreads_prefetch(buf, lanes):
+def spreads_prefetch(buf, lanes, spread_bytes):
     """Whether a chunk's kernel asks for the chunk after the one in ``buf`` a slice a step (:func:`prefetch_slice`),
     so that its gather and scatter ask for nothing at once: one vector of real matrices (where ``_lu._factor`` and
     ``_qr._qr_in_chunk`` run their kernels on ``_simd`` vectors, the ones that take the slices; complex LU's split
-    vectors do not) within :data:`SPREAD_MAX_BYTES`."""
+    vectors do not) within ``spread_bytes`` (:data:`SPREAD_MAX_BYTES` or calibration's)."""
 
 
 @overload(spreads_prefetch, jit_options=JIT_OPTIONS)
-def _spreads_prefetch_for(buf, lanes):
+def _spreads_prefetch_for(buf, lanes, spread_bytes):
     real = not isinstance(buf.dtype, types.Complex)
-    return lambda buf, lanes: real and lanes == WIDTH and buf.size * buf.itemsize <= SPREAD_MAX_BYTES
+    return lambda buf, lanes, spread_bytes: real and lanes == WIDTH and buf.size * buf.itemsize <= spread_bytes
 
 
 @numba.njit(**JIT_OPTIONS)

@@ -795,11 +795,11 @@ def _chunk_buffers(a, pieces, m, n, lanes):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _getrf_chunk(a, out, piv, info, pieces, nonfinite, thread, chunk, buffers, m, n, lanes):
+def _getrf_chunk(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, chunk, buffers, m, n, lanes):
     """Factorize chunk ``chunk`` of the stack in the ``buffers`` of :func:`_chunk_buffers`."""
     buf, chunk_piv, chunk_info, best, recip, scratch = buffers
     first = chunk * lanes
-    spread = spreads_prefetch(buf, lanes)
+    spread = spreads_prefetch(buf, lanes, spread_bytes)
     count = gather(a, first, buf, m, n, lanes, not spread)
     _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes, (a, out, first, spread))
     scatter_chunk(a, buf, chunk_piv, chunk_info, best, count, out, piv, info, nonfinite, thread, first, pieces,
@@ -807,12 +807,12 @@ def _getrf_chunk(a, out, piv, info, pieces, nonfinite, thread, chunk, buffers, m
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, n, lanes):
+def _getrf_chunks(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, start, stop, m, n, lanes):
     """Factorize chunks ``start:stop`` of the stack in buffers (one thread's share)."""
     owned = _chunk_buffers(a, pieces, m, n, lanes)
     buffers = borrowed(owned)
     for chunk in range(start, stop):
-        _getrf_chunk(a, out, piv, info, pieces, nonfinite, thread, chunk, buffers, m, n, lanes)
+        _getrf_chunk(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, chunk, buffers, m, n, lanes)
     keep_alive(owned)
 
 
@@ -832,7 +832,7 @@ def straight_from_stack(a, out, pieces, a_order, out_order, order, lanes):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _getrf_order_two(a, out, piv, info, pieces, nonfinite, thread, start, stop, lanes):
+def _getrf_order_two(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, start, stop, lanes):
     """:func:`_getrf_chunks` for 2 x 2 matrices: a full chunk whose matrices, and those it writes, lie one after
     another on vectors straight from the stack (:func:`._order_two.lu_chunk`; ``lu``'s pieces of a real stack only),
     any other in a buffer. The buffered chunk is inlined once (each copy adds to the kernel's compile time)."""
@@ -844,12 +844,12 @@ def _getrf_order_two(a, out, piv, info, pieces, nonfinite, thread, start, stop, 
         first = chunk * lanes
         if not (direct and first + lanes <= a.shape[0]
                 and lu_chunk(a, a_order, out, out_order, piv, info, pieces, first, lanes, True)):
-            _getrf_chunk(a, out, piv, info, pieces, nonfinite, thread, chunk, buffers, 2, 2, lanes)
+            _getrf_chunk(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, chunk, buffers, 2, 2, lanes)
     keep_alive(owned)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _getrf_order_four(a, out, piv, info, pieces, nonfinite, thread, start, stop, lanes):
+def _getrf_order_four(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, start, stop, lanes):
     """:func:`_getrf_chunks` for 4 x 4 matrices: a full chunk whose matrices, and the packed LU or ``lu``'s pieces
     (of a real stack) it writes, lie one after another on vectors straight from the stack
     (:func:`._order_four.lu_chunk`), any other in a buffer, inlined once as in :func:`_getrf_order_two`."""
@@ -865,7 +865,7 @@ def _getrf_order_four(a, out, piv, info, pieces, nonfinite, thread, start, stop,
         else:
             whole = whole and order_four_pieces(a, a_order, piv, info, pieces, first, lanes)
         if not whole:
-            _getrf_chunk(a, out, piv, info, pieces, nonfinite, thread, chunk, buffers, 4, 4, lanes)
+            _getrf_chunk(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, chunk, buffers, 4, 4, lanes)
     keep_alive(owned)
 
 
@@ -886,15 +886,18 @@ def _small_orders_lanes_for(a):
 
 
 @numba.njit(**JIT_OPTIONS)
-def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, nonfinite, lanes, thread, threads):
+def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, spread_bytes, nonfinite, lanes, thread,
+                threads):
     """Factorize every matrix of the 3-D stack ``a`` into ``out``; ``piv`` (batch, min(m, n)), ``info`` (batch,),
     ``REDO_INFO`` for a matrix whose factors hold an infinity or NaN. Where ``out`` is empty, SciPy's ``lu`` instead,
     written from the buffers without a packed LU in between: ``rows`` (batch, m), ``lower`` (batch, m, k), ``upper``
     (batch, k, n) and, unless empty, ``permutation`` (batch, m, m), as :func:`plu_stack` (nothing for a matrix
     marked ``REDO_INFO``).
     Given a ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a``
-    sets its own. Square orders up to ``SMALL_ORDER`` in buffers of :func:`small_orders_lanes` run versions compiled
-    for their sizes (given as constants, numba compiles one version each)."""
+    sets its own. A buffer of up to ``spread_bytes`` asks for the next chunk a slice a step
+    (:func:`~._interleave.spreads_prefetch`). Square orders up to ``SMALL_ORDER`` in buffers of
+    :func:`small_orders_lanes` run versions compiled for their sizes (given as constants, numba compiles one version
+    each)."""
     a, out, piv, info, rows, lower, upper, permutation, nonfinite = borrowed(
         (a, out, piv, info, rows, lower, upper, permutation, nonfinite))
     batch, m, n = a.shape
@@ -903,13 +906,13 @@ def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, n
     pieces = (permute_l, rows, lower, upper, permutation)
     start, stop = chunk_range(thread, threads, chunks)
     if m == n == 2 and lanes == lanes_2:
-        _getrf_order_two(a, out, piv, info, pieces, nonfinite, thread, start, stop, lanes_2)
+        _getrf_order_two(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, start, stop, lanes_2)
     elif m == n == 3 and lanes == lanes_3:
-        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, 3, 3, lanes_3)
+        _getrf_chunks(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, start, stop, 3, 3, lanes_3)
     elif m == n == 4 and lanes == lanes_4:
-        _getrf_order_four(a, out, piv, info, pieces, nonfinite, thread, start, stop, lanes_4)
+        _getrf_order_four(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, start, stop, lanes_4)
     else:
-        _getrf_chunks(a, out, piv, info, pieces, nonfinite, thread, start, stop, m, n, lanes)
+        _getrf_chunks(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, start, stop, m, n, lanes)
 
 
 @numba.njit(**JIT_OPTIONS)

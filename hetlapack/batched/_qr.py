@@ -662,11 +662,11 @@ def _chunk_buffers(r_out, m, n, ncols, lanes):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _qr_chunk(a, q_out, r_out, nonfinite, thread, chunk, buffers, m, n, ncols, lanes):
+def _qr_chunk(a, q_out, r_out, spread_bytes, nonfinite, thread, chunk, buffers, m, n, ncols, lanes):
     """Chunk ``chunk`` of :func:`qr_stack`'s stack in the ``buffers`` of :func:`_chunk_buffers`."""
     buf, chunk_tau, q, norm, dots, work, poison = buffers
     first = chunk * lanes
-    spread = spreads_prefetch(buf, lanes)
+    spread = spreads_prefetch(buf, lanes, spread_bytes)
     count = gather(a, first, buf, m, n, lanes, not spread)
     flag_poisoned(buf, poison, count, nonfinite, thread, m, buf.shape[1], lanes)
     _qr_in_chunk(buf, n, chunk_tau, norm, dots, work, q, ncols, lanes, (a, q_out, r_out, first, spread))
@@ -676,17 +676,17 @@ def _qr_chunk(a, q_out, r_out, nonfinite, thread, chunk, buffers, m, n, ncols, l
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, m, n, ncols, lanes):
+def _qr_chunks(a, q_out, r_out, spread_bytes, nonfinite, thread, start, stop, m, n, ncols, lanes):
     """Chunks ``start:stop`` of :func:`qr_stack`'s stack (one thread's share) in buffers."""
     owned = _chunk_buffers(r_out, m, n, ncols, lanes)
     buffers = borrowed(owned)
     for chunk in range(start, stop):
-        _qr_chunk(a, q_out, r_out, nonfinite, thread, chunk, buffers, m, n, ncols, lanes)
+        _qr_chunk(a, q_out, r_out, spread_bytes, nonfinite, thread, chunk, buffers, m, n, ncols, lanes)
     keep_alive(owned)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _qr_order_two(a, q_out, r_out, nonfinite, thread, start, stop, lanes):
+def _qr_order_two(a, q_out, r_out, spread_bytes, nonfinite, thread, start, stop, lanes):
     """:func:`_qr_chunks` for 2 x 2 matrices and their whole ``Q``: a full chunk of a real stack whose matrices, and
     those of ``Q`` and ``R``, lie one after another on vectors straight from the stack
     (:func:`._order_two.qr_chunk`), any other in a buffer (inlined once: each copy adds to the kernel's compile
@@ -700,17 +700,19 @@ def _qr_order_two(a, q_out, r_out, nonfinite, thread, start, stop, lanes):
         first = chunk * lanes
         if not (direct and first + lanes <= a.shape[0]
                 and qr_chunk(a, a_order, q_out, q_order, r_out, nonfinite.size > 0, first, lanes)):
-            _qr_chunk(a, q_out, r_out, nonfinite, thread, chunk, buffers, 2, 2, 2, lanes)
+            _qr_chunk(a, q_out, r_out, spread_bytes, nonfinite, thread, chunk, buffers, 2, 2, 2, lanes)
     keep_alive(owned)
 
 
 @numba.njit(**JIT_OPTIONS)
-def qr_stack(a, q_out, r_out, nonfinite, lanes, thread, threads):
+def qr_stack(a, q_out, r_out, spread_bytes, nonfinite, lanes, thread, threads):
     """``Q`` (batch, m, ncols; none when ``ncols`` is 0) and ``R`` (batch, rows, n) of every matrix of ``a``, as
     ``orgqr(geqrf(a))`` and ``triu`` of its first rows would give them, from one gathered chunk. Given a
     ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a`` sets its
-    own. Square orders up to ``SMALL_ORDER`` with their whole ``Q``, in buffers of ``WIDE_LANES``, run versions
-    compiled for their sizes (given as constants, numba compiles one version each)."""
+    own; a buffer of up to ``spread_bytes`` asks for the next chunk a slice a step
+    (:func:`~._interleave.spreads_prefetch`). Square orders up to ``SMALL_ORDER`` with their whole ``Q``, in buffers
+    of ``WIDE_LANES``, run versions compiled for their sizes (given as constants, numba compiles one version
+    each)."""
     a, q_out, r_out, nonfinite = borrowed((a, q_out, r_out, nonfinite))
     batch, m, n = a.shape
     ncols = q_out.shape[2]
@@ -718,10 +720,10 @@ def qr_stack(a, q_out, r_out, nonfinite, lanes, thread, threads):
     start, stop = chunk_range(thread, threads, chunks)
     small = m == n == ncols and lanes == WIDE_LANES
     if small and m == 2:
-        _qr_order_two(a, q_out, r_out, nonfinite, thread, start, stop, WIDE_LANES)
+        _qr_order_two(a, q_out, r_out, spread_bytes, nonfinite, thread, start, stop, WIDE_LANES)
     elif small and m == 3:
-        _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, 3, 3, 3, WIDE_LANES)
+        _qr_chunks(a, q_out, r_out, spread_bytes, nonfinite, thread, start, stop, 3, 3, 3, WIDE_LANES)
     elif small and m == 4:
-        _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, 4, 4, 4, WIDE_LANES)
+        _qr_chunks(a, q_out, r_out, spread_bytes, nonfinite, thread, start, stop, 4, 4, 4, WIDE_LANES)
     else:
-        _qr_chunks(a, q_out, r_out, nonfinite, thread, start, stop, m, n, ncols, lanes)
+        _qr_chunks(a, q_out, r_out, spread_bytes, nonfinite, thread, start, stop, m, n, ncols, lanes)

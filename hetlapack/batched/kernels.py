@@ -26,7 +26,7 @@ from ._interleave import as_stack
 from .compiling import INDEX_DTYPE, LAPACK_DTYPES, lu_pieces, packed_lu_only, run
 from .replay import getrf_kernels, potrf_kernels, qr_kernels
 from .threads import (MIN_BATCH_PER_THREAD, call_checked, lapack_loop, launch, launch_checked, replay_loop,
-                      threads_for, unusable_after_fork)
+                      spread_limit, threads_for, unusable_after_fork)
 
 __all__ = ["geqp3", "geqrf", "getrf", "getrs", "lu", "orgqr", "plu", "potrf", "potrs", "qr", "unusable_after_fork"]
 
@@ -40,6 +40,12 @@ def _lapack_loop(dtype: np.dtype, lapack: bool) -> bool:
     """Whether a call runs the LAPACK loop (or its replay): where asked, and in single precision, which no
     interleaved kernel computes in (:data:`~hetlapack.perf.model.INTERLEAVED_DTYPES`)."""
     return lapack or dtype not in INTERLEAVED_DTYPES
+
+
+def _spread(chosen: int | None, op: str) -> int:
+    """The largest buffer of ``op``'s kernel that asks for the next chunk a slice a step: ``chosen`` where given,
+    else :func:`~.threads.spread_limit`'s."""
+    return spread_limit(op) if chosen is None else int(chosen)
 
 
 def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.ndarray:
@@ -87,13 +93,15 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
 
 
 def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, lapack: bool = False,
-          lanes: int | None = None, loop_threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+          lanes: int | None = None, loop_threads: int | None = None,
+          spread_bytes: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """LU with partial pivoting of a stack: packed ``lu``, 0-based LAPACK pivots (int32) and ``info`` per matrix.
 
     ``info[i] = k > 0`` means ``U[k-1, k-1]`` of matrix ``i`` is exactly zero (the factorization is still complete).
     ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``; ``lapack``, ``lanes`` and
     ``loop_threads`` as for :func:`potrf`, except that ``lapack`` runs the replay of LAPACK's roundings (its results
-    to the bit, :mod:`._lu_replay`) where this process's LAPACK is one it replays.
+    to the bit, :mod:`._lu_replay`) where this process's LAPACK is one it replays. ``spread_bytes`` sets the largest
+    buffer that asks for the next chunk a slice a step (default: :func:`~.threads.spread_limit`, calibration's).
     """
     _check_dtype(a)
     lapack = _lapack_loop(a.dtype, lapack)
@@ -112,13 +120,13 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, l
                     loop_threads)
     elif out.size:
         launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info,
-                       *packed_lu_only(m, n, a.dtype), lanes=lanes)
+                       *packed_lu_only(m, n, a.dtype), _spread(spread_bytes, "getrf"), lanes=lanes)
         _refactor_marked("getrf_each", stack, (), (out, piv, info), fortran)
     return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
 
 
 def lu(a: np.ndarray, *, permute_l: bool, p_matrix: bool = False, check_finite: bool = False, lapack: bool = False,
-       lanes: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+       lanes: int | None = None, spread_bytes: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`plu` of :func:`getrf`'s factors (flags as there), the interleaved kernel or the replay of LAPACK's
     roundings writing P (or the row indices), L and U from its buffers: no packed LU is written and read back. A
     matrix whose factors hold an infinity or NaN is factored again by LAPACK, as :func:`getrf` does."""
@@ -136,7 +144,8 @@ def lu(a: np.ndarray, *, permute_l: bool, p_matrix: bool = False, check_finite: 
     pieces = lu_pieces(batch, m, n, a.dtype, permute_l=permute_l, p_matrix=p_matrix)
     no_packed = np.empty((0, m, n), a.dtype)
     if replayed is None:
-        launch_checked("getrf", check_finite, a.dtype, batch, m, n, stack, no_packed, piv, info, *pieces, lanes=lanes)
+        launch_checked("getrf", check_finite, a.dtype, batch, m, n, stack, no_packed, piv, info, *pieces,
+                       _spread(spread_bytes, "getrf"), lanes=lanes)
     else:
         launch_checked("getrf_replay", check_finite, a.dtype, batch, m, n, stack, no_packed, piv, info, replayed,
                        *pieces)
@@ -251,15 +260,15 @@ def _shaped_qr(a: np.ndarray, q: np.ndarray, r: np.ndarray) -> tuple[np.ndarray 
 
 
 def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_finite: bool = False,
-       lapack: bool = False, lanes: int | None = None,
-       loop_threads: int | None = None) -> tuple[np.ndarray | None, np.ndarray]:
+       lapack: bool = False, lanes: int | None = None, loop_threads: int | None = None,
+       spread_bytes: int | None = None) -> tuple[np.ndarray | None, np.ndarray]:
     """``Q`` (the first ``ncols`` columns; ``None`` when ``ncols`` is 0) and ``R`` (the first ``rows`` rows of the
     upper triangle) of a stack, in one pass: what ``orgqr(*geqrf(a), ncols)`` and ``triu(geqrf(a)[0][..., :rows, :])``
     give, without writing the reflectors out and reading them back. ``fortran`` orders Q's matrices (R is C-ordered,
     as SciPy returns it); ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``; ``lapack`` runs
     SciPy's ``geqrf`` and ``orgqr`` on each matrix (its results to the bit), or the replay of their roundings
     (:mod:`._qr_replay`) where this process's LAPACK is one it replays; ``lanes`` and ``loop_threads`` as for
-    :func:`potrf`.
+    :func:`potrf`, ``spread_bytes`` as for :func:`getrf`.
     """
     stack, q, r = _qr_outputs(a, ncols, rows, fortran)
     lapack = _lapack_loop(a.dtype, lapack)
@@ -270,7 +279,8 @@ def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_fin
         lapack_loop("qr_each", a.dtype, stack.shape[0], max(a.shape[-2:]), check_finite, (stack, q, r),
                     loop_threads)
     elif q.size or r.size:
-        launch_checked("qr", check_finite, a.dtype, *stack.shape, stack, q, r, lanes=lanes)
+        launch_checked("qr", check_finite, a.dtype, *stack.shape, stack, q, r, _spread(spread_bytes, "qr"),
+                       lanes=lanes)
     return _shaped_qr(a, q, r)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from ..blas_threads import one_thread_per_call
 from ..machine import vector_bytes
 from ..perf import model
-from ._interleave import SMALL_ORDER, lanes_for, small_order_lanes
+from ._interleave import SMALL_ORDER, SPREAD_MAX_BYTES, lanes_for, small_order_lanes
 from ._simd import WIDTH
 from .compiling import lapack_routines, run
 
@@ -168,6 +168,18 @@ def kernel_lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int, lanes: in
     elif lanes is None and dtype.kind in _VECTOR.get(op, "") and min(m, n) >= _VECTOR_FROM_ORDER.get(op, 0):
         lanes = WIDTH
     return lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE, small_order=op in _SMALL_ORDER, lanes=lanes)
+
+
+#: The name calibration times a kernel's buffers under, where it is not the kernel's own.
+_TIMED_AS = {"qr": "geqrf"}
+
+
+def spread_limit(op: str) -> int:
+    """The largest buffer (bytes) on which kernel ``op`` (``getrf``, ``qr``) asks for the next chunk a slice a step
+    (``_interleave.spreads_prefetch``): as ``hetlapack calibrate`` timed it (:func:`~hetlapack.perf.model.
+    batched_spread_bytes`), else ``_interleave.SPREAD_MAX_BYTES``."""
+    timed = model.batched_spread_bytes(_TIMED_AS.get(op, op))
+    return SPREAD_MAX_BYTES if timed is None else timed
 
 
 def launch(op: str, dtype: np.dtype, batch: int, m: int, n: int, *arguments: object) -> None:

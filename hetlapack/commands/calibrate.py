@@ -106,27 +106,29 @@ def _tile_calls() -> dict[str, Callable[[np.ndarray, int], object]]:
 
 
 def _batched_timings(repeats: int) -> dict[str, dict[str, list[list[float]]]]:
-    """:func:`~hetlapack.batched.crossover.measure`, :func:`~hetlapack.batched.crossover.measure_lanes` and
-    :func:`~hetlapack.batched.crossover.measure_loop_threads` as a device entry's ``"batched"``, ``"lanes"`` and
-    ``"loop_threads"`` tables, with a progress bar over their cases."""
+    """:func:`~hetlapack.batched.crossover.measure`, :func:`~hetlapack.batched.crossover.measure_lanes`,
+    :func:`~hetlapack.batched.crossover.measure_spread` and :func:`~hetlapack.batched.crossover.measure_loop_threads`
+    as a device entry's ``"batched"``, ``"lanes"``, ``"spread"`` and ``"loop_threads"`` tables, with a progress bar
+    over their cases."""
     from tqdm import tqdm  # noqa: PLC0415 - numba (for the kernels) loads only where this runs
 
     from ..batched import crossover  # noqa: PLC0415
 
-    cases = len(crossover.CASES) + len(crossover.LANE_CASES) + len(crossover.LOOP_CASES)
+    cases = len(crossover.CASES) + len(crossover.LANE_CASES) + len(crossover.SPREAD_CASES) + len(crossover.LOOP_CASES)
     with tqdm(total=cases, desc="batched kernels", unit="case") as bar:
         def done(case: str) -> None:
             bar.set_postfix_str(case)
             bar.update()
         return {"batched": crossover.measure(repeats, progress=done),
                 "lanes": crossover.measure_lanes(repeats, progress=done),
+                "spread": crossover.measure_spread(repeats, progress=done),
                 "loop_threads": crossover.measure_loop_threads(repeats, progress=done)}
 
 
-def _print_by_order(tables: dict[str, list[list[float]]], cell: Callable[[float], str]) -> None:
-    """One column per case of ``tables`` (``{case: [[order, value], ...]}``), one row per order, each value as
-    ``cell`` writes it in 20 characters."""
-    print(f"\n{'order':>7}" + "".join(f"{case:>20}" for case in tables))
+def _print_by_order(tables: dict[str, list[list[float]]], cell: Callable[[float], str], first: str = "order") -> None:
+    """One column per case of ``tables`` (``{case: [[order, value], ...]}``), one row per order (or what ``first``
+    names), each value as ``cell`` writes it in 20 characters."""
+    print(f"\n{first:>7}" + "".join(f"{case:>20}" for case in tables))
     orders = sorted({int(order) for rows in tables.values() for order, _ in rows})
     for order in orders:
         values = (dict((int(n), value) for n, value in rows).get(order) for rows in tables.values())
@@ -149,6 +151,15 @@ def _print_lanes(fastest: dict[str, list[list[float]]]) -> None:
     _print_by_order(fastest, lambda lanes: f"{int(lanes):>20}")
     print("stacks: the matrices per buffer each interleaved kernel runs with, timed fastest (the buffer-size rule's "
           f"unless another ran {LANE_MARGIN}x faster)")
+
+
+def _print_spread(ratios: dict[str, list[list[float]]]) -> None:
+    """Each interleaved kernel's time asking for the next chunk a slice a step over all at once, per buffer, and the
+    largest buffer it asks a slice a step on from now on."""
+    _print_by_order(ratios, lambda ratio: f"{ratio:>19.2f}x", "bytes")
+    limits = ", ".join(f"{case} {model.spread_bytes(rows) // 1024} KiB" for case, rows in ratios.items())
+    print("stacks: the time of a kernel on one vector of float64 matrices asking for the next chunk a slice a step "
+          f"over all at once, by buffer; a slice a step up to: {limits}")
 
 
 def _print_calls(tables: dict[str, list[list[float]]], path: str) -> None:
@@ -194,6 +205,8 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
                           "interleaved kernel wins)", "interleaved", model.crossover_order)
         if "lanes" in measured:
             _print_lanes(measured["lanes"])
+        if "spread" in measured:
+            _print_spread(measured["spread"])
         if "loop_threads" in measured:
             _print_ratios(measured["loop_threads"], "the LAPACK loop's time on every core over one thread's (one "
                           f"thread unless every core took {1 / model.LOOP_THREADS_MARGIN:.2f}x its time or less)",

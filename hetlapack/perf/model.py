@@ -210,6 +210,26 @@ def batched_lanes(op: str, dtype: np.dtype, order: int) -> int | None:
     return int(min(timed, key=lambda row: abs(math.log(row[0] / order)))[1])
 
 
+def batched_spread_bytes(op: str) -> int | None:
+    """The largest buffer (bytes) on which ``op``'s interleaved kernel over one vector of float64 matrices asks for
+    the next chunk a slice a step, as ``hetlapack calibrate`` timed it on this machine (:func:`spread_bytes`);
+    ``None`` where it timed none."""
+    timed = _cpu_tables("spread").get(f"{op} float64")
+    return spread_bytes(timed) if timed else None
+
+
+def spread_bytes(timed) -> int:
+    """The largest buffer of ``timed`` (``((buffer bytes, time a slice a step over all at once), ...)``) up to which
+    asking a slice a step ran no slower at every buffer timed; just below the smallest where it ran slower there."""
+    rows = sorted(timed)
+    largest = int(rows[0][0]) - 1
+    for size, ratio in rows:
+        if ratio > 1:
+            break
+        largest = int(size)
+    return largest
+
+
 def loop_one_thread_max_n(op: str, dtype: np.dtype) -> int:
     """The largest order up to which ``op``'s LAPACK loop in ``dtype`` runs on one thread (0: none): as ``hetlapack
     calibrate`` timed it on this machine (:func:`one_thread_order`), else ``LOOP_ONE_THREAD_MAX_N``."""
