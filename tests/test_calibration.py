@@ -644,11 +644,14 @@ def test_calibrated_spread_is_what_the_kernels_ask_with(cache_dir):
     L1 cache (``_interleave.SPREAD_MAX_BYTES``)."""
     from hetlapack.batched._interleave import SPREAD_MAX_BYTES
     from hetlapack.batched.threads import spread_limit
+    from hetlapack.dispatch.choose import forget_decisions
 
     assert spread_limit("getrf") == spread_limit("qr") == SPREAD_MAX_BYTES
     entry = {"spread": {"geqrf float64": [[16384, 0.9], [36864, 0.8], [65536, 1.1]]}}
     (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))
     assert CpuDevice().batched_spread == {"geqrf float64": ((16384, 0.9), (36864, 0.8), (65536, 1.1))}
+    assert spread_limit("qr") == SPREAD_MAX_BYTES  # remembered until dispatch forgets, as its plans are
+    forget_decisions()
     assert spread_limit("qr") == 36864 and spread_limit("getrf") == SPREAD_MAX_BYTES
 
 

@@ -148,12 +148,13 @@ def _within_runtime_overhead(host_seconds: float) -> bool:
 
 
 def forget_decisions() -> None:
-    """Forget the plans, host decisions and host Cholesky blocks made so far, so that the next calls are priced
-    afresh: in a forked child (whose compiled kernels may not run: ``paths.batched.compiled_kernels_unusable``), and
-    in tests that replace the model's functions or the calibration."""
+    """Forget the plans, host decisions, host Cholesky blocks and batched kernels' slices
+    (``model.batched_spread_bytes``) made so far, so that the next calls are priced afresh: in a forked child (whose
+    compiled kernels may not run: ``paths.batched.compiled_kernels_unusable``), and in tests that replace the
+    model's functions or the calibration."""
     _remembered.cache_clear()
     _within_call_overhead.cache_clear()
-    model.forget_calibrated_blocks()
+    model.forget_calibrated_lookups()
 
 
 os.register_at_fork(after_in_child=forget_decisions)
