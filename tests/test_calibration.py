@@ -493,7 +493,7 @@ def fast_kernel_tables(monkeypatch):
     monkeypatch.setattr(crossover, "measure", lambda repeats, progress: {"getrf float64": [[4, 3.0], [8, 0.5]]})
     monkeypatch.setattr(crossover, "measure_lanes", lambda repeats, progress: {"getrf float64": [[8, 64], [16, 16]]})
     monkeypatch.setattr(crossover, "measure_spread",
-                        lambda repeats, progress: {"geqrf float64": [[16384, 0.9], [36864, 0.8], [65536, 1.1]]})
+                        lambda repeats, progress: {"geqrf float64": [[16384, 1.1], [36864, 1.25], [65536, 0.9]]})
     monkeypatch.setattr(crossover, "measure_loop_threads",
                         lambda repeats, progress: {"getrf float32": [[4, 1.6], [8, 0.7]]})
     return timed
@@ -597,7 +597,7 @@ def test_batched_crossover_is_timed_on_this_machine_cached_and_read_by_dispatch(
     assert "interleaved up to order: getrf float64 4" in out
     assert load()["cpu"]["batched"] == {"getrf float64": ((4, 3.0), (8, 0.5))}
     assert load()["cpu"]["lanes"] == {"getrf float64": ((8, 64), (16, 16))}
-    assert load()["cpu"]["spread"] == {"geqrf float64": ((16384, 0.9), (36864, 0.8), (65536, 1.1))}
+    assert load()["cpu"]["spread"] == {"geqrf float64": ((16384, 1.1), (36864, 1.25), (65536, 0.9))}
     assert "a slice a step up to: geqrf float64 36 KiB" in out
     assert load()["cpu"]["loop_threads"] == {"getrf float32": ((4, 1.6), (8, 0.7))}
     assert "one thread up to order: getrf float32 4" in out
@@ -630,38 +630,33 @@ def test_batched_crossover_times_both_kernels_on_every_case():
     assert all([row[0] for row in rows] == [4, 9] and all(row[1] > 0 for row in rows) for rows in ratios.values())
 
 
-def test_spread_bytes_are_the_largest_buffer_before_the_first_where_slices_ran_slower():
-    from hetlapack.perf import model
-
-    assert model.spread_bytes(((16384, 0.9), (36864, 1.0), (65536, 0.95))) == 65536
-    assert model.spread_bytes(((36864, 0.8), (16384, 0.9), (65536, 1.2), (147456, 0.9))) == 36864
-    assert model.spread_bytes(((16384, 1.05), (36864, 0.9))) == 16383
-
-
 def test_calibrated_spread_is_what_the_kernels_ask_with(cache_dir):
-    """The LU and QR kernels ask for the next chunk a slice a step on buffers up to the bytes calibration found
-    slices no slower at (QR timed as ``geqrf``); a kernel not timed, and a machine never calibrated, keep half the
-    L1 cache (``_interleave.SPREAD_MAX_BYTES``)."""
+    """The LU and QR kernels ask for the next chunk a slice a step on buffers up to the largest before the first
+    where calibration found slices slower (``model.crossover_order`` of its times, by bytes; 0 where they lost at
+    the first); a kernel not timed, and a machine never calibrated, keep half the L1 cache
+    (``_interleave.SPREAD_MAX_BYTES``); a kernel's caller may give its own limit."""
     from hetlapack.batched._interleave import SPREAD_MAX_BYTES
     from hetlapack.batched.threads import spread_limit
     from hetlapack.dispatch.choose import forget_decisions
 
-    assert spread_limit("getrf") == spread_limit("qr") == SPREAD_MAX_BYTES
-    entry = {"spread": {"geqrf float64": [[16384, 0.9], [36864, 0.8], [65536, 1.1]]}}
+    assert spread_limit("getrf") == spread_limit("geqrf") == SPREAD_MAX_BYTES
+    entry = {"spread": {"geqrf float64": [[16384, 1.1], [36864, 1.0], [65536, 0.9], [147456, 1.2]],
+                        "getrf float64": [[4096, 0.95], [16384, 1.3]]}}
     (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))
-    assert CpuDevice().batched_spread == {"geqrf float64": ((16384, 0.9), (36864, 0.8), (65536, 1.1))}
-    assert spread_limit("qr") == SPREAD_MAX_BYTES  # remembered until dispatch forgets, as its plans are
+    assert CpuDevice().batched_spread["geqrf float64"] == ((16384, 1.1), (36864, 1.0), (65536, 0.9), (147456, 1.2))
+    assert spread_limit("geqrf") == SPREAD_MAX_BYTES  # remembered until dispatch forgets, as its plans are
     forget_decisions()
-    assert spread_limit("qr") == 36864 and spread_limit("getrf") == SPREAD_MAX_BYTES
+    assert spread_limit("geqrf") == 36864 and spread_limit("getrf") == 0 and spread_limit("potrf") == SPREAD_MAX_BYTES
+    assert spread_limit("geqrf", 4096) == 4096
 
 
 def test_spread_is_timed_both_ways_on_every_case_by_buffer_bytes():
     from hetlapack.batched import crossover
 
     done = []
-    ratios = crossover.measure_spread(repeats=1, orders=(16, 24), progress=done.append)
+    ratios = crossover.measure_spread(repeats=1, orders=(8, 16, 24), progress=done.append)
     assert list(ratios) == list(crossover.SPREAD_CASES) == done
-    assert all([row[0] for row in rows] == [16 * 16 * 64, 24 * 24 * 64] and all(row[1] > 0 for row in rows)
+    assert all([row[0] for row in rows] == [8 * 8 * 64, 16 * 16 * 64, 24 * 24 * 64] and all(row[1] > 0 for row in rows)
                for rows in ratios.values())
 
 

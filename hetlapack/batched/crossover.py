@@ -153,10 +153,12 @@ def measure_lanes(repeats: int = 3, orders: tuple[int, ...] = LANE_ORDERS, choic
     return _tabled(LANE_CASES, orders, fastest, progress)
 
 
-#: The kernels :func:`measure_spread` times on one vector of float64 matrices, and the orders: from the buffer of
-#: half a 32 KiB L1 cache (order 16, where the default stops asking a slice a step) to beyond any L1.
-SPREAD_CASES, SPREAD_ORDERS = tuple(batched_case(op, np.dtype(np.float64)) for op in ("getrf", "geqrf")), (16, 24, 32,
-                                                                                                       48, 64)
+#: The kernels :func:`measure_spread` times on one vector of float64 matrices.
+SPREAD_CASES = tuple(batched_case(op, np.dtype(np.float64)) for op in ("getrf", "geqrf"))
+
+#: The orders :func:`measure_spread` times them at: from order 8 (4 KiB buffers, where slices won on every machine
+#: measured) past half a 32 KiB L1 cache (order 16, where the default stops asking a slice a step) to beyond any L1.
+SPREAD_ORDERS = (8, 16, 24, 32, 48, 64)
 
 #: Each kernel of :data:`SPREAD_CASES` on one vector of matrices per buffer, asking a slice a step on buffers of up
 #: to ``spread_bytes``.
@@ -169,11 +171,12 @@ _SPREAD_CALLS: dict[str, Callable[[np.ndarray, int], object]] = {
 
 def measure_spread(repeats: int = 3, orders: tuple[int, ...] = SPREAD_ORDERS,
                    progress: Callable[[str], None] | None = None) -> dict[str, list[list[float]]]:
-    """``{"getrf float64": [[buffer bytes, time asking a slice a step over all at once], ...], ...}`` for each of
-    ``SPREAD_CASES``: the kernel on one vector of matrices per buffer timed both ways on one stack per order, past
-    the last-level cache (:data:`LANE_STACK_BYTES`), in turn (:func:`_fastest_in_turn`). On a 2-core Zen 5 EPYC (48
-    KiB L1) slices won from order 24 to 48 by 2-24%, against a loss at order 32 on a Zen 3 one (32 KiB L1).
-    ``progress`` is told each case as it is done."""
+    """``{"getrf float64": [[buffer bytes, time asking all at once over a slice a step], ...], ...}`` for each of
+    ``SPREAD_CASES`` (above 1: slices win, as the other tables' ratios say the choice named wins): the kernel on one
+    vector of matrices per buffer timed both ways on one stack per order, past the last-level cache
+    (:data:`LANE_STACK_BYTES`), in turn (:func:`_fastest_in_turn`). On a 2-core Zen 5 EPYC (48 KiB L1) slices won
+    from order 24 to 48 by 2-24%, against a loss at order 32 on a Zen 3 one (32 KiB L1). ``progress`` is told each
+    case as it is done."""
     rng = np.random.default_rng(4)
 
     def ratio(op: str, n: int, dtype: np.dtype) -> list[float]:
@@ -181,7 +184,7 @@ def measure_spread(repeats: int = 3, orders: tuple[int, ...] = SPREAD_ORDERS,
         size = chunk_buffer(a, n, n, WIDTH).nbytes
         seconds = _fastest_in_turn({spread: lambda limit=size if spread else 0: _SPREAD_CALLS[op](a, limit)
                                     for spread in (False, True)}, repeats)
-        return [size, seconds[True] / seconds[False]]
+        return [size, seconds[False] / seconds[True]]
 
     return _tabled(SPREAD_CASES, orders, ratio, progress)
 

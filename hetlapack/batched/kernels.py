@@ -42,12 +42,6 @@ def _lapack_loop(dtype: np.dtype, lapack: bool) -> bool:
     return lapack or dtype not in INTERLEAVED_DTYPES
 
 
-def _spread(chosen: int | None, op: str) -> int:
-    """The largest buffer of ``op``'s kernel that asks for the next chunk a slice a step: ``chosen`` where given,
-    else :func:`~.threads.spread_limit`'s."""
-    return spread_limit(op) if chosen is None else int(chosen)
-
-
 def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.ndarray:
     """An uninitialized ``(batch, m, n)`` output stack: C-ordered, or of Fortran-ordered matrices; large ones on
     memory of results the caller dropped (:mod:`.recycled`)."""
@@ -120,7 +114,7 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, l
                     loop_threads)
     elif out.size:
         launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info,
-                       *packed_lu_only(m, n, a.dtype), _spread(spread_bytes, "getrf"), lanes=lanes)
+                       *packed_lu_only(m, n, a.dtype), spread_limit("getrf", spread_bytes), lanes=lanes)
         _refactor_marked("getrf_each", stack, (), (out, piv, info), fortran)
     return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
 
@@ -145,7 +139,7 @@ def lu(a: np.ndarray, *, permute_l: bool, p_matrix: bool = False, check_finite: 
     no_packed = np.empty((0, m, n), a.dtype)
     if replayed is None:
         launch_checked("getrf", check_finite, a.dtype, batch, m, n, stack, no_packed, piv, info, *pieces,
-                       _spread(spread_bytes, "getrf"), lanes=lanes)
+                       spread_limit("getrf", spread_bytes), lanes=lanes)
     else:
         launch_checked("getrf_replay", check_finite, a.dtype, batch, m, n, stack, no_packed, piv, info, replayed,
                        *pieces)
@@ -279,7 +273,7 @@ def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_fin
         lapack_loop("qr_each", a.dtype, stack.shape[0], max(a.shape[-2:]), check_finite, (stack, q, r),
                     loop_threads)
     elif q.size or r.size:
-        launch_checked("qr", check_finite, a.dtype, *stack.shape, stack, q, r, _spread(spread_bytes, "qr"),
+        launch_checked("qr", check_finite, a.dtype, *stack.shape, stack, q, r, spread_limit("geqrf", spread_bytes),
                        lanes=lanes)
     return _shaped_qr(a, q, r)
 

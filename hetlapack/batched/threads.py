@@ -170,15 +170,14 @@ def kernel_lanes(op: str, dtype: np.dtype, batch: int, m: int, n: int, lanes: in
     return lanes_for(m, n, dtype.itemsize, batch, wide=op in _WIDE, small_order=op in _SMALL_ORDER, lanes=lanes)
 
 
-#: The name calibration times a kernel's buffers under, where it is not the kernel's own.
-_TIMED_AS = {"qr": "geqrf"}
-
-
-def spread_limit(op: str) -> int:
-    """The largest buffer (bytes) on which kernel ``op`` (``getrf``, ``qr``) asks for the next chunk a slice a step
-    (``_interleave.spreads_prefetch``): as ``hetlapack calibrate`` timed it (:func:`~hetlapack.perf.model.
+def spread_limit(op: str, chosen: int | None = None) -> int:
+    """The largest buffer (bytes) on which the kernel of factorization ``op`` (``getrf``, ``geqrf``: the names
+    calibration times them under) asks for the next chunk a slice a step (``_interleave.spreads_prefetch``):
+    ``chosen`` where given, else as ``hetlapack calibrate`` timed it (:func:`~hetlapack.perf.model.
     batched_spread_bytes`), else ``_interleave.SPREAD_MAX_BYTES``."""
-    timed = model.batched_spread_bytes(_TIMED_AS.get(op, op))
+    if chosen is not None:
+        return int(chosen)
+    timed = model.batched_spread_bytes(op)
     return SPREAD_MAX_BYTES if timed is None else timed
 
 

@@ -154,12 +154,12 @@ def _print_lanes(fastest: dict[str, list[list[float]]]) -> None:
 
 
 def _print_spread(ratios: dict[str, list[list[float]]]) -> None:
-    """Each interleaved kernel's time asking for the next chunk a slice a step over all at once, per buffer, and the
+    """Each interleaved kernel's time asking for the next chunk all at once over a slice a step, per buffer, and the
     largest buffer it asks a slice a step on from now on."""
     _print_by_order(ratios, lambda ratio: f"{ratio:>19.2f}x", "bytes")
-    limits = ", ".join(f"{case} {model.spread_bytes(rows) // 1024} KiB" for case, rows in ratios.items())
-    print("stacks: the time of a kernel on one vector of float64 matrices asking for the next chunk a slice a step "
-          f"over all at once, by buffer; a slice a step up to: {limits}")
+    limits = ", ".join(f"{case} {model.crossover_order(rows) // 1024} KiB" for case, rows in ratios.items())
+    print("stacks: the time of a kernel on one vector of float64 matrices asking for the next chunk all at once over "
+          f"a slice a step, by buffer (above 1x slices win); a slice a step up to: {limits}")
 
 
 def _print_calls(tables: dict[str, list[list[float]]], path: str) -> None:

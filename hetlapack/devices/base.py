@@ -109,9 +109,9 @@ class Device(abc.ABC):
         #: Per batched factorization and dtype, ``((order, matrices per buffer), ...)``: the buffer size its
         #: interleaved kernel ran fastest with on stacks, when calibration measured it (a CPU's only).
         self.batched_lanes: dict[str, tuple[tuple[float, float], ...]] = {}
-        #: Per batched factorization (``"getrf float64"``), ``((buffer bytes, time asking for the next chunk a slice
-        #: a step over asking all at once), ...)`` for one vector of matrices, when calibration measured it (a CPU's
-        #: only): up to which buffer its kernel asks a slice a step.
+        #: Per batched factorization (``"getrf float64"``), ``((buffer bytes, time asking for the next chunk all at
+        #: once over a slice a step), ...)`` for one vector of matrices, when calibration measured it (a CPU's only):
+        #: up to which buffer its kernel asks a slice a step.
         self.batched_spread: dict[str, tuple[tuple[float, float], ...]] = {}
         #: Per LAPACK loop and dtype (``"getrf float32"``), ``((order, every thread's time over one thread's), ...)``
         #: on stacks, when calibration measured them (a CPU's only): up to where the loop runs on one thread.

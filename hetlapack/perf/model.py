@@ -213,23 +213,12 @@ def batched_lanes(op: str, dtype: np.dtype, order: int) -> int | None:
 @functools.lru_cache(maxsize=16)
 def batched_spread_bytes(op: str) -> int | None:
     """The largest buffer (bytes) on which ``op``'s interleaved kernel over one vector of float64 matrices asks for
-    the next chunk a slice a step, as ``hetlapack calibrate`` timed it on this machine (:func:`spread_bytes`);
+    the next chunk a slice a step, as ``hetlapack calibrate`` timed it on this machine: :func:`crossover_order` of
+    its times asking all at once over a slice a step, by buffer bytes (0: slices lost at the smallest buffer timed);
     ``None`` where it timed none. Remembered as :func:`_calibrated_potrf_block` is: read afresh at each batched call,
     the cache's lookup took 7.8 us, a fifth of ``lu_factor`` on 10^4 matrices of order 2 (2-core Zen 5 EPYC)."""
     timed = _cpu_tables("spread").get(f"{op} float64")
-    return spread_bytes(timed) if timed else None
-
-
-def spread_bytes(timed) -> int:
-    """The largest buffer of ``timed`` (``((buffer bytes, time a slice a step over all at once), ...)``) up to which
-    asking a slice a step ran no slower at every buffer timed; just below the smallest where it ran slower there."""
-    rows = sorted(timed)
-    largest = int(rows[0][0]) - 1
-    for size, ratio in rows:
-        if ratio > 1:
-            break
-        largest = int(size)
-    return largest
+    return crossover_order(timed) if timed else None
 
 
 def loop_one_thread_max_n(op: str, dtype: np.dtype) -> int:
