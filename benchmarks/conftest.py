@@ -39,12 +39,19 @@ def _flops(group: str, n: int) -> float | None:
 def pytest_report_header(config) -> list[str]:
     """Every benchmark table's head: the CPU, BLAS and its kernels (test_dgemm.py gives the same run's DGEMM), and
     the variables that pin OpenBLAS to older kernels, which a benchmark command unsets."""
-    return [*str(detect()).splitlines()[:2], f"OpenBLAS pinned by: {_pinned() or 'nothing (its own kernels)'}"]
+    return [*str(detect()).splitlines()[:2], f"kernels pinned by: {_pinned() or 'nothing (each library its own)'}"]
+
+
+#: Variables that pin a library to other kernels than the host's: OpenBLAS's (a benchmark command unsets these),
+#: numba's target (our compiled kernels), torch's, MKL's and XLA's instruction sets (set to time AVX2 code on an
+#: AVX-512 CPU).
+PINNING = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "ATEN_CPU_CAPABILITY",
+           "MKL_ENABLE_INSTRUCTIONS", "XLA_FLAGS")
 
 
 def _pinned() -> dict[str, str]:
-    """The variables that pin OpenBLAS to older kernels, where set (a benchmark command unsets them)."""
-    return {name: os.environ[name] for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if name in os.environ}
+    """The variables of ``PINNING`` this run set."""
+    return {name: os.environ[name] for name in PINNING if name in os.environ}
 
 
 @pytest.fixture

@@ -67,9 +67,17 @@ def l2_cache() -> int:
 
 @functools.cache
 def vector_bytes() -> int:
-    """Bytes of this CPU's widest SIMD register the compiled kernels use: 64 with AVX-512, 32 with AVX, else 16
-    (LLVM's view of the host, the one numba compiles for)."""
-    from llvmlite import binding  # noqa: PLC0415 - numba's compiler, loaded only by the compiled kernels
+    """Bytes of the widest SIMD register the compiled kernels use: 64 with AVX-512, 32 with AVX, else 16.
 
-    features = binding.get_host_cpu_features()
-    return 64 if features.get("avx512f") else 32 if features.get("avx") else 16
+    The features numba compiles for: the host's as LLVM sees them, unless ``NUMBA_CPU_FEATURES`` names others (or
+    ``NUMBA_CPU_NAME=generic`` none), as for kernels cached to run on other machines.
+    """
+    from numba.core import config  # noqa: PLC0415 - numba's compiler, loaded only by the compiled kernels
+
+    if config.CPU_FEATURES is not None:
+        enabled = {flag[1:] for flag in config.CPU_FEATURES.split(",") if flag.startswith("+")}
+    else:
+        from llvmlite import binding  # noqa: PLC0415 - as above
+
+        enabled = {name for name, on in binding.get_host_cpu_features().items() if on}
+    return 64 if "avx512f" in enabled else 32 if "avx" in enabled else 16

@@ -248,6 +248,20 @@ def test_caches_are_read_from_sysfs_or_assumed(tmp_path, monkeypatch):
             cache.cache_clear()
 
 
+@pytest.mark.parametrize(("features", "expected"), [("", 16), ("+sse2,+avx,-avx512f", 32), ("+avx,+avx2,+avx512f", 64)])
+def test_the_vector_width_is_the_one_numba_compiles_for(features, expected, monkeypatch):
+    """``NUMBA_CPU_FEATURES`` (or ``NUMBA_CPU_NAME=generic``) makes numba compile for other features than the host's:
+    the width the kernels are sized for follows them."""
+    from numba.core import config
+
+    monkeypatch.setattr(config, "CPU_FEATURES", features)
+    machine.vector_bytes.cache_clear()
+    try:
+        assert machine.vector_bytes() == expected
+    finally:
+        machine.vector_bytes.cache_clear()
+
+
 @pytest.mark.parametrize("dtype", [bool, np.int64, np.float16, np.float64])
 @pytest.mark.parametrize("name", ["cholesky", "cho_factor", "lu_factor", "qr", "lu"])
 def test_small_matrices_warn_and_return_as_scipy_whatever_their_dtype(name, dtype):
