@@ -38,7 +38,7 @@ def _flops(group: str, n: int) -> float | None:
 
 def pytest_report_header(config) -> list[str]:
     """Every benchmark table's head: the CPU, BLAS and its kernels (test_dgemm.py gives the same run's DGEMM), and
-    the variables that pin OpenBLAS to older kernels, which a benchmark command unsets."""
+    the variables of :data:`PINNING` the run set."""
     return [*str(detect()).splitlines()[:2], f"kernels pinned by: {_pinned() or 'nothing (each library its own)'}"]
 
 
