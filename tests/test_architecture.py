@@ -1,6 +1,6 @@
 """The package's layout stays readable top-down: the import-linter contracts in ``pyproject.toml`` (each package
 imports only the layers below it, no import circle among the modules of any package, private modules stay in their
-package) hold on the code as it is."""
+package) hold on the code as it is, and every module stays small."""
 
 import re
 from pathlib import Path
@@ -13,12 +13,23 @@ pytestmark = pytest.mark.own_machinery
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
+#: The most lines a module of the package may have (DESIGN.md, "Small modules"): past it, a module holds more than
+#: one job and is to be split by job.
+MODULE_LINES = 800
+
 
 def test_the_import_contracts_hold(capsys):
     status = lint_imports(config_filename=str(PYPROJECT), no_cache=True, no_logo=True)
     output = capsys.readouterr().out
     assert status == 0, output
     assert "0 broken" in output and output.count("KEPT") == 3
+
+
+def test_every_module_of_the_package_is_small():
+    package = PYPROJECT.parent / "hetlapack"
+    long = {str(file.relative_to(package)): count for file in sorted(package.rglob("*.py"))
+            if (count := len(file.read_text().splitlines())) > MODULE_LINES}
+    assert long == {}
 
 
 def test_paths_are_objects_not_names_compared_as_strings():

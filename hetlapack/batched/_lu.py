@@ -1,4 +1,5 @@
-"""Compiled batched LU with partial pivoting and its solve over the interleaved chunk layout.
+"""Compiled batched LU with partial pivoting over the interleaved chunk layout (SciPy's ``lu`` written from it:
+``_lu_pieces``; the solve from its factors: ``_lu_solve``).
 
 Right-looking ``getf2`` order, two columns a step: pivot search in column ``k`` (first maximum of ``|re| + |im|``,
 as LAPACK's ``i?amax``), row swap, column scaled by the pivot's reciprocal, rank-1 update of the trailing matrix.
@@ -25,9 +26,10 @@ from numba.extending import overload
 
 from ..machine import vector_bytes
 from ._borrowed import borrowed, keep_alive
-from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, buffer_as_stack, chunk_buffer, chunk_range, divide,
-                          flag_poisoned, gather, is_finite, on_cache_lines, poison_lanes, prefetch_slice, record_order,
-                          scatter, small_order_lanes, smallest_normal, spreads_prefetch)
+from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, buffer_as_stack, chunk_buffer, chunk_range, divide, gather,
+                          is_finite, on_cache_lines, poison_lanes, prefetch_slice, record_order, scatter,
+                          small_order_lanes, smallest_normal, spreads_prefetch)
+from ._lu_pieces import lu_scratch, scatter_pieces, write_plu
 from ._order_four import lu_chunk as order_four_chunk
 from ._order_four import lu_pieces_chunk as order_four_pieces
 from ._order_two import lu_chunk, takes
@@ -544,83 +546,6 @@ def _factor_for(buf, piv, info, best, recip, m, n, lanes, ahead):
 REDO_INFO = -1
 
 
-#: Orders up to which :func:`_write_rows` keeps a permutation in one integer, 4 bits an index.
-PACKED_PERMUTATION_ORDER = 16
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
-def _nibble(word, i):
-    """Index ``i`` of a permutation packed 4 bits an index in ``word``."""
-    return (word >> (4 * i)) & 15
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
-def _write_rows(pivots, s, b, order, rows, m, k):
-    """Write ``rows[b, i]``, the column of row ``i``'s one in ``P`` (``A = P L U``), from the 0-based pivots
-    ``pivots[s]`` (row ``i`` swapped with row ``pivots[s, i]``, in turn). Up to ``PACKED_PERMUTATION_ORDER`` the
-    permutation lies in one integer, in registers; the swaps through the scratch ``order`` (``m`` integers) wait on
-    one another: at n = 4 (one thread, a chunk in cache) they took 10-14 ns a matrix against 6."""
-    if m <= PACKED_PERMUTATION_ORDER:
-        word = 0
-        for t in range(m):
-            word |= t << (4 * t)
-        for i in range(k):
-            row = pivots[s, i]
-            differ = _nibble(word, i) ^ _nibble(word, row)
-            word ^= (differ << (4 * i)) | (differ << (4 * row))
-        inverse = 0
-        for t in range(m):
-            inverse |= t << (4 * _nibble(word, t))
-        for i in range(m):
-            rows[b, i] = _nibble(inverse, i)
-    else:
-        for i in range(m):
-            order[i] = i
-        for i in range(k):
-            row = pivots[s, i]
-            order[i], order[row] = order[row], order[i]
-        for i in range(m):
-            rows[b, order[i]] = i
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
-def _write_plu(packed, pivots, s, b, permute_l, order, rows, lower, upper, permutation, m, n):
-    """Write SciPy's ``lu`` of matrix ``b`` from its packed LU ``packed[s]`` and 0-based pivots ``pivots[s]``:
-    ``rows[b, i]`` the column of row ``i``'s one in ``P`` (``A = P L U``; :func:`_write_rows`), ``P`` itself where
-    ``permutation`` is not empty, the unit lower ``L`` (rows permuted to ``P L`` if ``permute_l``) and the upper
-    ``U``; ``order`` is scratch of ``m`` integers. ``permute_l`` is to be a constant in each copy, its callers
-    branching on it outside their loops: unpermuted, ``L``'s loops then have constant bounds and no branch on the
-    data, and the versions compiled for small orders unroll them. With the flag a variable, LLVM merged the two copies
-    into one whose loops branched on the pivots; so did P's ones written as ``j == one`` beside its zeros (a branch
-    an element). Measured at n = 4 (float64, 10^4 matrices, one thread, the gather and factorization included, ns a
-    matrix): 93 before, 61 now, 52 without P. ``L``'s and ``U``'s constants are of their own dtype: a float64 zero
-    beside a float32 element converted each element twice."""
-    k = min(m, n)
-    zero, one = upper.dtype.type(0.0), upper.dtype.type(1.0)
-    _write_rows(pivots, s, b, order, rows, m, k)
-    if permutation.size:
-        for i in range(m):
-            for j in range(m):
-                permutation[b, i, j] = 0.0
-            permutation[b, i, rows[b, i]] = 1.0
-    for i in range(m):
-        if permute_l:
-            source = rows[b, i]
-            below = min(source, k)
-            for j in range(below):
-                lower[b, i, j] = packed[s, source, j]
-            for j in range(below, k):
-                lower[b, i, j] = zero
-            if source < k:
-                lower[b, i, source] = one
-        else:
-            for j in range(k):
-                lower[b, i, j] = packed[s, i, j] if j < i else (one if j == i else zero)
-    for i in range(k):
-        for j in range(n):
-            upper[b, i, j] = packed[s, i, j] if j >= i else zero
-
-
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _flag_nonfinite_marked(a, chunk_info, count, first, nonfinite, thread, m, n):
     """Where asked (``nonfinite`` not empty), set ``thread``'s flag if a matrix of the chunk marked ``REDO_INFO`` (its
@@ -665,107 +590,28 @@ def scatter_factored(a, buf, chunk_piv, chunk_info, poison, count, out, piv, inf
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def lu_scratch(like, m: int, n: int, lanes: int, pieces):
-    """One thread's scratch for writing ``lu``'s ``pieces`` (those of :func:`getrf_stack`, or none where the
-    packed LU is written) of chunks of ``m x n`` matrices of the dtype of ``like``: ``order``, ``m`` integers for
-    :func:`_write_rows`, and for square matrices the buffers of :func:`_scatter_pieces`: ``lane_rows``, each lane's
-    row order, ``unit_lower``, ``L``'s buffer, an identity whose strict lower triangle each chunk fills, and
-    ``ones``, ``P``'s; empty where not used."""
-    _, rows, _, _, permutation = pieces
-    square = m == n and rows.shape[0] > 0
-    unit_lower = on_cache_lines((m, m, lanes) if square else (0, 0, lanes), like.dtype)
-    for i in range(unit_lower.shape[0]):
-        for lane in range(lanes):
-            unit_lower[i, i, lane] = 1.0
-    return (on_cache_lines((m,), np.int64), on_cache_lines((m if square else 0, lanes), np.int64), unit_lower,
-            on_cache_lines((m, m, lanes) if square and permutation.size else (0, 0, lanes), like.real.dtype))
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
-def _lane_rows(chunk_piv, lane_rows, lane0, m):
-    """``lane_rows[t, lane]``, for the vector of lanes from ``lane0``: the row of each matrix that its ``t``-th row
-    of ``L U`` comes from, after its pivots ``chunk_piv`` (0-based, ``chunk_piv[i, lane]`` the row swapped with row
-    ``i``, in turn). Each swap is taken as exchanges across the lanes where the pivot is each row below ``i``; a
-    pivot out of ``i + 1 .. m - 1`` (no swap, or scratch in a lane that LAPACK factors again) exchanges nothing."""
-    lanes = lane_rows.shape[1]
-    for t in range(m):
-        store(lane_rows, t * lanes + lane0, splat(np.int64(t)))
-    for i in range(chunk_piv.shape[0]):
-        pivot = load(chunk_piv, i * lanes + lane0)
-        top = load(lane_rows, i * lanes + lane0)
-        for r in range(i + 1, m):
-            top, below = exchange_where(pivot, splat(np.int64(r)), top, load(lane_rows, r * lanes + lane0))
-            store(lane_rows, r * lanes + lane0, below)
-        store(lane_rows, i * lanes + lane0, top)
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
-def _fill_permutation(lane_rows, ones, lane0, m):
-    """``P`` of the lanes from ``lane0`` in ``ones``: a one at ``(i, j)`` where row ``j`` of ``L U`` comes from row
-    ``i`` (``A = P L U``; :func:`_lane_rows`), zeros elsewhere."""
-    lanes = lane_rows.shape[1]
-    zero, one = splat(ones.dtype.type(0.0)), splat(ones.dtype.type(1.0))
-    for i in range(m):
-        row = splat(np.int64(i))
-        for j in range(m):
-            value, _ = exchange_where(load(lane_rows, j * lanes + lane0), row, zero, one)
-            store(ones, (i * m + j) * lanes + lane0, value)
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
-def _scatter_pieces(buf, chunk_piv, count, first, pieces, scratch, n):
-    """``lu``'s pieces of a factored chunk of square matrices, unpermuted ``L``, each copied in blocks as a packed LU
-    is (:func:`~._interleave.scatter`): ``L``'s strict lower triangle moved into ``unit_lower``, ``U`` left in the
-    buffer and ``P`` built in ``ones`` from the rows' order, worked out across the lanes (:func:`_lane_rows`), as are
-    the row indices where ``P`` is not asked for. A matrix marked ``REDO_INFO`` is written too, and written again
-    by LAPACK. Each copy asks for the next chunk's lines as it starts, the kernel's slices a step being the input's
-    and the packed LU's only: left to the hardware, the stores of three outputs missed the cache one after another.
-    Written one matrix at a time (:func:`_write_plu`), read across the buffer's lanes, ``lu`` took 2.4x
-    ``lu_factor``'s time at n = 8 (float64, 10^4 matrices, 2 threads)."""
-    _, rows, lower, upper, permutation = pieces
-    _, lane_rows, unit_lower, ones = scratch
-    lanes = buf.shape[2]
-    for i in range(1, n):
-        for j in range(i):
-            for lane in range(lanes):
-                unit_lower[i, j, lane] = buf[i, j, lane]
-                buf[i, j, lane] = 0.0
-    scatter(unit_lower, count, lower, first, n, n)
-    scatter(buf, count, upper, first, n, n)
-    for lane0 in range(0, lanes, WIDTH):
-        _lane_rows(chunk_piv, lane_rows, lane0, n)
-        if permutation.size:
-            _fill_permutation(lane_rows, ones, lane0, n)
-    if permutation.size:
-        scatter(ones, count, permutation, first, n, n)
-    else:
-        for lane in range(count):
-            for t in range(n):
-                rows[first + lane, lane_rows[t, lane]] = t
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
 def scatter_lu(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, thread, first, pieces, scratch, m,
                n, lanes):
     """:func:`scatter_factored` for ``lu``: each matrix's ``pieces`` (``permute_l, rows, lower, upper,
-    permutation`` of :func:`_write_plu`) written from the buffer instead of its packed LU, but for a matrix marked
-    ``REDO_INFO``: in blocks where the matrices are square and ``L`` unpermuted (:func:`_scatter_pieces`, in the
-    ``scratch`` of :func:`lu_scratch`), else a matrix at a time."""
+    permutation`` of :func:`~._lu_pieces.write_plu`) written from the buffer instead of its packed LU, but for a
+    matrix marked ``REDO_INFO``: in blocks where the matrices are square and ``L`` unpermuted
+    (:func:`~._lu_pieces.scatter_pieces`, in the ``scratch`` of :func:`~._lu_pieces.lu_scratch`), else a matrix at a
+    time."""
     _record(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, thread, first, m, n, lanes)
     permute_l, rows, lower, upper, permutation = pieces
     order, _, unit_lower, _ = scratch
     if unit_lower.shape[0] and not permute_l:
-        _scatter_pieces(buf, chunk_piv, count, first, pieces, scratch, n)
+        scatter_pieces(buf, chunk_piv, count, first, pieces, scratch, n)
         return
     packed, pivots = buffer_as_stack(buf), chunk_piv.T
     if permute_l:
         for lane in range(count):
             if chunk_info[lane] != REDO_INFO:
-                _write_plu(packed, pivots, lane, first + lane, True, order, rows, lower, upper, permutation, m, n)
-    else:  # a loop of its own, so that this copy of _write_plu has a constant permute_l (see there)
+                write_plu(packed, pivots, lane, first + lane, True, order, rows, lower, upper, permutation, m, n)
+    else:  # a loop of its own, so that this copy of write_plu has a constant permute_l (see there)
         for lane in range(count):
             if chunk_info[lane] != REDO_INFO:
-                _write_plu(packed, pivots, lane, first + lane, False, order, rows, lower, upper, permutation, m, n)
+                write_plu(packed, pivots, lane, first + lane, False, order, rows, lower, upper, permutation, m, n)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -773,7 +619,7 @@ def scatter_chunk(a, buf, chunk_piv, chunk_info, poison, count, out, piv, info, 
                   scratch, m, n, lanes, ahead=True):
     """Write a factored chunk as the call asks: its packed LU into ``out`` (:func:`scatter_factored`, the next
     chunk's asked for unless ``ahead`` is false), or, where ``out`` is empty, ``lu``'s ``pieces`` (:func:`scatter_lu`,
-    in the ``scratch`` of :func:`lu_scratch`); ``poison`` is a row of scratch of ``lanes``."""
+    in the ``scratch`` of :func:`~._lu_pieces.lu_scratch`); ``poison`` is a row of scratch of ``lanes``."""
     if out.shape[0]:
         scatter_factored(a, buf, chunk_piv, chunk_info, poison, count, out, piv, info, nonfinite, thread, first, m, n,
                          lanes, ahead)
@@ -787,7 +633,7 @@ def _chunk_buffers(a, pieces, m, n, lanes):
     """One thread's buffers for chunks of ``m x n`` matrices of ``a``, ``lanes`` at a time, each on cache lines
     (:func:`~._interleave.on_cache_lines`): the chunk (rows padded, :func:`~._interleave.chunk_buffer`), its
     pivots and ``info``, the pivot search's magnitudes, the pivots' reciprocals and the scratch for ``lu``'s
-    ``pieces`` (:func:`lu_scratch`)."""
+    ``pieces`` (:func:`~._lu_pieces.lu_scratch`)."""
     return (chunk_buffer(a, m, n, lanes),
             on_cache_lines((min(m, n), lanes), np.int64), on_cache_lines((lanes,), np.int64),
             on_cache_lines((lanes,), a.real.dtype), on_cache_lines((lanes,), a.dtype),
@@ -891,8 +737,8 @@ def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, s
     """Factorize every matrix of the 3-D stack ``a`` into ``out``; ``piv`` (batch, min(m, n)), ``info`` (batch,),
     ``REDO_INFO`` for a matrix whose factors hold an infinity or NaN. Where ``out`` is empty, SciPy's ``lu`` instead,
     written from the buffers without a packed LU in between: ``rows`` (batch, m), ``lower`` (batch, m, k), ``upper``
-    (batch, k, n) and, unless empty, ``permutation`` (batch, m, m), as :func:`plu_stack` (nothing for a matrix
-    marked ``REDO_INFO``).
+    (batch, k, n) and, unless empty, ``permutation`` (batch, m, m), as :func:`~._lu_pieces.plu_stack` (nothing for a
+    matrix marked ``REDO_INFO``).
     Given a ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a``
     sets its own. A buffer of up to ``spread_bytes`` asks for the next chunk a slice a step
     (:func:`~._interleave.spreads_prefetch`). Square orders up to ``SMALL_ORDER`` in buffers of
@@ -913,89 +759,3 @@ def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, s
         _getrf_order_four(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, start, stop, lanes_4)
     else:
         _getrf_chunks(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, start, stop, m, n, lanes)
-
-
-@numba.njit(**JIT_OPTIONS)
-def plu_stack(packed, piv, permute_l, rows, lower, upper, permutation, thread, threads):
-    """SciPy's ``lu`` from each packed LU of a stack and its 0-based pivots (:func:`_write_plu`)."""
-    batch, m, n = packed.shape
-    start, stop = chunk_range(thread, threads, batch)
-    order = np.empty(m, dtype=np.int64)
-    if permute_l:
-        for b in range(start, stop):
-            _write_plu(packed, piv, b, b, True, order, rows, lower, upper, permutation, m, n)
-    else:  # a loop of its own, as in scatter_lu
-        for b in range(start, stop):
-            _write_plu(packed, piv, b, b, False, order, rows, lower, upper, permutation, m, n)
-
-
-@numba.njit(**JIT_OPTIONS, inline="always")
-def _maybe_conj(value, conjugate):
-    return np.conj(value) if conjugate else value
-
-
-@numba.njit(**JIT_OPTIONS)
-def _solve_chunk(lu, piv, rhs, trans, count, first):
-    """Overwrite ``rhs[i, r, lane]`` with the solution of ``op(A) X = B``; ``op`` by ``trans`` as LAPACK getrs."""
-    n, nrhs, lanes = rhs.shape
-    conjugate = trans == 2
-    if trans == 0:
-        for lane in range(count):
-            for i in range(n):
-                row = piv[first + lane, i]
-                for r in range(nrhs):
-                    held = rhs[i, r, lane]
-                    rhs[i, r, lane] = rhs[row, r, lane]
-                    rhs[row, r, lane] = held
-    for r in range(nrhs):
-        if trans == 0:
-            for i in range(n):
-                for k in range(i):
-                    for lane in range(lanes):
-                        rhs[i, r, lane] -= lu[i, k, lane] * rhs[k, r, lane]
-            for i in range(n - 1, -1, -1):
-                for k in range(i + 1, n):
-                    for lane in range(lanes):
-                        rhs[i, r, lane] -= lu[i, k, lane] * rhs[k, r, lane]
-                for lane in range(lanes):
-                    rhs[i, r, lane] = divide(rhs[i, r, lane], lu[i, i, lane])
-        else:
-            for i in range(n):
-                for k in range(i):
-                    for lane in range(lanes):
-                        rhs[i, r, lane] -= _maybe_conj(lu[k, i, lane], conjugate) * rhs[k, r, lane]
-                for lane in range(lanes):
-                    rhs[i, r, lane] = divide(rhs[i, r, lane], _maybe_conj(lu[i, i, lane], conjugate))
-            for i in range(n - 1, -1, -1):
-                for k in range(i + 1, n):
-                    for lane in range(lanes):
-                        rhs[i, r, lane] -= _maybe_conj(lu[k, i, lane], conjugate) * rhs[k, r, lane]
-    if trans != 0:
-        for lane in range(count):
-            for i in range(n - 1, -1, -1):
-                row = piv[first + lane, i]
-                for r in range(nrhs):
-                    held = rhs[i, r, lane]
-                    rhs[i, r, lane] = rhs[row, r, lane]
-                    rhs[row, r, lane] = held
-
-
-@numba.njit(**JIT_OPTIONS)
-def getrs_stack(lu, piv, b, trans, out, nonfinite, lanes, thread, threads):
-    """Solve ``op(A) X = B`` for each matrix from its packed LU and 0-based pivots; ``out`` is (batch, n, k).
-    ``nonfinite`` as for :func:`getrf_stack`, for ``b`` only (SciPy's ``lu_solve`` checks ``b`` only)."""
-    lu, piv, b, out, nonfinite = borrowed((lu, piv, b, out, nonfinite))
-    batch, n, nrhs = b.shape
-    chunks = (batch + lanes - 1) // lanes
-    start, stop = chunk_range(thread, threads, chunks)
-    owned = (on_cache_lines((n, n, lanes), out.dtype), on_cache_lines((n, nrhs, lanes), out.dtype),
-             on_cache_lines((lanes,), out.real.dtype))
-    factor, rhs, poison = borrowed(owned)
-    for chunk in range(start, stop):
-        first = chunk * lanes
-        count = gather(lu, first, factor, n, n, lanes)
-        gather(b, first, rhs, n, nrhs, lanes)
-        flag_poisoned(rhs, poison, count, nonfinite, thread, n, nrhs, lanes)
-        _solve_chunk(factor, piv, rhs, trans, count, first)
-        scatter(rhs, count, out, first, n, nrhs)
-    keep_alive(owned)

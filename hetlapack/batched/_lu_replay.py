@@ -33,8 +33,8 @@ from ..perf.model import GETF2_MAX_N
 from ._borrowed import borrowed, keep_alive
 from ._interleave import (JIT_OPTIONS, NEITHER, chunk_range, gather, on_cache_lines, record_order, small_order_lanes,
                           smallest_normal)
-from ._lu import (REDO_INFO, lu_scratch, pivot_vector_rows, scatter_chunk, search_pivot, straight_from_stack,
-                  swap_pivot_rows)
+from ._lu import REDO_INFO, pivot_vector_rows, scatter_chunk, search_pivot, straight_from_stack, swap_pivot_rows
+from ._lu_pieces import lu_scratch
 from ._order_four import pivot_first, pivot_second, pivot_third, rows_of, stored
 from ._order_two import lu_chunk as order_two_chunk
 from ._simd import (WIDTH, add, add_rounded_product, any_below, fused_multiply_add, load, magnitude, multiply,
@@ -578,7 +578,7 @@ def _replay_buffers(out, pieces, m, n, lanes):
     """One thread's buffers for chunks of ``m x n`` matrices, ``lanes`` at a time, each on cache lines
     (:func:`~._interleave.on_cache_lines`): the chunk, its pivots and ``info``, the replay's scratch (sums,
     reciprocals, double-precision dot products, one column), the scratch for ``lu``'s ``pieces``
-    (:func:`~._lu.lu_scratch`) and the blocked replay's panel, pivots and ``info``."""
+    (:func:`~._lu_pieces.lu_scratch`) and the blocked replay's panel, pivots and ``info``."""
     return (on_cache_lines((m, n, lanes), out.dtype), on_cache_lines((min(m, n), lanes), np.int64),
             on_cache_lines((lanes,), np.int32), on_cache_lines((lanes,), out.dtype),
             on_cache_lines((lanes,), out.dtype), on_cache_lines((lanes,), np.float64),

@@ -355,7 +355,7 @@ def _pick_for(index, choices):
 
 def _row_places(pivots):
     """Each row of the matrix's place among the rows of ``L U`` (the column of its one in ``P``, ``A = P L U``) from
-    the three steps' pivot ``rows``, as ``_lu._write_rows`` works it out lane by lane."""
+    the three steps' pivot ``rows``, as ``_lu_pieces._write_rows`` works it out lane by lane."""
 
 
 @overload(_row_places, jit_options=_BY_LLVM)
@@ -390,7 +390,7 @@ def _where_row_for(order, row):
 
 def stored_pieces(pieces, piv, info, group, rows, pivots, low) -> bool:
     """:func:`stored` for SciPy's ``lu`` of a real stack: a factored group's ``pieces`` (``permute_l``, the row
-    places, ``L``, ``U`` and ``P`` unless empty, as ``_lu._write_plu`` writes them, each C-ordered) from its four
+    places, ``L``, ``U`` and ``P`` unless empty, as ``_lu_pieces.write_plu`` writes them, each C-ordered) from its four
     ``rows`` and ``pivots``, with ``piv`` and ``info``; nothing, and false, where ``low`` or a factor is not
     finite."""
 

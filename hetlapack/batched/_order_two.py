@@ -111,8 +111,8 @@ def lu_chunk(a, a_order, out, out_order, piv, info, pieces, first, count, fused)
     """getf2 on matrices ``first`` to ``first + count`` (a multiple of ``WIDTH``) of ``a``, ``WIDTH`` at a time
     (real ones in the roundings ``fused`` names, :func:`_lu_vectors`), into ``piv`` (0-based), ``info`` and the
     packed LU ``out``, or where ``out`` is empty into SciPy's ``lu``'s ``pieces`` (``permute_l``, the row indices,
-    ``L``, ``U`` and ``P`` unless empty, as ``_lu._write_plu``, each C-ordered; real stacks only); false at the first
-    group that is not the common case (:func:`_lu_vectors`, :func:`_complex_lu_vectors`), which it leaves
+    ``L``, ``U`` and ``P`` unless empty, as ``_lu_pieces.write_plu``, each C-ordered; real stacks only); false at the
+    first group that is not the common case (:func:`_lu_vectors`, :func:`_complex_lu_vectors`), which it leaves
     unwritten."""
 
 

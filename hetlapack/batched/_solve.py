@@ -1,5 +1,5 @@
 """Compiled batched solves from LU and Cholesky factors, one matrix at a time, for orders above the few where the
-interleaved kernels (``_lu.getrs_stack``, ``_cholesky.potrs_stack``) are faster.
+interleaved kernels (``_lu_solve.getrs_stack``, ``_cholesky.potrs_stack``) are faster.
 
 A solve reads each factor once and does two flops per element read, so gathering a factor into the interleaved
 chunk layout costs as much as the solve itself. Above order 8 to 12 (by dtype: ``kernels.INTERLEAVED_SOLVE_ORDERS``)

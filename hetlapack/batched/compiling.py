@@ -1,13 +1,13 @@
 """The batched kernels' compilation: each kernel's typed signature, its machine code, and the one way to run it.
 
-The compiled loops live in ``_cholesky``, ``_lu``, ``_qr`` and ``_solve`` (our own arithmetic, interleaved) and
-``_lapack_each`` (SciPy's LAPACK on each matrix). Each kernel is compiled once per dtype under one explicit
-signature (inputs typed as read-only arrays of any layout, so C, Fortran, strided and read-only stacks share one
-machine-code version) and cached on disk. Each kernel factors one thread's share of a stack (its last two
-arguments: the share's index and the number of shares); :func:`run` checks every call's arguments before the machine
-code sees them and runs the shares on numba's threads (:mod:`._launch`). Kept apart from the per-operation drivers
-(:mod:`.kernels`) and from how many threads a call takes (:mod:`.threads`): ``hetlapack compile``
-(:mod:`.precompile`) needs only this.
+The compiled loops live in ``_cholesky``, ``_lu``, ``_lu_pieces``, ``_lu_solve``, ``_qr`` and ``_solve`` (our own
+arithmetic, interleaved), their replays of OpenBLAS's roundings and ``_lapack_each`` (SciPy's LAPACK on each matrix).
+Each kernel is compiled once per dtype under one explicit signature (inputs typed as read-only arrays of any layout,
+so C, Fortran, strided and read-only stacks share one machine-code version) and cached on disk. Each kernel factors
+one thread's share of a stack (its last two arguments: the share's index and the number of shares); :func:`run`
+checks every call's arguments before the machine code sees them and runs the shares on numba's threads
+(:mod:`._launch`). Kept apart from the per-operation drivers (:mod:`.kernels`) and from how many threads a call
+takes (:mod:`.threads`): ``hetlapack compile`` (:mod:`.precompile`) needs only this.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from ..devices import lapack_pointers
 from ..dtypes import real_dtype
 from ..imports import importing
 from ..perf.model import INTERLEAVED_DTYPES
-from . import _cholesky, _cholesky_replay, _lapack_each, _launch, _lu, _lu_replay, _qr, _qr_replay, _solve, recycled
+from . import (_cholesky, _cholesky_replay, _lapack_each, _launch, _lu, _lu_pieces, _lu_replay, _lu_solve, _qr,
+               _qr_replay, _solve, recycled)
 from ._boundary import check_shapes, check_types
 
 #: The dtypes the kernels compute in (LAPACK's s, d, c, z).
@@ -49,9 +50,9 @@ KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "getrf_replay": (_lu_replay.getrf_replay_stack,
                      ("in3", "out3", "piv_out", "info", "count", "bool", "piv_out", "out3", "out3", "real_out3",
                       "flags", "count")),
-    "getrs": (_lu.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "flags", "count")),
+    "getrs": (_lu_solve.getrs_stack, ("in3", "piv_in", "in3", "count", "out3", "flags", "count")),
     "solve_each": (_solve.solve_each, ("in3", "piv_in", "in3", "count", "out3", "flags")),
-    "plu": (_lu.plu_stack, ("in3", "piv_in", "bool", "piv_out", "out3", "out3", "real_out3")),
+    "plu": (_lu_pieces.plu_stack, ("in3", "piv_in", "bool", "piv_out", "out3", "out3", "real_out3")),
     "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count")),
     "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count")),
     "qr": (_qr.qr_stack, ("in3", "out3", "out3", "count", "flags", "count")),
