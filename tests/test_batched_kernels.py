@@ -782,25 +782,36 @@ def _potrf(a, lower, clean):
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.complex64)], ids=str)
-def test_single_precision_runs_the_lapack_loop_unasked(dtype):
-    """No interleaved kernel computes in single precision (none is compiled): each entry point runs the LAPACK loop,
-    or its replay, without being asked, and gives its bits; ``geqrf`` and ``orgqr``, which have no loop, refuse."""
-    assert all(dtype not in compiling.kernel_dtypes(op) for op in compiling.OWN_ARITHMETIC)
+def test_single_precision_factors_on_the_lapack_loop_and_solves_on_its_own_kernels(dtype):
+    """No interleaved factorization computes in single precision (none is compiled): each runs the LAPACK loop, or
+    its replay, without being asked, and gives its bits; ``geqrf`` and ``orgqr``, which have no loop, refuse. The
+    solves, held to their residuals as a double-precision stack's are, run our own kernels (interleaved to their
+    small orders, a matrix at a time past them) and give the loop's solutions to single-precision rounding."""
+    solves = {kernel for kernel, op in compiling.OWN_ARITHMETIC.items() if op in ("potrs", "getrs")}
+    assert solves == {"potrs", "getrs", "solve_each"}
+    assert all((dtype in compiling.kernel_dtypes(kernel)) == (kernel in solves) for kernel in compiling.OWN_ARITHMETIC)
     a, b = random_matrix((BATCH, 5, 5), dtype, seed=3), random_matrix((BATCH, 5, 2), dtype, seed=5)
     h = spd(5, dtype, batch=(BATCH,), seed=4)
     lu, piv, _ = kernels.getrf(a, lapack=True)
     pairs = [(kernels.getrf(a), (lu, piv, _)),
              (kernels.lu(a, permute_l=False), kernels.lu(a, permute_l=False, lapack=True)),
              (kernels.potrf(h, lower=True, clean=True), kernels.potrf(h, lower=True, clean=True, lapack=True)),
-             (kernels.qr(a, 5, 5), kernels.qr(a, 5, 5, lapack=True)),
-             ((kernels.potrs(h, b, lower=False),), (kernels.potrs(h, b, lower=False, lapack=True),)),
-             ((kernels.getrs(lu, piv, b, trans=2),), (kernels.getrs(lu, piv, b, trans=2, lapack=True),))]
+             (kernels.qr(a, 5, 5), kernels.qr(a, 5, 5, lapack=True))]
     for unasked, loop in pairs:
         for got, expected in zip(unasked, loop, strict=True):
             np.testing.assert_array_equal(got, expected)
     for call in (lambda: kernels.geqrf(a), lambda: kernels.orgqr(a, a[:, 0], 5)):
         with pytest.raises(TypeError, match="computes in float64, complex128, not"):
             call()
+    eps = np.finfo(dtype).eps
+    for n in (5, 33):  # interleaved, and a matrix at a time
+        a = random_matrix((BATCH, n, n), dtype, seed=n) + 3 * np.eye(n, dtype=dtype)
+        b, h = random_matrix((BATCH, n, 2), dtype, seed=n + 1), spd(n, dtype, batch=(BATCH,), seed=n + 2)
+        lu, piv, _ = kernels.getrf(a, lapack=True)
+        c = kernels.potrf(h, lower=False, clean=True, lapack=True)[0]
+        for ours, loop in ((kernels.potrs(c, b, lower=False), kernels.potrs(c, b, lower=False, lapack=True)),
+                           (kernels.getrs(lu, piv, b, trans=2), kernels.getrs(lu, piv, b, trans=2, lapack=True))):
+            np.testing.assert_allclose(ours, loop, rtol=100 * n * eps, atol=100 * n * eps)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

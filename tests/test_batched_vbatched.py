@@ -121,7 +121,7 @@ def _flat(result) -> list[np.ndarray]:
 def test_loop_groups_are_scipys_bit_for_bit():
     """Single precision at any order, and double precision past the interleaved kernels' orders (64), run the LAPACK
     loop or SciPy's own call per matrix: every factor, pivot and solution is SciPy's own (on one BLAS thread, as the
-    loop runs)."""
+    loop runs), but single precision's solutions, which our own solves compute, to its rounding."""
     sizes_dtypes = [(n, dtype) for n in (1, 5, 13) for dtype in (np.float32, np.complex64)]
     sizes_dtypes += [(67, np.float64), (67, np.complex128)]
     mats = [spd(n, dtype, seed=index) for index, (n, dtype) in enumerate(sizes_dtypes)]
@@ -141,7 +141,11 @@ def test_loop_groups_are_scipys_bit_for_bit():
                 expected = scipy_call(index) if name.endswith("solve") else scipy_call(a)
                 for actual, reference in zip(_flat(result), _flat(expected), strict=True):
                     assert actual.dtype == reference.dtype
-                    np.testing.assert_array_equal(actual, reference, err_msg=f"{name}, matrix {index}")
+                    if name.endswith("solve") and actual.dtype in (np.float32, np.complex64):
+                        eps = np.finfo(actual.dtype).eps
+                        np.testing.assert_allclose(actual, reference, rtol=200 * eps, atol=200 * eps)
+                    else:
+                        np.testing.assert_array_equal(actual, reference, err_msg=f"{name}, matrix {index}")
 
 
 def test_forced_kernels_run_for_every_group(monkeypatch):

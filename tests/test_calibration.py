@@ -496,6 +496,8 @@ def fast_kernel_tables(monkeypatch):
                         lambda repeats, progress: {"geqrf float64": [[16384, 1.1], [36864, 1.25], [65536, 0.9]]})
     monkeypatch.setattr(crossover, "measure_loop_threads",
                         lambda repeats, progress: {"getrf float32": [[4, 1.6], [8, 0.7]]})
+    monkeypatch.setattr(crossover, "measure_solves",
+                        lambda repeats, progress: {"getrs float32": [[8, 2.0], [12, 1.4], [16, 0.9]]})
     return timed
 
 
@@ -601,6 +603,8 @@ def test_batched_crossover_is_timed_on_this_machine_cached_and_read_by_dispatch(
     assert "a slice a step up to: geqrf float64 36 KiB" in out
     assert load()["cpu"]["loop_threads"] == {"getrf float32": ((4, 1.6), (8, 0.7))}
     assert "one thread up to order: getrf float32 4" in out
+    assert load()["cpu"]["solves"] == {"getrs float32": ((8, 2.0), (12, 1.4), (16, 0.9))}
+    assert "the interleaved solve wins); interleaved up to order: getrs float32 12" in out
     assert model.interleaved_max_n("getrf", np.dtype(np.float64)) == 4
     assert model.interleaved_max_n("getrf", np.dtype(np.complex128)) == model.INTERLEAVED_MAX_N["getrf"][1]
     assert model.interleaved_max_n("potrf", np.dtype(np.float64)) == model.INTERLEAVED_MAX_N["potrf"][0]
@@ -648,6 +652,37 @@ def test_calibrated_spread_is_what_the_kernels_ask_with(cache_dir):
     forget_decisions()
     assert spread_limit("geqrf") == 36864 and spread_limit("getrf") == 0 and spread_limit("potrf") == SPREAD_MAX_BYTES
     assert spread_limit("geqrf", 4096) == 4096
+
+
+def test_calibrated_solve_orders_are_where_the_solves_leave_the_interleaved_layout(cache_dir):
+    """A solve runs in the interleaved layout up to the last order before the first where calibration timed it
+    slower than a matrix at a time (``model.crossover_order``); a solve or dtype not timed, and a machine never
+    calibrated, keep the defaults (``model.INTERLEAVED_SOLVE_MAX_N``); the lookup is remembered until dispatch
+    forgets its decisions."""
+    import numpy as np
+
+    from hetlapack.dispatch.choose import forget_decisions
+    from hetlapack.perf import model
+
+    float32, float64 = np.dtype(np.float32), np.dtype(np.float64)
+    assert model.interleaved_solve_max_n("getrs", float32) == model.INTERLEAVED_SOLVE_MAX_N["getrs"]["f"]
+    entry = {"solves": {"getrs float32": [[8, 2.0], [16, 1.3], [24, 0.8], [32, 1.1]], "potrs float64": [[8, 0.9]]}}
+    (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))
+    assert CpuDevice().batched_solves["potrs float64"] == ((8, 0.9),)
+    assert model.interleaved_solve_max_n("getrs", float32) == model.INTERLEAVED_SOLVE_MAX_N["getrs"]["f"]
+    forget_decisions()
+    assert model.interleaved_solve_max_n("getrs", float32) == 16
+    assert model.interleaved_solve_max_n("potrs", float64) == 0
+    assert model.interleaved_solve_max_n("getrs", float64) == model.INTERLEAVED_SOLVE_MAX_N["getrs"]["d"]
+
+
+def test_solves_are_timed_both_ways_on_every_case():
+    from hetlapack.batched import crossover
+
+    done = []
+    ratios = crossover.measure_solves(repeats=1, orders=(4, 9), progress=done.append)
+    assert list(ratios) == list(crossover.SOLVE_CASES) == done and len(done) == 8
+    assert all([row[0] for row in rows] == [4, 9] and all(row[1] > 0 for row in rows) for rows in ratios.values())
 
 
 def test_spread_is_timed_both_ways_on_every_case_by_buffer_bytes():

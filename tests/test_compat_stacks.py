@@ -85,15 +85,11 @@ def test_lapack_loop_stacks_are_scipys_bit_for_bit(dtype):
     """Unforced, the stacks that take the LAPACK loop get SciPy's results to the bit from every function, in SciPy's
     types and layouts, for C, Fortran, strided and read-only stacks, and their inputs are not written. SciPy runs
     under the loop's own cap of one BLAS thread a call (from order 53 to 100 on, SciPy's results change with its
-    thread count). The solves take the loop in single precision (double's take the interleaved solves, which win to
-    order 64)."""
+    thread count). The solves take our own kernels in every precision (the test after this one)."""
     n, batch = LOOP_ORDERS[dtype], LOOP_BATCHES[dtype]
-    single = np.dtype(dtype) in (np.float32, np.complex64)
     a = testing.spd(n, dtype, seed=1, batch=(batch,))
     g = testing.general(n + 2, n, dtype=dtype, seed=2, batch=(batch,))
-    b = testing.general(n, 2, dtype=dtype, seed=3, batch=(batch,))
-    for op, x in (("cholesky", a), ("lu_factor", g), ("qr", g)) + ((("cho_solve", a), ("lu_solve", a)) if single
-                                                                    else ()):
+    for op, x in (("cholesky", a), ("lu_factor", g), ("qr", g)):
         assert hetlapack.explain(op, x).kernels == "lapack"
     factorizations = [
         lambda m, x, y: m.cholesky(x), lambda m, x, y: m.cholesky(x, lower=True),
@@ -103,16 +99,35 @@ def test_lapack_loop_stacks_are_scipys_bit_for_bit(dtype):
         lambda m, x, y: m.qr(y), lambda m, x, y: m.qr(y, mode="economic"), lambda m, x, y: m.qr(y, mode="r"),
         lambda m, x, y: m.qr(np.swapaxes(y, -1, -2), mode="economic"),
     ]
-    solves = [lambda m, x, y: m.cho_solve((sl.cholesky(x), False), b),
-              lambda m, x, y: m.cho_solve((sl.cholesky(x, lower=True), True), b[0, :, 0])]
-    solves += [lambda m, x, y, t=t: m.lu_solve(sl.lu_factor(x), b, trans=t) for t in (0, 1, 2)]
     for x, y in zip(testing.layouts(a).values(), testing.layouts(g).values()):
         before = x.copy(), y.copy()
-        for call in factorizations + (solves if single else []):
+        for call in factorizations:
             ours = call(la, x, y)
             with one_thread_per_call():
                 theirs = call(sl, x, y)
             assert_same(ours, theirs)
+        np.testing.assert_array_equal(x, before[0])
+        np.testing.assert_array_equal(y, before[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("n", [5, 7, 13, 33])
+def test_single_precision_solves_take_their_own_kernels(dtype, n):
+    """Single-precision stacks' solves run our own kernels unforced (interleaved to their small orders, a matrix at a
+    time past them), as double precision's do: SciPy's solutions to single-precision rounding, in SciPy's types and
+    layouts, from C, Fortran, strided and read-only factors and right-hand sides, none of them written."""
+    batch = LOOP_BATCHES[dtype]
+    a = testing.spd(n, dtype, seed=1, batch=(batch,))
+    b = testing.general(n, 2, dtype=dtype, seed=3, batch=(batch,))
+    for op in ("cho_solve", "lu_solve"):
+        assert hetlapack.explain(op, a).kernels == "interleaved"
+    solves = [lambda m, x, y: m.cho_solve((sl.cholesky(x), False), y),
+              lambda m, x, y: m.cho_solve((sl.cholesky(x, lower=True), True), y[0, :, 0])]
+    solves += [lambda m, x, y, t=t: m.lu_solve(sl.lu_factor(x), y, trans=t) for t in (0, 1, 2)]
+    for x, y in zip(testing.layouts(a).values(), testing.layouts(b).values()):
+        before = x.copy(), y.copy()
+        for call in solves:
+            assert_same(call(la, x, y), call(sl, x, y), dtype=dtype)
         np.testing.assert_array_equal(x, before[0])
         np.testing.assert_array_equal(y, before[1])
 

@@ -30,7 +30,8 @@ def test_every_kernel_is_handed_out(monkeypatch):
     monkeypatch.setattr(precompile, "_cached", lambda op, dtype: False)
     todo = precompile.missing()
     assert set(todo) == set(compiling.KERNELS) and list(todo)[:3] == ["getrf", "potrf", "potrf_replay"]
-    assert all(todo[op] == ["d", "D"] for op in compiling.OWN_ARITHMETIC)  # single precision runs LAPACK's
+    solves = ("potrs", "getrs", "solve_each")  # our own solves compute in every precision
+    assert all(todo[op] == (["f", "d", "F", "D"] if op in solves else ["d", "D"]) for op in compiling.OWN_ARITHMETIC)
     assert all(chars == ["f", "d", "F", "D"] for op, chars in todo.items()
                if op not in compiling.OWN_ARITHMETIC and not op.endswith("_replay"))
     assert todo["getrf_replay"] == todo["potrf_replay"] == todo["qr_replay"] == ["f"]  # replays of float32 LAPACK

@@ -1,6 +1,6 @@
 """Batched solves ``op(A) X = B`` from packed LU factors and their 0-based pivots, over the interleaved chunk layout
 (LAPACK ``getrs``'s operations, each right-hand side in turn): where the orders are small enough that gathering the
-factors pays (``kernels.INTERLEAVED_SOLVE_ORDERS``; above them ``_solve`` solves each matrix where it lies).
+factors pays (``perf.model.interleaved_solve_max_n``; above them ``_solve`` solves each matrix where it lies).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 interleaved kernels (``_lu_solve.getrs_stack``, ``_cholesky.potrs_stack``) are faster.
 
 A solve reads each factor once and does two flops per element read, so gathering a factor into the interleaved
-chunk layout costs as much as the solve itself. Above order 8 to 12 (by dtype: ``kernels.INTERLEAVED_SOLVE_ORDERS``)
-solving each matrix where it lies is faster.
+chunk layout costs as much as the solve itself. Above an order that depends on the machine and dtype (8 to 48
+where timed; ``perf.model.interleaved_solve_max_n``) solving each matrix where it lies is faster.
 Each triangular solve walks the factor along its contiguous axis: by columns (``x[i] -= t[i, k] x[k]`` for every
 ``i`` below or above ``k``) when its columns are contiguous, by rows otherwise. Either way every unknown takes its
 updates in the order the other unknowns were solved (reference BLAS ``trsv``'s order).

@@ -22,7 +22,7 @@ from numba import types
 from ..devices import lapack_pointers
 from ..dtypes import real_dtype
 from ..imports import importing
-from ..perf.model import INTERLEAVED_DTYPES
+from ..perf.model import interleaved_dtypes
 from . import (_cholesky, _cholesky_replay, _lapack_each, _launch, _lu, _lu_pieces, _lu_replay, _lu_solve, _qr,
                _qr_replay, _solve, recycled)
 from ._boundary import check_shapes, check_types
@@ -87,15 +87,19 @@ def packed_lu_only(m: int, n: int, dtype: np.dtype) -> tuple[bool, np.ndarray, n
     return lu_pieces(0, m, n, dtype)
 
 
-#: The kernels of our own arithmetic (not LAPACK's on each matrix), compiled in double precision only
-#: (:data:`~hetlapack.perf.model.INTERLEAVED_DTYPES`: single-precision stacks run LAPACK or its replay).
-OWN_ARITHMETIC = ("potrf", "potrs", "getrf", "getrs", "solve_each", "geqrf", "orgqr", "qr")
+#: The kernels of our own arithmetic (not LAPACK's on each matrix), each with the operation whose dtypes it computes
+#: in: the factorizations in double precision only (single-precision stacks run LAPACK or its replay), the solves
+#: (``solve_each`` solves the orders past the interleaved ones) in every precision
+#: (:func:`~hetlapack.perf.model.interleaved_dtypes`).
+OWN_ARITHMETIC = {"potrf": "potrf", "potrs": "potrs", "getrf": "getrf", "getrs": "getrs", "solve_each": "getrs",
+                  "geqrf": "geqrf", "orgqr": "geqrf", "qr": "geqrf"}
 
 #: Kernels written for some of ``LAPACK_DTYPES`` only, and those dtypes: the replays of single precision's LAPACK,
-#: and our own arithmetic in double precision.
+#: and our own arithmetic in the dtypes of its operation.
 _ONLY_DTYPES = {"getrf_replay": (np.dtype(np.float32),), "potrf_replay": (np.dtype(np.float32),),
                 "qr_replay": (np.dtype(np.float32),),
-                **{op: tuple(dtype for dtype in LAPACK_DTYPES if dtype in INTERLEAVED_DTYPES) for op in OWN_ARITHMETIC}}
+                **{kernel: tuple(dtype for dtype in LAPACK_DTYPES if dtype in interleaved_dtypes(op))
+                   for kernel, op in OWN_ARITHMETIC.items()}}
 
 
 def kernel_dtypes(op: str) -> tuple[np.dtype, ...]:

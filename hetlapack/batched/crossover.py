@@ -11,8 +11,9 @@ complex128, and returns for each factorization and dtype the loop's time over th
 each of ``LANE_CHOICES`` matrices per buffer, whose best depends on the caches too
 (:func:`hetlapack.perf.model.batched_lanes`), and :func:`measure_spread` whether their buffers of one vector of
 matrices ask for the next chunk a slice a step or all at once (:func:`hetlapack.perf.model.batched_spread_bytes`).
-:func:`measure_loop_threads` times each LAPACK loop on one thread
-against every core: concurrent calls of some of OpenBLAS's routines run slower than one thread's
+:func:`measure_solves` times up to where the solves run in the interleaved layout rather than a matrix at a time
+(:func:`hetlapack.perf.model.interleaved_solve_max_n`), and :func:`measure_loop_threads` each LAPACK loop on one
+thread against every core: concurrent calls of some of OpenBLAS's routines run slower than one thread's
 (:func:`hetlapack.perf.model.lapack_loop_threads`).
 """
 
@@ -189,6 +190,42 @@ def measure_spread(repeats: int = 3, orders: tuple[int, ...] = SPREAD_ORDERS,
     return _tabled(SPREAD_CASES, orders, ratio, progress)
 
 
+#: The solves :func:`measure_solves` times, in every dtype (our own solves compute in each), and the orders: from
+#: where the interleaved layout is sure to win to the largest order it runs at.
+SOLVE_CASES = tuple(f"{op} {np.dtype(code).name}" for op in ("potrs", "getrs") for code in "fdFD")
+SOLVE_ORDERS = (8, 12, 16, 24, 32, 48, 64)
+
+
+def _solve(op: str, a: np.ndarray, rng: np.random.Generator, lapack: bool) -> Callable[..., object]:
+    """The solve ``op`` (``potrs``, ``getrs``) on the factors of the stack ``a`` (Hermitian positive definite for
+    ``potrs``), SciPy's Fortran-ordered ones, with one right-hand side each: a call that takes the solve's options,
+    the factors and the solve by the LAPACK loop where ``lapack``."""
+    b = rng.standard_normal((*a.shape[:-1], 1)).astype(a.dtype)
+    if op == "potrs":
+        c = kernels.potrf(a, lower=True, clean=True, fortran=True, lapack=lapack)[0]
+        return lambda **options: kernels.potrs(c, b, lower=True, fortran=True, lapack=lapack, **options)
+    lu, piv, _ = kernels.getrf(a, fortran=True, lapack=lapack)
+    return lambda **options: kernels.getrs(lu, piv, b, trans=0, fortran=True, lapack=lapack, **options)
+
+
+def measure_solves(repeats: int = 3, orders: tuple[int, ...] = SOLVE_ORDERS,
+                   progress: Callable[[str], None] | None = None) -> dict[str, list[list[float]]]:
+    """``{"getrs float32": [[order, the solve a matrix at a time's time over the interleaved one's], ...], ...}``
+    for each of :data:`SOLVE_CASES` (above 1: the interleaved layout wins), on the same stack both ways, in turn
+    (:func:`_fastest_in_turn`). On a 2-core Zen 5 EPYC the interleaved float64 solves won to order 48, against 8-12
+    on the machine that set the defaults (:data:`~hetlapack.perf.model.INTERLEAVED_SOLVE_MAX_N`). ``progress`` is
+    told each case as it is done."""
+    rng = np.random.default_rng(5)
+
+    def ratio(op: str, n: int, dtype: np.dtype) -> list[float]:
+        solve = _solve(op, _stack("potrf" if op == "potrs" else "getrf", n, dtype, rng), rng, lapack=False)
+        seconds = _fastest_in_turn({interleaved: lambda limit=n if interleaved else 0: solve(interleaved_max_n=limit)
+                                    for interleaved in (False, True)}, repeats)
+        return [n, seconds[False] / seconds[True]]
+
+    return _tabled(SOLVE_CASES, orders, ratio, progress)
+
+
 #: The LAPACK loops :func:`measure_loop_threads` times (every routine the batched path loops over), the dtypes (all
 #: four: single precision runs the loop at every order, double past the interleaved kernels' crossover) and orders.
 LOOP_OPS = ("potrf", "getrf", "geqrf", "geqp3", "potrs", "getrs")
@@ -208,12 +245,8 @@ def _loop_call(op: str, a: np.ndarray, rng: np.random.Generator) -> Callable[[in
         return lambda threads: _CALLS[op](a, True, threads)
     if op == "geqp3":
         return lambda threads: kernels.geqp3(a, a.shape[-1], a.shape[-1], loop_threads=threads)
-    b = rng.standard_normal((*a.shape[:-1], 1)).astype(a.dtype)
-    if op == "potrs":
-        c = kernels.potrf(a, lower=True, clean=True, lapack=True)[0]
-        return lambda threads: kernels.potrs(c, b, lower=True, lapack=True, loop_threads=threads)
-    lu, piv, _ = kernels.getrf(a, lapack=True)
-    return lambda threads: kernels.getrs(lu, piv, b, trans=0, lapack=True, loop_threads=threads)
+    solve = _solve(op, a, rng, lapack=True)
+    return lambda threads: solve(loop_threads=threads)
 
 
 def measure_loop_threads(repeats: int = 3, orders: tuple[int, ...] = LOOP_ORDERS,

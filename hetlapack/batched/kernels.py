@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..contract.arrays import batch_shape, broadcast
-from ..perf.model import INTERLEAVED_DTYPES
+from ..perf.model import interleaved_dtypes, interleaved_solve_max_n
 from ..pivots import check_pivots
 from . import _lu, _solve, recycled
 from ._interleave import as_stack
@@ -36,10 +36,11 @@ def _check_dtype(a: np.ndarray) -> None:
         raise TypeError(f"batched kernels take float32, float64, complex64 or complex128 arrays, not {a.dtype}")
 
 
-def _lapack_loop(dtype: np.dtype, lapack: bool) -> bool:
-    """Whether a call runs the LAPACK loop (or its replay): where asked, and in single precision, which no
-    interleaved kernel computes in (:data:`~hetlapack.perf.model.INTERLEAVED_DTYPES`)."""
-    return lapack or dtype not in INTERLEAVED_DTYPES
+def _lapack_loop(op: str, dtype: np.dtype, lapack: bool) -> bool:
+    """Whether a call of ``op`` runs the LAPACK loop (or its replay): where asked, and in a dtype no interleaved
+    kernel of ``op`` computes in (single precision but for the solves: :func:`~hetlapack.perf.model.
+    interleaved_dtypes`)."""
+    return lapack or dtype not in interleaved_dtypes(op)
 
 
 def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.ndarray:
@@ -67,7 +68,7 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
     1 where concurrent calls of OpenBLAS's routine ran slower than one thread's; else as many as the batch is worth).
     """
     _check_dtype(a)
-    lapack = _lapack_loop(a.dtype, lapack)
+    lapack = _lapack_loop("potrf", a.dtype, lapack)
     n = a.shape[-1]
     stack = as_stack(a)
     out = _output(*stack.shape, a.dtype, fortran)
@@ -98,7 +99,7 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, l
     buffer that asks for the next chunk a slice a step (default: :func:`~.threads.spread_limit`, calibration's).
     """
     _check_dtype(a)
-    lapack = _lapack_loop(a.dtype, lapack)
+    lapack = _lapack_loop("getrf", a.dtype, lapack)
     m, n = a.shape[-2:]
     stack = as_stack(a)
     out = _output(*stack.shape, a.dtype, fortran)
@@ -126,7 +127,7 @@ def lu(a: np.ndarray, *, permute_l: bool, p_matrix: bool = False, check_finite: 
     matrix whose factors hold an infinity or NaN is factored again by LAPACK, as :func:`getrf` does."""
     _check_dtype(a)
     m, n = a.shape[-2:]
-    lapack = _lapack_loop(a.dtype, lapack)
+    lapack = _lapack_loop("getrf", a.dtype, lapack)
     replayed = getrf_kernels(a.dtype, m, n) if lapack else None
     if (lapack and replayed is None) or not a.size:
         packed, piv, _ = getrf(a, check_finite=check_finite, lapack=lapack)
@@ -265,7 +266,7 @@ def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_fin
     :func:`potrf`, ``spread_bytes`` as for :func:`getrf`.
     """
     stack, q, r = _qr_outputs(a, ncols, rows, fortran)
-    lapack = _lapack_loop(a.dtype, lapack)
+    lapack = _lapack_loop("geqrf", a.dtype, lapack)
     replayed = qr_kernels(a.dtype, *a.shape[-2:]) if lapack else None
     if (q.size or r.size) and replayed is not None:
         replay_loop("qr_replay", a.dtype, stack.shape[0], a.shape[-1], check_finite, (stack, q, r), replayed)
@@ -294,16 +295,10 @@ def geqp3(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_
     return (*_shaped_qr(a, q, r), p.reshape((*a.shape[:-2], a.shape[-1])))
 
 
-#: Largest order solved in the interleaved chunk layout, by kernel and element size in bytes (float64, complex128);
-#: above it each matrix is solved where it lies (``_solve``). Measured (2 threads, B = 20,000, one right-hand side, ns
-#: per matrix, interleaved / one at a time): ``getrs`` float64 n = 8 51 / 113, 12 170 / 126; complex128 n = 8 125 /
-#: 109, 16 615 / 248. ``potrs`` float64 n = 12 80 / 139, 16 192 / 188; complex128 n = 8 86 / 125, 12 246 / 220.
-INTERLEAVED_SOLVE_ORDERS = {"getrs": {8: 8, 16: 8}, "potrs": {8: 12, 16: 8}}
-
-
-def _interleaved_solve(op: str, dtype: np.dtype, n: int) -> bool:
-    """Whether ``op`` solves matrices of order ``n`` in the interleaved chunk layout rather than one at a time."""
-    return n <= INTERLEAVED_SOLVE_ORDERS[op][dtype.itemsize]
+def _interleaved_solve(op: str, dtype: np.dtype, n: int, interleaved_max_n: int | None) -> bool:
+    """Whether ``op`` solves matrices of order ``n`` in the interleaved chunk layout rather than one at a time: up to
+    ``interleaved_max_n``, by default :func:`~hetlapack.perf.model.interleaved_solve_max_n`."""
+    return n <= (interleaved_solve_max_n(op, dtype) if interleaved_max_n is None else interleaved_max_n)
 
 
 #: The pivots argument of a Cholesky solve in :func:`_solve_each`, which reads none.
@@ -364,13 +359,15 @@ def _solve_pieces(count: int, *operands: tuple[np.ndarray, int]) -> Iterator[tup
 
 
 def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False, lapack: bool = False,
-          loop_threads: int | None = None) -> np.ndarray:
+          loop_threads: int | None = None, interleaved_max_n: int | None = None) -> np.ndarray:
     """Solve ``A X = B`` per matrix from the Cholesky factor ``c`` of ``A``; ``b`` is ``(..., n, k)``. ``lapack``
-    runs SciPy's ``potrs`` on each system (its results to the bit); ``loop_threads`` as for :func:`potrf`."""
+    runs SciPy's ``potrs`` on each system (its results to the bit); ``loop_threads`` as for :func:`potrf`. Our own
+    solves run in the interleaved chunk layout up to order ``interleaved_max_n`` (default: the model's,
+    :func:`~hetlapack.perf.model.interleaved_solve_max_n`), a matrix at a time where it lies above it."""
     _check_solve(c, b)
     batch, dtype, c, b, _ = _broadcast_solve(c, b)
     _check_dtype(c)
-    lapack = _lapack_loop(dtype, lapack)
+    lapack = _lapack_loop("potrs", dtype, lapack)
     n, nrhs = b.shape[-2:]
     out = _output(math.prod(batch), n, nrhs, dtype, fortran)
     if not out.size:
@@ -380,7 +377,7 @@ def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False, l
         if lapack:
             lapack_loop("potrs_each", dtype, target.shape[0], n, False, (factors, bool(lower), rhs, target),
                         loop_threads)
-        elif _interleaved_solve("potrs", dtype, n):
+        elif _interleaved_solve("potrs", dtype, n, interleaved_max_n):
             launch("potrs", dtype, target.shape[0], n, n, factors, bool(lower), rhs, target)
         else:
             system = _solve.CHOLESKY_LOWER if lower else _solve.CHOLESKY_UPPER
@@ -389,17 +386,18 @@ def potrs(c: np.ndarray, b: np.ndarray, *, lower: bool, fortran: bool = False, l
 
 
 def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int, fortran: bool = False,
-          check_finite: bool = False, lapack: bool = False, loop_threads: int | None = None) -> np.ndarray:
+          check_finite: bool = False, lapack: bool = False, loop_threads: int | None = None,
+          interleaved_max_n: int | None = None) -> np.ndarray:
     """Solve ``op(A) X = B`` per matrix from ``getrf``'s ``lu`` and 0-based ``piv``; ``op`` is ``A``, ``A^T``,
     ``A^H`` for ``trans`` 0, 1, 2 (as ``scipy.linalg.lu_solve``). ``check_finite`` raises SciPy's ValueError for
-    infinities or NaNs in ``b`` (SciPy's ``lu_solve`` checks ``b`` only); ``lapack`` and ``loop_threads`` as for
-    :func:`potrs`."""
+    infinities or NaNs in ``b`` (SciPy's ``lu_solve`` checks ``b`` only); ``lapack``, ``loop_threads`` and
+    ``interleaved_max_n`` as for :func:`potrs`."""
     if trans not in (0, 1, 2):
         raise ValueError("trans must be 0, 1 or 2")
     _check_solve(lu, b, np.asarray(piv))
     batch, dtype, lu, b, (piv,) = _broadcast_solve(lu, b, np.asarray(piv))
     _check_dtype(lu)
-    lapack = _lapack_loop(dtype, lapack)
+    lapack = _lapack_loop("getrs", dtype, lapack)
     n, nrhs = b.shape[-2:]
     out = _output(math.prod(batch), n, nrhs, dtype, fortran)
     if not out.size:
@@ -409,7 +407,7 @@ def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, *, trans: int, fortran
         arrays = (factors, np.asarray(pivots, dtype=INDEX_DTYPE), rhs, int(trans), target)
         if lapack:
             lapack_loop("getrs_each", dtype, target.shape[0], n, check_finite, arrays, loop_threads)
-        elif _interleaved_solve("getrs", dtype, n):
+        elif _interleaved_solve("getrs", dtype, n, interleaved_max_n):
             launch_checked("getrs", check_finite, dtype, target.shape[0], n, n, *arrays)
         else:  # LAPACK's trans codes are _solve's LU system codes
             _solve_each(dtype, check_finite, arrays)

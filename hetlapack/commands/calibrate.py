@@ -107,14 +107,15 @@ def _tile_calls() -> dict[str, Callable[[np.ndarray, int], object]]:
 
 def _batched_timings(repeats: int) -> dict[str, dict[str, list[list[float]]]]:
     """:func:`~hetlapack.batched.crossover.measure`, :func:`~hetlapack.batched.crossover.measure_lanes`,
-    :func:`~hetlapack.batched.crossover.measure_spread` and :func:`~hetlapack.batched.crossover.measure_loop_threads`
-    as a device entry's ``"batched"``, ``"lanes"``, ``"spread"`` and ``"loop_threads"`` tables, with a progress bar
-    over their cases."""
+    :func:`~hetlapack.batched.crossover.measure_spread`, :func:`~hetlapack.batched.crossover.measure_solves` and
+    :func:`~hetlapack.batched.crossover.measure_loop_threads` as a device entry's ``"batched"``, ``"lanes"``,
+    ``"spread"``, ``"solves"`` and ``"loop_threads"`` tables, with a progress bar over their cases."""
     from tqdm import tqdm  # noqa: PLC0415 - numba (for the kernels) loads only where this runs
 
     from ..batched import crossover  # noqa: PLC0415
 
-    cases = len(crossover.CASES) + len(crossover.LANE_CASES) + len(crossover.SPREAD_CASES) + len(crossover.LOOP_CASES)
+    cases = sum(len(cases) for cases in (crossover.CASES, crossover.LANE_CASES, crossover.SPREAD_CASES,
+                                         crossover.SOLVE_CASES, crossover.LOOP_CASES))
     with tqdm(total=cases, desc="batched kernels", unit="case") as bar:
         def done(case: str) -> None:
             bar.set_postfix_str(case)
@@ -122,6 +123,7 @@ def _batched_timings(repeats: int) -> dict[str, dict[str, list[list[float]]]]:
         return {"batched": crossover.measure(repeats, progress=done),
                 "lanes": crossover.measure_lanes(repeats, progress=done),
                 "spread": crossover.measure_spread(repeats, progress=done),
+                "solves": crossover.measure_solves(repeats, progress=done),
                 "loop_threads": crossover.measure_loop_threads(repeats, progress=done)}
 
 
@@ -207,6 +209,9 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
             _print_lanes(measured["lanes"])
         if "spread" in measured:
             _print_spread(measured["spread"])
+        if "solves" in measured:
+            _print_ratios(measured["solves"], "a solve's time a matrix at a time over the interleaved one's (above 1x "
+                          "the interleaved solve wins)", "interleaved", model.crossover_order)
         if "loop_threads" in measured:
             _print_ratios(measured["loop_threads"], "the LAPACK loop's time on every core over one thread's (one "
                           f"thread unless every core took {1 / model.LOOP_THREADS_MARGIN:.2f}x its time or less)",

@@ -113,6 +113,10 @@ class Device(abc.ABC):
         #: once over a slice a step), ...)`` for one vector of matrices, when calibration measured it (a CPU's only):
         #: up to which buffer its kernel asks a slice a step.
         self.batched_spread: dict[str, tuple[tuple[float, float], ...]] = {}
+        #: Per solve and dtype (``"getrs float32"``), ``((order, the solve a matrix at a time's time over the
+        #: interleaved one's), ...)`` on stacks, when calibration measured them (a CPU's only): up to where a solve
+        #: runs in the interleaved layout.
+        self.batched_solves: dict[str, tuple[tuple[float, float], ...]] = {}
         #: Per LAPACK loop and dtype (``"getrf float32"``), ``((order, every thread's time over one thread's), ...)``
         #: on stacks, when calibration measured them (a CPU's only): up to where the loop runs on one thread.
         self.loop_threads: dict[str, tuple[tuple[float, float], ...]] = {}

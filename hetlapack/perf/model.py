@@ -49,12 +49,23 @@ MEMORY_BANDWIDTH_BPS = 25.4e9
 #: 2-4x for Cholesky and LU at n = 8..32, 5-20x for QR).
 BATCHED_OVER_BOUND = {"potrf": 3.0, "getrf": 3.5, "geqrf": 8.0, "potrs": 3.0, "getrs": 3.5}
 
-#: dtypes the interleaved batched kernels compute in. In single precision their results would differ from LAPACK's in
-#: the last bit (a different, not worse, rounding order), and SciPy's own batch tests demand agreement with a loop of
-#: LAPACK calls to rtol=1e-7, below float32 rounding; so single-precision stacks run the LAPACK loop (SciPy's results
-#: to the bit), or its replay, and no interleaved kernel is compiled for them: it would add a third to the kernels'
-#: compile time for a path no call takes by default.
+#: dtypes the interleaved batched factorizations compute in. In single precision their results would differ from
+#: LAPACK's in the last bit (a different, not worse, rounding order), and SciPy's own batch tests demand agreement with
+#: a loop of LAPACK calls to rtol=1e-7, below float32 rounding; so single-precision stacks run the LAPACK loop (SciPy's
+#: results to the bit), or its replay, and no interleaved factorization is compiled for them: it would add a third to
+#: the kernels' compile time for a path no call takes by default.
 INTERLEAVED_DTYPES = frozenset(np.dtype(c) for c in "dD")
+
+#: The solves, which compute in every precision: SciPy's own batch tests check a stack's solutions by their residuals
+#: (``atol`` 1e-6 to 3e-6 in single precision), as the solutions of a float64 stack are held to its rounding, not to a
+#: loop's bits; and the LAPACK loop, OpenBLAS's solve a call, took 85-225 ns a matrix at orders 2-8 in float32, 4-14x
+#: the interleaved float64 solves and 0.2-0.5x torch (2-core Zen 5 EPYC, 10^4-10^5 matrices, one right-hand side).
+SOLVES = frozenset({"potrs", "getrs"})
+
+
+def interleaved_dtypes(op: str) -> frozenset[np.dtype]:
+    """The dtypes the interleaved kernels of ``op`` compute in (:data:`INTERLEAVED_DTYPES`, :data:`SOLVES`)."""
+    return frozenset(np.dtype(c) for c in "fdFD") if op in SOLVES else INTERLEAVED_DTYPES
 
 #: How much faster the model must predict the tile path than one LAPACK call before dispatch leaves LAPACK, where
 #: ``hetlapack calibrate`` timed this machine's LAPACK calls (or the host path's whole call): the model's error. Where
@@ -221,6 +232,31 @@ def batched_spread_bytes(op: str) -> int | None:
     return crossover_order(timed) if timed else None
 
 
+#: Largest order a solve (``potrs``, ``getrs``) runs in the interleaved chunk layout, by dtype (its character), where
+#: ``hetlapack calibrate`` has not timed this machine's (:func:`interleaved_solve_max_n`); above it each matrix is
+#: solved where it lies (``batched._solve``). Measured (2 threads, B = 20,000, one right-hand side, ns per matrix,
+#: interleaved / one at a time), double precision on the machine of the sixteenth session: ``getrs`` float64 n = 8
+#: 51 / 113, 12 170 / 126; complex128 n = 8 125 / 109, 16 615 / 248. ``potrs`` float64 n = 12 80 / 139, 16 192 /
+#: 188; complex128 n = 8 86 / 125, 12 246 / 220. Single precision on a 2-core Zen 5 EPYC (AVX-512, stop 96):
+#: float32 ``getrs`` n = 12 32 / 113, 16 77 / 154, 24 150 / 288, ``potrs`` n = 16 30 / 142, 24 122 / 224; complex64
+#: ``getrs`` n = 8 48 / 99, 16 215 / 263, 20 349 / 339, ``potrs`` n = 8 40 / 107, 16 204 / 210, 20 312 / 275. There
+#: double precision's interleaved solves won to order 48 (float64 ``getrs`` n = 32 460 / 516, 48 1,118 / 1,673, 64
+#: 2,618 / 1,596): the crossover is the machine's, and single precision's default stops where the other machine's
+#: double precision suggests it may, a float32 vector holding twice a float64 one's lanes.
+INTERLEAVED_SOLVE_MAX_N = {"getrs": {"f": 16, "d": 8, "F": 8, "D": 8}, "potrs": {"f": 16, "d": 12, "F": 8, "D": 8}}
+
+
+@functools.lru_cache(maxsize=16)
+def interleaved_solve_max_n(op: str, dtype: np.dtype) -> int:
+    """The largest order at which the solve ``op`` runs in the interleaved chunk layout in ``dtype`` rather than a
+    matrix at a time: :func:`crossover_order` of what ``hetlapack calibrate`` timed on this machine (the one at a
+    time solve's time over the interleaved one's, by order), else :data:`INTERLEAVED_SOLVE_MAX_N`. Remembered as
+    :func:`batched_spread_bytes` is."""
+    dtype = np.dtype(dtype)
+    timed = _cpu_tables("solves").get(f"{op} {dtype.name}")
+    return crossover_order(timed) if timed else INTERLEAVED_SOLVE_MAX_N[op][dtype.char]
+
+
 def loop_one_thread_max_n(op: str, dtype: np.dtype) -> int:
     """The largest order up to which ``op``'s LAPACK loop in ``dtype`` runs on one thread (0: none): as ``hetlapack
     calibrate`` timed it on this machine (:func:`one_thread_order`), else ``LOOP_ONE_THREAD_MAX_N``."""
@@ -271,7 +307,7 @@ def batched_kernels(op: str, order: int, dtype: np.dtype, library: str, forced_p
     (our own arithmetic, SIMD across matrices) or ``"lapack"`` (SciPy's LAPACK on each matrix from compiled code,
     its results to the bit). The ``forced`` kernels run where ``op`` has them in ``dtype``; a ``forced_path`` runs the
     faster kernel at this order where none would run unforced."""
-    has = {"interleaved": op in INTERLEAVED_MAX_N and np.dtype(dtype) in INTERLEAVED_DTYPES,
+    has = {"interleaved": op in INTERLEAVED_MAX_N and np.dtype(dtype) in interleaved_dtypes(op),
            "lapack": op in LAPACK_LOOP_MAX_N}
     if forced is not None and has[forced]:
         return forced, None
@@ -337,10 +373,11 @@ def _calibrated_potrf_block(dtype: np.dtype, n: int, uplo: str, library: str) ->
 
 
 def forget_calibrated_lookups() -> None:
-    """Forget the blocks :func:`host_potrf_block` and the buffers :func:`batched_spread_bytes` read from the cache,
-    so that the next calls read it afresh."""
+    """Forget the blocks :func:`host_potrf_block`, the buffers :func:`batched_spread_bytes` and the orders
+    :func:`interleaved_solve_max_n` read from the cache, so that the next calls read it afresh."""
     _calibrated_potrf_block.cache_clear()
     batched_spread_bytes.cache_clear()
+    interleaved_solve_max_n.cache_clear()
 
 
 def host_calibrated(op: str, memory_order: str | None = None) -> bool:
