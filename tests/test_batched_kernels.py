@@ -804,13 +804,15 @@ def test_single_precision_factors_on_the_lapack_loop_and_solves_on_its_own_kerne
         with pytest.raises(TypeError, match="computes in float64, complex128, not"):
             call()
     eps = np.finfo(dtype).eps
-    for n in (5, 33):  # interleaved, and a matrix at a time
+    for n, limit in ((5, None), (5, 0), (33, 64), (33, 0)):  # interleaved or a matrix at a time, as dispatch says
         a = random_matrix((BATCH, n, n), dtype, seed=n) + 3 * np.eye(n, dtype=dtype)
         b, h = random_matrix((BATCH, n, 2), dtype, seed=n + 1), spd(n, dtype, batch=(BATCH,), seed=n + 2)
         lu, piv, _ = kernels.getrf(a, lapack=True)
         c = kernels.potrf(h, lower=False, clean=True, lapack=True)[0]
-        for ours, loop in ((kernels.potrs(c, b, lower=False), kernels.potrs(c, b, lower=False, lapack=True)),
-                           (kernels.getrs(lu, piv, b, trans=2), kernels.getrs(lu, piv, b, trans=2, lapack=True))):
+        for ours, loop in ((kernels.potrs(c, b, lower=False, interleaved_max_n=limit),
+                            kernels.potrs(c, b, lower=False, lapack=True)),
+                           (kernels.getrs(lu, piv, b, trans=2, interleaved_max_n=limit),
+                            kernels.getrs(lu, piv, b, trans=2, lapack=True))):
             np.testing.assert_allclose(ours, loop, rtol=100 * n * eps, atol=100 * n * eps)
 
 
