@@ -27,7 +27,7 @@ from hetlapack.testing import (
     orthogonality_residual,
     qr_residual,
 )
-from hetlapack.perf.model import INTERLEAVED_DTYPES
+from hetlapack.perf.model import INTERLEAVED_DTYPES, SOLVES
 from hetlapack.testing.matrices import LAPACK_DTYPES, layouts, random_matrix, spd
 
 DTYPES = [np.dtype(d) for d in LAPACK_DTYPES]
@@ -787,7 +787,7 @@ def test_single_precision_factors_on_the_lapack_loop_and_solves_on_its_own_kerne
     its replay, without being asked, and gives its bits; ``geqrf`` and ``orgqr``, which have no loop, refuse. The
     solves, held to their residuals as a double-precision stack's are, run our own kernels (interleaved to their
     small orders, a matrix at a time past them) and give the loop's solutions to single-precision rounding."""
-    solves = {kernel for kernel, op in compiling.OWN_ARITHMETIC.items() if op in ("potrs", "getrs")}
+    solves = {kernel for kernel, op in compiling.OWN_ARITHMETIC.items() if op in SOLVES}
     assert solves == {"potrs", "getrs", "solve_each"}
     assert all((dtype in compiling.kernel_dtypes(kernel)) == (kernel in solves) for kernel in compiling.OWN_ARITHMETIC)
     a, b = random_matrix((BATCH, 5, 5), dtype, seed=3), random_matrix((BATCH, 5, 2), dtype, seed=5)

@@ -20,8 +20,8 @@ from hetlapack.blas_threads import one_thread_per_call
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 #: How a test forces dispatch: the host path, the batched path with the kernels dispatch picks for the dtype (the
-#: LAPACK loop in single precision), and the batched path with the interleaved kernels (in double precision: single
-#: precision has none and runs the loop).
+#: LAPACK loop for single precision's factorizations), and the batched path with the interleaved kernels (in double
+#: precision, and single precision's solves: its factorizations have none and run the loop).
 FORCINGS = {"host": {"path": "host"}, "batched": {"path": "batched"},
             "interleaved": {"path": "batched", "kernels": "interleaved"}, "hybrid": {"path": "hybrid"}}
 PATHS = ["host", "batched", "interleaved"]
@@ -71,8 +71,8 @@ def test_stacks_take_the_batched_kernels_that_win_at_their_order():
         assert choose(Request(op, (1000, 100, 100), np.dtype(np.float64), library="numpy")).kernels == "lapack"
 
 
-#: Orders at which each dtype's stacks take the LAPACK loop unforced: any order in single precision, past the
-#: interleaved kernels' crossover in double (a prime, not a multiple of any block size).
+#: Orders at which each dtype's stacks are factored on the LAPACK loop unforced: any order in single precision, past
+#: the interleaved kernels' crossover in double (a prime, not a multiple of any block size).
 LOOP_ORDERS = {np.float32: 7, np.complex64: 7, np.float64: 67, np.complex128: 67}
 
 #: Matrices per stack that the batched path wins unforced at those orders under every SciPy: SciPy 1.18 loops over

@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..perf.calibration import fastest_in_turn
-from ..perf.model import batched_case
+from ..perf.model import SOLVES, batched_case
 from . import kernels
 from ._interleave import chunk_buffer
 from ._simd import WIDTH
@@ -192,7 +192,7 @@ def measure_spread(repeats: int = 3, orders: tuple[int, ...] = SPREAD_ORDERS,
 
 #: The solves :func:`measure_solves` times, in every dtype (our own solves compute in each), and the orders: from
 #: where the interleaved layout is sure to win to the largest order it runs at.
-SOLVE_CASES = tuple(f"{op} {np.dtype(code).name}" for op in ("potrs", "getrs") for code in "fdFD")
+SOLVE_CASES = tuple(f"{op} {np.dtype(code).name}" for op in SOLVES for code in "fdFD")
 SOLVE_ORDERS = (8, 12, 16, 24, 32, 48, 64)
 
 

@@ -231,7 +231,7 @@ def lu_factor(matrices: Sequence, *, check_finite: bool = True,
 def _qr_results(stack: np.ndarray, mode: str, pivoting: bool) -> list[tuple]:
     """SciPy's per-matrix ``qr`` return value for each matrix of one same-shape group."""
     ncols, rows = scipy_qr_sizes(mode, *stack.shape[-2:])
-    if mode == "raw" and (pivoting or stack.dtype not in model.INTERLEAVED_DTYPES):
+    if mode == "raw" and (pivoting or stack.dtype not in model.interleaved_dtypes("geqrf")):
         # the LAPACK loops keep no reflectors, and only the interleaved geqrf does: SciPy's own call per matrix
         return [sla.qr(a, mode=mode, pivoting=pivoting, check_finite=False) for a in stack]
     fortran = fortran_result("qr", False, mode=mode, pivoting=pivoting)  # Q's layout (or raw's) in SciPy's result

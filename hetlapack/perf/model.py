@@ -60,12 +60,15 @@ INTERLEAVED_DTYPES = frozenset(np.dtype(c) for c in "dD")
 #: (``atol`` 1e-6 to 3e-6 in single precision), as the solutions of a float64 stack are held to its rounding, not to a
 #: loop's bits; and the LAPACK loop, OpenBLAS's solve a call, took 85-225 ns a matrix at orders 2-8 in float32, 4-14x
 #: the interleaved float64 solves and 0.2-0.5x torch (2-core Zen 5 EPYC, 10^4-10^5 matrices, one right-hand side).
-SOLVES = frozenset({"potrs", "getrs"})
+SOLVES = ("potrs", "getrs")
+
+#: The dtypes the solves compute in: every one LAPACK has.
+SOLVE_DTYPES = frozenset(np.dtype(c) for c in "fdFD")
 
 
 def interleaved_dtypes(op: str) -> frozenset[np.dtype]:
     """The dtypes the interleaved kernels of ``op`` compute in (:data:`INTERLEAVED_DTYPES`, :data:`SOLVES`)."""
-    return frozenset(np.dtype(c) for c in "fdFD") if op in SOLVES else INTERLEAVED_DTYPES
+    return SOLVE_DTYPES if op in SOLVES else INTERLEAVED_DTYPES
 
 #: How much faster the model must predict the tile path than one LAPACK call before dispatch leaves LAPACK, where
 #: ``hetlapack calibrate`` timed this machine's LAPACK calls (or the host path's whole call): the model's error. Where
