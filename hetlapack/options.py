@@ -108,8 +108,9 @@ def using(
     ``layout`` (``"hgdd"`` or ``"two-level"``) is the hybrid path's layout; where the hybrid path cannot run it,
     that path is unavailable (forcing both raises). ``kernels`` (``"interleaved"`` or ``"lapack"``) are the batched
     path's, for the operations and dtypes that have them: the interleaved kernels are the fastest for tiny matrices
-    but round differently from LAPACK, and compute in double precision only (float64 and complex128); the LAPACK
-    loop gives SciPy's results to the bit.
+    but round differently from LAPACK, and factor in double precision only (float64 and complex128; the solves have
+    them in every precision); the LAPACK loop gives SciPy's results to the bit. A forced batched path compiles
+    kernels missing from numba's cache in the call, where dispatch would leave them to a background process.
 
     Examples
     --------

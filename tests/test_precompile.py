@@ -10,25 +10,25 @@ from hetlapack.perf.model import SOLVES
 
 def test_a_compiled_kernel_is_seen_in_the_cache():
     compiling.compiled("plu", np.dtype(np.float64))
-    assert precompile._cached("plu", np.dtype(np.float64))
+    assert precompile.cached("plu", np.dtype(np.float64))
     assert "plu" not in precompile.missing() or "d" not in precompile.missing()["plu"]
 
 
 def test_missing_kernels_are_compiled_in_worker_processes(monkeypatch):
-    monkeypatch.setattr(precompile, "missing", lambda: {"plu": ["d", "f"]})
+    monkeypatch.setattr(precompile, "missing", lambda only=None: {"plu": ["d", "f"]})
     seconds = precompile.precompile(workers=1, progress=False)
     assert list(seconds) == ["plu"] and seconds["plu"] > 0
-    assert precompile._cached("plu", np.dtype(np.float32))
+    assert precompile.cached("plu", np.dtype(np.float32))
 
 
 def test_nothing_to_compile_says_so(monkeypatch, capsys):
-    monkeypatch.setattr(precompile, "missing", dict)
+    monkeypatch.setattr(precompile, "missing", lambda only=None: {})
     assert main(["compile"]) == 0
     assert "already in numba's cache" in capsys.readouterr().out
 
 
 def test_every_kernel_is_handed_out(monkeypatch):
-    monkeypatch.setattr(precompile, "_cached", lambda op, dtype: False)
+    monkeypatch.setattr(precompile, "cached", lambda op, dtype: False)
     todo = precompile.missing()
     assert set(todo) == set(compiling.KERNELS) and list(todo)[:3] == ["getrf", "potrf", "potrf_replay"]
     solves = [kernel for kernel, op in compiling.OWN_ARITHMETIC.items() if op in SOLVES]  # in every precision

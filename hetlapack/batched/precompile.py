@@ -1,7 +1,8 @@
 """Compile the batched kernels into numba's disk cache ahead of their first use, on every core at once.
 
-A kernel compiles on its first call in each dtype: 3-100 s each, 12 minutes for all of them on a 2-core AMD EPYC,
-one after another, since numba compiles one function at a time in a process. ``hetlapack compile`` (and the
+A kernel compiles on its first use in each dtype (in a background process of its own, :mod:`.background`, unless
+the call is to compile it): 3-100 s each, 12 minutes for all of them on a 2-core AMD EPYC, one after another, since
+numba compiles one function at a time in a process. ``hetlapack compile`` (and the
 test session, ``tests/conftest.py``) compiles the ones the cache lacks in one process per core, each kernel in one
 process (its cache index is then written by one process only), and the parallel loops that run them
 (:mod:`._launch`, one function and so one index for all) in this process meanwhile; later calls load them from the
@@ -11,12 +12,18 @@ cache.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import hashlib
 import multiprocessing
+import os
+import sys
 import time
+from collections.abc import Iterator
 
 import numba
 import numpy as np
 
+from ..devices.capability import cache_path
 from ..machine import usable_cores
 from . import _launch, compiling
 
@@ -49,15 +56,17 @@ def _launcher_cached(op: str, dtype: np.dtype) -> bool:
     return _in_cache(_launch.shares, _launch.JIT_OPTIONS, _launch.signature(compiling.argument_types(op, dtype)))
 
 
-def _cached(op: str, dtype: np.dtype) -> bool:
+def cached(op: str, dtype: np.dtype) -> bool:
     """Whether numba's disk cache holds ``op``'s kernel for ``dtype`` and the parallel loop that runs it."""
     return _kernel_cached(op, dtype) and _launcher_cached(op, dtype)
 
 
-def missing() -> dict[str, list[str]]:
-    """The dtypes (by character) whose kernel the cache lacks, per kernel, longest compilations first."""
-    ops = sorted(compiling.KERNELS, key=lambda op: (_LONGEST_FIRST + (op,)).index(op))
-    wanted = {op: [dtype.char for dtype in compiling.kernel_dtypes(op) if not _cached(op, dtype)] for op in ops}
+def missing(only: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+    """The dtypes (by character) whose kernel the cache lacks, per kernel (of ``only``'s kernels and dtypes, where
+    given), longest compilations first."""
+    ops = sorted(compiling.KERNELS if only is None else only, key=lambda op: (_LONGEST_FIRST + (op,)).index(op))
+    wanted = {op: [dtype.char for dtype in compiling.kernel_dtypes(op)
+                   if (only is None or dtype.char in only[op]) and not cached(op, dtype)] for op in ops}
     return {op: chars for op, chars in wanted.items() if chars}
 
 
@@ -80,10 +89,45 @@ def _compile_launchers(todo: dict[str, list[str]], seconds: dict[str, float]) ->
         seconds[op] = seconds.get(op, 0.0) + time.perf_counter() - start
 
 
-def precompile(workers: int | None = None, progress: bool = True) -> dict[str, float]:
-    """Compile every kernel the cache lacks, in ``workers`` processes (default: one per usable core); the seconds
-    each kernel took. Shows a progress bar with ``progress``."""
-    todo = missing()
+@contextlib.contextmanager
+def machine_lock() -> Iterator[None]:
+    """Held while this process compiles kernels into numba's cache: one compiling process at a time per install and
+    Python (a lock file beside hetlapack's calibration, where ``fcntl`` exists), so that processes meeting the same
+    missing kernels compile them once."""
+    try:
+        import fcntl  # noqa: PLC0415 - POSIX only
+    except ImportError:
+        yield
+        return
+    install = hashlib.sha256(os.path.dirname(os.path.abspath(compiling.__file__)).encode()).hexdigest()[:12]
+    path = cache_path().parent / f"compiling-py{sys.version_info[0]}{sys.version_info[1]}-{install}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def compile_here(todo: dict[str, list[str]]) -> dict[str, float]:
+    """Compile ``todo``'s kernels (dtype characters per kernel) and their parallel loops in this process, one after
+    another; the seconds each kernel took."""
+    seconds = {op: _compile(op, chars) for op, chars in todo.items() if chars}
+    _compile_launchers({op: chars for op, chars in todo.items() if chars}, seconds)
+    return seconds
+
+
+def precompile(workers: int | None = None, progress: bool = True,
+               only: dict[str, list[str]] | None = None) -> dict[str, float]:
+    """Compile every kernel the cache lacks (of ``only``'s kernels and dtype characters, where given), in
+    ``workers`` processes (default: one per usable core); the seconds each kernel took. Shows a progress bar with
+    ``progress``."""
+    with machine_lock():
+        return _precompile(workers, progress, missing(only))
+
+
+def _precompile(workers: int | None, progress: bool, todo: dict[str, list[str]]) -> dict[str, float]:
     if not todo:
         return {}
     from tqdm import tqdm  # noqa: PLC0415 - a CLI dependency, loaded only when there is work

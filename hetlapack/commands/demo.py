@@ -21,6 +21,7 @@ from tqdm import tqdm
 from .. import testing
 from ..compat import scipy_linalg
 from ..contract.originals import scipy_functions
+from ..dispatch.choose import OPS
 from ..perf import model
 from ..options import using
 from ..explain import explain
@@ -47,6 +48,7 @@ class Case:
     residual: Callable[[np.ndarray, tuple], float]
     pivoting: bool = False
     dtype: str = "float64"
+    stacked: bool = False
 
     @property
     def label(self) -> str:
@@ -84,12 +86,22 @@ def _cases(n: int, batch: int, small: int) -> list[Case]:
         Case("cholesky", spd(), chol, chol_res),
         Case("lu_factor", general(), luf, lu_res),
         Case("qr", general(), qr, qr_res),
-        Case("cholesky", spd((batch,)), chol, chol_res),
-        Case("lu_factor", general((batch,)), luf, lu_res),
-        Case("lu_factor", general((batch,), "float32"), luf, lu_res, dtype="float32"),
-        Case("qr", general((batch,)), qr, qr_res),
-        Case("qr", general((batch,)), qrp, qr_res, pivoting=True),
+        Case("cholesky", spd((batch,)), chol, chol_res, stacked=True),
+        Case("lu_factor", general((batch,)), luf, lu_res, stacked=True),
+        Case("lu_factor", general((batch,), "float32"), luf, lu_res, dtype="float32", stacked=True),
+        Case("qr", general((batch,)), qr, qr_res, stacked=True),
+        Case("qr", general((batch,)), qrp, qr_res, pivoting=True, stacked=True),
     ]
+
+
+def _compile_stack_kernels(cases: list[Case]) -> None:
+    """Compile the kernels the stacked cases may run, on every core with a progress bar (a first run's minutes;
+    later runs find them in numba's cache), so that dispatch has them for the batched rows rather than compiling
+    them in a background process meanwhile."""
+    from ..batched import background, precompile  # noqa: PLC0415 - numba loads where stacks are shown
+
+    precompile.precompile(only=background.wanted(("geqp3" if case.pivoting else OPS[case.op], np.dtype(case.dtype))
+                                                 for case in cases if case.stacked))
 
 
 def _best_time(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
@@ -143,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rows = []
     cases = _cases(args.n, args.batch, args.small)
+    _compile_stack_kernels(cases)
     for case in tqdm(cases, desc="demo", unit="case"):
         a = case.make()
         plan = explain(case.op, a, pivoting=case.pivoting)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..options import Options, current
 from .paths import BATCHED, BY_NAME, GPU, HOST, HYBRID, Path, Request
-from .paths.batched import BATCHED_OPS
+from .paths.batched import BATCHED_OPS, compiles_ended, kernels_compiling
 from .paths.gpu import detected_gpus
 from ..perf import model, rates, simulator
 from .plan import Plan
@@ -102,6 +102,8 @@ def choose(req: Request, options: Options | None = None) -> Plan:
     priced afresh, so that remembered plans never keep a user's devices (and their streams and memory) alive.
     """
     options = current() if options is None else options
+    if compiles_ended():  # plans made while batched kernels compiled in the background did without them
+        forget_decisions()
     by_name = options.devices is None or all(isinstance(device, str) for device in options.devices)
     plan = _remembered(req, options) if by_name else _choose(req, options)
     if _log.isEnabledFor(logging.DEBUG):
@@ -183,6 +185,9 @@ def _choose(req: Request, options: Options) -> Plan:
         order = max(req.core)
         kernels, why_not = model.batched_kernels(req.op, order, req.dtype, req.library, forced_path is BATCHED,
                                                  options.kernels)
+        if kernels is not None:
+            why_not = kernels_compiling(req, kernels, forced_path is BATCHED)
+            kernels = kernels if why_not is None else None
         if kernels is None:
             unavailable[BATCHED.name] = why_not
         else:

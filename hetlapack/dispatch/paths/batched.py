@@ -3,6 +3,7 @@ matrices) or by LAPACK on each matrix (:mod:`hetlapack.batched.kernels`)."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,6 +31,22 @@ def compiled_kernels_unusable() -> str | None:
     process (``hetlapack.batched.kernels.unusable_after_fork``), or None; never compiles them."""
     compiled = loaded("hetlapack.batched.kernels")
     return compiled.unusable_after_fork() if compiled is not None else None
+
+
+def kernels_compiling(req: Request, kernels: str, forced: bool) -> str | None:
+    """Why the batched path should not run ``req`` now: the ``kernels`` it would run are not in numba's cache yet,
+    and compile in a background process meanwhile (:mod:`hetlapack.batched.background`); ``None`` where they are
+    ready or are to compile in the call, as on a ``forced`` batched path."""
+    if forced:
+        return None
+    return load("hetlapack.batched.background").not_ready(req.op, kernels, req.dtype)
+
+
+def compiles_ended() -> bool:
+    """Whether a background compilation of batched kernels ended since the last look; loads nothing (numba stays
+    unloaded where no batched plan was made)."""
+    ended = getattr(sys.modules.get("hetlapack.batched.background"), "ended", None)
+    return ended is not None and ended()
 
 
 class BatchedPath(Path):
