@@ -1,7 +1,11 @@
 """``hetlapack compile`` (``hetlapack.batched.precompile``): the kernels numba's cache lacks, compiled ahead of use
 in processes of their own."""
 
+import subprocess
+import sys
+
 import numpy as np
+import pytest
 
 from hetlapack.batched import compiling, precompile
 from hetlapack.cli import main
@@ -37,3 +41,21 @@ def test_every_kernel_is_handed_out(monkeypatch):
     assert all(chars == ["f", "d", "F", "D"] for op, chars in todo.items()
                if op not in compiling.OWN_ARITHMETIC and not op.endswith("_replay"))
     assert todo["getrf_replay"] == todo["potrf_replay"] == todo["qr_replay"] == ["f"]  # replays of float32 LAPACK
+
+
+def test_one_process_compiles_at_a_time(tmp_path, monkeypatch):
+    """A second process waits for the lock the first holds while it compiles (same install, Python and cache)."""
+    monkeypatch.setenv("HETLAPACK_CACHE_DIR", str(tmp_path))
+    waiter = "from hetlapack.batched.precompile import machine_lock\nwith machine_lock(): print('got it')"
+    with precompile.machine_lock():
+        second = subprocess.Popen([sys.executable, "-c", waiter], stdout=subprocess.PIPE, text=True)
+        with pytest.raises(subprocess.TimeoutExpired):
+            second.wait(timeout=2)
+    assert second.communicate(timeout=120)[0].strip() == "got it"
+
+
+def test_a_cache_directory_that_cannot_be_written_compiles_without_the_lock(tmp_path, monkeypatch):
+    (tmp_path / "a file").write_text("")
+    monkeypatch.setenv("HETLAPACK_CACHE_DIR", str(tmp_path / "a file" / "cache"))
+    with precompile.machine_lock():
+        pass

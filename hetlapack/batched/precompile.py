@@ -92,22 +92,21 @@ def _compile_launchers(todo: dict[str, list[str]], seconds: dict[str, float]) ->
 @contextlib.contextmanager
 def machine_lock() -> Iterator[None]:
     """Held while this process compiles kernels into numba's cache: one compiling process at a time per install and
-    Python (a lock file beside hetlapack's calibration, where ``fcntl`` exists), so that processes meeting the same
-    missing kernels compile them once."""
+    Python (a lock file beside hetlapack's calibration, where ``fcntl`` exists and the directory can be written), so
+    that processes meeting the same missing kernels compile them once. Closing the file releases the lock."""
     try:
         import fcntl  # noqa: PLC0415 - POSIX only
     except ImportError:
-        yield
-        return
+        fcntl = None
     install = hashlib.sha256(os.path.dirname(os.path.abspath(compiling.__file__)).encode()).hexdigest()[:12]
     path = cache_path().parent / f"compiling-py{sys.version_info[0]}{sys.version_info[1]}-{install}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with contextlib.ExitStack() as held:
+        with contextlib.suppress(OSError):  # no lock where the cache directory cannot be written: compile anyway
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle = held.enter_context(open(path, "a"))  # noqa: SIM115 - closed by the stack
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def compile_here(todo: dict[str, list[str]]) -> dict[str, float]:
