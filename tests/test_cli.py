@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from hetlapack.batched.compiling import KERNELS, kernel_dtypes
 from hetlapack.cli import main
 
 pytestmark = pytest.mark.own_machinery
@@ -13,6 +14,19 @@ def test_info(capsys):
     assert main(["info"]) == 0
     out = capsys.readouterr().out
     assert "CPU:" in out and "BLAS:" in out and "GPUs:" in out and "MPI:" in out
+
+
+def test_info_counts_the_batched_kernels_in_the_cache(monkeypatch, capsys):
+    from hetlapack.batched import precompile
+
+    total = sum(len(kernel_dtypes(kernel)) for kernel in KERNELS)
+    monkeypatch.setattr(precompile, "missing", lambda only=None: {"getrf": ["d", "D"], "plu": ["f"]})
+    assert main(["info"]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.startswith(f"Batched kernels: {total - 3} of {total} compiled in numba's cache (the others compile")
+    monkeypatch.setattr(precompile, "missing", lambda only=None: {})
+    assert main(["info"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"Batched kernels: {total} of {total} compiled in numba's cache"
 
 
 def test_info_says_an_uncalibrated_gpu_is_not_chosen(monkeypatch, capsys):

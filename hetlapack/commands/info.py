@@ -1,4 +1,5 @@
-"""``hetlapack info``: the detected hardware, each device's capability weights and the host's GEMM rate."""
+"""``hetlapack info``: the detected hardware, each device's capability weights, the host's GEMM rate and how many
+batched kernels numba's cache holds."""
 
 from __future__ import annotations
 
@@ -28,4 +29,18 @@ def run(args: argparse.Namespace) -> int:
             source += ": until its link is measured, dispatch does not choose it"
         print(f"Device {device.name}: GFLOP/s per kernel class: {weights} ({source})")
     print(f"Host DGEMM: {rates.host_gemm_gflops('d'):.1f} GFLOP/s (measured now, 768x768)")
+    print(_batched_kernels())
     return 0
+
+
+def _batched_kernels() -> str:
+    """How many of the batched kernels (one per kernel and dtype) numba's cache holds, and what becomes of the rest."""
+    from ..batched import compiling, precompile  # noqa: PLC0415 - numba loads for this line only
+
+    total = sum(len(compiling.kernel_dtypes(kernel)) for kernel in compiling.KERNELS)
+    missing = sum(map(len, precompile.missing().values()))
+    line = f"Batched kernels: {total - missing} of {total} compiled in numba's cache"
+    if missing:
+        line += (" (the others compile in a background process at their first use, SciPy's function answering "
+                 "meanwhile; `hetlapack compile` compiles them now)")
+    return line
