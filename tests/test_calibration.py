@@ -479,8 +479,8 @@ def test_the_command_prints_a_table_and_caches(cache_dir, capsys, fast_kernel_ta
 @pytest.fixture
 def fast_kernel_tables(monkeypatch):
     """Stand in for the per-kernel tables (always timed at tiles 128-512: seconds) and the batched kernels'
-    crossover in command tests; the devices timed, in order."""
-    from hetlapack.batched import crossover
+    crossover (and the compilation of the kernels it would time) in command tests; the devices timed, in order."""
+    from hetlapack.batched import crossover, precompile
     from hetlapack.perf import calibration
 
     timed = []
@@ -490,6 +490,7 @@ def fast_kernel_tables(monkeypatch):
         return {"gemm": [[128, 30.0]]}
 
     monkeypatch.setattr(calibration, "kernel_tables", kernel_tables)
+    monkeypatch.setattr(precompile, "precompile", lambda: {})
     monkeypatch.setattr(crossover, "measure", lambda repeats, progress: {"getrf float64": [[4, 3.0], [8, 0.5]]})
     monkeypatch.setattr(crossover, "measure_lanes", lambda repeats, progress: {"getrf float64": [[8, 64], [16, 16]]})
     monkeypatch.setattr(crossover, "measure_spread",

@@ -109,10 +109,14 @@ def _batched_timings(repeats: int) -> dict[str, dict[str, list[list[float]]]]:
     """:func:`~hetlapack.batched.crossover.measure`, :func:`~hetlapack.batched.crossover.measure_lanes`,
     :func:`~hetlapack.batched.crossover.measure_spread`, :func:`~hetlapack.batched.crossover.measure_solves` and
     :func:`~hetlapack.batched.crossover.measure_loop_threads` as a device entry's ``"batched"``, ``"lanes"``,
-    ``"spread"``, ``"solves"`` and ``"loop_threads"`` tables, with a progress bar over their cases."""
+    ``"spread"``, ``"solves"`` and ``"loop_threads"`` tables, with a progress bar over their cases, after compiling the
+    kernels numba's cache lacks on every core (``hetlapack compile``'s work, with its own bar) rather than one at a time
+    in the cases that meet them."""
     from tqdm import tqdm  # noqa: PLC0415 - numba (for the kernels) loads only where this runs
 
-    from ..batched import crossover  # noqa: PLC0415
+    from ..batched import crossover, precompile  # noqa: PLC0415
+
+    precompile.precompile()
 
     cases = sum(len(cases) for cases in (crossover.CASES, crossover.LANE_CASES, crossover.SPREAD_CASES,
                                          crossover.SOLVE_CASES, crossover.LOOP_CASES))

@@ -3,7 +3,6 @@ matrices) or by LAPACK on each matrix (:mod:`hetlapack.batched.kernels`)."""
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,20 +32,25 @@ def compiled_kernels_unusable() -> str | None:
     return compiled.unusable_after_fork() if compiled is not None else None
 
 
+#: :mod:`hetlapack.batched.background` once a batched plan has looked for its kernels (loading it loads numba).
+_background = None
+
+
 def kernels_compiling(req: Request, kernels: str, forced: bool) -> str | None:
     """Why the batched path should not run ``req`` now: the ``kernels`` it would run are not in numba's cache yet,
     and compile in a background process meanwhile (:mod:`hetlapack.batched.background`); ``None`` where they are
     ready or are to compile in the call, as on a ``forced`` batched path."""
+    global _background  # noqa: PLW0603 - the module, kept for compiles_ended's check on every call
     if forced:
         return None
-    return load("hetlapack.batched.background").not_ready(req.op, kernels, req.dtype)
+    _background = load("hetlapack.batched.background")
+    return _background.not_ready(req.op, kernels, req.dtype)
 
 
 def compiles_ended() -> bool:
-    """Whether a background compilation of batched kernels ended since the last look; loads nothing (numba stays
-    unloaded where no batched plan was made)."""
-    ended = getattr(sys.modules.get("hetlapack.batched.background"), "ended", None)
-    return ended is not None and ended()
+    """Whether a background compilation of batched kernels ended since the last look (about 50 ns where none runs;
+    nothing is loaded)."""
+    return _background is not None and _background.ended()
 
 
 class BatchedPath(Path):
