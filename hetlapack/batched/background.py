@@ -65,7 +65,9 @@ _tried: set[tuple[str, str]] = set()
 
 @reset_after_fork
 def _forget_processes() -> None:
-    """A forked child does not own its parent's compiling processes (nor waits for them)."""
+    """A forked child does not own its parent's compiling processes: what they compile, it starts again (its process
+    then waits for the parent's on the lock, and finds the kernels compiled), rather than compiling it in a call."""
+    _tried.difference_update(_running)
     _running.clear()
 
 
