@@ -18,9 +18,13 @@ def test_a_compiled_kernel_is_seen_in_the_cache():
     assert "plu" not in precompile.missing() or "d" not in precompile.missing()["plu"]
 
 
-def test_missing_kernels_are_compiled_in_worker_processes(monkeypatch):
+@pytest.mark.parametrize("workers", [2, 1])
+def test_missing_kernels_are_compiled_in_worker_processes_or_in_this_one(monkeypatch, workers):
+    """Two workers are processes of their own; one is this process (the background compilation's way)."""
     monkeypatch.setattr(precompile, "missing", lambda only=None: {"plu": ["d", "f"]})
-    seconds = precompile.precompile(workers=1, progress=False)
+    if workers == 1:
+        monkeypatch.setattr(precompile.concurrent.futures, "ProcessPoolExecutor", None)
+    seconds = precompile.precompile(workers=workers, progress=False)
     assert list(seconds) == ["plu"] and seconds["plu"] > 0
     assert precompile.cached("plu", np.dtype(np.float32))
 
@@ -43,9 +47,11 @@ def test_every_kernel_is_handed_out(monkeypatch):
     assert todo["getrf_replay"] == todo["potrf_replay"] == todo["qr_replay"] == ["f"]  # replays of float32 LAPACK
 
 
-def test_one_process_compiles_at_a_time(tmp_path, monkeypatch):
-    """A second process waits for the lock the first holds while it compiles (same install, Python and cache)."""
-    monkeypatch.setenv("HETLAPACK_CACHE_DIR", str(tmp_path))
+def test_one_process_compiles_at_a_time():
+    """A second process waits for the lock the first holds while it compiles (the lock file lies in numba's cache of
+    the kernels, one per Python)."""
+    compiling.compiled("plu", np.dtype(np.float64))
+    assert any(precompile._lock_path().parent.glob("*plu_stack-*.nbi"))  # numba's index of a kernel
     waiter = "from hetlapack.batched.precompile import machine_lock\nwith machine_lock(): print('got it')"
     with precompile.machine_lock():
         second = subprocess.Popen([sys.executable, "-c", waiter], stdout=subprocess.PIPE, text=True)
@@ -54,8 +60,8 @@ def test_one_process_compiles_at_a_time(tmp_path, monkeypatch):
     assert second.communicate(timeout=120)[0].strip() == "got it"
 
 
-def test_a_cache_directory_that_cannot_be_written_compiles_without_the_lock(tmp_path, monkeypatch):
+def test_a_lock_file_that_cannot_be_opened_leaves_compilation_unserialized(tmp_path, monkeypatch):
     (tmp_path / "a file").write_text("")
-    monkeypatch.setenv("HETLAPACK_CACHE_DIR", str(tmp_path / "a file" / "cache"))
+    monkeypatch.setattr(precompile, "_lock_path", lambda: tmp_path / "a file" / "compiling.lock")
     with precompile.machine_lock():
         pass

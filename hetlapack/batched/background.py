@@ -6,8 +6,8 @@ A kernel compiles on its first use in a dtype, once per install and Python: a fl
 once. So an unforced call whose kernels are not compiled yet starts their compilation in another process, at the
 lowest priority, and runs on the host path; the first call after that process ends finds the kernels in the cache
 (loading them takes about 0.4 s) and runs on the batched path. The process finishes its work even when the program
-ends first, so the next run finds the kernels. One such process compiles at a time on a machine (a lock file in
-hetlapack's cache directory), so many processes meeting the same kernels compile them once.
+ends first, so the next run finds the kernels. One process compiles at a time per numba cache and Python
+(:func:`.precompile.machine_lock`), so many processes meeting the same kernels compile them once.
 
 ``HETLAPACK_BATCHED_COMPILE=inline`` compiles in the call instead (the tests and benchmarks do), as does a forced
 batched path (``hetlapack.using(path="batched")``). A compilation that left the cache without the kernels (a cache
@@ -134,12 +134,11 @@ def ended() -> bool:
 
 
 def _spawn(pairs: Iterable[tuple[str, str]]) -> subprocess.Popen | None:
-    """A process compiling ``pairs`` into numba's cache (:func:`main`), importing this very package, or ``None`` where
-    none can start (no Python interpreter to run: an embedded or frozen program)."""
+    """A process compiling ``pairs`` into numba's cache (:func:`main`), importing the modules this process would (its
+    search path), or ``None`` where none can start (no Python interpreter to run: an embedded or frozen program)."""
     if not sys.executable or getattr(sys, "frozen", False):
         return None
-    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    search_path = os.pathsep.join(filter(None, (package_parent, os.environ.get("PYTHONPATH"))))
+    search_path = os.pathsep.join(path for path in sys.path if path)  # it imports what this process imports
     code = "import sys; from hetlapack.batched.background import main; main(sys.argv[1:])"
     try:
         process = subprocess.Popen([sys.executable, "-c", code, *(f"{kernel}:{char}" for kernel, char in pairs)],
@@ -153,14 +152,12 @@ def _spawn(pairs: Iterable[tuple[str, str]]) -> subprocess.Popen | None:
 
 
 def main(pairs: list[str]) -> None:
-    """The background process: compile each ``kernel:dtype-character`` of ``pairs`` the cache still lacks, at the
-    lowest priority, once no other process compiles."""
+    """The background process: compile each ``kernel:dtype-character`` of ``pairs`` the cache still lacks, in this
+    process, at the lowest priority, once no other process compiles (:func:`.precompile.precompile`)."""
     with contextlib.suppress(OSError, AttributeError):
         os.setpriority(os.PRIO_PROCESS, 0, _LOWEST_PRIORITY)
     todo: dict[str, list[str]] = {}
     for pair in pairs:
         kernel, char = pair.split(":")
         todo.setdefault(kernel, []).append(char)
-    with precompile.machine_lock():
-        precompile.compile_here({kernel: [char for char in chars if not precompile.cached(kernel, np.dtype(char))]
-                                 for kernel, chars in todo.items()})
+    precompile.precompile(workers=1, progress=False, only=todo)

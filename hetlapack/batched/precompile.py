@@ -13,19 +13,22 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import hashlib
 import multiprocessing
-import os
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import numba
 import numpy as np
 
-from ..devices.capability import cache_path
 from ..machine import usable_cores
-from . import _launch, compiling
+from . import _cache, _launch, compiling
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: compilations are not serialized
+    fcntl = None
 
 #: Kernels in the order they are handed out: the longest compilations first, so that no core is left with one at
 #: the end (seconds for all their dtypes, measured cold on a 2-core AMD EPYC, two at a time: getrf 174, potrf 101,
@@ -89,57 +92,54 @@ def _compile_launchers(todo: dict[str, list[str]], seconds: dict[str, float]) ->
         seconds[op] = seconds.get(op, 0.0) + time.perf_counter() - start
 
 
+def _lock_path() -> Path | None:
+    """The lock file beside numba's cache of the kernels (wherever numba keeps this install's), one per Python; None
+    where numba would keep no cache of them."""
+    locator = _cache.KernelSourcesLocator.from_function(_launch.shares, _launch.__file__)
+    if locator is None:
+        return None
+    return Path(locator.get_cache_path()) / f"compiling-py{sys.version_info[0]}{sys.version_info[1]}.lock"
+
+
 @contextlib.contextmanager
 def machine_lock() -> Iterator[None]:
-    """Held while this process compiles kernels into numba's cache: one compiling process at a time per install and
-    Python (a lock file beside hetlapack's calibration, where ``fcntl`` exists and the directory can be written), so
-    that processes meeting the same missing kernels compile them once. Closing the file releases the lock."""
-    try:
-        import fcntl  # noqa: PLC0415 - POSIX only
-    except ImportError:
-        fcntl = None
-    install = hashlib.sha256(os.path.dirname(os.path.abspath(compiling.__file__)).encode()).hexdigest()[:12]
-    path = cache_path().parent / f"compiling-py{sys.version_info[0]}{sys.version_info[1]}-{install}.lock"
+    """Held while this process compiles kernels into numba's cache: one compiling process at a time per cache and
+    Python (a lock file in the cache, where ``fcntl`` exists and the file can be opened), so that processes meeting
+    the same missing kernels compile them once. Closing the file releases the lock."""
+    path = _lock_path()
     with contextlib.ExitStack() as held:
-        with contextlib.suppress(OSError):  # no lock where the cache directory cannot be written: compile anyway
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle = held.enter_context(open(path, "a"))  # noqa: SIM115 - closed by the stack
-            if fcntl is not None:
-                fcntl.flock(handle, fcntl.LOCK_EX)
+        with contextlib.suppress(OSError):  # no lock where its file cannot be opened: compile anyway
+            if path is not None and fcntl is not None:
+                fcntl.flock(held.enter_context(open(path, "a")), fcntl.LOCK_EX)  # noqa: SIM115 - the stack closes it
         yield
-
-
-def compile_here(todo: dict[str, list[str]]) -> dict[str, float]:
-    """Compile ``todo``'s kernels (dtype characters per kernel) and their parallel loops in this process, one after
-    another; the seconds each kernel took."""
-    seconds = {op: _compile(op, chars) for op, chars in todo.items() if chars}
-    _compile_launchers({op: chars for op, chars in todo.items() if chars}, seconds)
-    return seconds
 
 
 def precompile(workers: int | None = None, progress: bool = True,
                only: dict[str, list[str]] | None = None) -> dict[str, float]:
     """Compile every kernel the cache lacks (of ``only``'s kernels and dtype characters, where given), in
-    ``workers`` processes (default: one per usable core); the seconds each kernel took. Shows a progress bar with
-    ``progress``."""
-    with machine_lock():
-        return _precompile(workers, progress, missing(only))
-
-
-def _precompile(workers: int | None, progress: bool, todo: dict[str, list[str]]) -> dict[str, float]:
-    if not todo:
-        return {}
+    ``workers`` processes (default: one per usable core; one: this process, a kernel after another), under
+    :func:`machine_lock`; the seconds each kernel took. Shows a progress bar with ``progress``."""
     from tqdm import tqdm  # noqa: PLC0415 - a CLI dependency, loaded only when there is work
 
-    context = multiprocessing.get_context("spawn")  # a forked child would inherit this process's threads and locks
-    seconds = {}
-    with concurrent.futures.ProcessPoolExecutor(workers or usable_cores(), mp_context=context) as pool, \
-            tqdm(total=sum(map(len, todo.values())), desc="compiling kernels", unit="kernel",
-                 disable=not progress) as bar:
-        running = {pool.submit(_compile, op, chars): op for op, chars in todo.items()}
-        _compile_launchers(todo, seconds)
-        for done in concurrent.futures.as_completed(running):
-            op = running[done]
-            seconds[op] += done.result()
-            bar.update(len(todo[op]))
-    return seconds
+    with machine_lock():
+        todo = missing(only)
+        if not todo:
+            return {}
+        seconds: dict[str, float] = {}
+        with tqdm(total=sum(map(len, todo.values())), desc="compiling kernels", unit="kernel",
+                  disable=not progress) as bar:
+            if (workers or usable_cores()) == 1:
+                for op, chars in todo.items():
+                    seconds[op] = _compile(op, chars)
+                    bar.update(len(chars))
+                _compile_launchers(todo, seconds)
+                return seconds
+            context = multiprocessing.get_context("spawn")  # a forked child would inherit our threads and locks
+            with concurrent.futures.ProcessPoolExecutor(workers or usable_cores(), mp_context=context) as pool:
+                running = {pool.submit(_compile, op, chars): op for op, chars in todo.items()}
+                _compile_launchers(todo, seconds)
+                for done in concurrent.futures.as_completed(running):
+                    op = running[done]
+                    seconds[op] += done.result()
+                    bar.update(len(todo[op]))
+        return seconds

@@ -103,7 +103,7 @@ def choose(req: Request, options: Options | None = None) -> Plan:
     """
     options = current() if options is None else options
     if compiles_ended():  # plans made while batched kernels compiled in the background did without them
-        forget_decisions()
+        _remembered.cache_clear()
     by_name = options.devices is None or all(isinstance(device, str) for device in options.devices)
     plan = _remembered(req, options) if by_name else _choose(req, options)
     if _log.isEnabledFor(logging.DEBUG):
