@@ -66,6 +66,13 @@ def l2_cache() -> int:
 
 
 @functools.cache
+def last_level_cache() -> int | None:
+    """Bytes of this machine's last-level cache (shared by the cores where it is an L3), where the system says."""
+    sizes = [(level, size) for level, _, size, _ in _caches()]
+    return max(sizes)[1] if sizes else None
+
+
+@functools.cache
 def vector_bytes() -> int:
     """Bytes of the widest SIMD register the compiled kernels use: 64 with AVX-512, 32 with AVX, else 16.
 

@@ -308,7 +308,7 @@ def test_lu_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, padding, 
                 _lu._factor_split(work, piv, info, recip, m, n)
             elif vector:
                 nothing = np.empty((0, m, n), dtype)  # no stack to ask the caches for
-                _lu._factor_vector(work, piv, info, recip, m, n, (nothing, nothing, 0, False))
+                _lu._factor_vector(work, piv, info, recip, m, n, (nothing, nothing, 0, False, False))
             else:
                 _lu._factor_chunk(work, piv, info, np.empty(lanes, work.real.dtype), recip, m, n, lanes)
             results.append((work[:, :n].copy().view(np.uint8), piv, info))
@@ -422,7 +422,7 @@ def test_real_qr_on_simd_vectors_gives_the_bits_of_the_scalar_kernel(dtype, shap
         q = np.zeros((m, ncols + padding, WIDTH), dtype)
         if vector:
             nothing = np.empty((0, m, n), dtype)  # no stack to ask the caches for
-            ahead = (nothing, nothing, nothing, 0, False)
+            ahead = (nothing, nothing, nothing, 0, False, False)
             _qr._factor_vector(work, n, tau, norm, dots, ahead)
             _qr._build_q_vector(work, tau, q, ncols, dots, ahead)
         else:

@@ -495,6 +495,8 @@ def fast_kernel_tables(monkeypatch):
     monkeypatch.setattr(crossover, "measure_lanes", lambda repeats, progress: {"getrf float64": [[8, 64], [16, 16]]})
     monkeypatch.setattr(crossover, "measure_spread",
                         lambda repeats, progress: {"geqrf float64": [[16384, 1.1], [36864, 1.25], [65536, 0.9]]})
+    monkeypatch.setattr(crossover, "measure_stream",
+                        lambda repeats, progress: {"getrf float64": [[512, 1.4], [1152, 1.2], [2048, 0.9]]})
     monkeypatch.setattr(crossover, "measure_loop_threads",
                         lambda repeats, progress: {"getrf float32": [[4, 1.6], [8, 0.7]]})
     monkeypatch.setattr(crossover, "measure_solves",
@@ -602,6 +604,8 @@ def test_batched_crossover_is_timed_on_this_machine_cached_and_read_by_dispatch(
     assert load()["cpu"]["lanes"] == {"getrf float64": ((8, 64), (16, 16))}
     assert load()["cpu"]["spread"] == {"geqrf float64": ((16384, 1.1), (36864, 1.25), (65536, 0.9))}
     assert "a slice a step up to: geqrf float64 36 KiB" in out
+    assert load()["cpu"]["stream"] == {"getrf float64": ((512, 1.4), (1152, 1.2), (2048, 0.9))}
+    assert "streaming up to: getrf float64 1152 bytes" in out
     assert load()["cpu"]["loop_threads"] == {"getrf float32": ((4, 1.6), (8, 0.7))}
     assert "one thread up to order: getrf float32 4" in out
     assert load()["cpu"]["solves"] == {"getrs float32": ((8, 2.0), (12, 1.4), (16, 0.9))}
@@ -653,6 +657,41 @@ def test_calibrated_spread_is_what_the_kernels_ask_with(cache_dir):
     forget_decisions()
     assert spread_limit("geqrf") == 36864 and spread_limit("getrf") == 0 and spread_limit("potrf") == SPREAD_MAX_BYTES
     assert spread_limit("geqrf", 4096) == 4096
+
+
+def test_calibrated_streaming_is_what_the_kernels_write_with(cache_dir, monkeypatch):
+    """Past the last-level cache, a kernel writes its results with streaming stores up to the largest matrix before
+    the first where calibration timed streaming slower (``model.crossover_order`` of its times, by matrix bytes);
+    a kernel not timed, and a machine never calibrated, stream up to ``STREAM_MAX_MATRIX_BYTES``; a caller may
+    choose."""
+    import numpy as np
+
+    from hetlapack.batched import streaming
+    from hetlapack.dispatch.choose import forget_decisions
+
+    monkeypatch.setattr(streaming, "last_level_cache", lambda: 1)
+    stacks = {n: np.empty((1, n, n)) for n in (8, 12, 16)}  # matrices of 512, 1152 and 2048 bytes
+    assert [streaming.streams("getrf", a) for a in stacks.values()] == [True, False, False]
+    entry = {"stream": {"getrf float64": [[512, 1.4], [1152, 1.2], [2048, 0.9]], "geqrf float64": [[512, 0.8]]}}
+    (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))
+    assert CpuDevice().batched_stream["geqrf float64"] == ((512, 0.8),)
+    assert streaming.streams("getrf", stacks[12]) is False  # remembered until dispatch forgets, as its plans are
+    forget_decisions()
+    assert [streaming.streams("getrf", a) for a in stacks.values()] == [True, True, False]
+    assert not streaming.streams("geqrf", stacks[8]) and streaming.streams("potrf", stacks[8])
+    assert streaming.streams("geqrf", stacks[16], chosen=True)
+    assert not streaming.streams("getrf", stacks[8], chosen=False)
+    monkeypatch.setattr(streaming, "last_level_cache", lambda: stacks[8].nbytes)
+    assert not streaming.streams("getrf", stacks[8]) and streaming.streams("getrf", stacks[8], stacks[8])
+
+
+def test_streaming_is_timed_both_ways_on_every_case_by_matrix_bytes():
+    from hetlapack.batched import crossover
+
+    done = []
+    ratios = crossover.measure_stream(repeats=1, orders=(8, 12), progress=done.append)
+    assert list(ratios) == list(crossover.STREAM_CASES) == done
+    assert all([row[0] for row in rows] == [512, 1152] and all(row[1] > 0 for row in rows) for rows in ratios.values())
 
 
 def test_calibrated_solve_orders_are_where_the_solves_leave_the_interleaved_layout(cache_dir):

@@ -61,11 +61,11 @@ def test_kernel_boundary_refuses_an_output_smaller_than_its_input():
                 np.empty((0, 6, 6)))
 
     with pytest.raises(ValueError, match="does not match"):
-        compiling.run("getrf", a.dtype, a, np.empty((4, 5, 6)), piv, info, *pieces(0), 0, flags, 8, 1)
+        compiling.run("getrf", a.dtype, a, np.empty((4, 5, 6)), piv, info, *pieces(0), 0, False, flags, 8, 1)
     with pytest.raises(ValueError, match="does not match"):
-        compiling.run("getrf", a.dtype, a, np.empty((0, 6, 6)), piv, info, *pieces(4, rows=5), 0, flags, 8, 1)
+        compiling.run("getrf", a.dtype, a, np.empty((0, 6, 6)), piv, info, *pieces(4, rows=5), 0, False, flags, 8, 1)
     with pytest.raises(ValueError, match="needs a packed LU to write, or lu's rows, L and U"):
-        compiling.run("getrf", a.dtype, a, np.empty((0, 6, 6)), piv, info, *pieces(0), 0, flags, 8, 1)
+        compiling.run("getrf", a.dtype, a, np.empty((0, 6, 6)), piv, info, *pieces(0), 0, False, flags, 8, 1)
     with pytest.raises(ValueError, match="float64"):
         compiling.run("geqrf", a.dtype, a.astype(np.float32), np.empty_like(a), np.empty((4, 6)), 8, 1)
     read_only = np.empty_like(a)

@@ -9,6 +9,7 @@ import hetlapack.linalg as la
 from hetlapack.batched import recycled
 
 LARGE = (64, 64, 64)  # 2 MiB of float64: above MIN_BYTES
+LINE = recycled.LINE_BYTES  # each block holds a line more than its array, which starts on one
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +30,13 @@ def test_a_dropped_output_s_memory_is_handed_out_again():
     again = recycled.empty(LARGE, np.complex64)
     assert _address(again) == address
     assert again.shape == LARGE and again.dtype == np.complex64 and again.flags.c_contiguous
-    assert recycled.retained() == (again.nbytes, 0)
+    assert recycled.retained() == (again.nbytes + LINE, 0)
+
+
+def test_outputs_from_the_pool_start_on_a_cache_line():
+    shapes = ((LARGE, np.float64), ((3, *LARGE), np.float32), (((1 << 20) + 3,), np.uint8))
+    held = [recycled.empty(shape, dtype) for shape, dtype in shapes]
+    assert all(not a.flags.owndata and _address(a) % LINE == 0 for a in held)
 
 
 def test_memory_any_view_still_sees_is_never_handed_out():
@@ -40,27 +47,27 @@ def test_memory_any_view_still_sees_is_never_handed_out():
     second = recycled.empty(LARGE, np.float64)
     second[:] = -1.0
     assert np.all(view == 7.0)
-    assert recycled.retained() == (2 * second.nbytes, 0)
+    assert recycled.retained() == (2 * (second.nbytes + LINE), 0)
 
 
 def test_small_outputs_and_outputs_beyond_the_pool_are_numpy_s_own(monkeypatch):
     small = recycled.empty((8, 8, 8), np.float64)
     assert small.flags.owndata and recycled.retained() == (0, 0)
-    monkeypatch.setattr(recycled, "RETAINED_BYTES", 3 * np.prod(LARGE) * 8)
+    monkeypatch.setattr(recycled, "RETAINED_BYTES", 3 * (np.prod(LARGE) * 8 + LINE))
     held = [recycled.empty(LARGE, np.float64) for _ in range(3)]
     beyond = recycled.empty(LARGE, np.float64)
-    assert beyond.flags.owndata and recycled.retained() == (3 * beyond.nbytes, 0)
+    assert beyond.flags.owndata and recycled.retained() == (3 * (beyond.nbytes + LINE), 0)
     del held[0]
-    assert recycled.retained() == (2 * beyond.nbytes, beyond.nbytes)
+    assert recycled.retained() == (2 * (beyond.nbytes + LINE), beyond.nbytes + LINE)
 
 
 def test_free_blocks_are_given_up_longest_unused_first_to_make_room(monkeypatch):
-    monkeypatch.setattr(recycled, "RETAINED_BYTES", 5 << 20)
+    monkeypatch.setattr(recycled, "RETAINED_BYTES", (5 << 20) + 3 * LINE)
     first, second = recycled.empty(LARGE, np.float64), recycled.empty(LARGE, np.float64)
     addresses = _address(first), _address(second)
     del first, second
     larger = recycled.empty((3, *LARGE), np.float32)  # 3 MiB: no free block serves it, one must go
-    assert recycled.retained() == (3 << 20, 2 << 20)
+    assert recycled.retained() == ((3 << 20) + LINE, (2 << 20) + LINE)
     reused = recycled.empty(LARGE, np.float64)
     assert _address(reused) == addresses[1] and larger.base is not None
 
@@ -76,8 +83,8 @@ def test_a_block_serves_outputs_of_at_least_half_its_size():
 def test_release_gives_back_free_blocks_only():
     held, dropped = recycled.empty(LARGE, np.float64), recycled.empty(LARGE, np.float64)
     del dropped
-    assert recycled.release() == held.nbytes
-    assert recycled.retained() == (held.nbytes, 0)
+    assert recycled.release() == held.nbytes + LINE
+    assert recycled.retained() == (held.nbytes + LINE, 0)
 
 
 def test_threads_never_share_a_block():

@@ -21,17 +21,17 @@ from ..dtypes import real_dtype
 #: letter is one length across the kernel's arrays, ``k`` is ``min(m, n)`` wherever both are named, a ``?`` allows
 #: an empty array (a Cholesky solve's pivots), and ``t`` is a flag per thread (any length).
 SHAPES: dict[str, tuple[str | None, ...]] = {
-    "potrf": ("bnn", None, None, "bnn", "b", "t", None),
+    "potrf": ("bnn", None, None, "bnn", "b", None, "t", None),
     "potrf_replay": ("bnn", None, None, "bnn", "b", None, "t", None),
     "potrs": ("bnn", None, "bnr", "bnr", None),
-    "getrf": ("bmn", "bmn?", "bk", "b", None, "bm?", "bmk?", "bkn?", "bmm?", "t", None),
+    "getrf": ("bmn", "bmn?", "bk", "b", None, "bm?", "bmk?", "bkn?", "bmm?", None, None, "t", None),
     "getrf_replay": ("bmn", "bmn?", "bk", "b", None, None, "bm?", "bmk?", "bkn?", "bmm?", "t", None),
     "getrs": ("bnn", "bn", "bnr", None, "bnr", "t", None),
     "solve_each": ("bnn", "bn?", "bnr", None, "bnr", "t"),
     "plu": ("bmn", "bk", None, "bm", "bmk", "bkn", "bmm?"),
     "geqrf": ("bmn", "bmn", "bk", None),
     "orgqr": ("bmj", "bj", "bmc", None),
-    "qr": ("bmn", "bmc", "bwn", "t", None),
+    "qr": ("bmn", "bmc", "bwn", None, None, "t", None),
     "potrf_each": ("bnn", None, None, "bnn", "b", "t", None),
     "getrf_each": ("bmn", "bmn", "bk", "b", "t", None),
     "potrs_each": ("bnn", None, "bnr", "bnr", "t", None),

@@ -25,6 +25,7 @@ from ._simd import (WIDTH, load, multiply, negative, quotient, splat, square_roo
                     where_at_most)
 from ._split_complex import ELEMENT, join, product, split
 from ._split_complex import subtract_product as subtract_complex_product
+from ._transpose import store_fence
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -249,9 +250,10 @@ FULL_ROW_SCATTER_N = 8
 
 
 @numba.njit(**JIT_OPTIONS)
-def scatter_triangle(buf, count, a, lower, clean, out, first, n):
+def scatter_triangle(buf, count, a, lower, clean, out, first, n, stream=False):
     """Write each lane's factor into ``out[first + lane]``: the ``lower`` (else upper, conjugate-transposed)
-    triangle from ``buf``, the other triangle zero if ``clean`` else copied from ``a``.
+    triangle from ``buf``, the other triangle zero if ``clean`` else copied from ``a``; whole records with
+    streaming stores if ``stream`` (:func:`~._interleave.copy_records`).
 
     The triangles are separate loops, not one loop with a per-element branch, so each row is a plain copy; full
     chunks write the factor's in blocks where :func:`gather_hermitian` reads in blocks, and a clean factor as whole
@@ -268,7 +270,7 @@ def scatter_triangle(buf, count, a, lower, clean, out, first, n):
             for j in range(i + 1, n):
                 for lane in range(buf.shape[2]):
                     buf[i, j, lane] = 0.0
-        copy_records(out, first, buf, n, n, buf.shape[2], order, False, not lower, not lower)
+        copy_records(out, first, buf, n, n, buf.shape[2], order, False, not lower, not lower, stream)
         return
     if clean and n <= FULL_ROW_SCATTER_N:
         for lane in range(count):
@@ -314,7 +316,7 @@ def _chunk_buffers(out, n, lanes):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _potrf_chunk(a, lower, clean, out, info, nonfinite, thread, chunk, buffers, n, lanes):
+def _potrf_chunk(a, lower, clean, out, info, stream, nonfinite, thread, chunk, buffers, n, lanes):
     """Factorize chunk ``chunk`` of the stack in the ``buffers`` of :func:`_chunk_buffers`; where ``nonfinite`` holds
     a flag per thread, check the chunk's input as it is gathered and set ``thread``'s flag on an infinity or NaN."""
     buf, chunk_info, recip, poison = buffers
@@ -324,16 +326,16 @@ def _potrf_chunk(a, lower, clean, out, info, nonfinite, thread, chunk, buffers, 
     _factor(buf, chunk_info, recip, n, lanes)
     for lane in range(count):
         info[first + lane] = chunk_info[lane]
-    scatter_triangle(buf, count, a, lower, clean, out, first, n)
+    scatter_triangle(buf, count, a, lower, clean, out, first, n, stream)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n, lanes):
+def _potrf_chunks(a, lower, clean, out, info, stream, nonfinite, thread, start, stop, n, lanes):
     """Factorize chunks ``start:stop`` of the stack in buffers (one thread's share)."""
     owned = _chunk_buffers(out, n, lanes)
     buffers = borrowed(owned)
     for chunk in range(start, stop):
-        _potrf_chunk(a, lower, clean, out, info, nonfinite, thread, chunk, buffers, n, lanes)
+        _potrf_chunk(a, lower, clean, out, info, stream, nonfinite, thread, chunk, buffers, n, lanes)
     keep_alive(owned)
 
 
@@ -350,15 +352,16 @@ def _potrf_order_two(a, lower, clean, out, info, nonfinite, thread, start, stop,
         first = chunk * lanes
         if not (direct and first + lanes <= a.shape[0]
                 and potrf_chunk(a, a_order, lower, clean, out, out_order, info, nonfinite.size > 0, first, lanes)):
-            _potrf_chunk(a, lower, clean, out, info, nonfinite, thread, chunk, buffers, 2, lanes)
+            _potrf_chunk(a, lower, clean, out, info, False, nonfinite, thread, chunk, buffers, 2, lanes)
     keep_alive(owned)
 
 
 @numba.njit(**JIT_OPTIONS)
-def potrf_stack(a, lower, clean, out, info, nonfinite, lanes, thread, threads):
+def potrf_stack(a, lower, clean, out, info, stream, nonfinite, lanes, thread, threads):
     """Factorize every matrix of the 3-D stack ``a`` into ``out`` (C- or Fortran-ordered matrices); ``info`` per
-    matrix; ``nonfinite`` as for ``_lu.getrf_stack`` (both triangles are checked, as SciPy checks them). Orders up
-    to ``SMALL_ORDER`` in buffers of ``SMALL_ORDER_LANES`` run versions compiled for them."""
+    matrix; ``nonfinite`` as for ``_lu.getrf_stack`` (both triangles are checked, as SciPy checks them); ``stream``:
+    whole records written with streaming stores (:mod:`.streaming`). Orders up to ``SMALL_ORDER`` in buffers of
+    ``SMALL_ORDER_LANES`` run versions compiled for them."""
     a, out, info, nonfinite = borrowed((a, out, info, nonfinite))
     batch, n = a.shape[0], a.shape[1]
     chunks = (batch + lanes - 1) // lanes
@@ -367,11 +370,13 @@ def potrf_stack(a, lower, clean, out, info, nonfinite, lanes, thread, threads):
     if small and n == 2:
         _potrf_order_two(a, lower, clean, out, info, nonfinite, thread, start, stop, SMALL_ORDER_LANES)
     elif small and n == 3:
-        _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, 3, SMALL_ORDER_LANES)
+        _potrf_chunks(a, lower, clean, out, info, stream, nonfinite, thread, start, stop, 3, SMALL_ORDER_LANES)
     elif small and n == 4:
-        _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, 4, SMALL_ORDER_LANES)
+        _potrf_chunks(a, lower, clean, out, info, stream, nonfinite, thread, start, stop, 4, SMALL_ORDER_LANES)
     else:
-        _potrf_chunks(a, lower, clean, out, info, nonfinite, thread, start, stop, n, lanes)
+        _potrf_chunks(a, lower, clean, out, info, stream, nonfinite, thread, start, stop, n, lanes)
+    if stream:
+        store_fence()
 
 
 @numba.njit(**JIT_OPTIONS)

@@ -17,7 +17,7 @@ from numba.extending import overload
 
 from ..machine import l1_data_cache
 from ._simd import WIDTH, imag_parts, load, magnitude, prefetch, real_parts, splat, store, subtract_product
-from ._transpose import SIZE, transpose_block, transpose_rows
+from ._transpose import LINE_BYTES, SIZE, stream_rows, transpose_block, transpose_rows
 
 #: Bytes of one thread's interleaved buffer: a quarter megabyte, half a core's L2 cache. Measured (1 thread,
 #: float64): LU at n = 32 runs 1.7x faster with 32 lanes (256 KiB) than with 64, at n = 16 1.7x faster with 64
@@ -340,15 +340,25 @@ def _place_rows(p: int, i: int, j: int, order: int, m: int, n: int):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
+def streams_into(stack, stream: bool, span: int) -> bool:
+    """Whether :func:`copy_records` writes records of ``span`` bytes into ``stack`` with streaming stores: asked to
+    (``stream``), and every run of eight numbers starts on a cache line (the stack's data and its records do), as a
+    streaming store of a whole vector needs."""
+    return stream and stack.ctypes.data % LINE_BYTES == 0 and span % LINE_BYTES == 0
+
+
+@numba.njit(**JIT_OPTIONS, inline="always")
 def copy_records(stack, first: int, buf, m: int, n: int, lanes: int, order: int, into_buffer: bool,
-                 conjugate: bool = False, transposed: bool = False) -> None:
+                 conjugate: bool = False, transposed: bool = False, stream: bool = False) -> None:
     """Copy matrices ``first`` to ``first + lanes`` of ``stack``, records laid in ``order``, into ``buf``
     (``into_buffer``), or back, conjugated if ``conjugate``, and transposed if ``transposed`` (square matrices: the
     buffer holds each matrix's transpose): eight records' runs of eight numbers at a time transposed in registers,
     each run to or from the eight buffer rows of its places (:func:`~._transpose.transpose_rows`), the last ``m n
     mod 8`` numbers of each record one by one. Offsets worked out here, not views (a view made per chunk costs its
-    reference counts, which at one vector of matrices per chunk took more than the copy)."""
+    reference counts, which at one vector of matrices per chunk took more than the copy). Back into a stack whose
+    runs start on cache lines (:func:`streams_into`), ``stream`` writes them with streaming stores."""
     item, size = stack.itemsize, m * n
+    streaming = not into_buffer and streams_into(stack, stream, size * item)
     whole = size - size % BLOCK
     span, width = size * item, lanes * item
     placed = order if not transposed else BY_COLUMNS + BY_ROWS - order
@@ -370,6 +380,8 @@ def copy_records(stack, first: int, buf, m: int, n: int, lanes: int, order: int,
                     records[4] + j0 * item, records[5] + j0 * item, records[6] + j0 * item, records[7] + j0 * item)
             if into_buffer:
                 transpose_rows(stack, runs, buf, rows, conjugate)
+            elif streaming:
+                stream_rows(buf, rows, stack, runs, conjugate)
             else:
                 transpose_rows(buf, rows, stack, runs, conjugate)
         for p in range(whole, size):
@@ -383,10 +395,6 @@ def copy_records(stack, first: int, buf, m: int, n: int, lanes: int, order: int,
                 else:
                     value = buf[r, c, lane0 + w]
                     stack[first + lane0 + w, i, j] = np.conj(value) if conjugate else value
-
-
-#: Bytes of a cache line: the step of :func:`prefetch_next`.
-LINE_BYTES = 64
 
 
 #: Bytes of a chunk's buffer up to which a kernel asks for the next chunk a slice at each step of its factorization
@@ -474,15 +482,16 @@ def gather(a, first: int, buf, m: int, n: int, lanes: int, ahead: bool = True) -
 
 
 @numba.njit(**JIT_OPTIONS)
-def scatter(buf, count: int, out, first: int, m: int, n: int, ahead: bool = True) -> None:
+def scatter(buf, count: int, out, first: int, m: int, n: int, ahead: bool = True, stream: bool = False) -> None:
     """Copy the first ``count`` lanes of the ``m x n`` matrices in ``buf`` back to ``out[first + lane]`` (in blocks
-    as :func:`gather` copies them), the next chunk's asked for as :func:`gather` asks."""
+    as :func:`gather` copies them), the next chunk's asked for as :func:`gather` asks; with streaming stores where
+    ``stream`` and the records allow (:func:`copy_records`), and then nothing asked for: a line asked for is read."""
     lanes = buf.shape[2]
-    if ahead:
+    if ahead and not stream:
         prefetch_next(out, first, lanes, m, n, True)
     order = in_records(out, buf, count, m, n, lanes)
     if order != NEITHER:
-        copy_records(out, first, buf, m, n, lanes, order, False)
+        copy_records(out, first, buf, m, n, lanes, order, False, stream=stream)
         return
     if blocked(out, count, m, n, lanes):
         copy_blocks_along(buffer_as_stack(buf), chunk_as_buffer(out, first, lanes), m, n, lanes, rows_along_memory(out))

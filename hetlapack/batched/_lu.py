@@ -37,6 +37,7 @@ from ._simd import (WIDTH, add, any_below, any_equal, exchange_where, load, magn
                     subtract_product, where_greater)
 from ._split_complex import ELEMENT, join, product, reciprocal, split
 from ._split_complex import subtract_product as subtract_complex_product
+from ._transpose import store_fence
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -286,9 +287,10 @@ def _factor_vector(buf, piv, info, recip, m, n, ahead):
     vectors, with the same roundings in the same order: bitwise its results. The trailing update takes two columns
     of the pass at once, their four multipliers held in registers while it runs down the rows (4 FMAs to 4 loads and
     2 stores). The buffer's rows may be wider than ``n`` (:func:`~._interleave.padded_width`). ``ahead`` is
-    ``(a, out, first, spread)``: where ``spread``, each pair of columns asks for a slice of the chunk after the one
-    at ``first`` in the input ``a`` and the packed LU ``out`` (:func:`~._interleave.prefetch_slice`)."""
-    a, out, first, spread = ahead
+    ``(a, out, first, spread, stream)``: where ``spread``, each pair of columns asks for a slice of the chunk after
+    the one at ``first`` in the input ``a`` and, unless written with streaming stores (``stream``), the packed LU
+    ``out`` (:func:`~._interleave.prefetch_slice`)."""
+    a, out, first, spread, stream = ahead
     for lane in range(WIDTH):
         info[lane] = 0
     steps = min(m, n)
@@ -297,7 +299,7 @@ def _factor_vector(buf, piv, info, recip, m, n, ahead):
     for k in range(0, steps, 2):
         if spread:
             prefetch_slice(a, first, WIDTH, m, n, k // 2, (steps + 1) // 2, False)
-            if out.shape[0]:
+            if out.shape[0] and not stream:
                 prefetch_slice(out, first, WIDTH, m, n, k // 2, (steps + 1) // 2, True)
         _pivot_vector_column(buf, k, piv, info, recip, m, n)
         if k + 1 == steps:
@@ -581,27 +583,27 @@ def _record(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def scatter_factored(a, buf, chunk_piv, chunk_info, poison, count, out, piv, info, nonfinite, thread, first, m, n,
-                     lanes, ahead):
+                     lanes, ahead, stream):
     """Write a factored chunk's LU, pivots and ``info`` to the stack's, with ``REDO_INFO`` for each matrix whose
     factors hold an infinity or NaN, and flag ``thread``'s infinity or NaN in ``a`` where asked (:func:`_record`);
-    ``ahead`` as for :func:`~._interleave.scatter`."""
+    ``ahead`` and ``stream`` as for :func:`~._interleave.scatter`."""
     _record(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, thread, first, m, n, lanes)
-    scatter(buf, count, out, first, m, n, ahead)
+    scatter(buf, count, out, first, m, n, ahead, stream)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def scatter_lu(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, thread, first, pieces, scratch, m,
-               n, lanes):
+               n, lanes, stream):
     """:func:`scatter_factored` for ``lu``: each matrix's ``pieces`` (``permute_l, rows, lower, upper,
     permutation`` of :func:`~._lu_pieces.write_plu`) written from the buffer instead of its packed LU, but for a
     matrix marked ``REDO_INFO``: in blocks where the matrices are square and ``L`` unpermuted
-    (:func:`~._lu_pieces.scatter_pieces`, in the ``scratch`` of :func:`~._lu_pieces.lu_scratch`), else a matrix at a
-    time."""
+    (:func:`~._lu_pieces.scatter_pieces`, in the ``scratch`` of :func:`~._lu_pieces.lu_scratch`, with streaming
+    stores if ``stream``), else a matrix at a time."""
     _record(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, thread, first, m, n, lanes)
     permute_l, rows, lower, upper, permutation = pieces
     order, _, unit_lower, _ = scratch
     if unit_lower.shape[0] and not permute_l:
-        scatter_pieces(buf, chunk_piv, count, first, pieces, scratch, n)
+        scatter_pieces(buf, chunk_piv, count, first, pieces, scratch, n, stream)
         return
     packed, pivots = buffer_as_stack(buf), chunk_piv.T
     if permute_l:
@@ -616,16 +618,17 @@ def scatter_lu(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinit
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def scatter_chunk(a, buf, chunk_piv, chunk_info, poison, count, out, piv, info, nonfinite, thread, first, pieces,
-                  scratch, m, n, lanes, ahead=True):
+                  scratch, m, n, lanes, ahead=True, stream=False):
     """Write a factored chunk as the call asks: its packed LU into ``out`` (:func:`scatter_factored`, the next
     chunk's asked for unless ``ahead`` is false), or, where ``out`` is empty, ``lu``'s ``pieces`` (:func:`scatter_lu`,
-    in the ``scratch`` of :func:`~._lu_pieces.lu_scratch`); ``poison`` is a row of scratch of ``lanes``."""
+    in the ``scratch`` of :func:`~._lu_pieces.lu_scratch`); with streaming stores if ``stream``
+    (:func:`~._interleave.scatter`); ``poison`` is a row of scratch of ``lanes``."""
     if out.shape[0]:
         scatter_factored(a, buf, chunk_piv, chunk_info, poison, count, out, piv, info, nonfinite, thread, first, m, n,
-                         lanes, ahead)
+                         lanes, ahead, stream)
     else:
         scatter_lu(a, buf, chunk_piv, chunk_info, poison, count, piv, info, nonfinite, thread, first, pieces, scratch,
-                   m, n, lanes)
+                   m, n, lanes, stream)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -641,24 +644,24 @@ def _chunk_buffers(a, pieces, m, n, lanes):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _getrf_chunk(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, chunk, buffers, m, n, lanes):
+def _getrf_chunk(a, out, piv, info, pieces, spread_bytes, stream, nonfinite, thread, chunk, buffers, m, n, lanes):
     """Factorize chunk ``chunk`` of the stack in the ``buffers`` of :func:`_chunk_buffers`."""
     buf, chunk_piv, chunk_info, best, recip, scratch = buffers
     first = chunk * lanes
     spread = spreads_prefetch(buf, lanes, spread_bytes)
     count = gather(a, first, buf, m, n, lanes, not spread)
-    _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes, (a, out, first, spread))
+    _factor(buf, chunk_piv, chunk_info, best, recip, m, n, lanes, (a, out, first, spread, stream))
     scatter_chunk(a, buf, chunk_piv, chunk_info, best, count, out, piv, info, nonfinite, thread, first, pieces,
-                  scratch, m, n, lanes, not spread)
+                  scratch, m, n, lanes, not spread, stream)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _getrf_chunks(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, start, stop, m, n, lanes):
+def _getrf_chunks(a, out, piv, info, pieces, spread_bytes, stream, nonfinite, thread, start, stop, m, n, lanes):
     """Factorize chunks ``start:stop`` of the stack in buffers (one thread's share)."""
     owned = _chunk_buffers(a, pieces, m, n, lanes)
     buffers = borrowed(owned)
     for chunk in range(start, stop):
-        _getrf_chunk(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, chunk, buffers, m, n, lanes)
+        _getrf_chunk(a, out, piv, info, pieces, spread_bytes, stream, nonfinite, thread, chunk, buffers, m, n, lanes)
     keep_alive(owned)
 
 
@@ -690,7 +693,7 @@ def _getrf_order_two(a, out, piv, info, pieces, spread_bytes, nonfinite, thread,
         first = chunk * lanes
         if not (direct and first + lanes <= a.shape[0]
                 and lu_chunk(a, a_order, out, out_order, piv, info, pieces, first, lanes, True)):
-            _getrf_chunk(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, chunk, buffers, 2, 2, lanes)
+            _getrf_chunk(a, out, piv, info, pieces, spread_bytes, False, nonfinite, thread, chunk, buffers, 2, 2, lanes)
     keep_alive(owned)
 
 
@@ -711,7 +714,7 @@ def _getrf_order_four(a, out, piv, info, pieces, spread_bytes, nonfinite, thread
         else:
             whole = whole and order_four_pieces(a, a_order, piv, info, pieces, first, lanes)
         if not whole:
-            _getrf_chunk(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, chunk, buffers, 4, 4, lanes)
+            _getrf_chunk(a, out, piv, info, pieces, spread_bytes, False, nonfinite, thread, chunk, buffers, 4, 4, lanes)
     keep_alive(owned)
 
 
@@ -732,8 +735,8 @@ def _small_orders_lanes_for(a):
 
 
 @numba.njit(**JIT_OPTIONS)
-def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, spread_bytes, nonfinite, lanes, thread,
-                threads):
+def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, spread_bytes, stream, nonfinite, lanes,
+                thread, threads):
     """Factorize every matrix of the 3-D stack ``a`` into ``out``; ``piv`` (batch, min(m, n)), ``info`` (batch,),
     ``REDO_INFO`` for a matrix whose factors hold an infinity or NaN. Where ``out`` is empty, SciPy's ``lu`` instead,
     written from the buffers without a packed LU in between: ``rows`` (batch, m), ``lower`` (batch, m, k), ``upper``
@@ -741,7 +744,8 @@ def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, s
     matrix marked ``REDO_INFO``).
     Given a ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a``
     sets its own. A buffer of up to ``spread_bytes`` asks for the next chunk a slice a step
-    (:func:`~._interleave.spreads_prefetch`). Square orders up to ``SMALL_ORDER`` in buffers of
+    (:func:`~._interleave.spreads_prefetch`); ``stream``: whole records written with streaming stores
+    (:mod:`.streaming`). Square orders up to ``SMALL_ORDER`` in buffers of
     :func:`small_orders_lanes` run versions compiled for their sizes (given as constants, numba compiles one version
     each)."""
     a, out, piv, info, rows, lower, upper, permutation, nonfinite = borrowed(
@@ -754,8 +758,10 @@ def getrf_stack(a, out, piv, info, permute_l, rows, lower, upper, permutation, s
     if m == n == 2 and lanes == lanes_2:
         _getrf_order_two(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, start, stop, lanes_2)
     elif m == n == 3 and lanes == lanes_3:
-        _getrf_chunks(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, start, stop, 3, 3, lanes_3)
+        _getrf_chunks(a, out, piv, info, pieces, spread_bytes, stream, nonfinite, thread, start, stop, 3, 3, lanes_3)
     elif m == n == 4 and lanes == lanes_4:
         _getrf_order_four(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, start, stop, lanes_4)
     else:
-        _getrf_chunks(a, out, piv, info, pieces, spread_bytes, nonfinite, thread, start, stop, m, n, lanes)
+        _getrf_chunks(a, out, piv, info, pieces, spread_bytes, stream, nonfinite, thread, start, stop, m, n, lanes)
+    if stream:
+        store_fence()

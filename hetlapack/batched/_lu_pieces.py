@@ -139,7 +139,7 @@ def _fill_permutation(lane_rows, ones, lane0, m):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def scatter_pieces(buf, chunk_piv, count, first, pieces, scratch, n):
+def scatter_pieces(buf, chunk_piv, count, first, pieces, scratch, n, stream):
     """``lu``'s pieces of a factored chunk of square matrices, unpermuted ``L``, each copied in blocks as a packed LU
     is (:func:`~._interleave.scatter`): ``L``'s strict lower triangle moved into ``unit_lower``, ``U`` left in the
     buffer and ``P`` built in ``ones`` from the rows' order, worked out across the lanes (:func:`_lane_rows`), as are
@@ -147,7 +147,8 @@ def scatter_pieces(buf, chunk_piv, count, first, pieces, scratch, n):
     by LAPACK. Each copy asks for the next chunk's lines as it starts, the kernel's slices a step being the input's
     and the packed LU's only: left to the hardware, the stores of three outputs missed the cache one after another.
     Written one matrix at a time (:func:`write_plu`), read across the buffer's lanes, ``lu`` took 2.4x
-    ``lu_factor``'s time at n = 8 (float64, 10^4 matrices, 2 threads)."""
+    ``lu_factor``'s time at n = 8 (float64, 10^4 matrices, 2 threads). ``stream`` as for
+    :func:`~._interleave.scatter`."""
     _, rows, lower, upper, permutation = pieces
     _, lane_rows, unit_lower, ones = scratch
     lanes = buf.shape[2]
@@ -156,14 +157,14 @@ def scatter_pieces(buf, chunk_piv, count, first, pieces, scratch, n):
             for lane in range(lanes):
                 unit_lower[i, j, lane] = buf[i, j, lane]
                 buf[i, j, lane] = 0.0
-    scatter(unit_lower, count, lower, first, n, n)
-    scatter(buf, count, upper, first, n, n)
+    scatter(unit_lower, count, lower, first, n, n, True, stream)
+    scatter(buf, count, upper, first, n, n, True, stream)
     for lane0 in range(0, lanes, WIDTH):
         _lane_rows(chunk_piv, lane_rows, lane0, n)
         if permutation.size:
             _fill_permutation(lane_rows, ones, lane0, n)
     if permutation.size:
-        scatter(ones, count, permutation, first, n, n)
+        scatter(ones, count, permutation, first, n, n, True, stream)
     else:
         for lane in range(count):
             for t in range(n):

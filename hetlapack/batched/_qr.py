@@ -27,6 +27,7 @@ from ._order_two import qr_chunk, takes
 from ._simd import (WIDTH, add_rounded_product, any_below, copy_sign, load, multiply, negative, quotient, splat,
                     square_root, store, subtract, subtract_rounded_product, where_at_least, where_at_most,
                     where_greater)
+from ._transpose import store_fence
 
 
 #: Rows of lanes the loops over the lanes work in: a pair's two scales, its coupling and its two dot products.
@@ -462,15 +463,16 @@ def _factor_vector(buf, n, tau, norm, dots, ahead):
     vectors, in the chunk kernel's order of operations; the buffer's rows may be wider than ``n`` columns
     (:func:`~._interleave.padded_width`). One step a column, each helper inlined once (inlined twice in one loop,
     numba's SSA checks warned of variables out of scope). Each step asks for a slice of the next chunk's input and
-    ``R`` where ``ahead`` says (:func:`_qr_vector`)."""
+    ``R`` (unless written with streaming stores) where ``ahead`` says (:func:`_qr_vector`)."""
     m = buf.shape[0]
     safmin, largest = _limits(norm)
     steps = min(m, n)
-    a, _, r_out, first, spread = ahead
+    a, _, r_out, first, spread, stream = ahead
     for k in range(steps):
         if spread:
             prefetch_slice(a, first, WIDTH, m, n, k, steps, False)
-            prefetch_slice(r_out, first, WIDTH, r_out.shape[1], n, k, steps, True)
+            if not stream:
+                prefetch_slice(r_out, first, WIDTH, r_out.shape[1], n, k, steps, True)
         _column_reflector_vector(buf, k, tau, norm, dots, safmin, largest)
         scale = load(tau, k * WIDTH)
         if k % 2 and k + 1 < n:  # the second of a pair: both to the columns right of them
@@ -495,15 +497,15 @@ def _set_q_column(reflectors, q, r, scale):
 def _build_q_vector(reflectors, tau, q, ncols, dots, ahead):
     """:func:`_build_q_chunk` for buffers of one SIMD vector of real matrices, on ``_simd`` vectors, one reflector a
     step as :func:`_factor_vector`; ``q``'s rows may be wider than ``ncols``. Asks for the next chunk's ``Q`` a
-    slice a step as :func:`_factor_vector` asks for its input."""
+    slice a step as :func:`_factor_vector` asks for its input, unless ``Q`` is written with streaming stores."""
     m, count = q.shape[0], tau.shape[0]
-    _, q_out, _, first, spread = ahead
+    _, q_out, _, first, spread, stream = ahead
     for i in range(m):
         for j in range(ncols):
             for lane in range(WIDTH):
                 q[i, j, lane] = 1.0 if i == j else 0.0
     for r in range(count - 1, -1, -1):
-        if spread:
+        if spread and not stream:
             prefetch_slice(q_out, first, WIDTH, m, ncols, r, count, True)
         scale = load(tau, r * WIDTH)
         single = r == count - 1 and count % 2
@@ -523,8 +525,9 @@ def _qr_vector(buf, n, tau, norm, dots, q, ncols, ahead):
     """:func:`_factor_vector` and, where ``Q`` has columns, :func:`_build_q_vector`: one compiled call per chunk
     (inlined into the kernel with the loops over the lanes, numba's SSA checks warned of variables out of scope;
     its explicit vector loads and stores need no knowledge that the buffers do not overlap). ``ahead`` is ``(a,
-    q_out, r_out, first, spread)``: where ``spread``, each step asks for a slice of the chunk after the one at
-    ``first`` (:func:`~._interleave.prefetch_slice`)."""
+    q_out, r_out, first, spread, stream)``: where ``spread``, each step asks for a slice of the chunk after the one
+    at ``first`` (:func:`~._interleave.prefetch_slice`), of the outputs only where not written with streaming
+    stores (``stream``)."""
     _factor_vector(buf, n, tau, norm, dots, ahead)
     if ncols:
         _build_q_vector(buf, tau, q, ncols, dots, ahead)
@@ -636,16 +639,16 @@ def orgqr_stack(qr, tau, out, lanes, thread, threads):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def scatter_upper(buf, count, out, first, ahead=True):
+def scatter_upper(buf, count, out, first, ahead=True, stream=False):
     """Write the first ``out.shape[1]`` rows of each lane's upper triangle to ``out[first + lane]``, zeros below:
     the buffer's reflectors are zeroed and whole rows scattered, in blocks where :func:`scatter` copies in blocks
-    (``ahead`` as there)."""
+    (``ahead`` and ``stream`` as there)."""
     rows, n, lanes = out.shape[1], out.shape[2], buf.shape[2]
     for i in range(1, rows):
         for j in range(min(i, n)):
             for lane in range(lanes):
                 buf[i, j, lane] = 0.0
-    scatter(buf, count, out, first, rows, n, ahead)
+    scatter(buf, count, out, first, rows, n, ahead, stream)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
@@ -662,26 +665,26 @@ def _chunk_buffers(r_out, m, n, ncols, lanes):
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _qr_chunk(a, q_out, r_out, spread_bytes, nonfinite, thread, chunk, buffers, m, n, ncols, lanes):
+def _qr_chunk(a, q_out, r_out, spread_bytes, stream, nonfinite, thread, chunk, buffers, m, n, ncols, lanes):
     """Chunk ``chunk`` of :func:`qr_stack`'s stack in the ``buffers`` of :func:`_chunk_buffers`."""
     buf, chunk_tau, q, norm, dots, work, poison = buffers
     first = chunk * lanes
     spread = spreads_prefetch(buf, lanes, spread_bytes)
     count = gather(a, first, buf, m, n, lanes, not spread)
     flag_poisoned(buf, poison, count, nonfinite, thread, m, buf.shape[1], lanes)
-    _qr_in_chunk(buf, n, chunk_tau, norm, dots, work, q, ncols, lanes, (a, q_out, r_out, first, spread))
-    scatter_upper(buf, count, r_out, first, not spread)
+    _qr_in_chunk(buf, n, chunk_tau, norm, dots, work, q, ncols, lanes, (a, q_out, r_out, first, spread, stream))
+    scatter_upper(buf, count, r_out, first, not spread, stream)
     if ncols:
-        scatter(q, count, q_out, first, m, ncols, not spread)
+        scatter(q, count, q_out, first, m, ncols, not spread, stream)
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
-def _qr_chunks(a, q_out, r_out, spread_bytes, nonfinite, thread, start, stop, m, n, ncols, lanes):
+def _qr_chunks(a, q_out, r_out, spread_bytes, stream, nonfinite, thread, start, stop, m, n, ncols, lanes):
     """Chunks ``start:stop`` of :func:`qr_stack`'s stack (one thread's share) in buffers."""
     owned = _chunk_buffers(r_out, m, n, ncols, lanes)
     buffers = borrowed(owned)
     for chunk in range(start, stop):
-        _qr_chunk(a, q_out, r_out, spread_bytes, nonfinite, thread, chunk, buffers, m, n, ncols, lanes)
+        _qr_chunk(a, q_out, r_out, spread_bytes, stream, nonfinite, thread, chunk, buffers, m, n, ncols, lanes)
     keep_alive(owned)
 
 
@@ -700,17 +703,18 @@ def _qr_order_two(a, q_out, r_out, spread_bytes, nonfinite, thread, start, stop,
         first = chunk * lanes
         if not (direct and first + lanes <= a.shape[0]
                 and qr_chunk(a, a_order, q_out, q_order, r_out, nonfinite.size > 0, first, lanes)):
-            _qr_chunk(a, q_out, r_out, spread_bytes, nonfinite, thread, chunk, buffers, 2, 2, 2, lanes)
+            _qr_chunk(a, q_out, r_out, spread_bytes, False, nonfinite, thread, chunk, buffers, 2, 2, 2, lanes)
     keep_alive(owned)
 
 
 @numba.njit(**JIT_OPTIONS)
-def qr_stack(a, q_out, r_out, spread_bytes, nonfinite, lanes, thread, threads):
+def qr_stack(a, q_out, r_out, spread_bytes, stream, nonfinite, lanes, thread, threads):
     """``Q`` (batch, m, ncols; none when ``ncols`` is 0) and ``R`` (batch, rows, n) of every matrix of ``a``, as
     ``orgqr(geqrf(a))`` and ``triu`` of its first rows would give them, from one gathered chunk. Given a
     ``nonfinite`` flag per thread (else an empty array), a thread that meets an infinity or NaN in ``a`` sets its
     own; a buffer of up to ``spread_bytes`` asks for the next chunk a slice a step
-    (:func:`~._interleave.spreads_prefetch`). Square orders up to ``SMALL_ORDER`` with their whole ``Q``, in buffers
+    (:func:`~._interleave.spreads_prefetch`); ``stream``: whole records written with streaming stores
+    (:mod:`.streaming`). Square orders up to ``SMALL_ORDER`` with their whole ``Q``, in buffers
     of ``WIDE_LANES``, run versions compiled for their sizes (given as constants, numba compiles one version
     each)."""
     a, q_out, r_out, nonfinite = borrowed((a, q_out, r_out, nonfinite))
@@ -722,8 +726,10 @@ def qr_stack(a, q_out, r_out, spread_bytes, nonfinite, lanes, thread, threads):
     if small and m == 2:
         _qr_order_two(a, q_out, r_out, spread_bytes, nonfinite, thread, start, stop, WIDE_LANES)
     elif small and m == 3:
-        _qr_chunks(a, q_out, r_out, spread_bytes, nonfinite, thread, start, stop, 3, 3, 3, WIDE_LANES)
+        _qr_chunks(a, q_out, r_out, spread_bytes, stream, nonfinite, thread, start, stop, 3, 3, 3, WIDE_LANES)
     elif small and m == 4:
-        _qr_chunks(a, q_out, r_out, spread_bytes, nonfinite, thread, start, stop, 4, 4, 4, WIDE_LANES)
+        _qr_chunks(a, q_out, r_out, spread_bytes, stream, nonfinite, thread, start, stop, 4, 4, 4, WIDE_LANES)
     else:
-        _qr_chunks(a, q_out, r_out, spread_bytes, nonfinite, thread, start, stop, m, n, ncols, lanes)
+        _qr_chunks(a, q_out, r_out, spread_bytes, stream, nonfinite, thread, start, stop, m, n, ncols, lanes)
+    if stream:
+        store_fence()

@@ -17,6 +17,10 @@ from numba.extending import intrinsic
 #: Elements on each side of a block.
 SIZE = 8
 
+#: Bytes of a cache line: the most a streaming store of :func:`stream_rows` asks its address to be aligned to, and
+#: the step of ``_interleave.prefetch_next``.
+LINE_BYTES = 64
+
 
 def _shuffle_round(builder: ir.IRBuilder, rows: list, step: int, parts: int) -> list:
     """One round of the transpose: rows ``i`` and ``i + step`` exchange their elements ``p`` with ``p & step`` set
@@ -81,12 +85,9 @@ def transpose_block(typingctx, source, source_offset, source_stride, target, tar
     return signature, codegen
 
 
-@intrinsic
-def transpose_rows(typingctx, source, source_rows, target, target_rows, conjugate):
-    """:func:`transpose_block` between rows anywhere: row ``r`` of ``source`` is the eight elements from byte
-    ``source_rows[r]`` of its data, row ``c`` of ``target`` those from byte ``target_rows[c]`` (two tuples of eight
-    offsets), so that one side's rows may follow an order no single stride gives (the places of a small
-    Fortran-ordered matrix among an interleaved buffer's rows); conjugated if ``conjugate``."""
+def _row_transposition(source, source_rows, target, target_rows, streaming: bool):
+    """The signature and code of :func:`transpose_rows` (``streaming``: of :func:`stream_rows`), or ``None`` for
+    arguments it does not take."""
     if not (isinstance(source, types.Array) and isinstance(target, types.Array) and source.dtype == target.dtype
             and isinstance(source_rows, types.UniTuple) and source_rows.count == SIZE
             and isinstance(source_rows.dtype, types.Integer) and source_rows == target_rows):
@@ -94,6 +95,7 @@ def transpose_rows(typingctx, source, source_rows, target, target_rows, conjugat
     signature = types.none(source, source_rows, target, target_rows, types.boolean)
     parts = 2 if isinstance(source.dtype, types.Complex) else 1
     bits = source.dtype.bitwidth // parts
+    aligned = min(SIZE * source.dtype.bitwidth // 8, LINE_BYTES)
 
     def codegen(context, builder, sig, args):
         row_type = ir.VectorType(ir.IntType(bits), SIZE * parts)
@@ -110,7 +112,39 @@ def transpose_rows(typingctx, source, source_rows, target, target_rows, conjugat
             rows = _shuffle_round(builder, rows, step, parts)
         rows = _conjugated(builder, rows, row_type, args[4], parts, bits)
         for offset, row in zip(targets, rows):
-            builder.store(row, row_pointer(sig.args[2], args[2], offset), align=1)
+            stored = builder.store(row, row_pointer(sig.args[2], args[2], offset), align=aligned if streaming else 1)
+            if streaming:
+                stored.set_metadata("nontemporal", builder.module.add_metadata([ir.IntType(32)(1)]))
         return context.get_dummy_value()
 
     return signature, codegen
+
+
+@intrinsic
+def transpose_rows(typingctx, source, source_rows, target, target_rows, conjugate):
+    """:func:`transpose_block` between rows anywhere: row ``r`` of ``source`` is the eight elements from byte
+    ``source_rows[r]`` of its data, row ``c`` of ``target`` those from byte ``target_rows[c]`` (two tuples of eight
+    offsets), so that one side's rows may follow an order no single stride gives (the places of a small
+    Fortran-ordered matrix among an interleaved buffer's rows); conjugated if ``conjugate``."""
+    return _row_transposition(source, source_rows, target, target_rows, streaming=False)
+
+
+@intrinsic
+def stream_rows(typingctx, source, source_rows, target, target_rows, conjugate):
+    """:func:`transpose_rows` whose stores stream past the caches (non-temporal): each target row is to start at a
+    multiple of its own size or of :data:`LINE_BYTES`, whichever is less (a misaligned one faults). Into results
+    larger than the last-level cache, a line stored so goes to memory once, where an ordinary store first reads it
+    (:func:`store_fence` orders such stores before other threads read the results)."""
+    return _row_transposition(source, source_rows, target, target_rows, streaming=True)
+
+
+@intrinsic
+def store_fence(typingctx):
+    """A full memory fence: the streaming stores before it (:func:`stream_rows`) reach memory before any access
+    after it, so a thread that joins this one reads what they wrote."""
+
+    def codegen(context, builder, sig, args):
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.none(), codegen

@@ -41,12 +41,12 @@ _COUNT = types.intp
 #: the kernel's real precision); ``lapack:NAME`` is SciPy's LAPACK
 #: routine NAME in the kernel's precision (:func:`lapack_routines`).
 KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
-    "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "flags", "count")),
+    "potrf": (_cholesky.potrf_stack, ("in3", "bool", "bool", "out3", "info", "bool", "flags", "count")),
     "potrf_replay": (_cholesky_replay.potrf_replay_stack,
                      ("in3", "bool", "bool", "out3", "info", "count", "flags", "count")),
     "potrs": (_cholesky.potrs_stack, ("in3", "bool", "in3", "out3", "count")),
     "getrf": (_lu.getrf_stack, ("in3", "out3", "piv_out", "info", "bool", "piv_out", "out3", "out3", "real_out3",
-                                "count", "flags", "count")),
+                                "count", "bool", "flags", "count")),
     "getrf_replay": (_lu_replay.getrf_replay_stack,
                      ("in3", "out3", "piv_out", "info", "count", "bool", "piv_out", "out3", "out3", "real_out3",
                       "flags", "count")),
@@ -55,7 +55,7 @@ KERNELS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "plu": (_lu_pieces.plu_stack, ("in3", "piv_in", "bool", "piv_out", "out3", "out3", "real_out3")),
     "geqrf": (_qr.geqrf_stack, ("in3", "out3", "tau_out", "count")),
     "orgqr": (_qr.orgqr_stack, ("in3", "tau_in", "out3", "count")),
-    "qr": (_qr.qr_stack, ("in3", "out3", "out3", "count", "flags", "count")),
+    "qr": (_qr.qr_stack, ("in3", "out3", "out3", "count", "bool", "flags", "count")),
     "potrf_each": (_lapack_each.potrf_each, ("in3", "bool", "bool", "out3", "info", "flags", "lapack:potrf")),
     "getrf_each": (_lapack_each.getrf_each, ("in3", "out3", "piv_out", "info", "flags", "lapack:getrf")),
     "potrs_each": (_lapack_each.potrs_each, ("in3", "bool", "in3", "out3", "flags", "lapack:potrs")),

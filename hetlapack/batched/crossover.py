@@ -9,8 +9,10 @@ complex128, and returns for each factorization and dtype the loop's time over th
 (above 1: interleaved wins), which the cost model turns into the order it switches at
 (:func:`hetlapack.perf.model.interleaved_max_n`). :func:`measure_lanes` times the interleaved Cholesky and LU with
 each of ``LANE_CHOICES`` matrices per buffer, whose best depends on the caches too
-(:func:`hetlapack.perf.model.batched_lanes`), and :func:`measure_spread` whether their buffers of one vector of
-matrices ask for the next chunk a slice a step or all at once (:func:`hetlapack.perf.model.batched_spread_bytes`).
+(:func:`hetlapack.perf.model.batched_lanes`), :func:`measure_spread` whether their buffers of one vector of
+matrices ask for the next chunk a slice a step or all at once (:func:`hetlapack.perf.model.batched_spread_bytes`),
+and :func:`measure_stream` up to which matrices they write their results with streaming stores
+(:func:`hetlapack.perf.model.batched_stream_bytes`).
 :func:`measure_solves` times up to where the solves run in the interleaved layout rather than a matrix at a time
 (:func:`hetlapack.perf.model.interleaved_solve_max_n`), and :func:`measure_loop_threads` each LAPACK loop on one
 thread against every core: concurrent calls of some of OpenBLAS's routines run slower than one thread's
@@ -19,6 +21,7 @@ thread against every core: concurrent calls of some of OpenBLAS's routines run s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -188,6 +191,38 @@ def measure_spread(repeats: int = 3, orders: tuple[int, ...] = SPREAD_ORDERS,
         return [size, seconds[False] / seconds[True]]
 
     return _tabled(SPREAD_CASES, orders, ratio, progress)
+
+
+#: The kernels :func:`measure_stream` times on float64 stacks (``lu``: the LU kernel writing ``lu``'s three results
+#: rather than ``getrf``'s packed one), and the orders: from matrices of 512 bytes (order 8) to 8 KiB (order 32),
+#: where streaming won for some kernels and lost for others on one machine, and lost from order 16 on another.
+STREAM_CASES = tuple(batched_case(op, np.dtype(np.float64)) for op in ("potrf", "getrf", "lu", "geqrf"))
+STREAM_ORDERS = (8, 12, 16, 24, 32)
+
+#: Each kernel of :data:`STREAM_CASES` writing its results with streaming stores or ordinary ones.
+_STREAM_CALLS: dict[str, Callable[[np.ndarray, bool], object]] = {
+    "potrf": lambda a, stream: kernels.potrf(a, lower=True, clean=True, stream=stream),
+    "getrf": lambda a, stream: kernels.getrf(a, stream=stream),
+    "lu": lambda a, stream: kernels.lu(a, permute_l=False, p_matrix=True, stream=stream),
+    "geqrf": lambda a, stream: kernels.qr(a, a.shape[-1], a.shape[-1], stream=stream),
+}
+
+
+def measure_stream(repeats: int = 3, orders: tuple[int, ...] = STREAM_ORDERS,
+                   progress: Callable[[str], None] | None = None) -> dict[str, list[list[float]]]:
+    """``{"getrf float64": [[matrix bytes, time with ordinary stores over streaming ones], ...], ...}`` for each of
+    :data:`STREAM_CASES` (above 1: streaming wins): the kernel timed both ways on one stack per order past the
+    last-level cache (:data:`LANE_STACK_BYTES`), in turn (:func:`_fastest_in_turn`). ``progress`` is told each case
+    as it is done."""
+    rng = np.random.default_rng(5)
+
+    def ratio(op: str, n: int, dtype: np.dtype) -> list[float]:
+        a = _stack(op, n, dtype, rng, LANE_STACK_BYTES)
+        seconds = _fastest_in_turn({stream: functools.partial(_STREAM_CALLS[op], a, stream)
+                                    for stream in (False, True)}, repeats)
+        return [n * n * dtype.itemsize, seconds[False] / seconds[True]]
+
+    return _tabled(STREAM_CASES, orders, ratio, progress)
 
 
 #: The solves :func:`measure_solves` times, in every dtype (our own solves compute in each), and the orders: from

@@ -25,6 +25,7 @@ from . import _lu, _solve, recycled
 from ._interleave import as_stack
 from .compiling import INDEX_DTYPE, LAPACK_DTYPES, lu_pieces, packed_lu_only, run
 from .replay import getrf_kernels, potrf_kernels, qr_kernels
+from .streaming import streams
 from .threads import (MIN_BATCH_PER_THREAD, call_checked, lapack_loop, launch, launch_checked, replay_loop,
                       spread_limit, threads_for, unusable_after_fork)
 
@@ -52,8 +53,8 @@ def _output(batch: int, m: int, n: int, dtype: np.dtype, fortran: bool) -> np.nd
 
 
 def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lapack: bool = False,
-          check_finite: bool = False, lanes: int | None = None,
-          loop_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+          check_finite: bool = False, lanes: int | None = None, loop_threads: int | None = None,
+          stream: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Cholesky factors of a stack of Hermitian positive definite matrices, and LAPACK's ``info`` per matrix.
 
     The factor is in the ``lower`` (else upper) triangle; the other triangle is zero if ``clean``, else the input's.
@@ -66,6 +67,7 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
     kernel's matrices per buffer (default: the buffer-size rule; dispatch passes the one calibration timed fastest),
     ``loop_threads`` caps the LAPACK loop's threads (default: the cost model's cap for the routine, dtype and order,
     1 where concurrent calls of OpenBLAS's routine ran slower than one thread's; else as many as the batch is worth).
+    ``stream`` writes the interleaved kernel's results with streaming stores (default: :func:`.streaming.streams`).
     """
     _check_dtype(a)
     lapack = _lapack_loop("potrf", a.dtype, lapack)
@@ -83,20 +85,21 @@ def potrf(a: np.ndarray, *, lower: bool, clean: bool, fortran: bool = False, lap
                     (stack, bool(lower), bool(clean), out, info), loop_threads)
     elif out.size:
         launch_checked("potrf", check_finite, a.dtype, stack.shape[0], n, n, stack, bool(lower), bool(clean), out,
-                       info, lanes=lanes)
+                       info, streams("potrf", stack, out, chosen=stream), lanes=lanes)
     return out.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
 def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, lapack: bool = False,
-          lanes: int | None = None, loop_threads: int | None = None,
-          spread_bytes: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+          lanes: int | None = None, loop_threads: int | None = None, spread_bytes: int | None = None,
+          stream: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """LU with partial pivoting of a stack: packed ``lu``, 0-based LAPACK pivots (int32) and ``info`` per matrix.
 
     ``info[i] = k > 0`` means ``U[k-1, k-1]`` of matrix ``i`` is exactly zero (the factorization is still complete).
     ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``; ``lapack``, ``lanes`` and
     ``loop_threads`` as for :func:`potrf`, except that ``lapack`` runs the replay of LAPACK's roundings (its results
     to the bit, :mod:`._lu_replay`) where this process's LAPACK is one it replays. ``spread_bytes`` sets the largest
-    buffer that asks for the next chunk a slice a step (default: :func:`~.threads.spread_limit`, calibration's).
+    buffer that asks for the next chunk a slice a step (default: :func:`~.threads.spread_limit`, calibration's);
+    ``stream`` as for :func:`potrf`.
     """
     _check_dtype(a)
     lapack = _lapack_loop("getrf", a.dtype, lapack)
@@ -115,13 +118,15 @@ def getrf(a: np.ndarray, *, fortran: bool = False, check_finite: bool = False, l
                     loop_threads)
     elif out.size:
         launch_checked("getrf", check_finite, a.dtype, stack.shape[0], m, n, stack, out, piv, info,
-                       *packed_lu_only(m, n, a.dtype), spread_limit("getrf", spread_bytes), lanes=lanes)
+                       *packed_lu_only(m, n, a.dtype), spread_limit("getrf", spread_bytes),
+                       streams("getrf", stack, out, chosen=stream), lanes=lanes)
         _refactor_marked("getrf_each", stack, (), (out, piv, info), fortran)
     return out.reshape(a.shape), piv.reshape((*a.shape[:-2], min(m, n))), info.reshape(a.shape[:-2])
 
 
 def lu(a: np.ndarray, *, permute_l: bool, p_matrix: bool = False, check_finite: bool = False, lapack: bool = False,
-       lanes: int | None = None, spread_bytes: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+       lanes: int | None = None, spread_bytes: int | None = None,
+       stream: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`plu` of :func:`getrf`'s factors (flags as there), the interleaved kernel or the replay of LAPACK's
     roundings writing P (or the row indices), L and U from its buffers: no packed LU is written and read back. A
     matrix whose factors hold an infinity or NaN is factored again by LAPACK, as :func:`getrf` does."""
@@ -140,7 +145,8 @@ def lu(a: np.ndarray, *, permute_l: bool, p_matrix: bool = False, check_finite: 
     no_packed = np.empty((0, m, n), a.dtype)
     if replayed is None:
         launch_checked("getrf", check_finite, a.dtype, batch, m, n, stack, no_packed, piv, info, *pieces,
-                       spread_limit("getrf", spread_bytes), lanes=lanes)
+                       spread_limit("getrf", spread_bytes), streams("lu", stack, *pieces[1:], chosen=stream),
+                       lanes=lanes)
     else:
         launch_checked("getrf_replay", check_finite, a.dtype, batch, m, n, stack, no_packed, piv, info, replayed,
                        *pieces)
@@ -256,14 +262,14 @@ def _shaped_qr(a: np.ndarray, q: np.ndarray, r: np.ndarray) -> tuple[np.ndarray 
 
 def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_finite: bool = False,
        lapack: bool = False, lanes: int | None = None, loop_threads: int | None = None,
-       spread_bytes: int | None = None) -> tuple[np.ndarray | None, np.ndarray]:
+       spread_bytes: int | None = None, stream: bool | None = None) -> tuple[np.ndarray | None, np.ndarray]:
     """``Q`` (the first ``ncols`` columns; ``None`` when ``ncols`` is 0) and ``R`` (the first ``rows`` rows of the
     upper triangle) of a stack, in one pass: what ``orgqr(*geqrf(a), ncols)`` and ``triu(geqrf(a)[0][..., :rows, :])``
     give, without writing the reflectors out and reading them back. ``fortran`` orders Q's matrices (R is C-ordered,
     as SciPy returns it); ``check_finite`` raises SciPy's ValueError for infinities or NaNs in ``a``; ``lapack`` runs
     SciPy's ``geqrf`` and ``orgqr`` on each matrix (its results to the bit), or the replay of their roundings
     (:mod:`._qr_replay`) where this process's LAPACK is one it replays; ``lanes`` and ``loop_threads`` as for
-    :func:`potrf`, ``spread_bytes`` as for :func:`getrf`.
+    :func:`potrf`, ``spread_bytes`` as for :func:`getrf`, ``stream`` as for :func:`potrf`.
     """
     stack, q, r = _qr_outputs(a, ncols, rows, fortran)
     lapack = _lapack_loop("geqrf", a.dtype, lapack)
@@ -275,7 +281,7 @@ def qr(a: np.ndarray, ncols: int, rows: int, *, fortran: bool = False, check_fin
                     loop_threads)
     elif q.size or r.size:
         launch_checked("qr", check_finite, a.dtype, *stack.shape, stack, q, r, spread_limit("geqrf", spread_bytes),
-                       lanes=lanes)
+                       streams("geqrf", stack, q, r, chosen=stream), lanes=lanes)
     return _shaped_qr(a, q, r)
 
 

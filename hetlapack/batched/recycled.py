@@ -35,6 +35,9 @@ MIN_BYTES = 1 << 20
 #: same as at 10^4 matrices).
 RETAINED_BYTES = (physical_memory() or 16 << 30) // 8
 
+#: Bytes of a cache line: each array from the pool starts on one (its block holds a line more than the array).
+LINE_BYTES = 64
+
 #: A block serves an output of at least this fraction of its size, so a small output does not hold a large block.
 SMALLEST_SHARE = 0.5
 
@@ -65,16 +68,18 @@ def _is_free(index: int) -> bool:
 def empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """An uninitialized C-ordered array of ``shape`` and ``dtype``, as ``np.empty`` gives, on a free block of the
     pool where one fits and else on a new block (``np.empty`` itself below :data:`MIN_BYTES`, or where the pool is
-    full of blocks in use)."""
+    full of blocks in use). From the pool, the array starts on a cache line, as streaming stores ask
+    (:mod:`.streaming`)."""
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize  # np.prod took 4 us a call, a tenth of a small stack's LU
     if nbytes < MIN_BYTES:
         return np.empty(shape, dtype)
     with _lock:
-        block = _take(nbytes)
+        block = _take(nbytes + LINE_BYTES)
     if block is None:
         return np.empty(shape, dtype)
-    return block[:nbytes].view(dtype).reshape(shape)
+    skip = -block.ctypes.data % LINE_BYTES
+    return block[skip:skip + nbytes].view(dtype).reshape(shape)
 
 
 def _take(nbytes: int) -> np.ndarray | None:

@@ -107,9 +107,10 @@ def _tile_calls() -> dict[str, Callable[[np.ndarray, int], object]]:
 
 def _batched_timings(repeats: int) -> dict[str, dict[str, list[list[float]]]]:
     """:func:`~hetlapack.batched.crossover.measure`, :func:`~hetlapack.batched.crossover.measure_lanes`,
-    :func:`~hetlapack.batched.crossover.measure_spread`, :func:`~hetlapack.batched.crossover.measure_solves` and
-    :func:`~hetlapack.batched.crossover.measure_loop_threads` as a device entry's ``"batched"``, ``"lanes"``,
-    ``"spread"``, ``"solves"`` and ``"loop_threads"`` tables, with a progress bar over their cases, after compiling the
+    :func:`~hetlapack.batched.crossover.measure_spread`, :func:`~hetlapack.batched.crossover.measure_stream`,
+    :func:`~hetlapack.batched.crossover.measure_solves` and :func:`~hetlapack.batched.crossover.measure_loop_threads`
+    as a device entry's ``"batched"``, ``"lanes"``, ``"spread"``, ``"stream"``, ``"solves"`` and ``"loop_threads"``
+    tables, with a progress bar over their cases, after compiling the
     kernels numba's cache lacks on every core (``hetlapack compile``'s work, with its own bar) rather than one at a time
     in the cases that meet them."""
     from tqdm import tqdm  # noqa: PLC0415 - numba (for the kernels) loads only where this runs
@@ -119,7 +120,7 @@ def _batched_timings(repeats: int) -> dict[str, dict[str, list[list[float]]]]:
     precompile.precompile()
 
     cases = sum(len(cases) for cases in (crossover.CASES, crossover.LANE_CASES, crossover.SPREAD_CASES,
-                                         crossover.SOLVE_CASES, crossover.LOOP_CASES))
+                                         crossover.STREAM_CASES, crossover.SOLVE_CASES, crossover.LOOP_CASES))
     with tqdm(total=cases, desc="batched kernels", unit="case") as bar:
         def done(case: str) -> None:
             bar.set_postfix_str(case)
@@ -127,6 +128,7 @@ def _batched_timings(repeats: int) -> dict[str, dict[str, list[list[float]]]]:
         return {"batched": crossover.measure(repeats, progress=done),
                 "lanes": crossover.measure_lanes(repeats, progress=done),
                 "spread": crossover.measure_spread(repeats, progress=done),
+                "stream": crossover.measure_stream(repeats, progress=done),
                 "solves": crossover.measure_solves(repeats, progress=done),
                 "loop_threads": crossover.measure_loop_threads(repeats, progress=done)}
 
@@ -166,6 +168,15 @@ def _print_spread(ratios: dict[str, list[list[float]]]) -> None:
     limits = ", ".join(f"{case} {model.crossover_order(rows) // 1024} KiB" for case, rows in ratios.items())
     print("stacks: the time of a kernel on one vector of float64 matrices asking for the next chunk all at once over "
           f"a slice a step, by buffer (above 1x slices win); a slice a step up to: {limits}")
+
+
+def _print_stream(ratios: dict[str, list[list[float]]]) -> None:
+    """Each interleaved kernel's time with ordinary stores over streaming ones, per matrix, and the largest matrix
+    whose results it streams from now on."""
+    _print_by_order(ratios, lambda ratio: f"{ratio:>19.2f}x", "bytes")
+    limits = ", ".join(f"{case} {model.crossover_order(rows)} bytes" for case, rows in ratios.items())
+    print("stacks past the last-level cache: the time of a kernel writing its results with ordinary stores over "
+          f"streaming ones, by matrix (above 1x streaming wins); streaming up to: {limits}")
 
 
 def _print_calls(tables: dict[str, list[list[float]]], path: str) -> None:
@@ -213,6 +224,8 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
             _print_lanes(measured["lanes"])
         if "spread" in measured:
             _print_spread(measured["spread"])
+        if "stream" in measured:
+            _print_stream(measured["stream"])
         if "solves" in measured:
             _print_ratios(measured["solves"], "a solve's time a matrix at a time over the interleaved one's (above 1x "
                           "the interleaved solve wins)", "interleaved", model.crossover_order)

@@ -113,6 +113,10 @@ class Device(abc.ABC):
         #: once over a slice a step), ...)`` for one vector of matrices, when calibration measured it (a CPU's only):
         #: up to which buffer its kernel asks a slice a step.
         self.batched_spread: dict[str, tuple[tuple[float, float], ...]] = {}
+        #: Per batched factorization (``"getrf float64"``), ``((matrix bytes, time with ordinary stores over streaming
+        #: ones), ...)`` on stacks past the last-level cache, when calibration measured it (a CPU's only): up to which
+        #: matrix its kernel writes the results with streaming stores.
+        self.batched_stream: dict[str, tuple[tuple[float, float], ...]] = {}
         #: Per solve and dtype (``"getrs float32"``), ``((order, the solve a matrix at a time's time over the
         #: interleaved one's), ...)`` on stacks, when calibration measured them (a CPU's only): up to where a solve
         #: runs in the interleaved layout.

@@ -71,8 +71,8 @@ PLAUSIBLE_RANGE = (1e-9, 1e9)
 #: attribute each goes into.
 TABLE_ATTRIBUTES = {"kernels": "kernel_rates", "whole": "whole_rates", "host_call": "host_call_rates",
                     "tile_call": "tile_call_rates", "tiles": "tile_orders", "batched": "batched_rates",
-                    "lanes": "batched_lanes", "spread": "batched_spread", "solves": "batched_solves",
-                    "loop_threads": "loop_threads", "potrf_blocks": "potrf_blocks"}
+                    "lanes": "batched_lanes", "spread": "batched_spread", "stream": "batched_stream",
+                    "solves": "batched_solves", "loop_threads": "loop_threads", "potrf_blocks": "potrf_blocks"}
 TABLE_KEYS = tuple(TABLE_ATTRIBUTES)
 
 
@@ -119,7 +119,7 @@ def apply_measurements(device: Device, measured: dict) -> None:
     its tables, where any row was measured, into ``kernel_rates`` (``"kernels"``), ``whole_rates`` (``"whole"``),
     ``host_call_rates`` (``"host_call"``), ``tile_call_rates`` (``"tile_call"``), ``tile_orders`` (``"tiles"``),
     ``batched_rates`` (``"batched"``), ``batched_lanes`` (``"lanes"``), ``batched_spread`` (``"spread"``),
-    ``batched_solves`` (``"solves"``), ``loop_threads`` and ``potrf_blocks``."""
+    ``batched_stream`` (``"stream"``), ``batched_solves`` (``"solves"``), ``loop_threads`` and ``potrf_blocks``."""
     _apply(device, _frozen(_measurements(measured)))
 
 

@@ -235,6 +235,16 @@ def batched_spread_bytes(op: str) -> int | None:
     return crossover_order(timed) if timed else None
 
 
+@functools.lru_cache(maxsize=16)
+def batched_stream_bytes(op: str) -> int | None:
+    """The largest matrix (bytes) whose results ``op``'s interleaved kernel writes with streaming stores past the
+    last-level cache, as ``hetlapack calibrate`` timed it on float64 stacks of this machine: :func:`crossover_order`
+    of its times with ordinary stores over streaming ones, by matrix bytes (0: streaming lost at the smallest
+    matrix timed); ``None`` where it timed none. Remembered as :func:`batched_spread_bytes` is."""
+    timed = _cpu_tables("stream").get(f"{op} float64")
+    return crossover_order(timed) if timed else None
+
+
 #: Largest order a solve (``potrs``, ``getrs``) runs in the interleaved chunk layout, by dtype (its character), where
 #: ``hetlapack calibrate`` has not timed this machine's (:func:`interleaved_solve_max_n`); above it each matrix is
 #: solved where it lies (``batched._solve``). Measured (2 threads, B = 20,000, one right-hand side, ns per matrix,
@@ -376,10 +386,12 @@ def _calibrated_potrf_block(dtype: np.dtype, n: int, uplo: str, library: str) ->
 
 
 def forget_calibrated_lookups() -> None:
-    """Forget the blocks :func:`host_potrf_block`, the buffers :func:`batched_spread_bytes` and the orders
-    :func:`interleaved_solve_max_n` read from the cache, so that the next calls read it afresh."""
+    """Forget the blocks :func:`host_potrf_block`, the buffers :func:`batched_spread_bytes`, the matrices
+    :func:`batched_stream_bytes` and the orders :func:`interleaved_solve_max_n` read from the cache, so that the next
+    calls read it afresh."""
     _calibrated_potrf_block.cache_clear()
     batched_spread_bytes.cache_clear()
+    batched_stream_bytes.cache_clear()
     interleaved_solve_max_n.cache_clear()
 
 
