@@ -3,6 +3,7 @@ in processes of their own."""
 
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -65,3 +66,45 @@ def test_a_lock_file_that_cannot_be_opened_leaves_compilation_unserialized(tmp_p
     monkeypatch.setattr(precompile, "_lock_path", lambda: tmp_path / "a file" / "compiling.lock")
     with precompile.machine_lock():
         pass
+
+
+_ORPHANED = """
+import concurrent.futures, multiprocessing, os, time
+from hetlapack.batched.precompile import end_with
+if __name__ == "__main__":
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                                initializer=end_with, initargs=(os.getpid(),)) as pool:
+        print(pool.submit(os.getpid).result(), flush=True)
+        pool.submit(time.sleep, 300)
+        time.sleep(300)
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not ended (a zombie waits only to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_compiling_workers_end_when_their_parent_is_killed(tmp_path):
+    """``hetlapack compile`` killed by its process id (not Ctrl-C, which reaches the whole group) leaves no worker
+    compiling on."""
+    script = tmp_path / "orphaned.py"
+    script.write_text(_ORPHANED)
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                              stderr=subprocess.DEVNULL)  # its resource tracker's warning of the semaphores left
+    try:
+        worker = int(parent.stdout.readline())
+        assert _running(worker)
+    finally:
+        parent.kill()
+        parent.wait(timeout=60)
+    for _ in range(200):
+        if not _running(worker):
+            break
+        time.sleep(0.05)
+    assert not _running(worker)

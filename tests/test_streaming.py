@@ -23,6 +23,18 @@ def test_no_call_streams_where_the_system_does_not_say_its_last_level_cache(monk
     assert streaming.streams("getrf", a, chosen=True)
 
 
+def test_a_call_streams_only_into_results_whose_records_start_on_cache_lines(monkeypatch):
+    """So that the kernels skip asking for the results' lines ahead only where they then stream into them."""
+    monkeypatch.setattr(streaming, "last_level_cache", lambda: 1)
+    raw = np.empty(4 * 64 + LINE_BYTES // 8)
+    skip = -raw.ctypes.data % LINE_BYTES // 8
+    aligned = raw[skip:skip + 4 * 64].reshape(4, 8, 8)
+    assert streaming.streams("potrf", aligned, aligned)
+    assert not streaming.streams("potrf", aligned, raw[skip + 1:skip + 1 + 4 * 64].reshape(4, 8, 8))
+    assert not streaming.streams("potrf", aligned, raw[skip:skip + 4 * 36].reshape(4, 6, 6))  # records of 288 bytes
+    assert streaming.streams("potrf", aligned, aligned, raw[:0].reshape(0, 8, 8))  # an empty result writes nothing
+
+
 def _results(a: np.ndarray, spd: np.ndarray) -> list[np.ndarray]:
     with hetlapack.using(path="batched", kernels="interleaved"):
         return [la.cholesky(spd), la.cholesky(spd, lower=True), la.cho_factor(spd)[0], *la.lu_factor(a), *la.lu(a),

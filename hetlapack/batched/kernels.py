@@ -143,9 +143,9 @@ def lu(a: np.ndarray, *, permute_l: bool, p_matrix: bool = False, check_finite: 
     info = np.zeros(batch, dtype=INDEX_DTYPE)
     pieces = lu_pieces(batch, m, n, a.dtype, permute_l=permute_l, p_matrix=p_matrix)
     no_packed = np.empty((0, m, n), a.dtype)
-    if replayed is None:
+    if replayed is None:  # pieces[2:], L, U and P, are the records the kernel copies
         launch_checked("getrf", check_finite, a.dtype, batch, m, n, stack, no_packed, piv, info, *pieces,
-                       spread_limit("getrf", spread_bytes), streams("lu", stack, *pieces[1:], chosen=stream),
+                       spread_limit("getrf", spread_bytes), streams("lu", stack, *pieces[2:], chosen=stream),
                        lanes=lanes)
     else:
         launch_checked("getrf_replay", check_finite, a.dtype, batch, m, n, stack, no_packed, piv, info, replayed,

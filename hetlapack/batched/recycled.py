@@ -22,6 +22,7 @@ import threading
 import numpy as np
 
 from ..machine import physical_memory
+from ._transpose import LINE_BYTES
 
 #: Outputs smaller than this come from ``np.empty``: the C library keeps memory of this size (glibc's default
 #: threshold for returning memory to the system is 128 KiB), and searching the pool costs about a microsecond.
@@ -34,9 +35,6 @@ MIN_BYTES = 1 << 20
 #: 4 GiB: ``qr`` 3,275 / 2,713, ``lu_factor`` 1,768 / 1,495, ``cholesky`` 1,284 / 1,022, ``lu`` 3,298 / 2,369, the
 #: same as at 10^4 matrices).
 RETAINED_BYTES = (physical_memory() or 16 << 30) // 8
-
-#: Bytes of a cache line: each array from the pool starts on one (its block holds a line more than the array).
-LINE_BYTES = 64
 
 #: A block serves an output of at least this fraction of its size, so a small output does not hold a large block.
 SMALLEST_SHARE = 0.5
