@@ -20,6 +20,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from ..machine import vector_bytes
 from ._borrowed import borrowed, keep_alive
 from ._interleave import (BY_ROWS, JIT_OPTIONS, NEITHER, WIDE_LANES, chunk_buffer, chunk_range, divide, flag_poisoned,
                           gather, on_cache_lines, prefetch_slice, record_order, scatter, spreads_prefetch)
@@ -32,6 +33,14 @@ from ._transpose import store_fence
 
 #: Rows of lanes the loops over the lanes work in: a pair's two scales, its coupling and its two dot products.
 WORK_ROWS = 5
+
+#: Columns a pass of a pair of reflectors holds the dot products of in registers (:func:`_reflect_columns_by_pair`):
+#: four where a vector of ``WIDTH`` lanes is one register (AVX-512's 32), two where it takes two (AVX2's 16, which
+#: four columns' eight dot products fill alone). Measured with every library pinned to AVX2 code on a 2-core Zen 5
+#: EPYC (stop 99; ``kernels.qr`` float64, 2 threads, full Q and R / R alone, best of 9, ns a matrix, four / two
+#: columns a pass, bitwise the same): n = 24 773-858 / 645-761 and 383-404 / 351-359, n = 32 1,789-1,832 /
+#: 1,566-1,613 and 946-992 / 871-886, n = 64 12,303-12,311 / 10,245-11,659; n = 16 within the spread.
+PASS_COLUMNS = 4 if vector_bytes() >= 64 else 2
 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _column_norm(buf, k, lane):
@@ -398,8 +407,8 @@ def _reflect_one_by_pair(target, reflectors, top, high_first, scales, coupling, 
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _reflect_four_by_pair(target, reflectors, top, high_first, scales, coupling, j):
     """:func:`_reflect_two_by_pair` for columns ``j`` to ``j + 3``: each row's two reflector vectors loaded once for
-    four columns, the eight dot products in registers (14 of AVX2's 16 in the loops), each column's roundings in
-    :func:`_reflect_column_by_pair`'s order, so bitwise its results."""
+    four columns, the eight dot products in registers (with AVX-512; :data:`PASS_COLUMNS`), each column's roundings
+    in :func:`_reflect_column_by_pair`'s order, so bitwise its results."""
     rows, width, depth = target.shape[0], target.shape[1], reflectors.shape[1]
     high, low = top, top + 1
     at0, at1 = (top * width + j) * WIDTH, ((top + 1) * width + j) * WIDTH
@@ -437,24 +446,42 @@ def _reflect_four_by_pair(target, reflectors, top, high_first, scales, coupling,
                                                                                             load(target, at))))
 
 
-@numba.njit(**JIT_OPTIONS, inline="always")
 def _reflect_columns_by_pair(target, reflectors, top, high_first, scales, coupling, start, stop):
     """Apply the reflectors of columns ``top`` and ``top + 1`` in ``high_first``'s order (as
     :func:`_reflect_column_by_pair`) to columns ``start`` to ``stop - 1`` of ``target``: four at a time, then two,
-    then one. Four a pass load each reflector vector once for four columns instead of two (``geqr2`` and ``org2r``
-    on one vector of float64 matrices in cache, buffers on cache lines, one thread, ns a matrix, pairs / fours,
-    bitwise the same: n = 8 148 / 145, 16 603 / 605, 24 1,515 / 1,419, 32 3,192 / 2,992, 64 24,061 / 21,312). Each
-    pass holds its columns' dot products in registers, so each width is its own function: a remainder of two taken
-    one column at a time made ``qr`` 7% slower at n = 16 (float64, B = 2,000, one thread, median of 6 runs: 870
-    against 811 ns a matrix), and the four-column pass with its last columns clamped to the last (taken twice, stored
-    alike) made the kernel 7-10% slower at n = 8-32."""
-    fours = start + (stop - start) // 4 * 4
-    for j in range(start, fours, 4):
-        _reflect_four_by_pair(target, reflectors, top, high_first, scales, coupling, j)
-    if stop - fours >= 2:
-        _reflect_two_by_pair(target, reflectors, top, high_first, scales, coupling, fours)
-    if (stop - fours) % 2:
-        _reflect_one_by_pair(target, reflectors, top, high_first, scales, coupling, stop - 1)
+    then one, where the registers hold four columns' dot products (:data:`PASS_COLUMNS`), else two at a time, then
+    one. Four a pass load each reflector vector once for four columns instead of two (``geqr2`` and ``org2r`` on one
+    vector of float64 matrices in cache, buffers on cache lines, one thread, ns a matrix, pairs / fours, bitwise the
+    same: n = 8 148 / 145, 16 603 / 605, 24 1,515 / 1,419, 32 3,192 / 2,992, 64 24,061 / 21,312). Each pass holds
+    its columns' dot products in registers, so each width is its own function: a remainder of two taken one column at
+    a time made ``qr`` 7% slower at n = 16 (float64, B = 2,000, one thread, median of 6 runs: 870 against 811 ns a
+    matrix), and the four-column pass with its last columns clamped to the last (taken twice, stored alike) made the
+    kernel 7-10% slower at n = 8-32. The two ways are two functions, chosen as the kernel compiles: one written to
+    serve both, its remainder of two in a loop, made the four-column kernel 4-15% slower at n = 24 (stop 99)."""
+
+
+@overload(_reflect_columns_by_pair, jit_options=JIT_OPTIONS, inline="always")
+def _reflect_columns_by_pair_for(target, reflectors, top, high_first, scales, coupling, start, stop):
+    if PASS_COLUMNS == 4:
+        def by_fours(target, reflectors, top, high_first, scales, coupling, start, stop):
+            fours = start + (stop - start) // 4 * 4
+            for j in range(start, fours, 4):
+                _reflect_four_by_pair(target, reflectors, top, high_first, scales, coupling, j)
+            if stop - fours >= 2:
+                _reflect_two_by_pair(target, reflectors, top, high_first, scales, coupling, fours)
+            if (stop - fours) % 2:
+                _reflect_one_by_pair(target, reflectors, top, high_first, scales, coupling, stop - 1)
+
+        return by_fours
+
+    def by_twos(target, reflectors, top, high_first, scales, coupling, start, stop):
+        twos = start + (stop - start) // 2 * 2
+        for j in range(start, twos, 2):
+            _reflect_two_by_pair(target, reflectors, top, high_first, scales, coupling, j)
+        if stop - twos:
+            _reflect_one_by_pair(target, reflectors, top, high_first, scales, coupling, stop - 1)
+
+    return by_twos
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
