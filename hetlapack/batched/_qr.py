@@ -34,7 +34,7 @@ from ._transpose import store_fence
 #: Rows of lanes the loops over the lanes work in: a pair's two scales, its coupling and its two dot products.
 WORK_ROWS = 5
 
-#: Columns a pass of a pair of reflectors holds the dot products of in registers (:func:`_reflect_columns_by_pair`):
+#: Columns a pass of a pair of reflectors holds the dot products of in registers (``_reflect_columns_by_pair``):
 #: four where a vector of ``WIDTH`` lanes is one register (AVX-512's 32), two where it takes two (AVX2's 16, which
 #: four columns' eight dot products fill alone). Measured with every library pinned to AVX2 code on a 2-core Zen 5
 #: EPYC (stop 99; ``kernels.qr`` float64, 2 threads, full Q and R / R alone, best of 9, ns a matrix, four / two
@@ -446,42 +446,41 @@ def _reflect_four_by_pair(target, reflectors, top, high_first, scales, coupling,
                                                                                             load(target, at))))
 
 
-def _reflect_columns_by_pair(target, reflectors, top, high_first, scales, coupling, start, stop):
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _reflect_columns_by_fours(target, reflectors, top, high_first, scales, coupling, start, stop):
     """Apply the reflectors of columns ``top`` and ``top + 1`` in ``high_first``'s order (as
     :func:`_reflect_column_by_pair`) to columns ``start`` to ``stop - 1`` of ``target``: four at a time, then two,
-    then one, where the registers hold four columns' dot products (:data:`PASS_COLUMNS`), else two at a time, then
-    one. Four a pass load each reflector vector once for four columns instead of two (``geqr2`` and ``org2r`` on one
-    vector of float64 matrices in cache, buffers on cache lines, one thread, ns a matrix, pairs / fours, bitwise the
-    same: n = 8 148 / 145, 16 603 / 605, 24 1,515 / 1,419, 32 3,192 / 2,992, 64 24,061 / 21,312). Each pass holds
-    its columns' dot products in registers, so each width is its own function: a remainder of two taken one column at
-    a time made ``qr`` 7% slower at n = 16 (float64, B = 2,000, one thread, median of 6 runs: 870 against 811 ns a
-    matrix), and the four-column pass with its last columns clamped to the last (taken twice, stored alike) made the
-    kernel 7-10% slower at n = 8-32. The two ways are two functions, chosen as the kernel compiles: one written to
-    serve both, its remainder of two in a loop, made the four-column kernel 4-15% slower at n = 24 (stop 99)."""
+    then one. Four a pass load each reflector vector once for four columns instead of two (``geqr2`` and ``org2r``
+    on one vector of float64 matrices in cache, buffers on cache lines, one thread, ns a matrix, pairs / fours,
+    bitwise the same: n = 8 148 / 145, 16 603 / 605, 24 1,515 / 1,419, 32 3,192 / 2,992, 64 24,061 / 21,312). Each
+    pass holds its columns' dot products in registers, so each width is its own function: a remainder of two taken
+    one column at a time made ``qr`` 7% slower at n = 16 (float64, B = 2,000, one thread, median of 6 runs: 870
+    against 811 ns a matrix), and the four-column pass with its last columns clamped to the last (taken twice, stored
+    alike) made the kernel 7-10% slower at n = 8-32."""
+    fours = start + (stop - start) // 4 * 4
+    for j in range(start, fours, 4):
+        _reflect_four_by_pair(target, reflectors, top, high_first, scales, coupling, j)
+    if stop - fours >= 2:
+        _reflect_two_by_pair(target, reflectors, top, high_first, scales, coupling, fours)
+    if (stop - fours) % 2:
+        _reflect_one_by_pair(target, reflectors, top, high_first, scales, coupling, stop - 1)
 
 
-@overload(_reflect_columns_by_pair, jit_options=JIT_OPTIONS, inline="always")
-def _reflect_columns_by_pair_for(target, reflectors, top, high_first, scales, coupling, start, stop):
-    if PASS_COLUMNS == 4:
-        def by_fours(target, reflectors, top, high_first, scales, coupling, start, stop):
-            fours = start + (stop - start) // 4 * 4
-            for j in range(start, fours, 4):
-                _reflect_four_by_pair(target, reflectors, top, high_first, scales, coupling, j)
-            if stop - fours >= 2:
-                _reflect_two_by_pair(target, reflectors, top, high_first, scales, coupling, fours)
-            if (stop - fours) % 2:
-                _reflect_one_by_pair(target, reflectors, top, high_first, scales, coupling, stop - 1)
+@numba.njit(**JIT_OPTIONS, inline="always")
+def _reflect_columns_by_twos(target, reflectors, top, high_first, scales, coupling, start, stop):
+    """:func:`_reflect_columns_by_fours` two columns at a time, then one: where four columns' dot products would fill
+    the registers (:data:`PASS_COLUMNS`)."""
+    twos = start + (stop - start) // 2 * 2
+    for j in range(start, twos, 2):
+        _reflect_two_by_pair(target, reflectors, top, high_first, scales, coupling, j)
+    if stop - twos:
+        _reflect_one_by_pair(target, reflectors, top, high_first, scales, coupling, stop - 1)
 
-        return by_fours
 
-    def by_twos(target, reflectors, top, high_first, scales, coupling, start, stop):
-        twos = start + (stop - start) // 2 * 2
-        for j in range(start, twos, 2):
-            _reflect_two_by_pair(target, reflectors, top, high_first, scales, coupling, j)
-        if stop - twos:
-            _reflect_one_by_pair(target, reflectors, top, high_first, scales, coupling, stop - 1)
-
-    return by_twos
+#: The pair pass for this machine's registers (:data:`PASS_COLUMNS`), chosen once: one function written for both
+#: ways, its remainder of two in a loop, made the four-column kernel 4-15% slower at n = 24 (stop 99), and an
+#: overload choosing between them as the kernel compiled set numba's SSA checks warning of variables out of scope.
+_reflect_columns_by_pair = _reflect_columns_by_fours if PASS_COLUMNS == 4 else _reflect_columns_by_twos
 
 
 @numba.njit(**JIT_OPTIONS, inline="always")
