@@ -478,8 +478,9 @@ def _reflect_columns_by_twos(target, reflectors, top, high_first, scales, coupli
 
 
 #: The pair pass for this machine's registers (:data:`PASS_COLUMNS`), chosen once: one function written for both
-#: ways, its remainder of two in a loop, made the four-column kernel 4-15% slower at n = 24 (stop 99), and an
-#: overload choosing between them as the kernel compiled set numba's SSA checks warning of variables out of scope.
+#: ways, its remainder of two in a loop, made the four-column kernel slower at n = 24 (532-618 against 513-523 ns a
+#: matrix, stop 99), and an overload choosing between them as the kernel compiled set numba's SSA checks warning of
+#: variables out of scope.
 _reflect_columns_by_pair = _reflect_columns_by_fours if PASS_COLUMNS == 4 else _reflect_columns_by_twos
 
 
