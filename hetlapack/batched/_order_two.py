@@ -221,7 +221,7 @@ def _potrf_chunk_for(a, a_order, lower, clean, out, out_order, info, check, firs
 @numba.njit(**JIT_OPTIONS, inline="always")
 def _qr_vectors(a00, a01, a10, a11, unit, nought, safmin, largest):
     """geqr2 and org2r on ``WIDTH`` matrices in the interleaved kernel's roundings (``_qr._factor_vector`` and
-    ``_qr._build_q_vector`` at order 2: larfg from the plain sum of squares, each product rounded before its sum):
+    ``_qr._build_q_vector`` at order 2: larfg from the plain sum of squares, each product and sum as there):
     whether each is the common case (larfg's sum of squares neither zero nor beyond ``safmin`` and ``largest``,
     where it scales), ``Q``'s four elements and ``R``'s upper three."""
     sums = add_rounded_product(nought, a10, a10)

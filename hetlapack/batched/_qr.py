@@ -289,8 +289,8 @@ def _factor_chunk(buf, n, tau, norm, dots, work):
 def _reflect_one(target, reflectors, top, column, scale, j):
     """:func:`_reflect_column` for a buffer of one vector of real matrices, on ``_simd`` vectors: the reflector in
     ``reflectors[top:, column]`` (``v[top] = 1``; ``scale`` = its ``tau``, a vector) applied to column ``j`` of
-    ``target`` from row ``top`` down. Each product is rounded before its sum, as in the loops over the lanes (which
-    the compiler leaves unfused): bitwise their results."""
+    ``target`` from row ``top`` down. Each product and sum as in the loops over the lanes, which LLVM fuses alike
+    (:func:`~._simd.add_rounded_product`): bitwise their results."""
     rows, width, depth = target.shape[0], target.shape[1], reflectors.shape[1]
     at = (top * width + j) * WIDTH
     d = load(target, at)
@@ -350,8 +350,8 @@ def _pair_products(upper, lower, high_first, scales, coupling):
 def _reflect_two_by_pair(target, reflectors, top, high_first, scales, coupling, j):
     """:func:`_reflect_column_by_pair` for columns ``j`` and ``j + 1`` of a buffer of one vector of real matrices,
     on ``_simd`` vectors, the reflectors those of columns ``top`` and ``top + 1`` in the order ``high_first`` says
-    (:func:`_pair_products`): the four dot products in registers, each product rounded before its sum as in the
-    loops over the lanes."""
+    (:func:`_pair_products`): the four dot products in registers, each product and sum as in the loops over the
+    lanes."""
     rows, width, depth = target.shape[0], target.shape[1], reflectors.shape[1]
     high, low = top, top + 1
     at0, at1 = (top * width + j) * WIDTH, ((top + 1) * width + j) * WIDTH

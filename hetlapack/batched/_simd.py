@@ -319,8 +319,10 @@ def negative(typingctx, a):
 
 @intrinsic
 def add_rounded_product(typingctx, total, a, b):
-    """``total + a * b`` rounded twice, the product first (never fused), lane by lane: what the kernels' scalar
-    loops over the lanes compute where the compiler leaves the product and the sum apart."""
+    """``total + a * b`` lane by lane, a product then a sum: rounded twice in the replays (``fastmath=False``), as
+    LAPACK's unfused loops round; fused into one FMA by LLVM under the factorization kernels'
+    ``fastmath={"contract"}``, as it fuses their loops over the lanes' ``total += a * b`` (stop 99 read both in the
+    compiled code), so the vectors and those loops agree either way."""
     if not (_is_real(a) and a == b == total):
         return None
 
@@ -360,7 +362,7 @@ def narrowed(typingctx, a):
 
 @intrinsic
 def subtract_rounded_product(typingctx, a, b, c):
-    """``c - a * b`` rounded twice, the product first (never fused), lane by lane."""
+    """``c - a * b`` lane by lane, a product then a difference: fused or not as :func:`add_rounded_product`."""
     if not (_is_real(a) and a == b == c):
         return None
 
