@@ -69,11 +69,10 @@ def test_a_lock_file_that_cannot_be_opened_leaves_compilation_unserialized(tmp_p
 
 
 _ORPHANED = """
-import concurrent.futures, multiprocessing, os, time
-from hetlapack.batched.precompile import end_with
+import os, time
+from hetlapack.batched.precompile import worker_pool
 if __name__ == "__main__":
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                                initializer=end_with, initargs=(os.getpid(),)) as pool:
+    with worker_pool(1) as pool:  # the pool hetlapack compile compiles in
         print(pool.submit(os.getpid).result(), flush=True)
         pool.submit(time.sleep, 300)
         time.sleep(300)

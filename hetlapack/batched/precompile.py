@@ -120,6 +120,13 @@ def end_with(parent: int) -> None:
         os._exit(1)
 
 
+def worker_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
+    """``workers`` processes to compile in: spawned (a forked child would inherit this process's threads and
+    locks), each ending with this process (:func:`end_with`)."""
+    return concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                                  initializer=end_with, initargs=(os.getpid(),))
+
+
 @contextlib.contextmanager
 def machine_lock() -> Iterator[None]:
     """Held while this process compiles kernels into numba's cache: one compiling process at a time per cache and
@@ -153,9 +160,7 @@ def precompile(workers: int | None = None, progress: bool = True,
                     bar.update(len(chars))
                 _compile_launchers(todo, seconds)
                 return seconds
-            context = multiprocessing.get_context("spawn")  # a forked child would inherit our threads and locks
-            with concurrent.futures.ProcessPoolExecutor(workers or usable_cores(), mp_context=context,
-                                                        initializer=end_with, initargs=(os.getpid(),)) as pool:
+            with worker_pool(workers or usable_cores()) as pool:
                 running = {pool.submit(_compile, op, chars): op for op, chars in todo.items()}
                 _compile_launchers(todo, seconds)
                 for done in concurrent.futures.as_completed(running):
