@@ -664,19 +664,13 @@ def test_calibrated_streaming_is_what_the_kernels_write_with(cache_dir, monkeypa
     the first where calibration timed streaming slower (``model.crossover_order`` of its times, by matrix bytes);
     a kernel not timed, and a machine never calibrated, stream up to ``STREAM_MAX_MATRIX_BYTES``; a caller may
     choose."""
-    import numpy as np
 
     from hetlapack.batched import streaming
-    from hetlapack.batched._transpose import LINE_BYTES
     from hetlapack.dispatch.choose import forget_decisions
-
-    def on_a_line(n: int) -> np.ndarray:
-        raw = np.empty(n * n + LINE_BYTES // 8)
-        skip = -raw.ctypes.data % LINE_BYTES // 8
-        return raw[skip:skip + n * n].reshape(1, n, n)
+    from hetlapack.testing.matrices import on_cache_line
 
     monkeypatch.setattr(streaming, "last_level_cache", lambda: 1)
-    stacks = {n: on_a_line(n) for n in (8, 12, 16)}  # matrices of 512, 1152 and 2048 bytes
+    stacks = {n: on_cache_line((1, n, n)) for n in (8, 12, 16)}  # matrices of 512, 1152 and 2048 bytes
     assert [streaming.streams("getrf", a) for a in stacks.values()] == [True, False, False]
     entry = {"stream": {"getrf float64": [[512, 1.4], [1152, 1.2], [2048, 0.9]], "geqrf float64": [[512, 0.8]]}}
     (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))

@@ -9,8 +9,7 @@ import hetlapack
 import hetlapack.linalg as la
 from hetlapack.batched import kernels, streaming
 from hetlapack.batched._interleave import BY_ROWS, copy_records
-from hetlapack.batched._transpose import LINE_BYTES
-from hetlapack.testing.matrices import random_matrix
+from hetlapack.testing.matrices import on_cache_line, random_matrix
 
 #: Matrices per stack: results of order 8 in float64 take 1 MiB, enough to come from the pool, on cache lines.
 BATCH = 2048
@@ -26,13 +25,11 @@ def test_no_call_streams_where_the_system_does_not_say_its_last_level_cache(monk
 def test_a_call_streams_only_into_results_whose_records_start_on_cache_lines(monkeypatch):
     """So that the kernels skip asking for the results' lines ahead only where they then stream into them."""
     monkeypatch.setattr(streaming, "last_level_cache", lambda: 1)
-    raw = np.empty(4 * 64 + LINE_BYTES // 8)
-    skip = -raw.ctypes.data % LINE_BYTES // 8
-    aligned = raw[skip:skip + 4 * 64].reshape(4, 8, 8)
+    aligned = on_cache_line((4, 8, 8))
     assert streaming.streams("potrf", aligned, aligned)
-    assert not streaming.streams("potrf", aligned, raw[skip + 1:skip + 1 + 4 * 64].reshape(4, 8, 8))
-    assert not streaming.streams("potrf", aligned, raw[skip:skip + 4 * 36].reshape(4, 6, 6))  # records of 288 bytes
-    assert streaming.streams("potrf", aligned, aligned, raw[:0].reshape(0, 8, 8))  # an empty result writes nothing
+    assert not streaming.streams("potrf", aligned, on_cache_line((4, 8, 8), past_line=1))
+    assert not streaming.streams("potrf", aligned, on_cache_line((4, 6, 6)))  # records of 288 bytes
+    assert streaming.streams("potrf", aligned, aligned, on_cache_line((0, 8, 8), past_line=1))  # nothing written
 
 
 def _results(a: np.ndarray, spd: np.ndarray) -> list[np.ndarray]:
@@ -70,8 +67,6 @@ def _write_back(out, buf, stream):
 def test_records_off_cache_lines_are_written_with_ordinary_stores(past_a_line):
     """A streaming store of a run that does not start on a line would fault: such records are written as ever."""
     buf = np.arange(8 * 8 * 8, dtype=np.float64).reshape(8, 8, 8)
-    raw = np.zeros(8 * 8 * 8 + 2 * LINE_BYTES // 8)
-    skip = (-raw.ctypes.data % LINE_BYTES) // 8 + past_a_line
-    out = raw[skip:skip + buf.size].reshape(8, 8, 8)
+    out = on_cache_line((8, 8, 8), past_line=past_a_line)
     _write_back(out, buf, True)
     np.testing.assert_array_equal(out, buf.transpose(2, 0, 1))

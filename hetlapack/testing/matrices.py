@@ -57,6 +57,17 @@ def singular(n: int, rank: int | None = None, dtype: DTypeLike = np.float64, see
     return a
 
 
+def on_cache_line(shape: tuple[int, ...], dtype: DTypeLike = np.float64, past_line: int = 0) -> np.ndarray:
+    """Zeros of ``shape`` whose data starts ``past_line`` values after the start of a cache line: results the batched
+    kernels may write with streaming stores (``past_line=0`` and records of whole lines), or must not."""
+    from ..batched.streaming import LINE_BYTES  # noqa: PLC0415 - loads numba, which only the tests that ask need
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape))
+    raw = np.zeros(size + past_line + LINE_BYTES // dtype.itemsize, dtype)
+    skip = -raw.ctypes.data % LINE_BYTES // dtype.itemsize + past_line
+    return raw[skip:skip + size].reshape(shape)
+
+
 def layouts(a: np.ndarray) -> dict[str, np.ndarray]:
     """The same array (a stack of matrices) in C order, in Fortran order, as a view strided along its first axis and
     as a read-only copy: the layouts every routine must give one result for."""
