@@ -242,6 +242,38 @@ def test_empty_systems_give_scipys_solutions(dtype, n, b_shape):
         assert _layout(x) == _layout(y)
 
 
+@pytest.mark.parametrize("name", ["cholesky", "lu_factor", "qr"])
+def test_warnings_come_matrix_by_matrix_as_scipys_loop_gives_them(name):
+    """An empty matrix is SciPy's own call, a bool one warns of its dtype (SciPy 1.18), a singular one of its LU
+    factor: in the order of the list."""
+    first = np.zeros((1, 1)) if name == "lu_factor" else np.ones((1, 1), bool)
+    matrices = [first, np.zeros((0, 0), bool), np.ones((1, 1), bool)]
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        for index, a in enumerate(matrices):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                getattr(sla, name)(a)
+            for warning in caught:
+                warnings.warn(f"matrix {index}: {warning.message}", warning.category, stacklevel=1)
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        getattr(batched, name)(matrices)
+    assert [(w.category, str(w.message)) for w in ours] == [(w.category, str(w.message)) for w in theirs]
+
+
+def test_scipys_warnings_for_an_empty_system_name_its_matrix():
+    """An empty system is SciPy's own solve, whose warnings (SciPy 1.18's for a deprecated dtype) name the matrix."""
+    factor, pivots, b = np.zeros((0, 0), bool), np.zeros(0, np.int32), np.zeros(0, np.float32)
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        sla.lu_solve((factor, pivots), b)
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        batched.lu_solve([(np.eye(2), np.arange(2)), (factor, pivots)], [np.ones(2), b])
+    assert [(w.category, str(w.message)) for w in ours] == [(w.category, f"matrix 1: {w.message}") for w in theirs]
+
+
 @pytest.mark.parametrize("bad", [2, -1, 2.0])
 def test_pivots_that_name_no_row_are_refused(bad):
     """A pivot outside its factor's rows raises, naming the matrix (SciPy's getrs would write outside ``b``), unless

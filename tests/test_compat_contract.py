@@ -226,6 +226,30 @@ def test_lu_overwrite_a_leaves_the_input_where_scipy_does(path, order):
         np.testing.assert_array_equal(a, before)
 
 
+@pytest.mark.parametrize("path", SINGLE_PATHS)
+@pytest.mark.parametrize("kind", ["overwritten", "converted"])
+@pytest.mark.parametrize("shape", [(23, 23), (23, 17), (17, 23)])
+def test_lu_and_qr_of_a_matrix_scipy_factors_in_place_in_fortran_order(path, kind, shape):
+    """Where SciPy factors a Fortran-ordered matrix in place (the caller's, given ``overwrite_a``, or the copy it
+    converts an integer one into; SciPy 1.18 on), each result is laid out as SciPy's (there ``qr``'s ``R`` and
+    ``lu``'s ``U``, or ``L`` of a tall one, are Fortran-ordered, written where the matrix was), and the factors are
+    right: there SciPy
+    1.18.1's own ``lu`` returns wrong ones (``scipy_rules.lu_in_place_wrong``), and hetlapack those SciPy computes
+    from a C-ordered copy."""
+    base = np.round(10 * testing.general(*shape, seed=3))
+    a = np.asfortranarray(base if kind == "overwritten" else base.astype(np.int64))
+    calls = [("qr", {}), ("qr", {"mode": "economic"}), ("qr", {"mode": "r"}), ("lu", {}), ("lu", {"p_indices": True}),
+             ("lu", {"permute_l": True})]
+    for name, options in calls:
+        theirs = getattr(sl, name)(a.copy(order="F"), overwrite_a=kind == "overwritten", **options)
+        right = getattr(sl, name)(np.ascontiguousarray(a), **options)
+        with on(path):
+            ours = getattr(la, name)(a.copy(order="F"), overwrite_a=kind == "overwritten", **options)
+        for x, y, z in zip(ours, theirs, right, strict=True):
+            assert (x.flags.c_contiguous, x.flags.f_contiguous) == (y.flags.c_contiguous, y.flags.f_contiguous), name
+            np.testing.assert_allclose(x, z, rtol=1e-10, atol=1e-10, err_msg=f"{name} {options}")
+
+
 @pytest.mark.parametrize("path", [*SINGLE_PATHS, "batched"])
 @pytest.mark.parametrize("flag", [None, 0, "", 1.5, "yes", np.float64(1.0), np.True_, [1], 2], ids=repr)
 def test_overwrite_flags_are_accepted_and_refused_as_scipy_does(path, flag):

@@ -30,6 +30,8 @@ import hetlapack
 import hetlapack.linalg as hl
 from hetlapack import batched, compat
 from hetlapack.compat import numpy_linalg as hn
+from hetlapack.contract import scipy_rules
+from hetlapack.contract.arrays import scipy_lapack_dtype
 
 _SEARCH = os.environ.get("HETLAPACK_DIFFERENTIAL_EXAMPLES")
 DIFFERENTIAL = settings(max_examples=int(_SEARCH or 300), derandomize=_SEARCH is None, database=None, deadline=None,
@@ -174,6 +176,23 @@ def cholesky_cases(draw):
                 bool(kwargs["overwrite_a"]), (), _kappa(a, kind))
 
 
+def _scipy_lu(a, **kwargs):
+    """SciPy's ``lu``, or where the installed SciPy gets the factors wrong (a 2-D matrix it factors in place in Fortran
+    order, SciPy 1.18.1: ``scipy_rules.lu_in_place_wrong``) what hetlapack returns instead: the factors SciPy computes
+    from a C-ordered copy, in the layouts of SciPy's own call."""
+    dtype = scipy_lapack_dtype(a.dtype) if isinstance(a, np.ndarray) and a.ndim == 2 else None
+    overwrite = kwargs["overwrite_a"]
+    if (dtype is None or kwargs["permute_l"] or type(overwrite) not in (bool, int, np.bool_)
+            or not scipy_rules.fortran_in_place(a, dtype, overwrite) or not scipy_rules.lu_in_place_wrong()):
+        return sl.lu(a, **kwargs)
+    with warnings.catch_warnings():  # SciPy's warnings are its own call's, below
+        warnings.simplefilter("ignore")
+        right = sl.lu(np.array(a, order="C"), **kwargs)
+    theirs = sl.lu(a, **kwargs)
+    return tuple(np.asfortranarray(x) if t.flags.f_contiguous and not t.flags.c_contiguous else np.ascontiguousarray(x)
+                 for x, t in zip(right, theirs, strict=True))
+
+
 @st.composite
 def lu_cases(draw):
     name = draw(st.sampled_from(["lu_factor", "lu"]))
@@ -184,7 +203,7 @@ def lu_cases(draw):
     if name == "lu":
         kwargs.update(permute_l=draw(FLAG), p_indices=draw(FLAG))
         exact = () if kwargs["permute_l"] else (0,)
-    return Case(name, getattr(hl, name), getattr(sl, name), lambda: (make(),), kwargs,
+    return Case(name, getattr(hl, name), _scipy_lu if name == "lu" else sl.lu_factor, lambda: (make(),), kwargs,
                 bool(kwargs["overwrite_a"]), exact, _kappa(a, kind))
 
 

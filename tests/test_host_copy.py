@@ -573,13 +573,17 @@ def r_made_in_place(monkeypatch):
 @pytest.mark.parametrize("overwrite_a", [False, True])
 def test_the_tile_paths_r_alone_leaves_the_callers_array_its_own(order, overwrite_a, r_made_in_place):
     """``qr(mode='r')`` on the tile path makes R in its working copy, never in the caller's array: R shares no
-    memory with it, and the array is unchanged unless it could be overwritten (Fortran order, ``overwrite_a``)."""
+    memory with it, is laid out as SciPy's (Fortran-ordered where SciPy 1.18 makes it in place, in a Fortran-ordered
+    array it may overwrite), and the array is unchanged unless it could be overwritten (Fortran order,
+    ``overwrite_a``)."""
     a = np.asarray(testing.general(3 * TILE + 5, 3 * TILE + 5), order=order)
     before = a.copy()
     with hetlapack.using(path="hybrid", tile=TILE):
         (r,) = la.qr(a, mode="r", overwrite_a=overwrite_a)
-    np.testing.assert_allclose(r, sl.qr(before, mode="r")[0], atol=1e-12 * np.abs(before).max() * len(a))
-    assert r.flags.c_contiguous and not np.shares_memory(r, a)
+    (theirs,) = sl.qr(np.array(before, order=order), mode="r", overwrite_a=overwrite_a)
+    np.testing.assert_allclose(r, theirs, atol=1e-12 * np.abs(before).max() * len(a))
+    assert (r.flags.c_contiguous, r.flags.f_contiguous) == (theirs.flags.c_contiguous, theirs.flags.f_contiguous)
+    assert not np.shares_memory(r, a)
     overwritable = overwrite_a and order == "F"
     assert len(r_made_in_place) == (not overwritable)
     if not overwritable:

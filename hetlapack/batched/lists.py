@@ -51,27 +51,42 @@ def _as_matrix(index: int, a) -> np.ndarray:
     return array if array.dtype == dtype or not array.size else array.astype(dtype)
 
 
-def _prepare(matrices: Sequence, scipy_name: str | None = None) -> list[np.ndarray]:
-    """The matrices as :func:`_as_matrix` converts them, after the DeprecationWarnings SciPy's ``scipy_name`` gives
-    for their dtypes (SciPy 1.18's), each naming its matrix."""
-    arrays = [a if type(a) is np.ndarray else np.asarray(a) for a in matrices]
-    if scipy_name is not None:
-        for index, a in enumerate(arrays):
-            if a.size:  # an empty matrix is SciPy's own call's (:func:`_empty_results`), with its warnings
-                warn_dtypes_as_scipy(scipy_name, a.dtype, stacklevel=3, prefix=f"matrix {index}: ")
-    return [_as_matrix(index, a) for index, a in enumerate(arrays)]
+def _prepare(matrices: Sequence) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The matrices as given (as arrays), and as :func:`_as_matrix` converts them."""
+    given = [a if type(a) is np.ndarray else np.asarray(a) for a in matrices]
+    return given, [_as_matrix(index, a) for index, a in enumerate(given)]
 
 
-def _empty_results(arrays: list[np.ndarray], results: list, scipy_call: Callable) -> None:
-    """Fill the results of the empty matrices with SciPy's own (shapes and dtypes that no kernel computes), and
-    give its warnings for them, each naming its matrix."""
-    for index, a in enumerate(arrays):
-        if not a.size:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                results[index] = scipy_call(a)
-            for warning in caught:
-                warnings.warn(f"matrix {index}: {warning.message}", warning.category, stacklevel=3)
+def _said_by_scipy(call: Callable[[], object]) -> tuple[object, list[tuple[str, type[Warning]]]]:
+    """``call()``'s result and the warnings it gave, as (text, category)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = call()
+    return result, [(str(warning.message), warning.category) for warning in caught]
+
+
+def _say(said: list[list[tuple[str, type[Warning]]]], stacklevel: int) -> None:
+    """The warnings ``said`` of each matrix of a list, in the list's order (as SciPy's loop over them gives them),
+    each naming its matrix; ``stacklevel`` as ``warnings.warn`` takes it here."""
+    for index, words in enumerate(said):
+        for text, category in words:
+            warnings.warn(f"matrix {index}: {text}", category, stacklevel=stacklevel + 1)
+
+
+def _empty_results(given: list[np.ndarray], arrays: list[np.ndarray], scipy_name: str,
+                   scipy_call: Callable) -> tuple[list, list[list[tuple[str, type[Warning]]]]]:
+    """Results holding SciPy's own for each empty matrix (shapes and dtypes that no kernel computes), None for the
+    others; and what SciPy's ``scipy_name`` says of each matrix, for :func:`_say`: its own call's warnings for an
+    empty one, the DeprecationWarning of its dtype (SciPy 1.18's) for another."""
+    results: list = [None] * len(arrays)
+    said: list[list[tuple[str, type[Warning]]]] = []
+    for index, (a, matrix) in enumerate(zip(given, arrays)):
+        if matrix.size:
+            said.append(_said_by_scipy(lambda a=a: warn_dtypes_as_scipy(scipy_name, a.dtype, stacklevel=1))[1])
+        else:
+            results[index], words = _said_by_scipy(lambda matrix=matrix: scipy_call(matrix))
+            said.append(words)
+    return results, said
 
 
 def _grouped_stacks(checked: Sequence[bool], *arrays_per_matrix: list[np.ndarray]) -> list[tuple[list[int], list]]:
@@ -149,13 +164,13 @@ def cholesky(matrices: Sequence, lower: bool = False, *, check_finite: bool = Tr
     >>> info.tolist()
     [0, 1]
     """
-    arrays = _prepare(matrices, "cholesky")
+    given, arrays = _prepare(matrices)
     for index, a in enumerate(arrays):
         if a.shape[0] != a.shape[1]:
             raise ValueError(f"matrix {index}: Input array is expected to be square but has the shape: {a.shape}.")
-    factors: list[np.ndarray] = [None] * len(arrays)  # type: ignore[list-item]
+    factors, said = _empty_results(given, arrays, "cholesky", lambda a: sla.cholesky(a, lower=lower))
+    _say(said, stacklevel=2)
     info = np.zeros(len(arrays), dtype=INDEX_DTYPE)
-    _empty_results(arrays, factors, lambda a: sla.cholesky(a, lower=lower))
     for indices, (stack,) in _grouped_stacks((check_finite,), arrays):
         def potrf(operand: np.ndarray, lower_triangle: bool, stack=stack) -> tuple[np.ndarray, np.ndarray]:
             return kernels.potrf(operand, lower=lower_triangle, clean=True, fortran=True,
@@ -211,21 +226,19 @@ def lu_factor(matrices: Sequence, *, check_finite: bool = True,
     >>> info.tolist()
     [0, 1]
     """
-    arrays = _prepare(matrices, "lu_factor")
-    factors: list[tuple[np.ndarray, np.ndarray]] = [None] * len(arrays)  # type: ignore[list-item]
+    given, arrays = _prepare(matrices)
+    factors, said = _empty_results(given, arrays, "lu_factor", sla.lu_factor)
     info = np.zeros(len(arrays), dtype=INDEX_DTYPE)
-    _empty_results(arrays, factors, sla.lu_factor)
     for indices, (stack,) in _grouped_stacks((check_finite,), arrays):
         lu, piv, group_info = kernels.getrf(stack, fortran=True, lapack=_lapack_loop("getrf", stack))
         info[indices] = group_info
         for index, lu_i, piv_i in zip(indices, lu, piv):
             factors[index] = (lu_i, piv_i)
-    if return_info:
-        return factors, info
-    for index in np.flatnonzero(info):
-        warnings.warn(f"matrix {index}: Diagonal number {info[index]} is exactly zero. Singular matrix.",
-                      LinAlgWarning, stacklevel=2)
-    return factors
+    if not return_info:
+        for index in np.flatnonzero(info):
+            said[index].append((f"Diagonal number {info[index]} is exactly zero. Singular matrix.", LinAlgWarning))
+    _say(said, stacklevel=2)
+    return (factors, info) if return_info else factors
 
 
 def _qr_results(stack: np.ndarray, mode: str, pivoting: bool) -> list[tuple]:
@@ -287,9 +300,9 @@ def qr(matrices: Sequence, mode: str = "full", pivoting: bool = False, *, check_
     True
     """
     check_scipy_qr_mode(mode)
-    arrays = _prepare(matrices, "qr")
-    results: list[tuple] = [None] * len(arrays)  # type: ignore[list-item]
-    _empty_results(arrays, results, lambda a: sla.qr(a, mode=mode, pivoting=pivoting))
+    given, arrays = _prepare(matrices)
+    results, said = _empty_results(given, arrays, "qr", lambda a: sla.qr(a, mode=mode, pivoting=pivoting))
+    _say(said, stacklevel=2)
     for indices, (stack,) in _grouped_stacks((check_finite,), arrays):
         for index, result in zip(indices, _qr_results(stack, mode, pivoting)):
             results[index] = result
@@ -322,8 +335,12 @@ def _solve_grouped(factors: list[np.ndarray], extras: list[np.ndarray] | None, b
     columns, vectors = _right_hand_sides(bs, [f.shape[0] for f in factors])
     columns = [b.astype(lapack_dtype(f.dtype, b.dtype), copy=False)
                for f, b in zip(factors, columns)]
-    solutions: list[np.ndarray] = [scipy_solve(index) if not (f.size and b.size) else None  # type: ignore[misc]
-                                   for index, (f, b) in enumerate(zip(factors, columns))]
+    solutions: list = [None] * len(factors)
+    said: list[list[tuple[str, type[Warning]]]] = [[] for _ in factors]
+    for index, (f, b) in enumerate(zip(factors, columns)):
+        if not (f.size and b.size):
+            solutions[index], said[index] = _said_by_scipy(lambda index=index: scipy_solve(index))
+    _say(said, stacklevel=3)
     per_matrix = (factors, columns) if extras is None else (factors, extras, columns)
     checked = (check_factors,) * (len(per_matrix) - 1) + (check_b,)
     for indices, stacks in _grouped_stacks(checked, *per_matrix):
@@ -335,7 +352,7 @@ def _solve_grouped(factors: list[np.ndarray], extras: list[np.ndarray] | None, b
 
 def _square_factors(factors: Sequence, scipy_error: Callable[[np.ndarray], Exception]) -> list[np.ndarray]:
     """The factors as matrices; for the first that is not square, ``scipy_error`` (SciPy's for it) naming it."""
-    arrays = _prepare(factors)
+    _, arrays = _prepare(factors)
     for index, a in enumerate(arrays):
         if a.shape[0] != a.shape[1]:
             error = scipy_error(a)

@@ -17,13 +17,13 @@ from collections.abc import Callable
 import numpy as np
 from scipy.linalg.lapack import get_lapack_funcs
 
-from ..contract.arrays import (copies_by_tiles, fortran_copy, identical, plain_matrix, tile_order, working_copy,
-                               zero_other_triangle)
+from ..contract.arrays import (copies_by_tiles, fortran_copy, identical, plain_matrix, scipy_lapack_dtype, tile_order,
+                               working_copy, zero_other_triangle)
 from ..contract.finite import FiniteCheck, all_finite
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.originals import scipy_matrix_functions as _scipy_matrix
 from ..contract.scipy_rules import (COMPILED_BATCH_LOOPS, QR_LWORK_DEFAULT, cho_factor_flags, fortran_copy_unseen,
-                                    scipy_container)
+                                    fortran_in_place, lu_in_place_wrong, scipy_container, scipy_returns)
 from ..devices import lapack_pointers
 from ..perf import model
 
@@ -224,6 +224,21 @@ def host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite):
     return (q[:, :m] if mode == "economic" and m < n else q, *factors)
 
 
+def scipy_lu(a, permute_l, overwrite_a, check_finite, p_indices):
+    """SciPy's own ``lu`` of ``a``. Where the installed SciPy gets the factors wrong (:func:`lu_in_place_wrong`: a
+    2-D matrix it factors in place in Fortran order, SciPy 1.18.1), the same call on a C-ordered copy of ``a``
+    (the flags SciPy reads as ever: a plain ``overwrite_a``), its results laid out as SciPy's own call lays out
+    its wrong ones; the caller's array is then left as it was (``overwrite_a`` permits writing it)."""
+    dtype = scipy_lapack_dtype(a.dtype) if isinstance(a, np.ndarray) and a.ndim == 2 else None
+    if (dtype is None or permute_l or type(overwrite_a) not in (bool, int, np.bool_)
+            or not fortran_in_place(a, dtype, overwrite_a) or not lu_in_place_wrong()):
+        return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
+                            p_indices=p_indices)
+    results = _scipy["lu"](np.ascontiguousarray(a), permute_l=False, overwrite_a=overwrite_a,
+                           check_finite=check_finite, p_indices=p_indices)
+    return scipy_returns("lu", results, False, in_fortran=a.shape, permute_l=False, p_indices=p_indices)
+
+
 def host_lu(a, permute_l, overwrite_a, check_finite, p_indices):
     """SciPy's ``lu`` of a small ``a``, one the shim sends to the host path at once. A matrix that
     :func:`_takes_direct_call`, larger than 1 x 1 (which SciPy does not factor), is factored by the call SciPy's
@@ -233,8 +248,7 @@ def host_lu(a, permute_l, overwrite_a, check_finite, p_indices):
     compiled = _compiled_lu()
     if (compiled is None or not _takes_direct_call(a, overwrite_a, check_finite, permute_l, p_indices)
             or a.shape == (1, 1)):
-        return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
-                            p_indices=p_indices)
+        return scipy_lu(a, permute_l, overwrite_a, check_finite, p_indices)
     rows, lower, upper = compiled(a, permute_l, False)
     if permute_l:
         return lower, upper

@@ -20,7 +20,7 @@ from ._request import on_host_at_once, request
 from ..contract.arrays import (broadcast, check_flags, check_scipy_qr_mode, is_cupy, peek, plain_trans, potrs_lower,
                                read_overwrite_flag, scipy_qr_sizes, solve_batch, unshared_overwrite_b,
                                upper_trapezoid, validated)
-from ._host import host_cholesky, host_lu, host_qr, scipy_call
+from ._host import host_cholesky, host_lu, host_qr, scipy_call, scipy_lu
 from ..contract.finite import all_finite
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy,
@@ -431,8 +431,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
         return host_lu(a, permute_l, overwrite_a, check_finite, p_indices)
     plan, arr, dtype = plan_call("getrf", a, check_finite, lu_features(a), loop)
     if plan.runner.own_call or np.shape(arr)[-2:] == (1, 1) or compiled_kernels_unusable():
-        return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
-                            p_indices=p_indices)
+        return scipy_lu(a, permute_l, overwrite_a, check_finite, p_indices)
     a1 = _kernel_checked(plan, arr, check_finite, "lu")
     warn_dtypes_as_scipy("lu", arr.dtype, stacklevel=2)
     read_overwrite_flag(overwrite_a, a1, a, dtype)
@@ -441,7 +440,9 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     p, lower, upper = plan.runner.lu(plan, plan.runner.operand(a1, a, dtype, overwrite=False), permute_l,
                                      p_matrix=not (permute_l or p_indices), check_finite=check_finite)
     options = {"permute_l": permute_l, "p_indices": p_indices}
-    return scipy_returns("lu", (lower, upper) if permute_l else (p, lower, upper), arr.ndim > 2, **options)
+    return scipy_returns("lu", (lower, upper) if permute_l else (p, lower, upper), arr.ndim > 2,
+                         in_fortran=arr.shape if arr.ndim == 2 and fortran_in_place(arr, dtype, overwrite_a) else None,
+                         **options)
 
 
 def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False, check_finite=True):
@@ -510,4 +511,6 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
                                    own=work is not a1), None
     outputs = (r,) if mode == "r" else (q, r)
     return scipy_returns("qr", (*outputs, *(() if p is None else (p,))), stacked,
-                         in_place=arr if overwrite_a else None, **options)
+                         in_place=arr if overwrite_a else None,
+                         in_fortran=arr.shape if not stacked and fortran_in_place(arr, dtype, overwrite_a) else None,
+                         **options)

@@ -134,13 +134,29 @@ def _in_layout(x: np.ndarray, c_ordered: bool) -> np.ndarray:
     return np.ascontiguousarray(x)
 
 
+@functools.cache
+def _fortran_in_place_form(name: str, rows: int, columns: int, options: tuple) -> tuple[bool, ...]:
+    """Whether each array of SciPy's result is C-ordered where it factors a Fortran-ordered matrix of ``rows x
+    columns`` in place (the result of the matrix's shape is written there: which one it is depends on the shape)."""
+    probe = np.vstack([_PROBE, [[1.0, 3.0]]])[:rows, :columns]
+    return tuple(bool(x.flags.c_contiguous)
+                 for x in _arrays(_scipy[name](np.asfortranarray(probe), overwrite_a=True, **dict(options))))
+
+
 def scipy_returns(name: str, outputs: tuple[np.ndarray, ...], stacked: bool, in_place: np.ndarray | None = None,
-                  **options):
+                  in_fortran: tuple[int, ...] | None = None, **options):
     """``outputs`` (SciPy's arrays for this call of ``name``, in order) returned as SciPy returns them: each in the
     layout and all in the container (tuple, list or a bare array) SciPy's own ``name`` gives for a matrix or a stack
     with these ``options``. A result written into the caller's ``in_place`` array (given where the caller allowed
-    it to be overwritten) keeps that array's layout, as SciPy's does."""
+    it to be overwritten) keeps that array's layout, as SciPy's does. ``in_fortran``: the shape of the matrix, where
+    SciPy factors it in place in Fortran order (:func:`fortran_in_place`); each result then takes the layout SciPy's
+    has there (since 1.18 the result of the matrix's shape is Fortran-ordered, written where the matrix was: ``qr``'s
+    ``R`` in full mode, ``lu``'s ``U`` of a square or wide matrix and ``L`` of a tall one)."""
     container, c_ordered = _result_form(name, stacked, _signature(options))
+    if in_fortran is not None:
+        m, n = in_fortran
+        shape = (2, 2) if m == n else (3, 2) if m > n else (2, 3)
+        c_ordered, in_place = _fortran_in_place_form(name, *shape, _signature(options)), None
     laid = tuple(x if in_place is not None and np.may_share_memory(x, in_place) else _in_layout(x, c)
                  for x, c in zip(outputs, c_ordered, strict=True))
     return laid[0] if container is None else container(laid)
@@ -199,9 +215,10 @@ def cho_factor_flags(lower, a, batch: tuple[int, ...]):
 
 
 def cholesky_in_place(a: np.ndarray, dtype: np.dtype, overwrite_a) -> bool:
-    """Whether SciPy's Cholesky of ``a`` (the array it reads, computed in ``dtype``) factors a 2-D matrix in place,
-    in the caller's contiguous array (``overwrite_a``) or in a converted copy of its own, so that its factor keeps
-    that array's layout (SciPy 1.18 on; before, f2py's factors are Fortran-ordered whatever the input)."""
+    """Whether SciPy's Cholesky (and ``lu`` and ``qr``) of ``a`` (the array it reads, computed in ``dtype``) factors
+    a 2-D matrix in place, in the caller's contiguous array (``overwrite_a``) or in a converted copy of its own, so
+    that its factor keeps that array's layout (SciPy 1.18 on; before, f2py's factors are Fortran-ordered whatever
+    the input)."""
     if not COMPILED_BATCH_LOOPS or a.ndim != 2:
         return False
     copied = a.dtype.char != dtype.char or not (getattr(a.flags, "aligned", True) and a.dtype.isnative)
@@ -215,10 +232,23 @@ def cho_factor_cleans(a: np.ndarray, dtype: np.dtype, overwrite_a) -> bool:
 
 
 def fortran_in_place(a: np.ndarray, dtype: np.dtype, overwrite_a) -> bool:
-    """Whether SciPy's Cholesky factors ``a`` in place in Fortran order (a Fortran-ordered matrix, or one its
-    converted copy lays out so: NumPy's ``astype`` keeps the order of the strides), its factor then Fortran-ordered
-    where SciPy's are otherwise C-ordered."""
+    """Whether SciPy's Cholesky, ``lu`` or ``qr`` factors ``a`` in place in Fortran order (a Fortran-ordered matrix,
+    or one its converted copy lays out so: NumPy's ``astype`` keeps the order of the strides), the factor it writes
+    there then Fortran-ordered where SciPy's are otherwise C-ordered."""
     return cholesky_in_place(a, dtype, overwrite_a) and abs(a.strides[0]) < abs(a.strides[1])
+
+
+#: A 2 x 2 matrix whose LU factors tell a wrong one: no symmetry, its pivot in the second row.
+_LU_PROBE = np.array([[3.0, -7.0], [5.0, 2.0]])
+
+
+@functools.cache
+def lu_in_place_wrong() -> bool:
+    """Whether the installed SciPy's ``lu`` returns wrong factors where it factors a matrix in place in Fortran
+    order (:func:`fortran_in_place`): SciPy 1.18.1's ``L`` and ``U`` do not multiply back to the matrix (``U``'s
+    lower triangle mirrors its upper one), with or without ``p_indices``; ``permute_l``'s are right."""
+    p, lower, upper = _scipy["lu"](np.asfortranarray(_LU_PROBE), overwrite_a=True)
+    return not np.allclose(p @ lower @ upper, _LU_PROBE)
 
 
 def not_positive_definite(minor: int, index: tuple[int, ...] = (), batch: tuple[int, ...] = ()) -> LinAlgError:
@@ -292,9 +322,9 @@ def dtype_warns(name: str, dtype: np.dtype) -> bool:
     return bool(_dtype_warnings(name, (np.dtype(dtype),)))
 
 
-def warn_dtypes_as_scipy(name: str, *dtypes: np.dtype, stacklevel: int, prefix: str = "") -> None:
+def warn_dtypes_as_scipy(name: str, *dtypes: np.dtype, stacklevel: int) -> None:
     """The DeprecationWarnings SciPy's ``name`` gives for operands of these dtypes (SciPy 1.18's for the dtypes LAPACK
-    does not compute in: float16, long double, bool ...), asked of SciPy on probe operands, each after ``prefix``,
-    pointing ``stacklevel`` frames above the caller."""
+    does not compute in: float16, long double, bool ...), asked of SciPy on probe operands, pointing ``stacklevel``
+    frames above the caller."""
     for text in _dtype_warnings(name, dtypes):
-        warnings.warn(prefix + text, DeprecationWarning, stacklevel=stacklevel + 1)
+        warnings.warn(text, DeprecationWarning, stacklevel=stacklevel + 1)
