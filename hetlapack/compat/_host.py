@@ -224,14 +224,23 @@ def host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite):
     return (q[:, :m] if mode == "economic" and m < n else q, *factors)
 
 
+def _scipy_lu_wrong(a, permute_l, overwrite_a) -> bool:
+    """Whether the installed SciPy's own ``lu`` gets the factors of ``a`` wrong (:func:`lu_in_place_wrong`: a 2-D
+    matrix it factors in place in Fortran order, without ``permute_l``), for plain flags; the cheap tests first,
+    and no flag read where SciPy is right."""
+    plain = (bool, int, np.bool_)
+    if not (lu_in_place_wrong() and isinstance(a, np.ndarray) and a.ndim == 2 and type(permute_l) in plain
+            and not permute_l and type(overwrite_a) in plain):
+        return False
+    dtype = scipy_lapack_dtype(a.dtype)
+    return dtype is not None and fortran_in_place(a, dtype, overwrite_a)
+
+
 def scipy_lu(a, permute_l, overwrite_a, check_finite, p_indices):
-    """SciPy's own ``lu`` of ``a``. Where the installed SciPy gets the factors wrong (:func:`lu_in_place_wrong`: a
-    2-D matrix it factors in place in Fortran order, SciPy 1.18.1), the same call on a C-ordered copy of ``a``
-    (the flags SciPy reads as ever: a plain ``overwrite_a``), its results laid out as SciPy's own call lays out
-    its wrong ones; the caller's array is then left as it was (``overwrite_a`` permits writing it)."""
-    dtype = scipy_lapack_dtype(a.dtype) if isinstance(a, np.ndarray) and a.ndim == 2 else None
-    if (dtype is None or permute_l or type(overwrite_a) not in (bool, int, np.bool_)
-            or not fortran_in_place(a, dtype, overwrite_a) or not lu_in_place_wrong()):
+    """SciPy's own ``lu`` of ``a``. Where the installed SciPy gets the factors wrong (:func:`_scipy_lu_wrong`,
+    SciPy 1.18.1), the same call on a C-ordered copy of ``a``, its results laid out as SciPy's own call lays out its
+    wrong ones; the caller's array is then left as it was (``overwrite_a`` permits writing it)."""
+    if not _scipy_lu_wrong(a, permute_l, overwrite_a):
         return _scipy["lu"](a, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite,
                             p_indices=p_indices)
     results = _scipy["lu"](np.ascontiguousarray(a), permute_l=False, overwrite_a=overwrite_a,
