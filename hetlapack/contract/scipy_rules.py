@@ -134,11 +134,16 @@ def _in_layout(x: np.ndarray, c_ordered: bool) -> np.ndarray:
     return np.ascontiguousarray(x)
 
 
+#: A tall probe (``_PROBE`` and a row); its transpose is a wide one.
+_TALL_PROBE = np.vstack([_PROBE, [[1.0, 3.0]]])
+
+
 @functools.cache
-def _fortran_in_place_form(name: str, rows: int, columns: int, options: tuple) -> tuple[bool, ...]:
-    """Whether each array of SciPy's result is C-ordered where it factors a Fortran-ordered matrix of ``rows x
-    columns`` in place (the result of the matrix's shape is written there: which one it is depends on the shape)."""
-    probe = np.vstack([_PROBE, [[1.0, 3.0]]])[:rows, :columns]
+def _fortran_in_place_form(name: str, shape: str, options: tuple) -> tuple[bool, ...]:
+    """Whether each array of SciPy's result is C-ordered where it factors a Fortran-ordered matrix in place, of a
+    ``shape`` (``"square"``, ``"tall"``, ``"wide"``: which result has the matrix's shape, and is written there,
+    depends on it)."""
+    probe = {"square": _PROBE, "tall": _TALL_PROBE, "wide": _TALL_PROBE.T}[shape]
     return tuple(bool(x.flags.c_contiguous)
                  for x in _arrays(_scipy[name](np.asfortranarray(probe), overwrite_a=True, **dict(options))))
 
@@ -155,8 +160,8 @@ def scipy_returns(name: str, outputs: tuple[np.ndarray, ...], stacked: bool, in_
     container, c_ordered = _result_form(name, stacked, _signature(options))
     if in_fortran is not None:
         m, n = in_fortran
-        shape = (2, 2) if m == n else (3, 2) if m > n else (2, 3)
-        c_ordered, in_place = _fortran_in_place_form(name, *shape, _signature(options)), None
+        shape = "square" if m == n else "tall" if m > n else "wide"
+        c_ordered, in_place = _fortran_in_place_form(name, shape, _signature(options)), None
     laid = tuple(x if in_place is not None and np.may_share_memory(x, in_place) else _in_layout(x, c)
                  for x, c in zip(outputs, c_ordered, strict=True))
     return laid[0] if container is None else container(laid)
