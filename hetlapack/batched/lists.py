@@ -73,7 +73,7 @@ def _say(said: list[list[tuple[str, type[Warning]]]], stacklevel: int) -> None:
             warnings.warn(f"matrix {index}: {text}", category, stacklevel=stacklevel + 1)
 
 
-def _empty_results(given: list[np.ndarray], arrays: list[np.ndarray], scipy_name: str,
+def _scipy_per_matrix(given: list[np.ndarray], arrays: list[np.ndarray], scipy_name: str,
                    scipy_call: Callable) -> tuple[list, list[list[tuple[str, type[Warning]]]]]:
     """Results holding SciPy's own for each empty matrix (shapes and dtypes that no kernel computes), None for the
     others; and what SciPy's ``scipy_name`` says of each matrix, for :func:`_say`: its own call's warnings for an
@@ -91,7 +91,7 @@ def _empty_results(given: list[np.ndarray], arrays: list[np.ndarray], scipy_name
 
 def _grouped_stacks(checked: Sequence[bool], *arrays_per_matrix: list[np.ndarray]) -> list[tuple[list[int], list]]:
     """Stacks of the matrices grouped by the shapes and dtypes of all their arrays (one kernel call a group),
-    leaving out the matrices with an empty array (:func:`_empty_results`, :func:`_solve_grouped`).
+    leaving out the matrices with an empty array (:func:`_scipy_per_matrix`, :func:`_solve_grouped`).
 
     The arrays of each list whose ``checked`` flag is set are checked for infs and NaNs, on whole stacks (per-matrix
     checks would cost more than the factorizations); a failure names the first matrix holding one, as SciPy's
@@ -168,7 +168,7 @@ def cholesky(matrices: Sequence, lower: bool = False, *, check_finite: bool = Tr
     for index, a in enumerate(arrays):
         if a.shape[0] != a.shape[1]:
             raise ValueError(f"matrix {index}: Input array is expected to be square but has the shape: {a.shape}.")
-    factors, said = _empty_results(given, arrays, "cholesky", lambda a: sla.cholesky(a, lower=lower))
+    factors, said = _scipy_per_matrix(given, arrays, "cholesky", lambda a: sla.cholesky(a, lower=lower))
     _say(said, stacklevel=2)
     info = np.zeros(len(arrays), dtype=INDEX_DTYPE)
     for indices, (stack,) in _grouped_stacks((check_finite,), arrays):
@@ -227,7 +227,7 @@ def lu_factor(matrices: Sequence, *, check_finite: bool = True,
     [0, 1]
     """
     given, arrays = _prepare(matrices)
-    factors, said = _empty_results(given, arrays, "lu_factor", sla.lu_factor)
+    factors, said = _scipy_per_matrix(given, arrays, "lu_factor", sla.lu_factor)
     info = np.zeros(len(arrays), dtype=INDEX_DTYPE)
     for indices, (stack,) in _grouped_stacks((check_finite,), arrays):
         lu, piv, group_info = kernels.getrf(stack, fortran=True, lapack=_lapack_loop("getrf", stack))
@@ -301,7 +301,7 @@ def qr(matrices: Sequence, mode: str = "full", pivoting: bool = False, *, check_
     """
     check_scipy_qr_mode(mode)
     given, arrays = _prepare(matrices)
-    results, said = _empty_results(given, arrays, "qr", lambda a: sla.qr(a, mode=mode, pivoting=pivoting))
+    results, said = _scipy_per_matrix(given, arrays, "qr", lambda a: sla.qr(a, mode=mode, pivoting=pivoting))
     _say(said, stacklevel=2)
     for indices, (stack,) in _grouped_stacks((check_finite,), arrays):
         for index, result in zip(indices, _qr_results(stack, mode, pivoting)):

@@ -22,8 +22,9 @@ from ..contract.arrays import (copies_by_tiles, fortran_copy, identical, plain_m
 from ..contract.finite import FiniteCheck, all_finite
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.originals import scipy_matrix_functions as _scipy_matrix
-from ..contract.scipy_rules import (COMPILED_BATCH_LOOPS, QR_LWORK_DEFAULT, cho_factor_flags, fortran_copy_unseen,
-                                    fortran_in_place, lu_in_place_wrong, scipy_container, scipy_returns)
+from ..contract.scipy_rules import (COMPILED_BATCH_LOOPS, TRUTH_FLAG_TYPES, QR_LWORK_DEFAULT, cho_factor_flags,
+                                    fortran_copy_unseen, fortran_in_place, lu_in_place_wrong, scipy_container,
+                                    scipy_returns)
 from ..devices import lapack_pointers
 from ..perf import model
 
@@ -226,11 +227,10 @@ def host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite):
 
 def _scipy_lu_wrong(a, permute_l, overwrite_a) -> bool:
     """Whether the installed SciPy's own ``lu`` gets the factors of ``a`` wrong (:func:`lu_in_place_wrong`: a 2-D
-    matrix it factors in place in Fortran order, without ``permute_l``), for plain flags; the cheap tests first,
-    and no flag read where SciPy is right."""
-    plain = (bool, int, np.bool_)
-    if not (lu_in_place_wrong() and isinstance(a, np.ndarray) and a.ndim == 2 and type(permute_l) in plain
-            and not permute_l and type(overwrite_a) in plain):
+    matrix it factors in place in Fortran order, without ``permute_l``), for flags of :data:`TRUTH_FLAG_TYPES`; the
+    cheap tests first, and no flag read where SciPy is right."""
+    if not (lu_in_place_wrong() and isinstance(a, np.ndarray) and a.ndim == 2 and type(permute_l) in TRUTH_FLAG_TYPES
+            and not permute_l and type(overwrite_a) in TRUTH_FLAG_TYPES):
         return False
     dtype = scipy_lapack_dtype(a.dtype)
     return dtype is not None and fortran_in_place(a, dtype, overwrite_a)
@@ -245,7 +245,7 @@ def scipy_lu(a, permute_l, overwrite_a, check_finite, p_indices):
                             p_indices=p_indices)
     results = _scipy["lu"](np.ascontiguousarray(a), permute_l=False, overwrite_a=overwrite_a,
                            check_finite=check_finite, p_indices=p_indices)
-    return scipy_returns("lu", results, False, in_fortran=a.shape, permute_l=False, p_indices=p_indices)
+    return scipy_returns("lu", results, False, in_place=a.shape, permute_l=False, p_indices=p_indices)
 
 
 def host_lu(a, permute_l, overwrite_a, check_finite, p_indices):

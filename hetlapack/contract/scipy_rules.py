@@ -58,8 +58,14 @@ def _probe(stacked: bool) -> np.ndarray:
     return fortran_matrices(np.stack([_PROBE, _PROBE]) if stacked else _PROBE)
 
 
+#: The types of the flags whose truth value is read at no cost and never raises: Python's and NumPy's bools and
+#: Python's ints.
+TRUTH_FLAG_TYPES = (bool, np.bool_, int)
+
+
 def _plain(flag) -> bool:
-    """Whether every SciPy release reads ``flag`` as itself: ``False``, ``True``, ``0``, ``1`` (no probe needed)."""
+    """Whether every SciPy release reads ``flag`` as itself: ``False``, ``True``, ``0``, ``1`` (no probe needed). A
+    NumPy bool is not one of them: f2py, before SciPy 1.18, refuses it where it wants an integer."""
     return type(flag) in (bool, int) and flag in (0, 1)
 
 
@@ -148,22 +154,21 @@ def _fortran_in_place_form(name: str, shape: str, options: tuple) -> tuple[bool,
                  for x in _arrays(_scipy[name](np.asfortranarray(probe), overwrite_a=True, **dict(options))))
 
 
-def scipy_returns(name: str, outputs: tuple[np.ndarray, ...], stacked: bool, in_place: np.ndarray | None = None,
-                  in_fortran: tuple[int, ...] | None = None, **options):
+def scipy_returns(name: str, outputs: tuple[np.ndarray, ...], stacked: bool, in_place: tuple[int, ...] | None = None,
+                  **options):
     """``outputs`` (SciPy's arrays for this call of ``name``, in order) returned as SciPy returns them: each in the
     layout and all in the container (tuple, list or a bare array) SciPy's own ``name`` gives for a matrix or a stack
-    with these ``options``. A result written into the caller's ``in_place`` array (given where the caller allowed
-    it to be overwritten) keeps that array's layout, as SciPy's does. ``in_fortran``: the shape of the matrix, where
-    SciPy factors it in place in Fortran order (:func:`fortran_in_place`); each result then takes the layout SciPy's
-    has there (since 1.18 the result of the matrix's shape is Fortran-ordered, written where the matrix was: ``qr``'s
-    ``R`` in full mode, ``lu``'s ``U`` of a square or wide matrix and ``L`` of a tall one)."""
+    with these ``options`` (an output already so laid out is returned as it is, the caller's array included where
+    the shim wrote into it). ``in_place``: the shape of the matrix, where SciPy factors it in place in Fortran order
+    (:func:`in_place_shape`); each result then takes the layout SciPy's has there (since 1.18 the result of the
+    matrix's shape is Fortran-ordered, written where the matrix was: ``qr``'s ``R`` in full mode and its raw
+    output, ``lu_factor``'s factors, ``lu``'s ``U`` of a square or wide matrix and ``L`` of a tall one)."""
     container, c_ordered = _result_form(name, stacked, _signature(options))
-    if in_fortran is not None:
-        m, n = in_fortran
+    if in_place is not None:
+        m, n = in_place
         shape = "square" if m == n else "tall" if m > n else "wide"
-        c_ordered, in_place = _fortran_in_place_form(name, shape, _signature(options)), None
-    laid = tuple(x if in_place is not None and np.may_share_memory(x, in_place) else _in_layout(x, c)
-                 for x, c in zip(outputs, c_ordered, strict=True))
+        c_ordered = _fortran_in_place_form(name, shape, _signature(options))
+    laid = tuple(_in_layout(x, c) for x, c in zip(outputs, c_ordered, strict=True))
     return laid[0] if container is None else container(laid)
 
 
@@ -241,6 +246,12 @@ def fortran_in_place(a: np.ndarray, dtype: np.dtype, overwrite_a) -> bool:
     or one its converted copy lays out so: NumPy's ``astype`` keeps the order of the strides), the factor it writes
     there then Fortran-ordered where SciPy's are otherwise C-ordered."""
     return cholesky_in_place(a, dtype, overwrite_a) and abs(a.strides[0]) < abs(a.strides[1])
+
+
+def in_place_shape(a: np.ndarray, dtype: np.dtype, overwrite_a) -> tuple[int, ...] | None:
+    """The shape of ``a`` where SciPy's Cholesky, ``lu`` or ``qr`` factors it in place in Fortran order
+    (:func:`fortran_in_place`), for :func:`scipy_returns`; else None."""
+    return a.shape if fortran_in_place(a, dtype, overwrite_a) else None
 
 
 #: A 2 x 2 matrix whose LU factors tell a wrong one: no symmetry, its pivot in the second row.
