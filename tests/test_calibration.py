@@ -497,6 +497,8 @@ def fast_kernel_tables(monkeypatch):
                         lambda repeats, progress: {"geqrf float64": [[16384, 1.1], [36864, 1.25], [65536, 0.9]]})
     monkeypatch.setattr(crossover, "measure_stream",
                         lambda repeats, progress: {"getrf float64": [[512, 1.4], [1152, 1.2], [2048, 0.9]]})
+    monkeypatch.setattr(crossover, "measure_stream_stacks",
+                        lambda repeats, progress: {"lu float64": [[2 << 20, 1.5], [4 << 20, 1.02], [8 << 20, 1.3]]})
     monkeypatch.setattr(crossover, "measure_loop_threads",
                         lambda repeats, progress: {"getrf float32": [[4, 1.6], [8, 0.7]]})
     monkeypatch.setattr(crossover, "measure_solves",
@@ -606,6 +608,8 @@ def test_batched_crossover_is_timed_on_this_machine_cached_and_read_by_dispatch(
     assert "a slice a step up to: geqrf float64 36 KiB" in out
     assert load()["cpu"]["stream"] == {"getrf float64": ((512, 1.4), (1152, 1.2), (2048, 0.9))}
     assert "streaming up to: getrf float64 1152 bytes" in out
+    assert load()["cpu"]["stream_stack"] == {"lu float64": ((2 << 20, 1.5), (4 << 20, 1.02), (8 << 20, 1.3))}
+    assert "streaming from 8.0 MiB" in out
     assert load()["cpu"]["loop_threads"] == {"getrf float32": ((4, 1.6), (8, 0.7))}
     assert "one thread up to order: getrf float32 4" in out
     assert load()["cpu"]["solves"] == {"getrs float32": ((8, 2.0), (12, 1.4), (16, 0.9))}
@@ -683,6 +687,49 @@ def test_calibrated_streaming_is_what_the_kernels_write_with(cache_dir, monkeypa
     assert not streaming.streams("getrf", stacks[8], chosen=False)
     monkeypatch.setattr(streaming, "last_level_cache", lambda: stacks[8].nbytes)
     assert not streaming.streams("getrf", stacks[8]) and streaming.streams("getrf", stacks[8], stacks[8])
+
+
+def test_calibrated_stacks_are_where_the_kernels_start_streaming(cache_dir, monkeypatch):
+    """A call streams its results from the smallest stack (with its results) from which calibration timed streaming
+    faster by ``STREAM_STACK_MARGIN`` at every larger stack, the largest of those over the kernels timed, rather
+    than past the last-level cache the system gives (a virtual machine shares it); where it lost at the largest,
+    past that; never calibrated, past the cache."""
+    from hetlapack.batched import streaming
+    from hetlapack.dispatch.choose import forget_decisions
+    from hetlapack.perf import model
+    from hetlapack.testing.matrices import on_cache_line
+
+    assert model.stream_stack_reach({"lu float64": ((100, 1.2), (200, 1.01), (400, 1.1), (800, 1.3))}) == 400
+    assert model.stream_stack_reach({"lu float64": ((100, 1.2), (200, 0.9)), "potrf float64": ((100, 1.2),)}) == 201
+    assert model.stream_stack_reach({"lu float64": ((100, 1.2), (200, 1.2)), "potrf float64": ((100, 1.0),
+                                                                                              (200, 1.1))}) == 200
+    stack = on_cache_line((4, 8, 8))  # 2 KiB
+    result = on_cache_line((4, 8, 8))
+    monkeypatch.setattr(streaming, "last_level_cache", lambda: 4096)
+    assert not streaming.streams("getrf", stack, result)
+    entry = {"stream_stack": {"lu float64": [[1024, 0.98], [4096, 1.2], [16384, 1.3]]}}
+    (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))
+    forget_decisions()
+    assert model.batched_stream_stack_bytes() == 4096
+    assert streaming.streams("getrf", stack, result) and not streaming.streams("getrf", stack)
+    monkeypatch.setattr(streaming, "last_level_cache", lambda: None)
+    assert not streaming.streams("getrf", stack, result)
+
+
+def test_streaming_is_timed_both_ways_on_stacks_up_to_the_last_level_cache(monkeypatch):
+    from hetlapack.batched import crossover
+
+    monkeypatch.setattr(crossover, "last_level_cache", lambda: 4 << 20)
+    done = []
+    ratios = crossover.measure_stream_stacks(repeats=1, shares=(1 / 4, 1), progress=done.append)
+    assert list(ratios) == list(crossover.STACK_CASES) == done
+    for case, rows in ratios.items():
+        results = 1 + crossover.STACK_RESULTS[case.split()[0]]
+        assert [row[0] for row in rows] == [(share * (4 << 20)) // results // 512 * 512 * results
+                                           for share in (1 / 4, 1)]
+        assert all(row[1] > 0 for row in rows)
+    monkeypatch.setattr(crossover, "last_level_cache", lambda: None)
+    assert crossover.measure_stream_stacks(repeats=1) == {}
 
 
 def test_streaming_is_timed_both_ways_on_every_case_by_matrix_bytes():

@@ -4,7 +4,9 @@ An ordinary store to a line that is not in the cache first reads the line from m
 written that way crosses the memory bus twice, once each way. A streaming (non-temporal) store sends whole lines to
 memory and leaves the caches alone: each result crosses once. That pays where the results could not stay in the
 last-level cache anyway, and would cost where the caller reads them from it next. Whether it pays for a kernel's
-matrices of a size is the machine's: ``hetlapack calibrate`` times it (:func:`~.crossover.measure_stream`). A
+matrices of a size, and from which stacks on, is the machine's: ``hetlapack calibrate`` times both
+(:func:`~.crossover.measure_stream`, :func:`~.crossover.measure_stream_stacks`; a virtual machine's share of a
+cache is less than the size the system gives). A
 streaming store of a vector needs its address on a cache line, so a call streams only into results whose records
 start on lines, as :mod:`.recycled` lays them; the kernels check it again before each store
 (:func:`~._interleave.streams_into`), as a guard.
@@ -38,15 +40,19 @@ def on_lines(result: np.ndarray) -> bool:
 def streams(op: str, a: np.ndarray, *results: np.ndarray, chosen: bool | None = None) -> bool:
     """Whether a call of ``op``'s interleaved kernel (``potrf``, ``getrf``, ``lu``, ``geqrf``: the names calibration
     times them under) on the stack ``a`` writes its ``results`` (the stacks it copies matrix by matrix) with streaming
-    stores: ``chosen`` where given; else where the stack and its results together exceed the last-level cache (never
-    where the system does not say its size), every result with matrices starts them on cache lines
-    (:func:`on_lines`), and ``a``'s matrices are no larger than those streaming won on in this machine's calibration
-    (:func:`~hetlapack.perf.model.batched_stream_bytes`), or than :data:`STREAM_MAX_MATRIX_BYTES`. So where a call
-    streams, its kernels skip asking for the results' lines ahead, and lose nothing by it."""
+    stores: ``chosen`` where given; else where the stack and its results together reach the bytes streaming won from
+    in this machine's calibration (:func:`~hetlapack.perf.model.batched_stream_stack_bytes`), or else exceed the
+    last-level cache (never where the system does not say its size), every result with matrices starts them on
+    cache lines (:func:`on_lines`), and ``a``'s matrices are no larger than those streaming won on in this machine's
+    calibration (:func:`~hetlapack.perf.model.batched_stream_bytes`), or than :data:`STREAM_MAX_MATRIX_BYTES`. So
+    where a call streams, its kernels skip asking for the results' lines ahead, and lose nothing by it."""
     if chosen is not None:
         return bool(chosen)
     cache = last_level_cache()
-    if cache is None or a.nbytes + sum(result.nbytes for result in results) <= cache:
+    if cache is None:
+        return False
+    reach = model.batched_stream_stack_bytes()
+    if a.nbytes + sum(result.nbytes for result in results) < (cache + 1 if reach is None else reach):
         return False
     if not all(on_lines(result) for result in results if result.size):
         return False

@@ -108,11 +108,11 @@ def _tile_calls() -> dict[str, Callable[[np.ndarray, int], object]]:
 def _batched_timings(repeats: int) -> dict[str, dict[str, list[list[float]]]]:
     """:func:`~hetlapack.batched.crossover.measure`, :func:`~hetlapack.batched.crossover.measure_lanes`,
     :func:`~hetlapack.batched.crossover.measure_spread`, :func:`~hetlapack.batched.crossover.measure_stream`,
-    :func:`~hetlapack.batched.crossover.measure_solves` and :func:`~hetlapack.batched.crossover.measure_loop_threads`
-    as a device entry's ``"batched"``, ``"lanes"``, ``"spread"``, ``"stream"``, ``"solves"`` and ``"loop_threads"``
-    tables, with a progress bar over their cases, after compiling the
-    kernels numba's cache lacks on every core (``hetlapack compile``'s work, with its own bar) rather than one at a time
-    in the cases that meet them."""
+    :func:`~hetlapack.batched.crossover.measure_stream_stacks`, :func:`~hetlapack.batched.crossover.measure_solves` and
+    :func:`~hetlapack.batched.crossover.measure_loop_threads` as a device entry's ``"batched"``, ``"lanes"``,
+    ``"spread"``, ``"stream"``, ``"stream_stack"``, ``"solves"`` and ``"loop_threads"`` tables, with a progress bar
+    over their cases, after compiling the kernels numba's cache lacks on every core (``hetlapack compile``'s work,
+    with its own bar) rather than one at a time in the cases that meet them."""
     from tqdm import tqdm  # noqa: PLC0415 - numba (for the kernels) loads only where this runs
 
     from ..batched import crossover, precompile  # noqa: PLC0415
@@ -120,7 +120,8 @@ def _batched_timings(repeats: int) -> dict[str, dict[str, list[list[float]]]]:
     precompile.precompile()
 
     cases = sum(len(cases) for cases in (crossover.CASES, crossover.LANE_CASES, crossover.SPREAD_CASES,
-                                         crossover.STREAM_CASES, crossover.SOLVE_CASES, crossover.LOOP_CASES))
+                                         crossover.STREAM_CASES, crossover.STACK_CASES, crossover.SOLVE_CASES,
+                                         crossover.LOOP_CASES))
     with tqdm(total=cases, desc="batched kernels", unit="case") as bar:
         def done(case: str) -> None:
             bar.set_postfix_str(case)
@@ -129,6 +130,7 @@ def _batched_timings(repeats: int) -> dict[str, dict[str, list[list[float]]]]:
                 "lanes": crossover.measure_lanes(repeats, progress=done),
                 "spread": crossover.measure_spread(repeats, progress=done),
                 "stream": crossover.measure_stream(repeats, progress=done),
+                "stream_stack": crossover.measure_stream_stacks(repeats, progress=done),
                 "solves": crossover.measure_solves(repeats, progress=done),
                 "loop_threads": crossover.measure_loop_threads(repeats, progress=done)}
 
@@ -179,6 +181,17 @@ def _print_stream(ratios: dict[str, list[list[float]]]) -> None:
           f"streaming ones, by matrix (above 1x streaming wins); streaming up to: {limits}")
 
 
+def _print_stream_stacks(ratios: dict[str, list[list[float]]]) -> None:
+    """Each interleaved kernel's time with ordinary stores over streaming ones, per stack up to the last-level
+    cache, and the stack from which the kernels stream."""
+    print("\n" + "".join(f"{case:>20}" for case in ratios))
+    for row in zip(*ratios.values()):
+        print("".join(f"{nbytes / 2**20:>9.1f} MiB {ratio:>7.2f}x" for nbytes, ratio in row))
+    print("stacks (MiB of matrices of order 8 and their results) up to the last-level cache: the time of a kernel "
+          "writing with ordinary stores over streaming ones (above 1x streaming wins); streaming from "
+          f"{model.stream_stack_reach(ratios) / 2**20:.1f} MiB")
+
+
 def _print_calls(tables: dict[str, list[list[float]]], path: str) -> None:
     """A path's call per order, for each factorization and input memory order."""
     ops = ("potrf", "getrf", "geqrf")
@@ -226,6 +239,8 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
             _print_spread(measured["spread"])
         if "stream" in measured:
             _print_stream(measured["stream"])
+        if measured.get("stream_stack"):
+            _print_stream_stacks(measured["stream_stack"])
         if "solves" in measured:
             _print_ratios(measured["solves"], "a solve's time a matrix at a time over the interleaved one's (above 1x "
                           "the interleaved solve wins)", "interleaved", model.crossover_order)

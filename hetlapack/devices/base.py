@@ -117,6 +117,10 @@ class Device(abc.ABC):
         #: ones), ...)`` on stacks past the last-level cache, when calibration measured it (a CPU's only): up to which
         #: matrix its kernel writes the results with streaming stores.
         self.batched_stream: dict[str, tuple[tuple[float, float], ...]] = {}
+        #: Per batched factorization (``"lu float64"``), ``((bytes of a stack of matrices of order 8 and its results,
+        #: time with ordinary stores over streaming ones), ...)`` up to the last-level cache, when calibration
+        #: measured it (a CPU's only): from which stacks on the kernels write with streaming stores.
+        self.batched_stream_stack: dict[str, tuple[tuple[float, float], ...]] = {}
         #: Per solve and dtype (``"getrs float32"``), ``((order, the solve a matrix at a time's time over the
         #: interleaved one's), ...)`` on stacks, when calibration measured them (a CPU's only): up to where a solve
         #: runs in the interleaved layout.

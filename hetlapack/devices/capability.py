@@ -72,6 +72,7 @@ PLAUSIBLE_RANGE = (1e-9, 1e9)
 TABLE_ATTRIBUTES = {"kernels": "kernel_rates", "whole": "whole_rates", "host_call": "host_call_rates",
                     "tile_call": "tile_call_rates", "tiles": "tile_orders", "batched": "batched_rates",
                     "lanes": "batched_lanes", "spread": "batched_spread", "stream": "batched_stream",
+                    "stream_stack": "batched_stream_stack",
                     "solves": "batched_solves", "loop_threads": "loop_threads", "potrf_blocks": "potrf_blocks"}
 TABLE_KEYS = tuple(TABLE_ATTRIBUTES)
 
@@ -119,7 +120,8 @@ def apply_measurements(device: Device, measured: dict) -> None:
     its tables, where any row was measured, into ``kernel_rates`` (``"kernels"``), ``whole_rates`` (``"whole"``),
     ``host_call_rates`` (``"host_call"``), ``tile_call_rates`` (``"tile_call"``), ``tile_orders`` (``"tiles"``),
     ``batched_rates`` (``"batched"``), ``batched_lanes`` (``"lanes"``), ``batched_spread`` (``"spread"``),
-    ``batched_stream`` (``"stream"``), ``batched_solves`` (``"solves"``), ``loop_threads`` and ``potrf_blocks``."""
+    ``batched_stream`` (``"stream"``), ``batched_stream_stack`` (``"stream_stack"``), ``batched_solves``
+    (``"solves"``), ``loop_threads`` and ``potrf_blocks``."""
     _apply(device, _frozen(_measurements(measured)))
 
 

@@ -245,6 +245,36 @@ def batched_stream_bytes(op: str) -> int | None:
     return crossover_order(timed) if timed else None
 
 
+#: How much faster streaming stores must have run on a stack for :func:`batched_stream_stack_bytes` to count it a
+#: win: the timing's own spread (at 2 MB, where neither store reaches memory, the two ran within 4%).
+STREAM_STACK_MARGIN = 1.05
+
+
+def stream_stack_reach(tables: dict) -> int:
+    """From ``{kernel: ((bytes of a stack and its results, time with ordinary stores over streaming ones), ...)}``
+    by increasing bytes: for each kernel, the smallest stack from which streaming won by ``STREAM_STACK_MARGIN`` at
+    every larger one timed (past the largest where it lost there), and the largest of those over the kernels."""
+    def smallest_won(rows) -> int:
+        reach = int(rows[-1][0]) + 1
+        for nbytes, ordinary_over_streaming in reversed(rows):
+            if ordinary_over_streaming < STREAM_STACK_MARGIN:
+                break
+            reach = int(nbytes)
+        return reach
+
+    return max(smallest_won(rows) for rows in tables.values())
+
+
+@functools.lru_cache(maxsize=1)
+def batched_stream_stack_bytes() -> int | None:
+    """The fewest bytes of a stack and its results from which the interleaved kernels write the results with
+    streaming stores, as ``hetlapack calibrate`` timed them on this machine (:func:`stream_stack_reach`); ``None``
+    where it timed none (the last-level cache's size then decides, :func:`~hetlapack.batched.streaming.streams`).
+    Remembered as :func:`batched_spread_bytes` is."""
+    tables = _cpu_tables("stream_stack")
+    return stream_stack_reach(tables) if tables else None
+
+
 #: Largest order a solve (``potrs``, ``getrs``) runs in the interleaved chunk layout, by dtype (its character), where
 #: ``hetlapack calibrate`` has not timed this machine's (:func:`interleaved_solve_max_n`); above it each matrix is
 #: solved where it lies (``batched._solve``). Measured (2 threads, B = 20,000, one right-hand side, ns per matrix,
@@ -387,11 +417,12 @@ def _calibrated_potrf_block(dtype: np.dtype, n: int, uplo: str, library: str) ->
 
 def forget_calibrated_lookups() -> None:
     """Forget the blocks :func:`host_potrf_block`, the buffers :func:`batched_spread_bytes`, the matrices
-    :func:`batched_stream_bytes` and the orders :func:`interleaved_solve_max_n` read from the cache, so that the next
-    calls read it afresh."""
+    :func:`batched_stream_bytes`, the stacks :func:`batched_stream_stack_bytes` and the orders
+    :func:`interleaved_solve_max_n` read from the cache, so that the next calls read it afresh."""
     _calibrated_potrf_block.cache_clear()
     batched_spread_bytes.cache_clear()
     batched_stream_bytes.cache_clear()
+    batched_stream_stack_bytes.cache_clear()
     interleaved_solve_max_n.cache_clear()
 
 
