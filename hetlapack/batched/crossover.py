@@ -210,6 +210,14 @@ _STREAM_CALLS: dict[str, Callable[[np.ndarray, bool], object]] = {
 }
 
 
+def _streaming_gain(op: str, a: np.ndarray, repeats: int) -> float:
+    """``op``'s kernel of :data:`_STREAM_CALLS` on the stack ``a``: its time with ordinary stores over streaming ones,
+    both timed in turn (:func:`_fastest_in_turn`)."""
+    seconds = _fastest_in_turn({stream: functools.partial(_STREAM_CALLS[op], a, stream) for stream in (False, True)},
+                               repeats)
+    return seconds[False] / seconds[True]
+
+
 def measure_stream(repeats: int = 3, orders: tuple[int, ...] = STREAM_ORDERS,
                    progress: Callable[[str], None] | None = None) -> dict[str, list[list[float]]]:
     """``{"getrf float64": [[matrix bytes, time with ordinary stores over streaming ones], ...], ...}`` for each of
@@ -219,10 +227,7 @@ def measure_stream(repeats: int = 3, orders: tuple[int, ...] = STREAM_ORDERS,
     rng = np.random.default_rng(5)
 
     def ratio(op: str, n: int, dtype: np.dtype) -> list[float]:
-        a = _stack(op, n, dtype, rng, LANE_STACK_BYTES)
-        seconds = _fastest_in_turn({stream: functools.partial(_STREAM_CALLS[op], a, stream)
-                                    for stream in (False, True)}, repeats)
-        return [n * n * dtype.itemsize, seconds[False] / seconds[True]]
+        return [n * n * dtype.itemsize, _streaming_gain(op, _stack(op, n, dtype, rng, LANE_STACK_BYTES), repeats)]
 
     return _tabled(STREAM_CASES, orders, ratio, progress)
 
@@ -250,9 +255,7 @@ def measure_stream_stacks(repeats: int = 3, shares: tuple[float, ...] = STACK_SH
 
     def ratio(op: str, share: float, dtype: np.dtype) -> list[float]:
         a = _stack(op, STACK_ORDER, dtype, rng, int(share * cache) // (1 + STACK_RESULTS[op]))
-        seconds = _fastest_in_turn({stream: functools.partial(_STREAM_CALLS[op], a, stream)
-                                    for stream in (False, True)}, repeats)
-        return [a.nbytes * (1 + STACK_RESULTS[op]), seconds[False] / seconds[True]]
+        return [a.nbytes * (1 + STACK_RESULTS[op]), _streaming_gain(op, a, repeats)]
 
     return _tabled(STACK_CASES, shares, ratio, progress)
 

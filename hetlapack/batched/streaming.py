@@ -51,8 +51,8 @@ def streams(op: str, a: np.ndarray, *results: np.ndarray, chosen: bool | None = 
     cache = last_level_cache()
     if cache is None:
         return False
-    reach = model.batched_stream_stack_bytes()
-    if a.nbytes + sum(result.nbytes for result in results) < (cache + 1 if reach is None else reach):
+    least = model.batched_stream_stack_bytes() or cache + 1
+    if a.nbytes + sum(result.nbytes for result in results) < least:
         return False
     if not all(on_lines(result) for result in results if result.size):
         return False

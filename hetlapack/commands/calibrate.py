@@ -187,7 +187,7 @@ def _print_stream_stacks(ratios: dict[str, list[list[float]]]) -> None:
     print("\n" + "".join(f"{case:>20}" for case in ratios))
     for row in zip(*ratios.values()):
         print("".join(f"{nbytes / 2**20:>9.1f} MiB {ratio:>7.2f}x" for nbytes, ratio in row))
-    print("stacks (MiB of matrices of order 8 and their results) up to the last-level cache: the time of a kernel "
+    print("stacks (MiB of small matrices and their results) up to the last-level cache: the time of a kernel "
           "writing with ordinary stores over streaming ones (above 1x streaming wins); streaming from "
           f"{model.stream_stack_reach(ratios) / 2**20:.1f} MiB")
 

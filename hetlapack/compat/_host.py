@@ -22,7 +22,7 @@ from ..contract.arrays import (copies_by_tiles, fortran_copy, identical, plain_m
 from ..contract.finite import FiniteCheck, all_finite
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.originals import scipy_matrix_functions as _scipy_matrix
-from ..contract.scipy_rules import (COMPILED_BATCH_LOOPS, TRUTH_FLAG_TYPES, QR_LWORK_DEFAULT, cho_factor_flags,
+from ..contract.scipy_rules import (COMPILED_BATCH_LOOPS, QR_LWORK_DEFAULT, TRUTH_FLAG_TYPES, cho_factor_flags,
                                     fortran_copy_unseen, fortran_in_place, lu_in_place_wrong, scipy_container,
                                     scipy_returns)
 from ..devices import lapack_pointers
@@ -245,7 +245,7 @@ def scipy_lu(a, permute_l, overwrite_a, check_finite, p_indices):
                             p_indices=p_indices)
     results = _scipy["lu"](np.ascontiguousarray(a), permute_l=False, overwrite_a=overwrite_a,
                            check_finite=check_finite, p_indices=p_indices)
-    return scipy_returns("lu", results, False, in_place=a.shape, permute_l=False, p_indices=p_indices)
+    return scipy_returns("lu", results, False, in_place_shape=a.shape, permute_l=False, p_indices=p_indices)
 
 
 def host_lu(a, permute_l, overwrite_a, check_finite, p_indices):

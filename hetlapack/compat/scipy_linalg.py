@@ -327,7 +327,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
                                      fortran=fortran_result("lu_factor", stacked), check_finite=check_finite)
     warn_singular(info, stacklevel=2)
     return scipy_returns("lu_factor", (lu, piv.astype(np.int32, copy=False)), stacked,
-                         in_place=in_place_shape(arr, dtype, overwrite_a))
+                         in_place_shape=in_place_shape(arr, dtype, overwrite_a))
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
@@ -441,7 +441,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
                                      p_matrix=not (permute_l or p_indices), check_finite=check_finite)
     options = {"permute_l": permute_l, "p_indices": p_indices}
     return scipy_returns("lu", (lower, upper) if permute_l else (p, lower, upper), arr.ndim > 2,
-                         in_place=in_place_shape(arr, dtype, overwrite_a), **options)
+                         in_place_shape=in_place_shape(arr, dtype, overwrite_a), **options)
 
 
 def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False, check_finite=True):
@@ -500,7 +500,7 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     if mode == "raw":  # one matrix without pivoting: geqrf's output and tau, R from its first rows, as SciPy's
         packed, tau = plan.runner.geqrf(plan, work, check_finite)
         qr_raw, tau, r = scipy_returns("qr", (packed, tau, upper_trapezoid(packed, rows)), stacked,
-                                       in_place=in_place_shape(arr, dtype, overwrite_a), **options)
+                                       in_place_shape=in_place_shape(arr, dtype, overwrite_a), **options)
         return (qr_raw, tau), r
     fortran = fortran_result("qr", stacked, **options)
     if pivoting:  # a stack (one matrix stays on the host path)
@@ -510,4 +510,4 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
                                    own=work is not a1), None
     outputs = (r,) if mode == "r" else (q, r)
     return scipy_returns("qr", (*outputs, *(() if p is None else (p,))), stacked,
-                         in_place=in_place_shape(arr, dtype, overwrite_a), **options)
+                         in_place_shape=in_place_shape(arr, dtype, overwrite_a), **options)

@@ -154,18 +154,19 @@ def _fortran_in_place_form(name: str, shape: str, options: tuple) -> tuple[bool,
                  for x in _arrays(_scipy[name](np.asfortranarray(probe), overwrite_a=True, **dict(options))))
 
 
-def scipy_returns(name: str, outputs: tuple[np.ndarray, ...], stacked: bool, in_place: tuple[int, ...] | None = None,
-                  **options):
+def scipy_returns(name: str, outputs: tuple[np.ndarray, ...], stacked: bool,
+                  in_place_shape: tuple[int, ...] | None = None, **options):
     """``outputs`` (SciPy's arrays for this call of ``name``, in order) returned as SciPy returns them: each in the
     layout and all in the container (tuple, list or a bare array) SciPy's own ``name`` gives for a matrix or a stack
     with these ``options`` (an output already so laid out is returned as it is, the caller's array included where
-    the shim wrote into it). ``in_place``: the shape of the matrix, where SciPy factors it in place in Fortran order
-    (:func:`in_place_shape`); each result then takes the layout SciPy's has there (since 1.18 the result of the
-    matrix's shape is Fortran-ordered, written where the matrix was: ``qr``'s ``R`` in full mode and its raw
-    output, ``lu_factor``'s factors, ``lu``'s ``U`` of a square or wide matrix and ``L`` of a tall one)."""
+    the shim wrote into it). ``in_place_shape``: the shape of the matrix, where SciPy factors it in place in Fortran
+    order (the function :func:`in_place_shape`); each result then takes the layout SciPy's has there (since 1.18
+    the result of the matrix's shape is Fortran-ordered, written where the matrix was: ``qr``'s ``R`` in full mode
+    and its raw output, ``lu_factor``'s factors, ``lu``'s ``U`` of a square or wide matrix and ``L`` of a tall
+    one)."""
     container, c_ordered = _result_form(name, stacked, _signature(options))
-    if in_place is not None:
-        m, n = in_place
+    if in_place_shape is not None:
+        m, n = in_place_shape
         shape = "square" if m == n else "tall" if m > n else "wide"
         c_ordered = _fortran_in_place_form(name, shape, _signature(options))
     laid = tuple(_in_layout(x, c) for x, c in zip(outputs, c_ordered, strict=True))
