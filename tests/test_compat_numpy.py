@@ -292,6 +292,41 @@ def test_a_gufunc_that_answers_otherwise_than_numpy_is_never_called(name, monkey
         _numpy_host._gufuncs.cache_clear()
 
 
+
+
+def test_numpy_2_0s_two_householder_gufuncs_are_picked_by_shape_as_its_qr_picks(monkeypatch):
+    """NumPy 2.0 has no ``qr_r_raw``: ``qr_r_raw_m`` factors a matrix with no more rows than columns and
+    ``qr_r_raw_n`` the others, and the shim picks as 2.0's ``qr`` does, its results NumPy's (here a NumPy of that
+    kind is made from the installed one's gufuncs)."""
+    import types
+
+    from numpy.linalg import _umath_linalg
+
+    from hetlapack.compat import _numpy_host
+
+    householder, made = _numpy_host._qr_r_raw(_umath_linalg), []
+
+    def recorded(name):
+        def call(a, signature):
+            made.append(name)
+            return householder(a, signature=signature)
+        return call
+
+    older = types.SimpleNamespace(**{found: getattr(_umath_linalg, found) for found in dir(_umath_linalg)
+                                     if not found.startswith("qr_r_raw")}, qr_r_raw_m=recorded("m"),
+                                  qr_r_raw_n=recorded("n"))
+    monkeypatch.setattr(_numpy_host.importlib, "import_module", lambda module: older)
+    _numpy_host._gufuncs.cache_clear()
+    try:
+        assert _numpy_host._gufuncs() is not None
+        made.clear()
+        for shape in ((3, 5), (4, 4), (5, 3)):
+            a = testing.general(*shape)
+            testing.assert_same_results(numpy_linalg.qr(a), numpy_functions["qr"](a))
+        assert made == ["m", "m", "n"]
+    finally:
+        monkeypatch.undo()
+        _numpy_host._gufuncs.cache_clear()
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 @pytest.mark.parametrize("layout", ["C", "F", "reversed view"])
 def test_a_cholesky_at_a_calibrated_block_is_lapacks_right_looking_variant_on_numpys_blas(layout, dtype,

@@ -39,14 +39,24 @@ def _plain(a) -> bool:
     return plain_matrix(a) and a.dtype.isnative
 
 
+def _qr_r_raw(private) -> Callable:
+    """NumPy's gufunc for the Householder QR of a matrix in place: ``qr_r_raw`` from NumPy 2.1 on; NumPy 2.0 has
+    one for matrices with no more rows than columns (``qr_r_raw_m``) and one for the others (``qr_r_raw_n``), and
+    its ``qr`` picks by the shape, as this does."""
+    if hasattr(private, "qr_r_raw"):
+        return private.qr_r_raw
+    wide, tall = private.qr_r_raw_m, private.qr_r_raw_n
+    return lambda a, signature: (wide if a.shape[-2] <= a.shape[-1] else tall)(a, signature=signature)
+
+
 @functools.cache
 def _gufuncs() -> dict[str, Callable] | None:
     """NumPy's ``cholesky_lo``, ``cholesky_up``, ``qr_r_raw``, ``qr_reduced`` and ``qr_complete`` gufuncs, where the
     installed NumPy has them and the calls below answer a probe as NumPy's public functions do; else None."""
     try:
         private = importlib.import_module("numpy.linalg._umath_linalg")
-        found = {name: getattr(private, name) for name in
-                 ("cholesky_lo", "cholesky_up", "qr_r_raw", "qr_reduced", "qr_complete")}
+        found = {name: getattr(private, name) for name in ("cholesky_lo", "cholesky_up", "qr_reduced", "qr_complete")}
+        found["qr_r_raw"] = _qr_r_raw(private)
         for upper in (False, True):
             if not identical((_cholesky(found, _PROBE, upper),), (_numpy["cholesky"](_PROBE, upper=upper),)):
                 return None

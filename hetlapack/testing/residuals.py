@@ -12,11 +12,14 @@ def _eps(a: np.ndarray) -> float:
     return float(np.finfo(a.dtype).eps)
 
 
+def _norm1(a: np.ndarray) -> float:
+    """``||a||_1``; 0 for an empty matrix, which NumPy 2.0's ``norm`` refuses."""
+    return float(np.linalg.norm(a, 1)) if a.size else 0.0
+
+
 def _scaled(diff: np.ndarray, ref: np.ndarray, n: int) -> float:
-    ref_norm = np.linalg.norm(ref, 1)
-    if ref_norm == 0:
-        ref_norm = 1.0
-    return float(np.linalg.norm(diff, 1) / (max(n, 1) * ref_norm * _eps(ref)))
+    ref_norm = _norm1(ref) or 1.0
+    return _norm1(diff) / (max(n, 1) * ref_norm * _eps(ref))
 
 
 def cholesky_residual(a: np.ndarray, c: np.ndarray, lower: bool) -> float:
@@ -50,4 +53,4 @@ def qr_residual(a: np.ndarray, q: np.ndarray, r: np.ndarray) -> float:
 def orthogonality_residual(q: np.ndarray) -> float:
     """``||Q^H Q - I||_1 / (n eps)`` for the columns of ``q``."""
     k = q.shape[-1]
-    return float(np.linalg.norm(q.conj().T @ q - np.eye(k), 1) / (max(q.shape[0], 1) * _eps(q)))
+    return _norm1(q.conj().T @ q - np.eye(k)) / (max(q.shape[0], 1) * _eps(q))
