@@ -292,8 +292,6 @@ def test_a_gufunc_that_answers_otherwise_than_numpy_is_never_called(name, monkey
         _numpy_host._gufuncs.cache_clear()
 
 
-
-
 def test_numpy_2_0s_two_householder_gufuncs_are_picked_by_shape_as_its_qr_picks(monkeypatch):
     """NumPy 2.0 has no ``qr_r_raw``: ``qr_r_raw_m`` factors a matrix with no more rows than columns and
     ``qr_r_raw_n`` the others, and the shim picks as 2.0's ``qr`` does, its results NumPy's (here a NumPy of that
@@ -327,6 +325,8 @@ def test_numpy_2_0s_two_householder_gufuncs_are_picked_by_shape_as_its_qr_picks(
     finally:
         monkeypatch.undo()
         _numpy_host._gufuncs.cache_clear()
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 @pytest.mark.parametrize("layout", ["C", "F", "reversed view"])
 def test_a_cholesky_at_a_calibrated_block_is_lapacks_right_looking_variant_on_numpys_blas(layout, dtype,
