@@ -1,5 +1,6 @@
 """numpy.linalg.cholesky / qr shims: NumPy's signatures, errors, dtypes, result types and NEP-18 dispatch."""
 
+import contextlib
 import inspect
 
 import numpy as np
@@ -268,36 +269,43 @@ def test_the_gufuncs_run_in_the_shims_error_state_and_the_callers_is_kept(made_o
     assert gufunc_calls == ["cholesky_lo", "cholesky_lo", "qr_r_raw", "qr_reduced"] * 3
 
 
-@pytest.mark.parametrize("name", ["cholesky_lo", "qr_r_raw"])
-def test_a_gufunc_that_answers_otherwise_than_numpy_is_never_called(name, monkeypatch):
-    """NumPy's gufuncs are private to it: one that answers the probe otherwise than NumPy's public function (here
-    with its input, unfactored) is never trusted, and the calls stay NumPy's own."""
+@contextlib.contextmanager
+def _another_numpy(monkeypatch, changed: dict):
+    """A NumPy whose ``_umath_linalg`` is the installed one's with the gufuncs ``changed`` (None: absent), as the
+    shim's probe sees it: yields what the probe found (:func:`_numpy_host._gufuncs`), and restores the installed
+    NumPy's after."""
     import types
 
     from numpy.linalg import _umath_linalg
 
     from hetlapack.compat import _numpy_host
 
-    other = types.SimpleNamespace(**{found: getattr(_umath_linalg, found) for found in dir(_umath_linalg)})
-    setattr(other, name, lambda a, *args, **kwargs: a.copy())
+    members = {found: getattr(_umath_linalg, found) for found in dir(_umath_linalg)} | changed
+    other = types.SimpleNamespace(**{name: member for name, member in members.items() if member is not None})
     monkeypatch.setattr(_numpy_host.importlib, "import_module", lambda module: other)
     _numpy_host._gufuncs.cache_clear()
     try:
-        assert _numpy_host._gufuncs() is None
-        a = testing.spd(4)
-        testing.assert_same_results(numpy_linalg.qr(a), numpy_functions["qr"](a))
-        testing.assert_same_results(numpy_linalg.cholesky(a), numpy_functions["cholesky"](a))
+        yield _numpy_host._gufuncs()
     finally:
         monkeypatch.undo()
         _numpy_host._gufuncs.cache_clear()
+
+
+@pytest.mark.parametrize("name", ["cholesky_lo", "qr_r_raw"])
+def test_a_gufunc_that_answers_otherwise_than_numpy_is_never_called(name, monkeypatch):
+    """NumPy's gufuncs are private to it: one that answers the probe otherwise than NumPy's public function (here
+    with its input, unfactored) is never trusted, and the calls stay NumPy's own."""
+    with _another_numpy(monkeypatch, {name: lambda a, *args, **kwargs: a.copy()}) as found:
+        assert found is None
+        a = testing.spd(4)
+        testing.assert_same_results(numpy_linalg.qr(a), numpy_functions["qr"](a))
+        testing.assert_same_results(numpy_linalg.cholesky(a), numpy_functions["cholesky"](a))
 
 
 def test_numpy_2_0s_two_householder_gufuncs_are_picked_by_shape_as_its_qr_picks(monkeypatch):
     """NumPy 2.0 has no ``qr_r_raw``: ``qr_r_raw_m`` factors a matrix with no more rows than columns and
     ``qr_r_raw_n`` the others, and the shim picks as 2.0's ``qr`` does, its results NumPy's (here a NumPy of that
     kind is made from the installed one's gufuncs)."""
-    import types
-
     from numpy.linalg import _umath_linalg
 
     from hetlapack.compat import _numpy_host
@@ -310,21 +318,14 @@ def test_numpy_2_0s_two_householder_gufuncs_are_picked_by_shape_as_its_qr_picks(
             return householder(a, signature=signature)
         return call
 
-    older = types.SimpleNamespace(**{found: getattr(_umath_linalg, found) for found in dir(_umath_linalg)
-                                     if not found.startswith("qr_r_raw")}, qr_r_raw_m=recorded("m"),
-                                  qr_r_raw_n=recorded("n"))
-    monkeypatch.setattr(_numpy_host.importlib, "import_module", lambda module: older)
-    _numpy_host._gufuncs.cache_clear()
-    try:
-        assert _numpy_host._gufuncs() is not None
+    numpy_2_0 = {"qr_r_raw": None, "qr_r_raw_m": recorded("m"), "qr_r_raw_n": recorded("n")}
+    with _another_numpy(monkeypatch, numpy_2_0) as found:
+        assert found is not None
         made.clear()
         for shape in ((3, 5), (4, 4), (5, 3)):
             a = testing.general(*shape)
             testing.assert_same_results(numpy_linalg.qr(a), numpy_functions["qr"](a))
         assert made == ["m", "m", "n"]
-    finally:
-        monkeypatch.undo()
-        _numpy_host._gufuncs.cache_clear()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
