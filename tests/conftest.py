@@ -1,6 +1,6 @@
 """Test-session setup: custom CUDA kernels run in Numba's CUDA simulator on machines without an NVIDIA GPU, the batched
 kernels are compiled on every core before the first test (``hetlapack compile``: on a fresh checkout the tests would
-otherwise compile them one at a time as they meet them, 12 minutes instead of 6 on 2 cores), dispatch forgets its
+otherwise compile them one at a time as they meet them, 12 minutes instead of 7 on 2 cores), dispatch forgets its
 decisions after each test, and no test reads the calibration this machine's user cached (``hetlapack calibrate``):
 plans are priced as on a machine never calibrated, unless a test writes a cache of its own."""
 

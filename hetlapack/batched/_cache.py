@@ -7,7 +7,7 @@ compiled from the old helpers. :class:`KernelSourcesLocator` finds the cache whe
 stamps it with those files' contents too (the package's compiled modules, the modules they import from, in the
 package and outside it: :func:`read_while_compiling`); :func:`install` puts it first among numba's locators before any
 kernel is decorated. The package's plain Python (the wrappers, the output pool, the thread counts) is not in the
-stamp: editing it keeps the compiled kernels, which take 7-15 minutes to compile again.
+stamp: editing it keeps the compiled kernels, which take 7-12 minutes to compile again.
 """
 
 from __future__ import annotations

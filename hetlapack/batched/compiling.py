@@ -23,8 +23,8 @@ from ..devices import lapack_pointers
 from ..dtypes import real_dtype
 from ..imports import importing
 from ..perf.model import interleaved_dtypes
-from . import (_cholesky, _cholesky_replay, _lapack_each, _launch, _lu, _lu_pieces, _lu_replay, _lu_solve, _qr,
-               _qr_replay, _solve, recycled)
+from . import (_cholesky, _cholesky_replay, _inlining, _lapack_each, _launch, _lu, _lu_pieces, _lu_replay, _lu_solve,
+               _qr, _qr_replay, _solve, recycled)
 from ._boundary import check_shapes, check_types
 
 #: The dtypes the kernels compute in (LAPACK's s, d, c, z).
@@ -161,7 +161,7 @@ def kernel(op: str, dtype: np.dtype) -> Callable:
     if dtype not in kernel_dtypes(op):
         raise TypeError(f"the batched {op} computes in {', '.join(map(str, kernel_dtypes(op)))}, not {dtype}")
     dispatcher = KERNELS[op][0]
-    with importing():  # numba imports its lowering registries on its first compilation
+    with importing(), _inlining.uncopied():  # numba imports its lowering registries on its first compilation
         return numba.jit(signature(op, dtype), cache=True, **dispatcher.targetoptions)(dispatcher.py_func)
 
 
@@ -169,7 +169,7 @@ def kernel(op: str, dtype: np.dtype) -> Callable:
 def launcher(op: str, dtype: np.dtype) -> Callable:
     """The parallel loop that runs the shares of ``op``'s kernel in ``dtype`` (:func:`._launch.shares`), compiled or
     loaded from the disk cache."""
-    with importing():
+    with importing(), _inlining.uncopied():
         return _launch.compiled(argument_types(op, dtype))
 
 

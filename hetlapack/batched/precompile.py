@@ -1,8 +1,9 @@
 """Compile the batched kernels into numba's disk cache ahead of their first use, on every core at once.
 
 A kernel compiles on its first use in each dtype (in a background process of its own, :mod:`.background`, unless
-the call is to compile it): 3-100 s each, 12 minutes for all of them on a 2-core AMD EPYC, one after another, since
-numba compiles one function at a time in a process. ``hetlapack compile`` (and the
+the call is to compile it): 5-120 s each, about 12 minutes of one core for all of them on a 2-core AMD EPYC (22
+before numba's inliner stopped copying, :mod:`._inlining`), one after another, since numba compiles one function at
+a time in a process. ``hetlapack compile`` (and the
 test session, ``tests/conftest.py``) compiles the ones the cache lacks in one process per core, each kernel in one
 process (its cache index is then written by one process only), and the parallel loops that run them
 (:mod:`._launch`, one function and so one index for all) in this process meanwhile; later calls load them from the
@@ -34,10 +35,11 @@ except ImportError:  # not POSIX: compilations are not serialized
     fcntl = None
 
 #: Kernels in the order they are handed out: the longest compilations first, so that no core is left with one at
-#: the end (seconds for all their dtypes, measured cold on a 2-core AMD EPYC, two at a time: getrf 174, potrf 101,
-#: the single-precision replays 94 (Cholesky) and 79 (LU), qr 76, the QR replay 60, the others 6-25; 727 s in all).
-_LONGEST_FIRST = ("getrf", "potrf", "potrf_replay", "getrf_replay", "qr", "qr_replay", "solve_each", "qr_each",
-                  "getrs", "potrs", "getrs_each", "potrs_each")
+#: the end (seconds for all their dtypes, measured cold on a 2-core AMD EPYC Zen 4, two at a time beside the parallel
+#: loops: getrf 236, the LU replay 150, potrf 113, qr 92, the Cholesky replay 59, the QR replay 34, getrs 33,
+#: solve_each 27, potrs 26, qr_each 16, the others 7-9; 849 s in all).
+_LONGEST_FIRST = ("getrf", "getrf_replay", "potrf", "qr", "potrf_replay", "qr_replay", "getrs", "solve_each",
+                  "potrs", "qr_each", "getrs_each", "potrs_each")
 
 
 def _in_cache(function, options: dict, signature) -> bool:
