@@ -49,9 +49,11 @@ def test_info_says_an_uncalibrated_gpu_is_not_chosen(monkeypatch, capsys):
     assert cpu_line.endswith("(defaults; run `hetlapack calibrate`)")
 
 
-def test_demo_small(capsys):
+def test_demo_small(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the demo writes its trace's picture where it runs
     assert main(["demo", "--n", "200", "--batch", "50", "--small", "4", "--repeat", "1"]) == 0
     out = capsys.readouterr().out
+    assert "wrote demo-trace-cholesky-200.png" in out and (tmp_path / "demo-trace-cholesky-200.png").is_file()
     assert "cholesky" in out and "lu_factor" in out and "qr" in out and "qr+piv" in out and "vs SciPy" in out
     rows = [line.split() for line in out.splitlines()]
     names = (["cholesky"], ["lu_factor"], ["qr"], ["qr+piv"], ["lu_factor/f32"])
