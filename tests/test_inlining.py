@@ -91,7 +91,20 @@ def test_uncopied_inlining_gives_numbas_machine_code_instruction_for_instruction
 def test_numbas_inliner_is_back_after_the_compile_even_when_it_fails():
     inline_function = inline_closurecall.InlineWorker.inline_function
     with pytest.raises(RuntimeError, match="compile failed"), _inlining.uncopied():
-        assert inline_closurecall.InlineWorker.inline_function is not inline_function
+        assert inline_closurecall.InlineWorker.inline_function is _inlining._inline_uncopied
         raise RuntimeError("compile failed")
     assert inline_closurecall.InlineWorker.inline_function is inline_function
+
+
+def test_the_inliner_copies_nothing_while_it_inlines_and_copies_again_after_a_failure():
+    class FailingWorker:
+        def run_untyped_passes(self, function):
+            return ["fresh IR"]
+
+        def inline_ir(self, caller_ir, block, i, callee_ir, freevars, arg_typs=None):
+            assert inline_closurecall.copy.deepcopy(callee_ir) is callee_ir
+            raise RuntimeError("inlining failed")
+
+    with pytest.raises(RuntimeError, match="inlining failed"):
+        _inlining._inline_uncopied(FailingWorker(), None, None, 0, lambda: None)
     assert inline_closurecall.copy is copy

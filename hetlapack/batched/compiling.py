@@ -4,7 +4,7 @@ The compiled loops live in ``_cholesky``, ``_lu``, ``_lu_pieces``, ``_lu_solve``
 arithmetic, interleaved), their replays of OpenBLAS's roundings and ``_lapack_each`` (SciPy's LAPACK on each matrix).
 Each kernel is compiled once per dtype under one explicit signature (inputs typed as read-only arrays of any layout,
 so C, Fortran, strided and read-only stacks share one machine-code version) and cached on disk, with numba's
-inliner copying no callee's IR meanwhile (:mod:`._inlining`: 44% less CPU time, the same machine code). Each kernel
+inliner copying no callee's IR meanwhile (:mod:`._inlining`, the same machine code in less time). Each kernel
 factors one thread's share of a stack (its last two arguments: the share's index and the number of shares);
 :func:`run` checks every call's arguments before the machine code sees them and runs the shares on numba's threads
 (:mod:`._launch`). Kept apart from the per-operation drivers (:mod:`.kernels`) and from how many threads a call

@@ -1,13 +1,11 @@
 """Compile the batched kernels into numba's disk cache ahead of their first use, on every core at once.
 
 A kernel compiles on its first use in each dtype (in a background process of its own, :mod:`.background`, unless
-the call is to compile it): 5-120 s each, about 12 minutes of one core for all of them on a 2-core AMD EPYC (22
-before numba's inliner stopped copying, :mod:`._inlining`), one after another, since numba compiles one function at
-a time in a process. ``hetlapack compile`` (and the
-test session, ``tests/conftest.py``) compiles the ones the cache lacks in one process per core, each kernel in one
-process (its cache index is then written by one process only), and the parallel loops that run them
-(:mod:`._launch`, one function and so one index for all) in this process meanwhile; later calls load them from the
-cache.
+the call is to compile it): 5-120 s each, one after another, since numba compiles one function at a time in a
+process; about 12 minutes of one core for all of them on a 2-core AMD EPYC. ``hetlapack compile`` (and the test
+session, ``tests/conftest.py``) compiles the ones the cache lacks in one process per core, each kernel in one process
+(its cache index is then written by one process only), and the parallel loops that run them (:mod:`._launch`, one
+function and so one index for all) in this process meanwhile; later calls load them from the cache.
 """
 
 from __future__ import annotations
