@@ -21,13 +21,13 @@ from hetlapack.compat import numpy_linalg
 from hetlapack.testing import general, spd
 
 SIZES = [int(n) for n in os.environ.get("HETLAPACK_BENCH_SIZES", "1000,2000,4000").split(",")]
-#: name: (matrix kind, the call on a module (scipy.linalg or hetlapack.linalg), explain's operation)
+#: name: (matrix kind, the call on a module (scipy.linalg or hetlapack.linalg), explain's operation and keywords)
 CALLS = {
-    "cholesky": ("spd", lambda m, a, **kw: m.cholesky(a, lower=True, **kw), "cholesky"),
-    "cho_factor": ("spd", lambda m, a, **kw: m.cho_factor(a, **kw), "cho_factor"),
-    "lu_factor": ("general", lambda m, a, **kw: m.lu_factor(a, **kw), "lu_factor"),
-    "qr economic": ("general", lambda m, a, **kw: m.qr(a, mode="economic", **kw), "qr"),
-    "qr r": ("general", lambda m, a, **kw: m.qr(a, mode="r", **kw), "qr"),
+    "cholesky": ("spd", lambda m, a, **kw: m.cholesky(a, lower=True, **kw), "cholesky", {}),
+    "cho_factor": ("spd", lambda m, a, **kw: m.cho_factor(a, **kw), "cho_factor", {}),
+    "lu_factor": ("general", lambda m, a, **kw: m.lu_factor(a, **kw), "lu_factor", {}),
+    "qr economic": ("general", lambda m, a, **kw: m.qr(a, mode="economic", **kw), "qr", {"mode": "economic"}),
+    "qr r": ("general", lambda m, a, **kw: m.qr(a, mode="r", **kw), "qr", {"mode": "r"}),
 }
 #: the two rows of each group: SciPy's defaults on a C-ordered array, then the call that lets LAPACK copy nothing
 LAYOUTS = {"C default": ("C", {}), "F overwrite no-check": ("F", {"overwrite_a": True, "check_finite": False})}
@@ -49,13 +49,13 @@ LIBRARIES = {"scipy": (sl, None), "hetlapack": (hla, None), "hetlapack hybrid": 
 def test_users_call(benchmark, matrices, name, library, layout):
     """Also the model's error, where dispatch decides by it: SciPy's time against the host path's prediction, the
     forced hybrid's against the hybrid's (``measured_over_predicted``)."""
-    kind, call, op = CALLS[name]
+    kind, call, op, options = CALLS[name]
     order, flags = LAYOUTS[layout]
     module, forced = LIBRARIES[library]
     a = matrices[kind]
     n = a.shape[0]
     benchmark.group = f"{name} n={n} {layout}"
-    plan = hetlapack.explain(op, a)
+    plan = hetlapack.explain(op, a, **options)
     if library == "hetlapack":
         benchmark.extra_info["path"] = plan.path
     with hetlapack.using(path=forced) if forced else contextlib.nullcontext():

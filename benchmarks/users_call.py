@@ -20,13 +20,13 @@ from threadpoolctl import threadpool_info
 import hetlapack
 import hetlapack.linalg as hl
 
-OPS = {  # name: (matrix kind, SciPy call, hetlapack call, explain's op name)
-    "cholesky": ("spd", lambda m, x: m.cholesky(x, lower=True), "cholesky"),
-    "cho_factor": ("spd", lambda m, x: m.cho_factor(x), "cho_factor"),
-    "lu_factor": ("general", lambda m, x: m.lu_factor(x), "lu_factor"),
-    "qr_economic": ("general", lambda m, x: m.qr(x, mode="economic"), "qr"),
-    "qr_r": ("general", lambda m, x: m.qr(x, mode="r"), "qr"),
-    "lu": ("general", lambda m, x: m.lu(x), "lu"),
+OPS = {  # name: (matrix kind, the call on a module (scipy.linalg or hetlapack.linalg), explain's op and keywords)
+    "cholesky": ("spd", lambda m, x: m.cholesky(x, lower=True), "cholesky", {}),
+    "cho_factor": ("spd", lambda m, x: m.cho_factor(x), "cho_factor", {}),
+    "lu_factor": ("general", lambda m, x: m.lu_factor(x), "lu_factor", {}),
+    "qr_economic": ("general", lambda m, x: m.qr(x, mode="economic"), "qr", {"mode": "economic"}),
+    "qr_r": ("general", lambda m, x: m.qr(x, mode="r"), "qr", {"mode": "r"}),
+    "lu": ("general", lambda m, x: m.lu(x), "lu", {}),
 }
 
 
@@ -62,7 +62,7 @@ def main():
         spd = g @ g.T + n * np.eye(n)
         dgemm = 2 * n**3 / best(lambda: g @ g, 3) / 1e9
         for op in args.ops.split(","):
-            kind, call, name = OPS[op]
+            kind, call, name, options = OPS[op]
             a = spd if kind == "spd" else g
             for layout, x in (("C", a), ("F", np.asfortranarray(a))):
                 call(sla, x); call(hl, x)  # warm-up: numba caches, thread pools, first-touch
@@ -70,7 +70,7 @@ def main():
                 for _ in range(args.reps):  # alternate, so that drift hits both
                     ts = min(ts, best(lambda: call(sla, x), 1))
                     th = min(th, best(lambda: call(hl, x), 1))
-                path = hetlapack.explain(name, x).path
+                path = hetlapack.explain(name, x, **options).path
                 print(f"n={n:5d} {op:12s} {layout}  scipy {ts * 1e3:10.3f} ms  hetlapack {th * 1e3:10.3f} ms  "
                       f"ratio {ts / th:5.2f}x  path {path:7s}  dgemm {dgemm:5.0f} GF/s", flush=True)
 

@@ -38,6 +38,7 @@ def explain(op: str, a: ArrayLike, *, library: str = "scipy", mode: str | None =
     if not isinstance(op, str) or op not in OPS:
         raise ValueError(f"explain: unknown operation {op!r}; expected one of {', '.join(sorted(OPS))}")
     features, loop = (lu_features(a), stack_loop("lu")) if op == "lu" else ((), None)
+    forms_q = False
     if op == "qr":
-        op, features = qr_route(a, "full" if mode is None else mode, pivoting, lwork)
-    return plan_call(OPS[op], a, check_finite, features, loop)[0]
+        op, features, forms_q = qr_route(a, "full" if mode is None else mode, pivoting, lwork)
+    return plan_call(OPS[op], a, check_finite, features, loop, forms_q)[0]

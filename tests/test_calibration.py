@@ -137,11 +137,11 @@ def test_the_paths_calls_are_timed_on_c_and_fortran_inputs_for_the_installed_sci
 
     seen, woken = [], []
     monkeypatch.setattr(calibration, "_after_scipy", lambda: woken.append(len(seen)))
-    ops = ("potrf", "getrf", "geqrf")
+    ops = ("potrf", "getrf", "geqrf", rates.call_name("geqrf", forms_q=True))
     host_calls = {op: lambda a, op=op: seen.append(("host_call", op, a.flags.c_contiguous, a.flags.f_contiguous))
                   for op in ops}
     tile_calls = {op: lambda a, tile, op=op: seen.append(("tile_call", op, a.flags.c_contiguous, a.flags.f_contiguous,
-                                                          tile == rates.tile_size(op, a.shape[0])))
+                                                          tile == rates.tile_size(rates.call_op(op), a.shape[0])))
                   for op in ops}
     calls = {"host_call": host_calls, "tile_call": tile_calls}
     results = calibrate([CpuDevice(workers=1), EmulatedDevice(3)], tile=16, repeats=1, link_bytes=1 << 16,
@@ -164,7 +164,36 @@ def test_the_paths_calls_are_timed_on_c_and_fortran_inputs_for_the_installed_sci
     calibrate([CpuDevice(workers=1)], tile=16, repeats=1, kernels=False, whole_orders=(24,), host_calls=host_calls,
               tile_calls=tile_calls)
     for table in ("host_call", "tile_call"):
-        assert len(load()["cpu"][table]) == 7 and "potrf C scipy 0.1.0" in load()["cpu"][table]
+        assert len(load()["cpu"][table]) == 9 and "potrf C scipy 0.1.0" in load()["cpu"][table]
+
+
+def test_a_qr_forming_q_is_timed_as_a_call_of_its_own_at_geqrfs_tile(cache_dir, monkeypatch):
+    """A QR that forms Q is timed beside ``mode='r'`` under a name of its own, its rate in ``geqrf``'s flops (so
+    that a price from it is its time), on the tile path at ``geqrf``'s default tile; tiles are chosen for the
+    factorizations alone."""
+    import time
+
+    import scipy
+
+    from hetlapack.perf import calibration, rates
+
+    with_q = rates.call_name("geqrf", forms_q=True)
+    assert with_q != "geqrf" and rates.call_op(with_q) == "geqrf" and rates.call_op("geqrf") == "geqrf"
+    chosen, tiles_run = [], []
+    monkeypatch.setattr(calibration, "best_tiles", lambda calls, orders, *_: chosen.extend(calls) or {
+        "geqrf": [[n, 96] for n in orders]})
+    monkeypatch.setattr(calibration, "potrf_blocks", lambda orders, repeats: {})
+    pause = {"geqrf": 0.001, with_q: 0.004}
+    host_calls = {call: lambda a, call=call: time.sleep(pause[call]) for call in pause}
+    tile_calls = {call: lambda a, tile, call=call: tiles_run.append((call, tile)) for call in pause}
+    n = calibration.TILE_TIMING_MIN_ORDER
+    results = calibrate([CpuDevice(workers=1)], tile=16, repeats=1, kernels=False, whole_orders=(n,),
+                        host_calls=host_calls, tile_calls=tile_calls)
+    assert chosen == ["geqrf"] and set(tiles_run) == {("geqrf", 96), (with_q, 96)}
+    geqrf_flops = rates.flops("geqrf", n, n) / 1e9
+    for call, seconds in pause.items():
+        (order, rate), = results["cpu"]["host_call"][f"{call} C scipy {scipy.__version__}"]
+        assert order == n and geqrf_flops / (3 * seconds) < rate <= geqrf_flops / seconds
 
 
 def test_the_host_choleskys_block_is_read_from_the_cache_once_until_dispatch_forgets(cache_dir):

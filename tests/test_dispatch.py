@@ -99,6 +99,42 @@ def test_the_margin_is_narrowest_where_both_paths_calls_were_timed_in_turn(monke
         assert f"dispatch takes them from {model.TIMED_TILE_MARGIN:.2f}x" in plan.reason
 
 
+@pytest.mark.parametrize("timed_with_q", [True, False])
+def test_a_qr_forming_q_is_priced_by_its_own_timed_call(monkeypatch, tmp_path, timed_with_q):
+    """Where ``hetlapack calibrate`` timed the QR that forms Q apart from ``mode='r'``, ``qr``'s modes that form Q
+    are priced by it: here the two paths' ``mode='r'`` calls tie and the tile path's economic call runs 1.5x faster,
+    so economic and full QR take the tiles, ``mode='r'`` and ``'raw'`` stay on the host, and explain says what it
+    priced them from. A cache calibrated before prices every mode by ``mode='r'``."""
+    import json
+
+    from hetlapack.devices.capability import ENV_CACHE_DIR
+    from hetlapack.dispatch.choose import forget_decisions
+
+    monkeypatch.setenv(ENV_CACHE_DIR, str(tmp_path))
+    n, gemm = 2000, rates.host_gemm_gflops("d")
+    r_rate, q_rate = 0.6 * gemm, 0.3 * gemm
+    with_q = rates.call_name("geqrf", forms_q=True)
+    host = {rates.call_table("geqrf", "C"): [[1000, r_rate], [4000, r_rate]]}
+    tile = {rates.call_table("geqrf", "C"): [[n, r_rate]]}
+    if timed_with_q:
+        host[rates.call_table(with_q, "C")] = [[1000, q_rate], [4000, q_rate]]
+        tile[rates.call_table(with_q, "C")] = [[n, 1.5 * q_rate]]
+    entry = {"host_call": host, "tile_call": tile}
+    (tmp_path / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))
+    forget_decisions()
+    a = np.ones((n, n))
+    plans = {mode: hetlapack.explain("qr", a, mode=mode) for mode in ("full", "economic", "r", "raw")}
+    forming_q = "forming Q (its rate at geqrf's flops)"
+    for mode, plan in plans.items():
+        priced_with_q = timed_with_q and mode in ("full", "economic")
+        assert plan.path == ("hybrid" if priced_with_q else "host"), mode
+        assert (forming_q in plan.host_rate) == priced_with_q and (forming_q in plan.tile_rate) == priced_with_q
+    if timed_with_q:
+        economic = plans["economic"].predicted_s
+        assert economic["host"] / economic["hybrid"] == pytest.approx(1.5, rel=0.01)
+        assert plans["r"].predicted_s == pytest.approx(plans["raw"].predicted_s)
+
+
 @pytest.mark.parametrize("op", ["potrf", "getrf", "geqrf", "geqp3"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 def test_the_quick_host_decision_is_the_one_choose_makes(op, dtype):

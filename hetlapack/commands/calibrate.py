@@ -14,7 +14,7 @@ from ..devices import available
 from ..options import using
 from ..perf import model
 from ..perf.calibration import DEFAULT_TILE, KERNEL_TILES, POTRF_BLOCKS, TILE_CHOICE_MARGIN, calibrate
-from ..perf.rates import MEMORY_ORDERS, call_table
+from ..perf.rates import MEMORY_ORDERS, call_name, call_table
 from ..devices.capability import ENV_CACHE_DIR, apply_measurements, cache_path, check_writable, save_results
 from . import device_list
 from ..mpi.arguments import positive_int
@@ -80,9 +80,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-#: The SciPy function dispatch prices each factorization with, default flags.
+#: The SciPy function dispatch prices each call with (``call_name``: each factorization, and QR forming Q),
+#: default flags.
 _FUNCTIONS: dict[str, Callable[[np.ndarray], object]] = {
-    "potrf": linalg.cholesky, "getrf": linalg.lu_factor, "geqrf": lambda a: linalg.qr(a, mode="r")}
+    "potrf": linalg.cholesky, "getrf": linalg.lu_factor, "geqrf": lambda a: linalg.qr(a, mode="r"),
+    call_name("geqrf", forms_q=True): lambda a: linalg.qr(a, mode="economic")}
 
 
 def _forced(path: str, function: Callable[[np.ndarray], object], a: np.ndarray, tile: int | None = None) -> object:
@@ -93,15 +95,15 @@ def _forced(path: str, function: Callable[[np.ndarray], object], a: np.ndarray, 
 
 
 def _host_calls() -> dict[str, Callable[[np.ndarray], object]]:
-    """The host path's call per factorization, as dispatch prices it: ``hetlapack.linalg``'s with its default
+    """The host path's call per call dispatch prices (:data:`_FUNCTIONS`): ``hetlapack.linalg``'s with its default
     flags, the host path forced (SciPy's own function, handed a Fortran-ordered copy where SciPy would make it the
     slow way)."""
     return {op: functools.partial(_forced, "host", function) for op, function in _FUNCTIONS.items()}
 
 
 def _tile_calls() -> dict[str, Callable[[np.ndarray, int], object]]:
-    """The tile path's call per factorization on the CPU alone, as dispatch prices it (default flags), at a tile
-    given with the matrix."""
+    """The tile path's call per call dispatch prices (:data:`_FUNCTIONS`) on the CPU alone, default flags, at a
+    tile given with the matrix."""
     return {op: functools.partial(_forced, "hybrid", function) for op, function in _FUNCTIONS.items()}
 
 
@@ -193,15 +195,21 @@ def _print_stream_stacks(ratios: dict[str, list[list[float]]]) -> None:
 
 
 def _print_calls(tables: dict[str, list[list[float]]], path: str) -> None:
-    """A path's call per order, for each factorization and input memory order."""
-    ops = ("potrf", "getrf", "geqrf")
-    columns = [(op, layout) for layout in MEMORY_ORDERS for op in ops]
-    print(f"\n{'order':>7}" + "".join(f"{f'{op} {layout}':>11}" for op, layout in columns))
+    """A path's call per order, for each call dispatch prices and input memory order."""
+    calls = [call for call in _FUNCTIONS if call_table(call, "C") in tables]
+    columns = [(call, layout) for layout in MEMORY_ORDERS for call in calls]
+    heads = (f"{_COLUMN_NAMES.get(call, call)} {layout}" for call, layout in columns)
+    print(f"\n{'order':>7}" + "".join(f"{head:>11}" for head in heads))
     for row, (order, _) in enumerate(tables[call_table("potrf", "C")]):
-        print(f"{order:>7}" + "".join(f"{tables[call_table(op, layout)][row][1]:>11.1f}"
-                                      for op, layout in columns))
-    print(f"GFLOP/s of the {path} call (cholesky, lu_factor, qr(mode='r')), default flags, on C- and "
-          "Fortran-ordered float64 matrices: what dispatch prices it at")
+        print(f"{order:>7}" + "".join(f"{tables[call_table(call, layout)][row][1]:>11.1f}"
+                                      for call, layout in columns))
+    print(f"GFLOP/s of the {path} call (cholesky, lu_factor, qr(mode='r'), qr(mode='economic') as geqrf+Q: geqrf's "
+          "flops over its time), default flags, on C- and Fortran-ordered float64 matrices: what dispatch prices "
+          "it at")
+
+
+#: Short column names of the calls whose name is longer than a column.
+_COLUMN_NAMES = {call_name("geqrf", forms_q=True): "geqrf+Q"}
 
 
 def _print_results(results: dict[str, dict], tile: int) -> None:

@@ -14,24 +14,26 @@ from ..dispatch import Request, host_for_certain
 
 def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...] = (),
             library: str = "scipy", shape: tuple[int, ...] | None = None,
-            loop: str | None = None) -> tuple[Request, object]:
+            loop: str | None = None, forms_q: bool = False) -> tuple[Request, object]:
     """The dispatch request for ``a`` in a call to ``library``'s function (for the work of ``shape``, where given:
     a solve's broadcast batch; else ``a``'s; ``loop``: how that function loops over a stack, by default as SciPy's
-    for ``op`` does), and the array to pass on (converted as :func:`peek` does)."""
+    for ``op`` does; ``forms_q``: a QR that also forms Q), and the array to pass on (converted as :func:`peek`
+    does)."""
     arr = peek(a)
     shape = tuple(arr.shape) if shape is None else shape
     where = ("numpy", "cpu") if type(arr) is np.ndarray else (array_module(arr), device_name(arr))
-    return _request(op, shape, arr.dtype, dtype_rule, features, library, loop, *where, memory_order(arr)), arr
+    return _request(op, shape, arr.dtype, dtype_rule, features, library, loop, *where, memory_order(arr),
+                    forms_q), arr
 
 
 @functools.lru_cache(maxsize=1024)
 def _request(op: str, shape: tuple[int, ...], dtype: np.dtype, dtype_rule: Callable, features: tuple[str, ...],
-             library: str, loop: str | None, module: str, device: str, order: str) -> Request:
+             library: str, loop: str | None, module: str, device: str, order: str, forms_q: bool) -> Request:
     """The request for an array of ``shape``, ``dtype`` and memory ``order`` in ``module`` on ``device``, made once
     per call signature (a request made afresh took 3 of the 50 µs of a batched ``lu_factor`` of 16 matrices)."""
     lapack = dtype_rule(dtype)
     return Request(op, shape, lapack if lapack is not None else dtype, module, features, device, library,
-                   stack_loop(op) if loop is None else loop, order)
+                   stack_loop(op) if loop is None else loop, order, forms_q)
 
 
 def on_host_at_once(op: str, a, dtype_rule=scipy_lapack_dtype, loop: str | None = None) -> bool:

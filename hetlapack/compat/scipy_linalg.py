@@ -36,11 +36,11 @@ def _on_gpu():
 
 
 def plan_call(op: str, a, check_finite: bool = True, features: tuple[str, ...] = (),
-              loop: str | None = None) -> tuple[Plan, object, np.dtype]:
+              loop: str | None = None, forms_q: bool = False) -> tuple[Plan, object, np.dtype]:
     """Dispatch's plan for a call on ``a`` (with ``check_finite=False``, SciPy's own call for a NumPy matrix that
     holds infinities or NaNs where the plan would tile it: only LAPACK's own kernels place them as SciPy does), the
-    array to pass on and the dtype LAPACK computes in; ``loop`` as for :func:`._request.request`."""
-    req, arr = request(op, a, features=features, loop=loop)
+    array to pass on and the dtype LAPACK computes in; ``loop`` and ``forms_q`` as for :func:`._request.request`."""
+    req, arr = request(op, a, features=features, loop=loop, forms_q=forms_q)
     plan = choose(req)
     if (plan.runner.reorders_arithmetic and not check_finite and isinstance(arr, np.ndarray)
             and not all_finite(arr)):
@@ -49,15 +49,15 @@ def plan_call(op: str, a, check_finite: bool = True, features: tuple[str, ...] =
     return plan, arr, req.dtype
 
 
-def qr_route(a, mode: str, pivoting: bool, lwork) -> tuple[str, tuple[str, ...]]:
-    """The operation a ``qr`` call on ``a`` asks dispatch for (``geqp3`` with column pivoting, else ``geqrf``) and
-    the options of the call that only SciPy's own function (the host path) implements: ``lwork``, and
-    ``mode='raw'`` on a stack (SciPy's own batch loop raises there). SciPy's ``ValueError`` for an invalid mode
-    comes before anything else, as in SciPy, whatever path is forced."""
+def qr_route(a, mode: str, pivoting: bool, lwork) -> tuple[str, tuple[str, ...], bool]:
+    """The operation a ``qr`` call on ``a`` asks dispatch for (``geqp3`` with column pivoting, else ``geqrf``), the
+    options of the call that only SciPy's own function (the host path) implements (``lwork``, and ``mode='raw'`` on
+    a stack: SciPy's own batch loop raises there), and whether it forms Q (modes ``'full'`` and ``'economic'``).
+    SciPy's ``ValueError`` for an invalid mode comes before anything else, as in SciPy, whatever path is forced."""
     check_scipy_qr_mode(mode)
     op = "geqp3" if pivoting else "geqrf"
     host_only = (("lwork", lwork is not QR_LWORK_DEFAULT), ("mode='raw' on a stack", mode == "raw" and np.ndim(a) > 2))
-    return op, tuple(name for name, used in host_only if used)
+    return op, tuple(name for name, used in host_only if used), mode in ("full", "economic")
 
 
 def lu_features(a) -> tuple[str, ...]:
@@ -487,8 +487,8 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     """
     if on_host_at_once("geqp3" if pivoting else "geqrf", a):
         return host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
-    op, features = qr_route(a, mode, pivoting, lwork)
-    plan, arr, dtype = plan_call(op, a, check_finite, features)
+    op, features, forms_q = qr_route(a, mode, pivoting, lwork)
+    plan, arr, dtype = plan_call(op, a, check_finite, features, forms_q=forms_q)
     if plan.runner.own_call:
         return host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
     refuse_flags("qr", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)

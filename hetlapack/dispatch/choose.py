@@ -238,11 +238,11 @@ def _choose(req: Request, options: Options) -> Plan:
         reason = f"{reason}; {_layout_reason(layout, layouts, options, unavailable)}"
         if layout == "two-level":
             host_cols = simulator.two_level_host_cols(model.modeled(HYBRID.devices(options, gpus)), tile)
-    host_rate = (model.host_rate_basis(req.op, max(min(req.core), 1), req.dtype, req.scipy_input_order)
-                 if HOST.name in predicted else None)
+    host_rate = (model.host_rate_basis(req.op, max(min(req.core), 1), req.dtype, req.scipy_input_order,
+                                       req.forms_q) if HOST.name in predicted else None)
     if host_rate is not None and req.op == "potrf" and len(req.shape) == 2 and req.array_module == "numpy":
         host_rate += model.host_potrf_basis(req.dtype, req.core[0], req.library)
-    tile_rate = model.tile_call_basis(factor, req.memory_order) if factor is not None else None
+    tile_rate = model.tile_call_basis(factor, req.op, req.memory_order, req.forms_q) if factor is not None else None
     lanes = loop_threads = None
     if path is BATCHED and kernels == "interleaved" and req.core[0] == req.core[1]:
         lanes = model.batched_lanes(req.op, req.dtype, req.core[0])

@@ -25,8 +25,8 @@ from ..devices import lapack_pointers
 from ..devices.base import Device
 from ..devices.capability import apply_measurements, check_writable, save_results
 from ..machine import usable_cores
-from .rates import (MEMORY_ORDERS, POTRF_BLOCKS_MIN_ORDER, call_table, flops, potrf_blocks_table, tile_size,
-                    timing_potrf_blocks)
+from .rates import (MEMORY_ORDERS, POTRF_BLOCKS_MIN_ORDER, call_op, call_table, flops, potrf_blocks_table,
+                    tile_size, timing_potrf_blocks)
 
 Key = TypeVar("Key")
 
@@ -252,11 +252,12 @@ def _after_scipy() -> None:
 
 def call_rates(paths: dict[str, dict[str, Callable[[np.ndarray], object]]], orders: Iterable[int],
                rounds: int) -> dict[str, dict[str, list[list[float]]]]:
-    """Per path (a table name, ``"host_call"`` or ``"tile_call"``, and its call per factorization), per
-    factorization and input memory order (:func:`rates.call_table`'s names), ``[[n, GFLOP/s], ...]`` of the path's
-    call (SciPy's function as hetlapack makes it on that path, with its default flags) on a float64 matrix of each
-    order in each of ``rates.MEMORY_ORDERS``: what the path costs the caller, with the conversion of the input's
-    layout and the finiteness check.
+    """Per path (a table name, ``"host_call"`` or ``"tile_call"``, and its calls, named by ``rates.call_name``),
+    per call and input memory order (:func:`rates.call_table`'s names), ``[[n, GFLOP/s], ...]`` of the path's call
+    (SciPy's function as hetlapack makes it on that path, with its default flags) on a float64 matrix of each order
+    in each of ``rates.MEMORY_ORDERS``: what the path costs the caller, with the conversion of the input's layout
+    and the finiteness check. A rate is the flops of the factorization the call runs (``rates.call_op``) over its
+    time, a QR that forms Q included.
 
     The paths' calls on one matrix are timed in turn (:func:`fastest_in_turn`), in the order of ``paths``, so that
     dispatch compares two calls timed in the same minutes: timed minutes apart, the host path's Cholesky of order
@@ -272,17 +273,18 @@ def call_rates(paths: dict[str, dict[str, Callable[[np.ndarray], object]]], orde
     (the same VM, Cholesky of order 4096, C-ordered)."""
     rng = np.random.default_rng(1)
     rates: dict[str, dict[str, list[list[float]]]] = {table: {} for table in paths}
-    ops = {op for calls in paths.values() for op in calls}
+    names = {name for calls in paths.values() for name in calls}
     for n in orders:
         general, spd = _whole_inputs(n, rng)
         for memory_order in MEMORY_ORDERS:
-            for op in sorted(ops):
+            for name in sorted(names):
+                op = call_op(name)
                 matrix = np.array(spd if op == "potrf" else general, order=memory_order)
-                seconds = fastest_in_turn({table: functools.partial(calls[op], matrix)
-                                           for table, calls in paths.items() if op in calls},
+                seconds = fastest_in_turn({table: functools.partial(calls[name], matrix)
+                                           for table, calls in paths.items() if name in calls},
                                           rounds, enough_s=WHOLE_REPEAT_S, least=3, setup=_after_scipy)
                 for table, best in seconds.items():
-                    rates[table].setdefault(call_table(op, memory_order), []).append(
+                    rates[table].setdefault(call_table(name, memory_order), []).append(
                         [n, flops(op, n, n) / best / 1e9])
     return rates
 
@@ -432,12 +434,13 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
     With ``kernels`` the entry also holds per-kernel rate tables over tile orders (:func:`kernel_tables`), which
     the simulator and dispatch price tile tasks with. Each entry holds the whole-matrix rates (:func:`whole_rates`)
     at ``whole_orders`` (default: ``WHOLE_ORDERS_HOST`` for devices computing on the host's cores,
-    ``WHOLE_ORDERS_ACCELERATOR`` for others; empty: none). Given the host path's call per factorization
-    (``host_calls``) and the tile path's at a given tile (``tile_calls``), the CPU's entry also holds, timed last
-    and with BLAS threaded as a caller's call is (the calls go through dispatch):
+    ``WHOLE_ORDERS_ACCELERATOR`` for others; empty: none). Given the host path's calls (``host_calls``) and the
+    tile path's at a given tile (``tile_calls``), each named by ``rates.call_name`` (a factorization, or a QR that
+    also forms Q), the CPU's entry also holds, timed last and with BLAS threaded as a caller's call is (the calls go
+    through dispatch):
 
-    - ``"tiles"``: :func:`best_tiles` at those orders from :data:`TILE_TIMING_MIN_ORDER`, the tile path's default
-      tile from then on (``rates.tile_size``);
+    - ``"tiles"``: :func:`best_tiles` of the factorizations at those orders from :data:`TILE_TIMING_MIN_ORDER`, the
+      tile path's default tile from then on (``rates.tile_size``; a QR that forms Q runs at ``geqrf``'s);
     - ``"potrf_blocks"``: :func:`potrf_blocks` at those orders from ``rates.POTRF_BLOCKS_MIN_ORDER``, the host
       path's Cholesky from then on;
     - ``"host_call"`` and ``"tile_call"``: :func:`call_rates` of the two paths at those orders, in turn in
@@ -470,11 +473,13 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
     if host_calls and tile_calls and cpu is not None and orders:
         tiled = tqdm([n for n in orders if n >= TILE_TIMING_MIN_ORDER], desc="tiles", unit="order",
                      disable=not progress)
-        tiles = best_tiles(tile_calls, tiled, KERNEL_TILES, repeats)
+        tiles = best_tiles({name: call for name, call in tile_calls.items() if call_op(name) == name}, tiled,
+                           KERNEL_TILES, repeats)
         if tiles:
             results[cpu.name]["tiles"] = tiles
-        at_default_tile = {op: functools.partial(_at_default_tile, call, op, tuple(map(tuple, tiles.get(op, ()))))
-                           for op, call in tile_calls.items()}
+        at_default_tile = {name: functools.partial(_at_default_tile, call, call_op(name),
+                                                   tuple(map(tuple, tiles.get(call_op(name), ()))))
+                           for name, call in tile_calls.items()}
         blocked = tqdm([n for n in orders if n >= POTRF_BLOCKS_MIN_ORDER], desc="host Cholesky blocks",
                        unit="order", disable=not progress)
         if blocks := potrf_blocks(blocked, repeats):

@@ -369,19 +369,37 @@ def batched_kernels(op: str, order: int, dtype: np.dtype, library: str, forced_p
 _ORDER_NAMES = {"C": "C-ordered (or strided)", "F": "Fortran-ordered"}
 
 
-def _host_rates(op: str, memory_order: str | None) -> tuple[tuple[tuple[float, float], ...], str]:
-    """This machine's timed rates of the host path's call for ``op`` at the orders the model uses, and what was
-    timed: the host path's whole call (SciPy's function as hetlapack makes it) on an input of ``memory_order``
-    (``rates.MEMORY_ORDERS``; None: not a SciPy call) where ``hetlapack calibrate`` timed it, else the LAPACK call
-    alone; empty where neither was timed."""
+def _host_rates(op: str, memory_order: str | None,
+                forms_q: bool = False) -> tuple[tuple[tuple[float, float], ...], str]:
+    """This machine's timed rates of the host path's call for ``op`` (a QR that ``forms_q`` or not) at the orders
+    the model uses, and what was timed: the host path's whole call (SciPy's function as hetlapack makes it) on an
+    input of ``memory_order`` (``rates.MEMORY_ORDERS``; None: not a SciPy call) where ``hetlapack calibrate`` timed
+    it (:func:`_timed_call`), else the LAPACK call alone; empty where neither was timed."""
     def usable(rows: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
         return tuple((n, rate) for n, rate in rows if n >= HOST_EFFICIENCY["getrf"][0][0])
 
     if memory_order is not None:
-        timed = usable(_cpu_tables("host_call").get(rates.call_table(op, memory_order), ()))
-        if timed:
-            return timed, f"the host path's SciPy call on {_ORDER_NAMES[memory_order]} matrices"
+        call, timed = _timed_call("host_call", op, memory_order, forms_q)
+        if usable(timed):
+            return usable(timed), (f"the host path's SciPy call{_FORMING_Q[call != op]} on "
+                                   f"{_ORDER_NAMES[memory_order]} matrices")
     return usable(_cpu_tables("whole").get(op, ())), "this machine's LAPACK calls"
+
+
+def _timed_call(table: str, op: str, memory_order: str,
+                forms_q: bool) -> tuple[str, tuple[tuple[float, float], ...]]:
+    """The call (``rates.call_name``) whose timing in the CPU's ``table`` (``"host_call"``, ``"tile_call"``) prices
+    ``op`` on an input of ``memory_order``, and its rows: a QR that ``forms_q`` by its own call's where calibration
+    timed it (a cache calibrated before it was timed: by ``mode='r'``'s), anything else by ``op``'s."""
+    tables = _cpu_tables(table)
+    for call in dict.fromkeys((rates.call_name(op, forms_q), op)):
+        if timed := tables.get(rates.call_table(call, memory_order), ()):
+            return call, timed
+    return op, ()
+
+
+#: How :func:`host_rate_basis` and :func:`tile_call_basis` name a call timed with Q formed or without.
+_FORMING_Q = {True: " forming Q (its rate at geqrf's flops)", False: ""}
 
 
 def host_potrf_block(dtype: np.dtype, n: int, uplo: str, library: str = "scipy") -> int | None:
@@ -441,11 +459,13 @@ def tile_margin(op: str, memory_order: str | None = None, tile_timed: bool = Fal
     return TIMED_TILE_MARGIN if tile_timed else TILE_MARGIN
 
 
-def host_rate_basis(op: str, order: int, dtype: np.dtype, memory_order: str | None = None) -> str:
-    """The host rate :func:`predict_host` prices the call of ``op`` at, and where it came from."""
+def host_rate_basis(op: str, order: int, dtype: np.dtype, memory_order: str | None = None,
+                    forms_q: bool = False) -> str:
+    """The host rate :func:`predict_host` prices the call of ``op`` (a QR that ``forms_q`` or not) at, and where it
+    came from."""
     gemm = rates.host_gemm_gflops(np.dtype(dtype).char)
-    efficiency = host_efficiency(op, order, memory_order)
-    timed, what = _host_rates(op, memory_order)
+    efficiency = host_efficiency(op, order, memory_order, forms_q)
+    timed, what = _host_rates(op, memory_order, forms_q)
     source = (f"{what}, timed by `hetlapack calibrate`" if timed else
               "the reference machine's table (2 cores, OpenBLAS); run `hetlapack calibrate` to time this machine's")
     return (f"{gemm * efficiency:.1f} GFLOP/s: {efficiency:.2f} of the {gemm:.1f} GFLOP/s GEMM measured in this "
@@ -471,10 +491,11 @@ _TRIANGLES = {"L": "a lower triangle", "U": "an upper one"}
 _LIBRARY_NAMES = {"scipy": "SciPy", "numpy": "NumPy"}
 
 
-def host_efficiency(op: str, order: int, memory_order: str | None = None) -> float:
-    """The fraction of the host's GEMM rate the host path's call of ``op`` reaches at this order: this machine's,
-    where ``hetlapack calibrate`` timed it (:func:`_host_rates`: the host path's call on an input of
-    ``memory_order``, its conversion included, else the LAPACK call; their float64 rate over the GEMM rate), else
+def host_efficiency(op: str, order: int, memory_order: str | None = None, forms_q: bool = False) -> float:
+    """The fraction of the host's GEMM rate the host path's call of ``op`` (a QR that ``forms_q`` or not) reaches at
+    this order: this machine's, where ``hetlapack calibrate`` timed it (:func:`_host_rates`: the host path's call on
+    an input of ``memory_order``, its conversion included, else the LAPACK call; their float64 rate over the GEMM
+    rate, a QR forming Q at ``geqrf``'s flops over its time), else
     the reference machine's LAPACK call (``HOST_EFFICIENCY``). Many cores can leave LAPACK far below their GEMM
     rate: on 16 Xeon cores, SciPy's Cholesky at n = 4000 ran at 0.22 of it, against 0.78 on the reference machine's 2.
 
@@ -483,7 +504,7 @@ def host_efficiency(op: str, order: int, memory_order: str | None = None) -> flo
     the reference curve, scaled to agree there (capped at the GEMM rate, or at the last timed efficiency if that is
     higher). Held flat instead, a calibration at small orders would price every larger call at a small one's rate."""
     reference = HOST_EFFICIENCY.get(op, HOST_EFFICIENCY["getrf"])
-    measured = _host_rates(op, memory_order)[0]
+    measured = _host_rates(op, memory_order, forms_q)[0]
     if not measured:
         return interpolate(reference, order)
     largest = measured[-1][0]
@@ -494,10 +515,12 @@ def host_efficiency(op: str, order: int, memory_order: str | None = None) -> flo
     return min(scaled, max(efficiency, 1.0))
 
 
-def predict_host(op: str, m: int, n: int, dtype: np.dtype, memory_order: str | None = None) -> float:
+def predict_host(op: str, m: int, n: int, dtype: np.dtype, memory_order: str | None = None,
+                 forms_q: bool = False) -> float:
     """Seconds for the library's call on one matrix: a LAPACK call from Python, priced as the host path's SciPy
-    call on an input of ``memory_order`` where that was timed (None: a call that is not SciPy's)."""
-    return _lapack_seconds(op, m, n, dtype, memory_order) + HOST_CALL_OVERHEAD_S
+    call on an input of ``memory_order`` (a QR that ``forms_q`` or not) where that was timed (None: a call that is
+    not SciPy's)."""
+    return _lapack_seconds(op, m, n, dtype, memory_order, forms_q) + HOST_CALL_OVERHEAD_S
 
 
 def predict_host_stack(op: str, m: int, n: int, batch: int, dtype: np.dtype, loop: str) -> float:
@@ -507,10 +530,11 @@ def predict_host_stack(op: str, m: int, n: int, batch: int, dtype: np.dtype, loo
     return start + batch * (_lapack_seconds(op, m, n, dtype) + per_call)
 
 
-def _lapack_seconds(op: str, m: int, n: int, dtype: np.dtype, memory_order: str | None = None) -> float:
+def _lapack_seconds(op: str, m: int, n: int, dtype: np.dtype, memory_order: str | None = None,
+                    forms_q: bool = False) -> float:
     """LAPACK's own time for ``op`` on one ``m x n`` matrix, at this machine's rate for the order (that of the host
-    path's SciPy call on an input of ``memory_order``, where given and timed)."""
-    eff = host_efficiency(op, max(min(m, n), 1), memory_order)
+    path's SciPy call on an input of ``memory_order``, a QR that ``forms_q`` or not, where given and timed)."""
+    eff = host_efficiency(op, max(min(m, n), 1), memory_order, forms_q)
     rate = rates.host_gemm_gflops(dtype.char) * 1e9
     return flops(op, m, n, dtype.kind == "c") / (rate * eff)
 
@@ -571,15 +595,17 @@ def predict_tiled(op: str, m: int, n: int, dtype: np.dtype, tile: int | None = N
     return seconds * flops(op, m, n) / flops(op, small_m, small_n)
 
 
-def tile_call_factor(op: str, order: int, memory_order: str | None) -> float | None:
+def tile_call_factor(op: str, order: int, memory_order: str | None, forms_q: bool = False) -> float | None:
     """How many times the simulator's price this machine's tile path took on the CPU alone at its default tile,
-    for ``op`` at this order: its call on an input of ``memory_order`` as ``hetlapack calibrate`` timed it (the
-    runtime's start, copy-in tasks, the finiteness check and the threads' contention included, which the simulator
-    does not see: at order 1000 the call took 1.3-2.6x its price on a 2-core Xeon VM) over the simulator's price of
-    it, interpolated in log n between the orders timed and flat beyond; None where it was not timed."""
+    for ``op`` at this order: its call on an input of ``memory_order`` (:func:`_timed_call`'s, for a QR that
+    ``forms_q`` or not: the simulator prices ``geqrf`` alone, so forming Q is in the factor) as ``hetlapack
+    calibrate`` timed it (the runtime's start, copy-in tasks, the finiteness check and the threads' contention
+    included, which the simulator does not see: at order 1000 the call took 1.3-2.6x its price on a 2-core Xeon VM)
+    over the simulator's price of it, interpolated in log n between the orders timed and flat beyond; None where it
+    was not timed."""
     if memory_order is None:
         return None
-    timed = _cpu_tables("tile_call").get(rates.call_table(op, memory_order), ())
+    timed = _timed_call("tile_call", op, memory_order, forms_q)[1]
     return interpolate(_tile_call_factors(op, timed, _cpu_tables("tiles").get(op, ())), order) if timed else None
 
 
@@ -592,11 +618,13 @@ def _tile_call_factors(op: str, timed: tuple[tuple[float, float], ...],
                  for n, rate in timed)
 
 
-def tile_call_basis(factor: float, memory_order: str) -> str:
+def tile_call_basis(factor: float, op: str, memory_order: str, forms_q: bool = False) -> str:
     """What the tile path on the CPU alone was priced from: the simulator's price times :func:`tile_call_factor`'s
-    ``factor`` for an input of ``memory_order``."""
-    return (f"the simulator's price x {factor:.2f}: its call on the CPU alone on {_ORDER_NAMES[memory_order]} "
-            "matrices, timed by `hetlapack calibrate`, over the simulator's price of that call")
+    ``factor`` for ``op`` (a QR that ``forms_q`` or not) on an input of ``memory_order``."""
+    call = _timed_call("tile_call", op, memory_order, forms_q)[0]
+    return (f"the simulator's price x {factor:.2f}: its call{_FORMING_Q[call != op]} on the CPU alone on "
+            f"{_ORDER_NAMES[memory_order]} matrices, timed by `hetlapack calibrate`, over the simulator's price of "
+            "that call")
 
 
 def predict_gpu(op: str, m: int, n: int, dtype: np.dtype, device, tile: int | None = None) -> float:

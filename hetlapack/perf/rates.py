@@ -38,13 +38,33 @@ _COMPLEX_FLOP_FACTOR = 4.0
 MEMORY_ORDERS = ("C", "F")
 
 
-def call_table(op: str, memory_order: str) -> str:
-    """The name of a calibrated table of a path's whole call for ``op`` (``potrf``, ``getrf``, ``geqrf``) on an
-    input of ``memory_order``. The host path's call is the installed SciPy's, and the others shape their results as
-    it does, so its version is in the name: a measurement under another version is not this one's price."""
+#: What :func:`call_name` adds to ``geqrf`` for a QR that also forms Q (``qr``'s economic and full modes), a call
+#: calibration times and dispatch prices apart from ``mode='r'``'s: on a 2-core Zen 4 EPYC at orders 1000-2000,
+#: SciPy 1.18's economic QR took 2.2-3.6x its ``mode='r'`` call and the tile path's 1.8-1.9x, so priced by
+#: ``mode='r'`` the economic QR of order 2000 stayed on the host, where the tile path ran 1.3-1.4x faster.
+WITH_Q = " with Q"
+
+
+def call_name(op: str, forms_q: bool = False) -> str:
+    """What calibration's tables call a path's whole call for ``op``: ``op`` itself, or for a QR that also forms Q
+    ``op`` and :data:`WITH_Q`."""
+    return op + WITH_Q if forms_q else op
+
+
+def call_op(call: str) -> str:
+    """The factorization a call named by :func:`call_name` runs: its rate is that factorization's flops over the
+    call's time (so a price from it is the call's time), and its tile that factorization's."""
+    return call.removesuffix(WITH_Q)
+
+
+def call_table(call: str, memory_order: str) -> str:
+    """The name of a calibrated table of a path's whole ``call`` (:func:`call_name`: ``potrf``, ``getrf``,
+    ``geqrf``, ``geqrf with Q``) on an input of ``memory_order``. The host path's call is the installed SciPy's, and
+    the others shape their results as it does, so its version is in the name: a measurement under another version
+    is not this one's price."""
     import scipy  # noqa: PLC0415 - the version only; SciPy is loaded by then
 
-    return f"{op} {memory_order} scipy {scipy.__version__}"
+    return f"{call} {memory_order} scipy {scipy.__version__}"
 
 
 #: The smallest matrix order ``calibration.potrf_blocks`` times and the host path looks a block up for: below it

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 class Request:
     """What dispatch needs to know of a call: the operation, the input's shape and dtype, features used, the
     library whose function was called (``"scipy"`` or ``"numpy"``: whose LAPACK its results are), how that
-    function loops over a stack (``model.STACK_LOOP_S``'s kinds: the host path's price for a stack), and the
-    input's memory order (``"F"`` Fortran-contiguous, else ``"C"``: what SciPy's own call converts)."""
+    function loops over a stack (``model.STACK_LOOP_S``'s kinds: the host path's price for a stack), the input's
+    memory order (``"F"`` Fortran-contiguous, else ``"C"``: what SciPy's own call converts), and whether a QR also
+    forms Q (``qr``'s economic and full modes, priced by their own timed call where calibration timed it)."""
 
     op: str
     shape: tuple[int, ...]
@@ -35,6 +36,7 @@ class Request:
     library: str = "scipy"
     stack_loop: str = "python"
     memory_order: str = "F"
+    forms_q: bool = False
 
     @property
     def batch(self) -> int:

@@ -22,7 +22,7 @@ class HostPath(Path):
         matrix."""
         if len(req.shape) > 2:
             return model.predict_host_stack(req.op, *req.core, req.batch, req.dtype, req.stack_loop)
-        return model.predict_host(req.op, *req.core, req.dtype, req.scipy_input_order)
+        return model.predict_host(req.op, *req.core, req.dtype, req.scipy_input_order, req.forms_q)
 
 
 HOST = HostPath()

@@ -74,7 +74,7 @@ class HybridPath(Path):
         default tile and placement, a SciPy function's input of this memory order), else None."""
         if not model.cpu_alone(devices) or options.tile is not None or options.placement not in (None, "owner"):
             return None
-        return model.tile_call_factor(req.op, min(req.core), req.scipy_input_order)
+        return model.tile_call_factor(req.op, min(req.core), req.scipy_input_order, req.forms_q)
 
     @staticmethod
     def _two_level_unavailable(req: Request, options: Options, devices: tuple) -> str | None:
