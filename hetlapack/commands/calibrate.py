@@ -194,6 +194,10 @@ def _print_stream_stacks(ratios: dict[str, list[list[float]]]) -> None:
           f"{model.stream_stack_reach(ratios) / 2**20:.1f} MiB")
 
 
+#: Short column names of the calls whose name is longer than a column.
+_COLUMN_NAMES = {call_name("geqrf", forms_q=True): "geqrf+Q"}
+
+
 def _print_calls(tables: dict[str, list[list[float]]], path: str) -> None:
     """A path's call per order, for each call dispatch prices and input memory order."""
     calls = [call for call in _FUNCTIONS if call_table(call, "C") in tables]
@@ -207,9 +211,6 @@ def _print_calls(tables: dict[str, list[list[float]]], path: str) -> None:
           "flops over its time), default flags, on C- and Fortran-ordered float64 matrices: what dispatch prices "
           "it at")
 
-
-#: Short column names of the calls whose name is longer than a column.
-_COLUMN_NAMES = {call_name("geqrf", forms_q=True): "geqrf+Q"}
 
 
 def _print_results(results: dict[str, dict], tile: int) -> None:
