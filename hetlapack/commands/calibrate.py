@@ -194,16 +194,11 @@ def _print_stream_stacks(ratios: dict[str, list[list[float]]]) -> None:
           f"{model.stream_stack_reach(ratios) / 2**20:.1f} MiB")
 
 
-#: Short column names of the calls whose name is longer than a column.
-_COLUMN_NAMES = {call_name("geqrf", forms_q=True): "geqrf+Q"}
-
-
 def _print_calls(tables: dict[str, list[list[float]]], path: str) -> None:
     """A path's call per order, for each call dispatch prices and input memory order."""
     calls = [call for call in _FUNCTIONS if call_table(call, "C") in tables]
     columns = [(call, layout) for layout in MEMORY_ORDERS for call in calls]
-    heads = (f"{_COLUMN_NAMES.get(call, call)} {layout}" for call, layout in columns)
-    print(f"\n{'order':>7}" + "".join(f"{head:>11}" for head in heads))
+    print(f"\n{'order':>7}" + "".join(f"{f'{call} {layout}':>11}" for call, layout in columns))
     for row, (order, _) in enumerate(tables[call_table("potrf", "C")]):
         print(f"{order:>7}" + "".join(f"{tables[call_table(call, layout)][row][1]:>11.1f}"
                                       for call, layout in columns))

@@ -18,7 +18,7 @@ from ..dtypes import lapack_dtype
 from ..pivots import pivot_outside, refuse_pivot, rows_named
 from ._request import on_host_at_once, request
 from ..contract.arrays import (broadcast, check_flags, check_scipy_qr_mode, is_cupy, peek, plain_trans, potrs_lower,
-                               read_overwrite_flag, scipy_qr_sizes, solve_batch, unshared_overwrite_b,
+                               read_overwrite_flag, scipy_qr_forms_q, scipy_qr_sizes, solve_batch, unshared_overwrite_b,
                                upper_trapezoid, validated)
 from ._host import host_cholesky, host_lu, host_qr, scipy_call, scipy_lu
 from ..contract.finite import all_finite
@@ -52,12 +52,12 @@ def plan_call(op: str, a, check_finite: bool = True, features: tuple[str, ...] =
 def qr_route(a, mode: str, pivoting: bool, lwork) -> tuple[str, tuple[str, ...], bool]:
     """The operation a ``qr`` call on ``a`` asks dispatch for (``geqp3`` with column pivoting, else ``geqrf``), the
     options of the call that only SciPy's own function (the host path) implements (``lwork``, and ``mode='raw'`` on
-    a stack: SciPy's own batch loop raises there), and whether it forms Q (modes ``'full'`` and ``'economic'``).
+    a stack: SciPy's own batch loop raises there), and whether it forms Q (:func:`scipy_qr_forms_q`).
     SciPy's ``ValueError`` for an invalid mode comes before anything else, as in SciPy, whatever path is forced."""
     check_scipy_qr_mode(mode)
     op = "geqp3" if pivoting else "geqrf"
     host_only = (("lwork", lwork is not QR_LWORK_DEFAULT), ("mode='raw' on a stack", mode == "raw" and np.ndim(a) > 2))
-    return op, tuple(name for name, used in host_only if used), mode in ("full", "economic")
+    return op, tuple(name for name, used in host_only if used), scipy_qr_forms_q(mode)
 
 
 def lu_features(a) -> tuple[str, ...]:

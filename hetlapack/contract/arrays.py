@@ -136,11 +136,16 @@ def check_scipy_qr_mode(mode) -> None:
         raise ValueError(f"Mode argument should be one of {list(SCIPY_QR_MODES)}")
 
 
+def scipy_qr_forms_q(mode: str) -> bool:
+    """Whether ``scipy.linalg.qr`` returns Q in ``mode`` (``'full'``, ``'economic'``; not ``'r'`` or ``'raw'``)."""
+    return mode not in ("r", "raw")
+
+
 def scipy_qr_sizes(mode: str, m: int, n: int) -> tuple[int, int]:
-    """The columns of Q (0: no Q, as for ``'r'`` and ``'raw'``) and the rows of R that ``scipy.linalg.qr`` returns
-    in ``mode`` for an ``m x n`` matrix."""
+    """The columns of Q (0: no Q, :func:`scipy_qr_forms_q`) and the rows of R that ``scipy.linalg.qr`` returns in
+    ``mode`` for an ``m x n`` matrix."""
     rows = min(m, n) if mode in ("economic", "raw") else m
-    return (0 if mode in ("r", "raw") else rows), rows
+    return (rows if scipy_qr_forms_q(mode) else 0), rows
 
 
 def check_flags(*flags, values: np.ndarray | None = None) -> None:

@@ -42,7 +42,7 @@ MEMORY_ORDERS = ("C", "F")
 #: calibration times and dispatch prices apart from ``mode='r'``'s: on a 2-core Zen 4 EPYC at orders 1000-2000,
 #: SciPy 1.18's economic QR took 2.2-3.6x its ``mode='r'`` call and the tile path's 1.8-1.9x, so priced by
 #: ``mode='r'`` the economic QR of order 2000 stayed on the host, where the tile path ran 1.3-1.4x faster.
-WITH_Q = " with Q"
+WITH_Q = "+Q"
 
 
 def call_name(op: str, forms_q: bool = False) -> str:
@@ -59,7 +59,7 @@ def call_op(call: str) -> str:
 
 def call_table(call: str, memory_order: str) -> str:
     """The name of a calibrated table of a path's whole ``call`` (:func:`call_name`: ``potrf``, ``getrf``,
-    ``geqrf``, ``geqrf with Q``) on an input of ``memory_order``. The host path's call is the installed SciPy's, and
+    ``geqrf``, ``geqrf+Q``) on an input of ``memory_order``. The host path's call is the installed SciPy's, and
     the others shape their results as it does, so its version is in the name: a measurement under another version
     is not this one's price."""
     import scipy  # noqa: PLC0415 - the version only; SciPy is loaded by then
