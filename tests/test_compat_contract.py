@@ -391,3 +391,102 @@ def test_cho_solve_reads_lower_as_scipys_potrs_call(lower, overwrite_b):
     x, _ = get_lapack_funcs("potrs", dtype=np.float64)(arrays._PROBE_FACTOR.copy(), arrays._PROBE_RHS.copy(),
                                                        lower=lower, overwrite_b=overwrite_b)
     assert arrays.potrs_lower(np.dtype(np.float64), lower, overwrite_b) == bool(x[1] != 1)
+
+
+def _deprecations(call) -> set[tuple[str, bool]]:
+    """The DeprecationWarnings of ``call``: each one's text and whether it points at this file (where the default
+    filters show it) rather than at a line of SciPy's."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return {(str(w.message), w.filename == __file__) for w in caught if issubclass(w.category, DeprecationWarning)}
+
+
+_DEPRECATED_CALLS = {
+    "cholesky": lambda lib, a: lib.cholesky(a),
+    "cho_factor": lambda lib, a: lib.cho_factor(a),
+    "lu_factor": lambda lib, a: lib.lu_factor(a),
+    "lu": lambda lib, a: lib.lu(a),
+    "qr": lambda lib, a: lib.qr(a),
+    "qr lwork": lambda lib, a: lib.qr(a.astype(np.float64), lwork=1000),
+    "cho_solve": lambda lib, a: lib.cho_solve(sl.cho_factor(a.astype(np.float64)), a[..., :1]),
+    "lu_solve": lambda lib, a: lib.lu_solve(sl.lu_factor(a.astype(np.float64)), a[..., :1]),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.longdouble, np.float64])
+@pytest.mark.parametrize("shape", [(12, 12), (3, 12, 12), (200, 4, 4)], ids=["matrix", "small-stack", "stack"])
+@pytest.mark.parametrize("call", _DEPRECATED_CALLS)
+@pytest.mark.parametrize("path", [None, "host"], ids=["dispatched", "host"])
+def test_deprecations_point_where_scipys_do(call, shape, dtype, path):
+    """SciPy 1.18's DeprecationWarnings (dtypes LAPACK does not compute in, ``qr``'s ``lwork``) point at the caller's
+    line where SciPy's do (its ``lu_factor``, ``lu`` and ``qr``), and at SciPy's own line where SciPy's do: so the
+    default filters show the same ones. Before 1.18 neither side gives any."""
+    a = (np.eye(shape[-1]) * 4 + 1 + np.zeros(shape)).astype(dtype)
+    with hetlapack.using(path=path):
+        ours = _deprecations(lambda: _DEPRECATED_CALLS[call](la, a))
+    assert ours == _deprecations(lambda: _DEPRECATED_CALLS[call](sl, a))
+
+
+@pytest.mark.parametrize("shape", [(12, 12), (100, 2, 2), (0, 7, 7)], ids=["matrix", "stack", "empty-stack"])
+@pytest.mark.parametrize("call", ["cholesky", "cho_factor", "lu_factor", "lu", "qr", "qr-mode-None"])
+def test_masked_arrays_get_scipys_own_answer(call, shape):
+    """A masked array is SciPy's own call's: SciPy 1.18's ``cholesky`` refuses it, its ``lu_factor`` factors the data
+    under the mask, and SciPy 1.17 raises for a zero-size batch before it reads ``qr``'s mode."""
+    a = np.ma.masked_array(np.eye(shape[-1]) * 4 + 1 + np.zeros(shape))
+    name, options = ("qr", {"mode": None}) if call == "qr-mode-None" else (call, {})
+
+    def outcome(lib):
+        try:
+            result = getattr(lib, name)(a, **options)
+        except (ValueError, LinAlgError) as error:
+            return type(error), str(error)
+        return type(result), _arrays(result)
+
+    ours, theirs = outcome(la), outcome(sl)
+    assert ours[0] == theirs[0]
+    if isinstance(theirs[1], str):
+        assert ours[1] == theirs[1]
+    else:
+        for x, y in zip(ours[1], theirs[1], strict=True):
+            assert type(x) is type(y)
+            np.testing.assert_array_equal(x, y)
+
+
+def _arrays(result) -> list[np.ndarray]:
+    """The arrays a call returned (``cho_factor``'s flag of one matrix left out)."""
+    return [x for x in (result if isinstance(result, (tuple, list)) else (result,)) if isinstance(x, np.ndarray)]
+
+
+@pytest.mark.parametrize("dtype", [">f8", ">f4", ">c16"])
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("shape", [(5, 5), (61, 61), (3, 9, 9), (300, 4, 4), (1, 7), (7, 1)])
+@pytest.mark.parametrize("call", ["cholesky", "cho_factor", "lu_factor", "lu", "lu-permute_l", "qr", "qr-economic",
+                                  "qr-r"])
+def test_byte_swapped_matrices_factor_as_in_the_machines_order(call, shape, order, dtype):
+    """A byte-swapped matrix is factored as the same matrix in the machine's byte order, by SciPy's rules of results
+    and layouts: where SciPy's own call fails on one (1.17's ``lu``, 1.18's ``cholesky``, ``lu`` and ``qr``) or
+    factors the swapped bytes, hetlapack's does not. An empty one is SciPy's own call's, in the swapped dtype."""
+    if call.startswith("cho") and shape[-1] != shape[-2]:
+        pytest.skip("a Cholesky factorization takes square matrices")
+    native = np.array(testing.random_matrix(shape[-2:], seed=5) if shape[-1] != shape[-2] else
+                      testing.spd(shape[-1]) + np.zeros(shape), dtype=dtype[1:], order=order)
+    name, _, option = call.partition("-")
+    options = {"permute_l": True} if option == "permute_l" else {"mode": option} if option else {}
+    with hetlapack.using(tile=TILE):
+        ours = getattr(la, name)(np.array(native, dtype=dtype, order=order), **options)
+    theirs = getattr(sl, name)(native, **options)
+    for x, y in zip(*(_arrays(result) for result in (ours, theirs)), strict=True):
+        assert (x.dtype, x.shape, x.flags.c_contiguous, x.flags.f_contiguous) == \
+            (y.dtype, y.shape, y.flags.c_contiguous, y.flags.f_contiguous)
+        np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0, 0), (0, 4)])
+@pytest.mark.parametrize("call", ["cholesky", "cho_factor", "lu_factor", "lu", "qr"])
+def test_an_empty_byte_swapped_matrix_is_scipys_own_call(call, shape):
+    if call.startswith("cho") and shape[-1] != shape[-2]:
+        pytest.skip("a Cholesky factorization takes square matrices")
+    a = np.zeros(shape, dtype=">f8")
+    for x, y in zip(*(_arrays(getattr(lib, call)(a)) for lib in (la, sl)), strict=True):
+        assert (x.dtype, x.shape) == (y.dtype, y.shape)

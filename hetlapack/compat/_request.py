@@ -18,8 +18,11 @@ def request(op: str, a, dtype_rule=scipy_lapack_dtype, features: tuple[str, ...]
     """The dispatch request for ``a`` in a call to ``library``'s function (for the work of ``shape``, where given:
     a solve's broadcast batch; else ``a``'s; ``loop``: how that function loops over a stack, by default as SciPy's
     for ``op`` does; ``forms_q``: a QR that also forms Q), and the array to pass on (converted as :func:`peek`
-    does)."""
+    does). A masked array asks for the host path: the library's own call reads or refuses the mask (SciPy 1.18's
+    ``cholesky`` refuses it, its ``lu_factor`` factors the data under it)."""
     arr = peek(a)
+    if isinstance(arr, np.ma.MaskedArray):
+        features += ("a masked array",)
     shape = tuple(arr.shape) if shape is None else shape
     where = ("numpy", "cpu") if type(arr) is np.ndarray else (array_module(arr), device_name(arr))
     return _request(op, shape, arr.dtype, dtype_rule, features, library, loop, *where, memory_order(arr),
@@ -39,7 +42,10 @@ def _request(op: str, shape: tuple[int, ...], dtype: np.dtype, dtype_rule: Calla
 def on_host_at_once(op: str, a, dtype_rule=scipy_lapack_dtype, loop: str | None = None) -> bool:
     """Whether ``a`` is a plain NumPy matrix or stack that dispatch sends to the host path without pricing it
     (:func:`hetlapack.dispatch.host_for_certain`; ``loop``: how the library's function loops over a stack, by
-    default as SciPy's for ``op`` does): the call is the library's own, with nothing added to it."""
+    default as SciPy's for ``op`` does), or a masked array (:func:`request`): the call is the library's own, with
+    nothing added to it."""
+    if isinstance(a, np.ma.MaskedArray):
+        return True
     if type(a) is not np.ndarray or a.ndim < 2:
         return False
     return host_for_certain(op, a.shape, dtype_rule(a.dtype), stack_loop(op) if loop is None else loop,

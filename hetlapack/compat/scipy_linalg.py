@@ -8,6 +8,8 @@ shape the result as SciPy returns it. CuPy arguments go to :mod:`._cupy` and sta
 from __future__ import annotations
 
 import dataclasses
+import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -17,16 +19,17 @@ from ..dispatch.paths.batched import compiled_kernels_unusable
 from ..dtypes import lapack_dtype
 from ..pivots import pivot_outside, refuse_pivot, rows_named
 from ._request import on_host_at_once, request
-from ..contract.arrays import (broadcast, check_flags, check_scipy_qr_mode, is_cupy, peek, plain_trans, potrs_lower,
-                               read_overwrite_flag, scipy_qr_forms_q, scipy_qr_sizes, solve_batch, unshared_overwrite_b,
-                               upper_trapezoid, validated)
+from ..contract.arrays import (broadcast, check_flags, check_scipy_qr_mode, is_cupy, native_byte_order, peek,
+                               plain_trans, potrs_lower, read_overwrite_flag, scipy_qr_forms_q, scipy_qr_sizes,
+                               solve_batch, unshared_overwrite_b, upper_trapezoid, validated)
 from ._host import host_cholesky, host_lu, host_qr, scipy_call, scipy_lu
 from ..contract.finite import all_finite
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy,
-                                    cholesky_lower, dtype_warns, fortran_in_place, fortran_result, in_place_shape,
-                                    raise_first_failure, refuse_flags, scipy_container, scipy_returns, stack_loop,
-                                    warn_dtypes_as_scipy, warn_singular)
+                                    cholesky_lower, dtype_warned_at_caller, dtype_warns, fortran_in_place,
+                                    fortran_result, in_place_shape, qr_lwork_deprecation, raise_first_failure,
+                                    refuse_flags, scipy_container, scipy_returns, stack_loop, warn_dtypes_as_scipy,
+                                    warn_singular)
 
 def _on_gpu():
     """The CuPy boundary (imported on the first CuPy argument)."""
@@ -63,6 +66,60 @@ def qr_route(a, mode: str, pivoting: bool, lwork) -> tuple[str, tuple[str, ...],
 def lu_features(a) -> tuple[str, ...]:
     """``lu`` (P, L, U) of a CuPy array has no GPU route."""
     return ("lu (P, L, U)",) if is_cupy(a) else ()
+
+
+def _warned_at_caller(name: str, a) -> bool:
+    """Whether SciPy's own ``name`` gives its dtype warning for the non-empty ndarray ``a`` at the line that called it
+    (:func:`dtype_warned_at_caller`): on the host path, a line of hetlapack's, which the default filters hide. (An
+    empty matrix is SciPy's own call's, warning included: SciPy returns it in the dtype it was given.)"""
+    return (type(a) is np.ndarray and a.dtype.char not in "fdFD" and a.dtype.kind in "bfc" and a.size > 0
+            and dtype_warned_at_caller(name, a.dtype))
+
+
+class _ScipyCast(NamedTuple):
+    """How SciPy's function casts a matrix of a dtype LAPACK does not compute in."""
+
+    warns_first: bool  #: its dtype warning comes before its finiteness check (``lu_factor``'s batch decorator)
+    overwrites_cast: bool  #: it may overwrite its cast (``overwrite_a or needs_copy``), else f2py reads the flag
+
+
+_SCIPY_CASTS = {"lu_factor": _ScipyCast(True, False), "lu": _ScipyCast(False, True), "qr": _ScipyCast(False, True)}
+
+
+def _scipy_operand(name: str, a, overwrite_a, check_finite, stacklevel: int):
+    """``(a, overwrite_a, check_finite)`` for SciPy's own ``name`` on the host path: as given, unless SciPy would
+    give its dtype warning at hetlapack's line (:func:`_warned_at_caller`). That warning is then given here,
+    ``stacklevel`` frames above the caller, before or after SciPy's finiteness check as SciPy gives it, and SciPy is
+    handed ``a`` cast as it casts it, checked, in a dtype it does not warn of, with the flag it would then read
+    (:data:`_SCIPY_CASTS`)."""
+    if not _warned_at_caller(name, a):
+        return a, overwrite_a, check_finite
+    cast = _SCIPY_CASTS[name]
+    if not cast.warns_first:
+        validated(a, check_finite)
+    warn_dtypes_as_scipy(name, a.dtype, stacklevel=stacklevel + 1)
+    if cast.warns_first:
+        validated(a, check_finite)
+    return a.astype(lapack_dtype(a.dtype)), (overwrite_a or True) if cast.overwrites_cast else overwrite_a, False
+
+
+def _host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite):
+    """SciPy's ``qr`` on the host path (:func:`host_qr`), its deprecations given at the line that called
+    hetlapack's: the dtype's (:func:`_scipy_operand`) and, where SciPy no longer uses ``lwork``
+    (:func:`qr_lwork_deprecation`), ``lwork``'s, in SciPy's order: the mode, finiteness, the dtype, the shape, then
+    ``lwork``; SciPy's call is then made without it. Where SciPy gives the dtype's itself (an empty matrix, objects),
+    it gives both."""
+    lwork_deprecation = None if lwork is QR_LWORK_DEFAULT else qr_lwork_deprecation()
+    if lwork_deprecation is None and not _warned_at_caller("qr", a):
+        return host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
+    check_scipy_qr_mode(mode)
+    a, overwrite_a, check_finite = _scipy_operand("qr", a, overwrite_a, check_finite, stacklevel=3)
+    a1 = validated(a, check_finite)
+    if (lwork_deprecation is not None and a1.ndim >= 2 and not dtype_warns("qr", a1.dtype)
+            and not (lwork is not None and lwork != -1 and lwork <= a1.shape[-2])):
+        warnings.warn(lwork_deprecation, DeprecationWarning, stacklevel=3)
+        lwork = QR_LWORK_DEFAULT
+    return host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
 
 
 def _checked_where_read(plan: Plan, arr, warned_as: str | None) -> bool:
@@ -145,6 +202,7 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     array([[2., 0.],
            [1., 2.]])
     """
+    a = native_byte_order(a)
     if on_host_at_once("potrf", a):
         return host_cholesky("cholesky", a, lower, overwrite_a, check_finite)
     if is_cupy(a):
@@ -192,6 +250,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     >>> la.cho_solve((c, low), np.array([12.0, 8.0]))
     array([1., 1.])
     """
+    a = native_byte_order(a)
     if on_host_at_once("potrf", a):
         return host_cholesky("cho_factor", a, lower, overwrite_a, check_finite)
     if is_cupy(a):
@@ -313,12 +372,12 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     array([2, 2, 3, 3], dtype=int32)
     """
     if on_host_at_once("getrf", a):
-        return scipy_call("lu_factor", a, overwrite_a, check_finite)
+        return scipy_call("lu_factor", *_scipy_operand("lu_factor", a, overwrite_a, check_finite, stacklevel=2))
     if is_cupy(a):
         return _on_gpu().lu_factor(a, overwrite_a, check_finite)
     plan, arr, dtype = plan_call("getrf", a, check_finite)
     if plan.runner.own_call:
-        return scipy_call("lu_factor", a, overwrite_a, check_finite)
+        return scipy_call("lu_factor", *_scipy_operand("lu_factor", a, overwrite_a, check_finite, stacklevel=2))
     warn_dtypes_as_scipy("lu_factor", arr.dtype, stacklevel=2)
     refuse_flags("lu_factor", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)
     a1 = _kernel_checked(plan, arr, check_finite, None)  # its dtype warning came first, as SciPy's does
@@ -426,11 +485,14 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     >>> np.allclose(p @ l @ u, a)
     True
     """
+    a = native_byte_order(a)
     loop = stack_loop("lu")  # SciPy loops over a stack in lu otherwise than in lu_factor (getrf's)
     if on_host_at_once("getrf", a, loop=loop):
+        a, overwrite_a, check_finite = _scipy_operand("lu", a, overwrite_a, check_finite, stacklevel=2)
         return host_lu(a, permute_l, overwrite_a, check_finite, p_indices)
     plan, arr, dtype = plan_call("getrf", a, check_finite, lu_features(a), loop)
     if plan.runner.own_call or np.shape(arr)[-2:] == (1, 1) or compiled_kernels_unusable():
+        a, overwrite_a, check_finite = _scipy_operand("lu", a, overwrite_a, check_finite, stacklevel=2)
         return scipy_lu(a, permute_l, overwrite_a, check_finite, p_indices)
     a1 = _kernel_checked(plan, arr, check_finite, "lu")
     warn_dtypes_as_scipy("lu", arr.dtype, stacklevel=2)
@@ -485,12 +547,13 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     >>> np.allclose(q @ r, a)
     True
     """
+    a = native_byte_order(a)
     if on_host_at_once("geqp3" if pivoting else "geqrf", a):
-        return host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
+        return _host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
     op, features, forms_q = qr_route(a, mode, pivoting, lwork)
     plan, arr, dtype = plan_call(op, a, check_finite, features, forms_q=forms_q)
     if plan.runner.own_call:
-        return host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
+        return _host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
     refuse_flags("qr", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)
     a1 = _kernel_checked(plan, arr, check_finite, "qr")
     warn_dtypes_as_scipy("qr", arr.dtype, stacklevel=2)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import warnings
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import scipy
@@ -322,16 +324,56 @@ _DTYPE_PROBES: dict[str, Callable] = {
 }
 
 
+class _Deprecation(NamedTuple):
+    """A DeprecationWarning SciPy gave a probe: its text and the line it pointed at."""
+
+    text: str
+    filename: str
+    lineno: int
+
+    @property
+    def at_caller(self) -> bool:
+        """Whether it pointed at the line that called SciPy (a line of this module, where the probes are called)."""
+        return self.filename == __file__
+
+    def warn(self, stacklevel: int) -> None:
+        """Give it again: at the line ``stacklevel`` frames above the caller where SciPy gave it at its caller's,
+        else at SciPy's own line, in SciPy's module (so the filters, the default ones included, treat it as
+        SciPy's)."""
+        if self.at_caller:
+            warnings.warn(self.text, DeprecationWarning, stacklevel=stacklevel + 1)
+        else:
+            warnings.warn_explicit(self.text, DeprecationWarning, self.filename, self.lineno,
+                                   module=_module_named(self.filename), registry=_SCIPY_LINES)
+
+
+#: The registry of the warnings given again at SciPy's own lines (the "default" action's once per line).
+_SCIPY_LINES: dict = {}
+
+
 @functools.cache
-def _dtype_warnings(name: str, dtypes: tuple[np.dtype, ...]) -> tuple[str, ...]:
-    operands = [_PROBE.astype(dtype) for dtype in dtypes]
+def _module_named(filename: str) -> str | None:
+    """The name of the imported module whose source is ``filename``."""
+    return next((name for name, module in list(sys.modules.items())
+                 if getattr(module, "__file__", None) == filename), None)
+
+
+def _deprecations(call: Callable) -> tuple[_Deprecation, ...]:
+    """The DeprecationWarnings ``call`` gives before it returns or raises."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            _DTYPE_PROBES.get(name, _scipy[name])(*operands)
+            call()
         except Exception:  # noqa: BLE001, S110 - only the warnings given before any error are asked for
             pass
-    return tuple(str(w.message) for w in caught if issubclass(w.category, DeprecationWarning))
+    return tuple(_Deprecation(str(w.message), w.filename, w.lineno) for w in caught
+                 if issubclass(w.category, DeprecationWarning))
+
+
+@functools.cache
+def _dtype_warnings(name: str, dtypes: tuple[np.dtype, ...]) -> tuple[_Deprecation, ...]:
+    operands = [_PROBE.astype(dtype) for dtype in dtypes]
+    return _deprecations(lambda: _DTYPE_PROBES.get(name, _scipy[name])(*operands))
 
 
 def dtype_warns(name: str, dtype: np.dtype) -> bool:
@@ -339,9 +381,23 @@ def dtype_warns(name: str, dtype: np.dtype) -> bool:
     return bool(_dtype_warnings(name, (np.dtype(dtype),)))
 
 
+def dtype_warned_at_caller(name: str, dtype: np.dtype) -> bool:
+    """Whether SciPy's ``name`` gives its dtype warning for an operand of ``dtype`` at the line that called it (SciPy
+    1.18's ``lu_factor``, ``lu`` and ``qr``; its ``cholesky`` gives it at a line of its own)."""
+    return any(warning.at_caller for warning in _dtype_warnings(name, (np.dtype(dtype),)))
+
+
 def warn_dtypes_as_scipy(name: str, *dtypes: np.dtype, stacklevel: int) -> None:
     """The DeprecationWarnings SciPy's ``name`` gives for operands of these dtypes (SciPy 1.18's for the dtypes LAPACK
-    does not compute in: float16, long double, bool ...), asked of SciPy on probe operands, pointing ``stacklevel``
-    frames above the caller."""
-    for text in _dtype_warnings(name, dtypes):
-        warnings.warn(text, DeprecationWarning, stacklevel=stacklevel + 1)
+    does not compute in: float16, long double, bool ...), asked of SciPy on probe operands, each at the line SciPy
+    gives it at: its caller's (here ``stacklevel`` frames above the caller) or one of its own."""
+    for warning in _dtype_warnings(name, dtypes):
+        warning.warn(stacklevel + 1)
+
+
+@functools.cache
+def qr_lwork_deprecation() -> str | None:
+    """The DeprecationWarning SciPy's ``qr`` gives, at the line that called it, for an ``lwork`` it takes (SciPy
+    1.18's: the keyword no longer changes anything); None where the installed SciPy has none."""
+    texts = [warning.text for warning in _deprecations(lambda: _scipy["qr"](_PROBE, lwork=None)) if warning.at_caller]
+    return texts[0] if texts else None
