@@ -183,18 +183,21 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     else:
         uplo = "L" if lower is True else "U"  # the triangle LAPACK factors
         block = model.host_potrf_block(a.dtype, a.shape[0], uplo) if plain_matrix(a) else None
-        work = copy_reading(a, check_finite, lower if clean else None) if by_tiles else \
-            working_copy(a, a, a.dtype, False)
-        if work is None:
-            return scipy_call(name, a, overwrite_a, check_finite, lower=lower)
         by_columns = clean and not by_tiles and (block is not None or a.shape[0] > tile_order())
-        if block is not None:
-            c, failures = work, lapack_pointers.potrf_right_looking(uplo, work, block)
+        if block is None and not (by_tiles or by_columns):  # f2py's copy, as SciPy's call has it make
+            c, failures = _potrf(a.dtype.char)(a, lower=lower, clean=clean, overwrite_a=False)
         else:
-            c, failures = _potrf(a.dtype.char)(work, lower=lower, clean=clean and not (by_tiles or by_columns),
-                                               overwrite_a=True)
-        if by_columns and not failures:
-            zero_other_triangle(c, lower)
+            work = copy_reading(a, check_finite, lower if clean else None) if by_tiles else \
+                working_copy(a, a, a.dtype, False)
+            if work is None:
+                return scipy_call(name, a, overwrite_a, check_finite, lower=lower)
+            if block is not None:
+                c, failures = work, lapack_pointers.potrf_right_looking(uplo, work, block)
+            else:
+                c, failures = _potrf(a.dtype.char)(work, lower=lower, clean=clean and not (by_tiles or by_columns),
+                                                   overwrite_a=True)
+            if by_columns and not failures:
+                zero_other_triangle(c, lower)
     if failures:
         return scipy_call(name, a, overwrite_a, check_finite, lower=lower)
     if name == "cholesky":

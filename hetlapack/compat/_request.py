@@ -44,9 +44,9 @@ def on_host_at_once(op: str, a, dtype_rule=scipy_lapack_dtype, loop: str | None 
     (:func:`hetlapack.dispatch.host_for_certain`; ``loop``: how the library's function loops over a stack, by
     default as SciPy's for ``op`` does), or a masked array (:func:`request`): the call is the library's own, with
     nothing added to it."""
-    if isinstance(a, np.ma.MaskedArray):
-        return True
-    if type(a) is not np.ndarray or a.ndim < 2:
+    if type(a) is not np.ndarray:
+        return isinstance(a, np.ma.MaskedArray)
+    if a.ndim < 2:
         return False
     return host_for_certain(op, a.shape, dtype_rule(a.dtype), stack_loop(op) if loop is None else loop,
                             memory_order(a))
