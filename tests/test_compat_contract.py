@@ -458,15 +458,17 @@ def _arrays(result) -> list[np.ndarray]:
     return [x for x in (result if isinstance(result, (tuple, list)) else (result,)) if isinstance(x, np.ndarray)]
 
 
+@pytest.mark.parametrize("overwrite_a", [False, True])
 @pytest.mark.parametrize("dtype", [">f8", ">f4", ">c16"])
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("shape", [(5, 5), (61, 61), (3, 9, 9), (300, 4, 4), (1, 7), (7, 1)])
 @pytest.mark.parametrize("call", ["cholesky", "cho_factor", "lu_factor", "lu", "lu-permute_l", "qr", "qr-economic",
                                   "qr-r"])
-def test_byte_swapped_matrices_factor_as_in_the_machines_order(call, shape, order, dtype):
+def test_byte_swapped_matrices_factor_as_in_the_machines_order(call, shape, order, dtype, overwrite_a):
     """A byte-swapped matrix is factored as the same matrix in the machine's byte order, by SciPy's rules of results
     and layouts: where SciPy's own call fails on one (1.17's ``lu``, 1.18's ``cholesky``, ``lu`` and ``qr``) or
-    factors the swapped bytes, hetlapack's does not. An empty one is SciPy's own call's, in the swapped dtype."""
+    factors the swapped bytes, hetlapack's does not. SciPy never factors one in place: its results are laid out as
+    for a matrix it may not overwrite. An empty one is SciPy's own call's, in the swapped dtype."""
     if call.startswith("cho") and shape[-1] != shape[-2]:
         pytest.skip("a Cholesky factorization takes square matrices")
     native = np.array(testing.random_matrix(shape[-2:], seed=5) if shape[-1] != shape[-2] else
@@ -474,7 +476,7 @@ def test_byte_swapped_matrices_factor_as_in_the_machines_order(call, shape, orde
     name, _, option = call.partition("-")
     options = {"permute_l": True} if option == "permute_l" else {"mode": option} if option else {}
     with hetlapack.using(tile=TILE):
-        ours = getattr(la, name)(np.array(native, dtype=dtype, order=order), **options)
+        ours = getattr(la, name)(np.array(native, dtype=dtype, order=order), overwrite_a=overwrite_a, **options)
     theirs = getattr(sl, name)(native, **options)
     for x, y in zip(*(_arrays(result) for result in (ours, theirs)), strict=True):
         assert (x.dtype, x.shape, x.flags.c_contiguous, x.flags.f_contiguous) == \

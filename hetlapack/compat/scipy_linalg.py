@@ -202,7 +202,7 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     array([[2., 0.],
            [1., 2.]])
     """
-    a = native_byte_order(a)
+    a, overwrite_a = native_byte_order(a, overwrite_a)
     if on_host_at_once("potrf", a):
         return host_cholesky("cholesky", a, lower, overwrite_a, check_finite)
     if is_cupy(a):
@@ -250,7 +250,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     >>> la.cho_solve((c, low), np.array([12.0, 8.0]))
     array([1., 1.])
     """
-    a = native_byte_order(a)
+    a, overwrite_a = native_byte_order(a, overwrite_a)
     if on_host_at_once("potrf", a):
         return host_cholesky("cho_factor", a, lower, overwrite_a, check_finite)
     if is_cupy(a):
@@ -485,7 +485,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     >>> np.allclose(p @ l @ u, a)
     True
     """
-    a = native_byte_order(a)
+    a, overwrite_a = native_byte_order(a, overwrite_a)
     loop = stack_loop("lu")  # SciPy loops over a stack in lu otherwise than in lu_factor (getrf's)
     if on_host_at_once("getrf", a, loop=loop):
         a, overwrite_a, check_finite = _scipy_operand("lu", a, overwrite_a, check_finite, stacklevel=2)
@@ -547,7 +547,7 @@ def qr(a, overwrite_a=False, lwork=QR_LWORK_DEFAULT, mode="full", pivoting=False
     >>> np.allclose(q @ r, a)
     True
     """
-    a = native_byte_order(a)
+    a, overwrite_a = native_byte_order(a, overwrite_a)
     if on_host_at_once("geqp3" if pivoting else "geqrf", a):
         return _host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite)
     op, features, forms_q = qr_route(a, mode, pivoting, lwork)

@@ -79,15 +79,17 @@ def fortran_matrices(x, xp=np):
     return x if swapped.flags.c_contiguous else xp.ascontiguousarray(swapped).swapaxes(-1, -2)
 
 
-def native_byte_order(a):
-    """``a`` itself, or where it is a byte-swapped ndarray of a LAPACK dtype a copy in the machine's byte order, its
-    layout kept: SciPy 1.17's ``lu`` and 1.18's ``cholesky``, ``cho_factor``, ``lu`` and ``qr`` fail on swapped
-    bytes or factor them as they lie in memory, where its f2py wrappers (``lu_factor``'s, the solves') copy them to
-    the machine's order first. SciPy casts other dtypes into a LAPACK dtype in the machine's order itself, and names
-    the dtype it was given in its warnings; an empty matrix it returns in the dtype given, byte order included."""
+def native_byte_order(a, overwrite_a) -> tuple:
+    """``(a, overwrite_a)`` as given, or where ``a`` is a byte-swapped ndarray of a LAPACK dtype a copy in the
+    machine's byte order, its layout kept, and ``False``: SciPy 1.17's ``lu`` and 1.18's ``cholesky``,
+    ``cho_factor``, ``lu`` and ``qr`` fail on swapped bytes or factor them as they lie in memory, where its f2py
+    wrappers (``lu_factor``'s, the solves') copy them to the machine's order first, into a copy they then lay the
+    results out of as for a matrix they were not allowed to overwrite. SciPy casts other dtypes into a LAPACK dtype in
+    the machine's order itself, and names the dtype it was given in its warnings; an empty matrix it returns in the
+    dtype given, byte order included."""
     if isinstance(a, np.ndarray) and not a.dtype.isnative and a.dtype.char in "fdFD" and a.size:
-        return a.astype(a.dtype.newbyteorder("="))
-    return a
+        return a.astype(a.dtype.newbyteorder("=")), False
+    return a, overwrite_a
 
 
 def peek(a):
