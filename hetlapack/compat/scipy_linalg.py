@@ -372,7 +372,9 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     array([2, 2, 3, 3], dtype=int32)
     """
     if on_host_at_once("getrf", a):
-        return scipy_call("lu_factor", *_scipy_operand("lu_factor", a, overwrite_a, check_finite, stacklevel=2))
+        if a.dtype.char not in "fdFD":  # the call users make skips the call (0.2 us of 5 at order 4)
+            a, overwrite_a, check_finite = _scipy_operand("lu_factor", a, overwrite_a, check_finite, stacklevel=2)
+        return scipy_call("lu_factor", a, overwrite_a, check_finite)
     if is_cupy(a):
         return _on_gpu().lu_factor(a, overwrite_a, check_finite)
     plan, arr, dtype = plan_call("getrf", a, check_finite)
@@ -488,7 +490,8 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     a, overwrite_a = native_byte_order(a, overwrite_a)
     loop = stack_loop("lu")  # SciPy loops over a stack in lu otherwise than in lu_factor (getrf's)
     if on_host_at_once("getrf", a, loop=loop):
-        a, overwrite_a, check_finite = _scipy_operand("lu", a, overwrite_a, check_finite, stacklevel=2)
+        if a.dtype.char not in "fdFD":  # as lu_factor's
+            a, overwrite_a, check_finite = _scipy_operand("lu", a, overwrite_a, check_finite, stacklevel=2)
         return host_lu(a, permute_l, overwrite_a, check_finite, p_indices)
     plan, arr, dtype = plan_call("getrf", a, check_finite, lu_features(a), loop)
     if plan.runner.own_call or np.shape(arr)[-2:] == (1, 1) or compiled_kernels_unusable():
