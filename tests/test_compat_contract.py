@@ -393,13 +393,19 @@ def test_cho_solve_reads_lower_as_scipys_potrs_call(lower, overwrite_b):
     assert arrays.potrs_lower(np.dtype(np.float64), lower, overwrite_b) == bool(x[1] != 1)
 
 
-def _deprecations(call) -> set[tuple[str, bool]]:
+def _deprecations(call) -> set[tuple[str, object]]:
     """The DeprecationWarnings of ``call``: each one's text and whether it points at this file (where the default
-    filters show it) rather than at a line of SciPy's."""
+    filters show it) rather than at a line of SciPy's; and its error, if it raised one (SciPy 1.16's ``lu`` refuses
+    long doubles)."""
+    error = set()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        call()
-    return {(str(w.message), w.filename == __file__) for w in caught if issubclass(w.category, DeprecationWarning)}
+        try:
+            call()
+        except (TypeError, ValueError) as raised:
+            error = {(str(raised), type(raised))}
+    return error | {(str(w.message), w.filename == __file__) for w in caught
+                    if issubclass(w.category, DeprecationWarning)}
 
 
 _DEPRECATED_CALLS = {

@@ -28,8 +28,8 @@ from ..contract.originals import scipy_functions as _scipy
 from ..contract.scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy,
                                     cholesky_lower, dtype_warned_at_caller, dtype_warns, fortran_in_place,
                                     fortran_result, in_place_shape, qr_lwork_deprecation, raise_first_failure,
-                                    refuse_flags, scipy_container, scipy_returns, stack_loop, warn_dtypes_as_scipy,
-                                    warn_singular)
+                                    refuse_flags, refuses_dtype, scipy_container, scipy_returns, stack_loop,
+                                    warn_dtypes_as_scipy, warn_singular)
 
 def _on_gpu():
     """The CuPy boundary (imported on the first CuPy argument)."""
@@ -494,7 +494,8 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
             a, overwrite_a, check_finite = _scipy_operand("lu", a, overwrite_a, check_finite, stacklevel=2)
         return host_lu(a, permute_l, overwrite_a, check_finite, p_indices)
     plan, arr, dtype = plan_call("getrf", a, check_finite, lu_features(a), loop)
-    if plan.runner.own_call or np.shape(arr)[-2:] == (1, 1) or compiled_kernels_unusable():
+    if (plan.runner.own_call or np.shape(arr)[-2:] == (1, 1) or compiled_kernels_unusable()
+            or refuses_dtype("lu", arr.dtype)):
         a, overwrite_a, check_finite = _scipy_operand("lu", a, overwrite_a, check_finite, stacklevel=2)
         return scipy_lu(a, permute_l, overwrite_a, check_finite, p_indices)
     a1 = _kernel_checked(plan, arr, check_finite, "lu")

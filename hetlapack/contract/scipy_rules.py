@@ -376,6 +376,21 @@ def _dtype_warnings(name: str, dtypes: tuple[np.dtype, ...]) -> tuple[_Deprecati
     return _deprecations(lambda: _DTYPE_PROBES.get(name, _scipy[name])(*operands))
 
 
+@functools.cache
+def refuses_dtype(name: str, dtype: np.dtype) -> bool:
+    """Whether SciPy's ``name`` raises a TypeError for a matrix of ``dtype`` (SciPy 1.16's ``lu`` for long doubles,
+    which its ``lu_factor`` computes in double precision), asked of SciPy on a probe."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            _scipy[name](_PROBE.astype(dtype))
+        except TypeError:
+            return True
+        except Exception:  # noqa: BLE001 - another error is not about the dtype
+            return False
+    return False
+
+
 def dtype_warns(name: str, dtype: np.dtype) -> bool:
     """Whether SciPy's ``name`` gives a dtype warning (:func:`warn_dtypes_as_scipy`) for an operand of ``dtype``."""
     return bool(_dtype_warnings(name, (np.dtype(dtype),)))
