@@ -91,8 +91,8 @@ def _scipy_operand(name: str, a, overwrite_a, check_finite, stacklevel: int):
     give its dtype warning at hetlapack's line (:func:`_warned_at_caller`). That warning is then given here,
     ``stacklevel`` frames above the caller, before or after SciPy's finiteness check as SciPy gives it, and SciPy is
     handed ``a`` cast as it casts it, checked, in a dtype it does not warn of, with the flag it would then read
-    (:data:`_SCIPY_CASTS`). The call users make, on a matrix of a LAPACK dtype, is answered first (0.15 us)."""
-    if (type(a) is np.ndarray and a.dtype.char in "fdFD") or not _warned_at_caller(name, a):
+    (:data:`_SCIPY_CASTS`)."""
+    if not _warned_at_caller(name, a):
         return a, overwrite_a, check_finite
     cast = _SCIPY_CASTS[name]
     if not cast.warns_first:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.linalg.lapack import get_lapack_funcs
 
-from ..dtypes import lapack_dtype
+from ..dtypes import lapack_dtype, native
 from ..machine import l1_data_cache, l2_cache, usable_cores
 from .originals import scipy_functions
 from .shared_work import share_out
@@ -88,7 +88,7 @@ def native_byte_order(a, overwrite_a) -> tuple:
     the machine's order itself, and names the dtype it was given in its warnings; an empty matrix it returns in the
     dtype given, byte order included."""
     if isinstance(a, np.ndarray) and not a.dtype.isnative and a.dtype.char in "fdFD" and a.size:
-        return a.astype(a.dtype.newbyteorder("=")), False
+        return a.astype(native(a.dtype)), False
     return a, overwrite_a
 
 
