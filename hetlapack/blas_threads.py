@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .machine import usable_cores
 from .forking import fork_safe_lock, reset_after_fork
@@ -42,22 +42,28 @@ def _controller():
     return ThreadpoolController()
 
 
-@contextlib.contextmanager
-def _in_control() -> Iterator[None]:
-    """Set or restore BLAS limits inside, then give threadpoolctl's control of OpenBLAS back (threadpoolctl < 3.8
-    has no such control). A ``threadpool_limits`` block of this thread around the call takes it again as it ends."""
+@functools.cache
+def _give_control_back() -> Callable[[], None]:
+    """threadpoolctl's way to give its control of OpenBLAS back (threadpoolctl < 3.8 has no such control)."""
     from threadpoolctl import OpenBLASController  # noqa: PLC0415
 
+    return getattr(OpenBLASController, "clear_controlling_thread", lambda: None)
+
+
+@contextlib.contextmanager
+def _in_control() -> Iterator[None]:
+    """Set or restore BLAS limits inside, then give threadpoolctl's control of OpenBLAS back. A
+    ``threadpool_limits`` block of this thread around the call takes it again as it ends."""
     try:
         yield
     finally:
-        if hasattr(OpenBLASController, "clear_controlling_thread"):
-            OpenBLASController.clear_controlling_thread()
+        _give_control_back()()
 
 
-def _blas() -> list:
-    """threadpoolctl's controller of each loaded BLAS."""
-    return _controller().select(user_api="blas").lib_controllers
+@functools.cache
+def _blas() -> tuple:
+    """threadpoolctl's controller of each loaded BLAS (the libraries SciPy and NumPy load, which stay loaded)."""
+    return tuple(_controller().select(user_api="blas").lib_controllers)
 
 
 def _limits_now() -> list[int]:

@@ -13,7 +13,8 @@ from .. import linalg
 from ..devices import available
 from ..options import using
 from ..perf import model
-from ..perf.calibration import DEFAULT_TILE, KERNEL_TILES, POTRF_BLOCKS, TILE_CHOICE_MARGIN, calibrate
+from ..perf.calibration import (DEFAULT_TILE, HOST_THREAD_CALLS, KERNEL_TILES, PASSES, POTRF_BLOCKS,
+                                TILE_CHOICE_MARGIN, calibrate, host_threads, least_gains)
 from ..perf.rates import MEMORY_ORDERS, call_name, call_table
 from ..devices.capability import ENV_CACHE_DIR, apply_measurements, cache_path, check_writable, save_results
 from . import device_list
@@ -65,12 +66,16 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_save:
         with _writing_cache():
             check_writable()
+    cpu = next((device for device in devices if device.kind == "cpu"), None)
+    before = _host_threads(args.repeats) if cpu is not None else None
     results = calibrate(devices, tile=args.tile, repeats=args.repeats, save=False, progress=True,
                         whole_orders=args.orders,
                         host_calls=_host_calls(), tile_calls=_tile_calls())
-    cpu = next((device for device in devices if device.kind == "cpu"), None)
+    if cpu is not None:
+        results[cpu.name]["host_threads"] = least_gains(before, _host_threads(args.repeats))
     if cpu is not None and not args.no_batched:
         results[cpu.name].update(_batched_timings(args.repeats))
+    if cpu is not None:
         apply_measurements(cpu, results[cpu.name])
     _print_results(results, args.tile)
     if not args.no_save:
@@ -105,6 +110,20 @@ def _tile_calls() -> dict[str, Callable[[np.ndarray, int], object]]:
     """The tile path's call per call dispatch prices (:data:`_FUNCTIONS`) on the CPU alone, default flags, at a
     tile given with the matrix."""
     return {op: functools.partial(_forced, "hybrid", function) for op, function in _FUNCTIONS.items()}
+
+
+def _host_threads(repeats: int) -> dict[str, list[list[float]]]:
+    """:func:`~hetlapack.perf.calibration.host_threads` with a progress bar over the host's calls: timed before and
+    after the other measurements, the device entry's ``"host_threads"`` table is the two's
+    :func:`~hetlapack.perf.calibration.least_gains`."""
+    from tqdm import tqdm  # noqa: PLC0415 - a CLI dependency
+
+    with tqdm(total=sum(len(calls) for calls, *_ in HOST_THREAD_CALLS.values()), desc="host calls on one thread",
+              unit="call") as bar:
+        def done(call: str) -> None:
+            bar.set_postfix_str(call)
+            bar.update()
+        return host_threads(repeats * PASSES, progress=done)
 
 
 def _batched_timings(repeats: int) -> dict[str, dict[str, list[list[float]]]]:
@@ -248,10 +267,27 @@ def _print_results(results: dict[str, dict], tile: int) -> None:
         if "solves" in measured:
             _print_ratios(measured["solves"], "a solve's time a matrix at a time over the interleaved one's (above 1x "
                           "the interleaved solve wins)", "interleaved", model.crossover_order)
+        if measured.get("host_threads"):
+            _print_host_threads(measured["host_threads"])
         if "loop_threads" in measured:
             _print_ratios(measured["loop_threads"], "the LAPACK loop's time on every core over one thread's (one "
                           f"thread unless every core took {1 / model.LOOP_THREADS_MARGIN:.2f}x its time or less)",
                           "one thread", model.one_thread_order)
+
+
+def _print_host_threads(ratios: dict[str, list[list[float]]]) -> None:
+    """Each host call's time on every core over one BLAS thread's, a row per call, dtype and library, a column per
+    order, and the orders it runs on one thread at."""
+    orders = sorted({int(order) for rows in ratios.values() for order, _ in rows})
+    print(f"\n{'call':<26}" + "".join(f"{order:>7}" for order in orders) + "  on one thread")
+    for name, rows in ratios.items():
+        by_order = dict((int(order), ratio) for order, ratio in rows)
+        one_thread = model.one_thread_orders(rows)
+        print(f"{name.rsplit(' ', 1)[0]:<26}"  # the library's version left out
+              + "".join(f"{by_order[order]:>6.2f}x" if order in by_order else f"{'':>7}" for order in orders)
+              + f"  {'-'.join(map(str, one_thread)) if one_thread else 'none'}")
+    print("each library's call on a C-ordered matrix, default flags: its time on every core over one BLAS thread's; "
+          f"on one thread at orders where that was {model.HOST_ONE_THREAD_MARGIN}x or more")
 
 
 def _print_potrf_blocks(tables: dict[str, list[list[int]]]) -> None:

@@ -17,8 +17,9 @@ from collections.abc import Callable
 import numpy as np
 from scipy.linalg.lapack import get_lapack_funcs
 
-from ..contract.arrays import (copies_by_tiles, fortran_copy, identical, plain_matrix, scipy_lapack_dtype, tile_order,
-                               working_copy, zero_other_triangle)
+from ..blas_threads import one_thread_per_call
+from ..contract.arrays import (copies_by_tiles, fortran_copy, identical, plain_matrix, scipy_lapack_dtype,
+                               scipy_qr_forms_q, tile_order, working_copy, zero_other_triangle)
 from ..contract.finite import FiniteCheck, all_finite
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.originals import scipy_matrix_functions as _scipy_matrix
@@ -27,6 +28,7 @@ from ..contract.scipy_rules import (COMPILED_BATCH_LOOPS, QR_LWORK_DEFAULT, TRUT
                                     scipy_returns)
 from ..devices import lapack_pointers
 from ..perf import model
+from ..perf.rates import HOST_THREADS_ORDERS
 
 
 def _read_as_it_lies(a: np.ndarray) -> bool:
@@ -157,7 +159,7 @@ def _compiled_lu() -> Callable | None:
     return compiled
 
 
-def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
+def _cholesky_on_host(name: str, a, lower, overwrite_a, check_finite):
     """SciPy's ``cholesky`` or ``cho_factor`` (``name``) of ``a`` on the host path. A contiguous square matrix that
     :func:`_takes_direct_call`, the call users make, is factored by the call SciPy's function makes after its Python
     checks, which are 5-10 us, a sixth of the call at order 100. Before 1.18 that is LAPACK's ``potrf`` through
@@ -205,7 +207,7 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     return scipy_container(name, False)((c, cho_factor_flags(lower, a, ())))
 
 
-def host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite):
+def _qr_on_host(a, overwrite_a, lwork, mode, pivoting, check_finite):
     """SciPy's ``qr`` on the host path. Under SciPy 1.18, with SciPy's default ``lwork`` and mode ``full``, ``r`` or
     ``economic``, a matrix that :func:`_takes_direct_call` is factored by the call SciPy's function makes after its
     Python checks (:func:`_compiled_qr`, on the array as SciPy hands it over: any strides); those checks are about
@@ -251,7 +253,7 @@ def scipy_lu(a, permute_l, overwrite_a, check_finite, p_indices):
     return scipy_returns("lu", results, False, in_place_shape=a.shape, permute_l=False, p_indices=p_indices)
 
 
-def host_lu(a, permute_l, overwrite_a, check_finite, p_indices):
+def _lu_on_host(a, permute_l, overwrite_a, check_finite, p_indices):
     """SciPy's ``lu`` of a small ``a``, one the shim sends to the host path at once. A matrix that
     :func:`_takes_direct_call`, larger than 1 x 1 (which SciPy does not factor), is factored by the call SciPy's
     function makes after its Python checks (:func:`_compiled_lu`: SciPy 1.18's compiled loop, or before it SciPy's
@@ -270,3 +272,53 @@ def host_lu(a, permute_l, overwrite_a, check_finite, p_indices):
     permutation = np.zeros((m, m), dtype="f" if a.dtype.char in "fF" else "d")
     permutation[np.arange(m), rows] = 1
     return permutation, lower, upper
+
+
+#: The fewest elements of a matrix whose host call may run on one BLAS thread: those of the smallest order
+#: calibration times that at. A smaller matrix, whose call takes microseconds, is told by its size alone.
+ONE_THREAD_MIN_SIZE = HOST_THREADS_ORDERS[0] ** 2
+
+
+def _on_one_thread(op: str, a, qr_mode: str | None = None) -> bool:
+    """Whether the host path's call for ``op`` on ``a`` (a QR in ``qr_mode``) runs on one BLAS thread
+    (:func:`one_thread_per_call`): a NumPy matrix of a LAPACK dtype at an order where ``hetlapack calibrate`` timed
+    SciPy's call faster so (``model.host_blas_threads``); else on as many as BLAS takes. On one thread SciPy's
+    results are SciPy's as SciPy gives them there, which differ in the last bits from order 100-200 on (by routine
+    and dtype)."""
+    return (type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and a.ndim == 2 and a.dtype.char in "fdFD"
+            and model.host_blas_threads(op, a.dtype, max(a.shape),
+                                        type(qr_mode) is str and scipy_qr_forms_q(qr_mode)) == 1)
+
+
+def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
+    """:func:`_cholesky_on_host`, on one BLAS thread where :func:`_on_one_thread`."""
+    if _on_one_thread("potrf", a):
+        with one_thread_per_call():
+            return _cholesky_on_host(name, a, lower, overwrite_a, check_finite)
+    return _cholesky_on_host(name, a, lower, overwrite_a, check_finite)
+
+
+def host_lu_factor(a, overwrite_a, check_finite):
+    """SciPy's ``lu_factor`` of ``a`` on the host path (:func:`scipy_call`), on one BLAS thread where
+    :func:`_on_one_thread`."""
+    if _on_one_thread("getrf", a):
+        with one_thread_per_call():
+            return scipy_call("lu_factor", a, overwrite_a, check_finite)
+    return scipy_call("lu_factor", a, overwrite_a, check_finite)
+
+
+def host_lu(a, permute_l, overwrite_a, check_finite, p_indices):
+    """:func:`_lu_on_host`, on one BLAS thread where :func:`_on_one_thread` (``getrf``'s)."""
+    if _on_one_thread("getrf", a):
+        with one_thread_per_call():
+            return _lu_on_host(a, permute_l, overwrite_a, check_finite, p_indices)
+    return _lu_on_host(a, permute_l, overwrite_a, check_finite, p_indices)
+
+
+def host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite):
+    """:func:`_qr_on_host`, on one BLAS thread where :func:`_on_one_thread` (``geqrf``'s, forming Q as ``mode``
+    asks; column pivoting is not timed, and runs on every core)."""
+    if pivoting is False and _on_one_thread("geqrf", a, mode):
+        with one_thread_per_call():
+            return _qr_on_host(a, overwrite_a, lwork, mode, pivoting, check_finite)
+    return _qr_on_host(a, overwrite_a, lwork, mode, pivoting, check_finite)

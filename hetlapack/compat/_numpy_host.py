@@ -23,12 +23,13 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..blas_threads import one_thread_per_call
 from ..contract.arrays import identical, numpy_linalg_dtype, plain_matrix
 from ..contract.originals import numpy_functions as _numpy
 from ..devices import lapack_pointers
 from ..perf import model
 from ..perf.rates import POTRF_BLOCKS_MIN_ORDER
-from ._host import copy_reading
+from ._host import ONE_THREAD_MIN_SIZE, copy_reading
 
 _PROBE = np.array([[4.0, 2.0, 1.0], [2.0, 5.0, 3.0], [1.0, 3.0, 6.0]])
 
@@ -136,7 +137,7 @@ def _right_looking(a: np.ndarray, upper: bool) -> np.ndarray | None:
     return transposed.T.astype(a.dtype, copy=False)
 
 
-def host_cholesky(a, upper):
+def _cholesky_on_host(a, upper):
     """``numpy.linalg.cholesky(a, upper=upper)`` for a matrix the shim keeps on the host: for a plain matrix
     (:func:`_plain`, square, not empty) with a plain ``bool`` flag, LAPACK's right-looking variant on NumPy's BLAS
     where it was timed faster (:func:`_right_looking`), else the gufunc call NumPy makes; NumPy's own call for
@@ -152,7 +153,7 @@ def host_cholesky(a, upper):
         return _numpy["cholesky"](a, upper=upper)
 
 
-def host_qr(a, mode):
+def _qr_on_host(a, mode):
     """``numpy.linalg.qr(a, mode)`` for a matrix the shim keeps on the host, in modes ``reduced``, ``complete`` and
     ``r``: the gufunc calls NumPy makes, for a plain matrix (:func:`_plain`, not empty); NumPy's own call for
     anything else and for a failure (its error)."""
@@ -163,3 +164,30 @@ def host_qr(a, mode):
         return _qr(gufuncs, a, mode)
     except FloatingPointError:
         return _numpy["qr"](a, mode=mode)
+
+
+def _on_one_thread(op: str, a, forms_q: bool = False) -> bool:
+    """Whether NumPy's call for ``op`` on ``a`` runs on one BLAS thread (:func:`one_thread_per_call`): a NumPy
+    matrix at an order where ``hetlapack calibrate`` timed NumPy's call faster so in the dtype NumPy computes it in
+    (``model.host_blas_threads``); else on as many as BLAS takes. On one thread NumPy's results are NumPy's as it
+    gives them there."""
+    return (type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and a.ndim == 2
+            and (dtype := numpy_linalg_dtype(a.dtype)) is not None
+            and model.host_blas_threads(op, dtype, max(a.shape), forms_q, "numpy") == 1)
+
+
+def host_cholesky(a, upper):
+    """:func:`_cholesky_on_host`, on one BLAS thread where :func:`_on_one_thread`."""
+    if _on_one_thread("potrf", a):
+        with one_thread_per_call():
+            return _cholesky_on_host(a, upper)
+    return _cholesky_on_host(a, upper)
+
+
+def host_qr(a, mode):
+    """:func:`_qr_on_host`, on one BLAS thread where :func:`_on_one_thread` (``geqrf``'s, forming Q unless ``mode``
+    is ``'r'``)."""
+    if _on_one_thread("geqrf", a, mode != "r"):
+        with one_thread_per_call():
+            return _qr_on_host(a, mode)
+    return _qr_on_host(a, mode)

@@ -22,7 +22,7 @@ from ._request import on_host_at_once, request
 from ..contract.arrays import (broadcast, check_flags, check_scipy_qr_mode, is_cupy, native_byte_order, peek,
                                plain_trans, potrs_lower, read_overwrite_flag, scipy_qr_forms_q, scipy_qr_sizes,
                                solve_batch, unshared_overwrite_b, upper_trapezoid, validated)
-from ._host import host_cholesky, host_lu, host_qr, scipy_call, scipy_lu
+from ._host import host_cholesky, host_lu, host_lu_factor, host_qr, scipy_lu
 from ..contract.finite import all_finite
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.scipy_rules import (QR_LWORK_DEFAULT, cho_factor_cleans, cho_factor_flags, cholesky_as_scipy,
@@ -374,12 +374,12 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     if on_host_at_once("getrf", a):
         if a.dtype.char not in "fdFD":  # the call users make skips the call (0.2 us of 5 at order 4)
             a, overwrite_a, check_finite = _scipy_operand("lu_factor", a, overwrite_a, check_finite, stacklevel=2)
-        return scipy_call("lu_factor", a, overwrite_a, check_finite)
+        return host_lu_factor(a, overwrite_a, check_finite)
     if is_cupy(a):
         return _on_gpu().lu_factor(a, overwrite_a, check_finite)
     plan, arr, dtype = plan_call("getrf", a, check_finite)
     if plan.runner.own_call:
-        return scipy_call("lu_factor", *_scipy_operand("lu_factor", a, overwrite_a, check_finite, stacklevel=2))
+        return host_lu_factor(*_scipy_operand("lu_factor", a, overwrite_a, check_finite, stacklevel=2))
     warn_dtypes_as_scipy("lu_factor", arr.dtype, stacklevel=2)
     refuse_flags("lu_factor", dtype, values=arr if check_finite else None, overwrite_a=overwrite_a)
     a1 = _kernel_checked(plan, arr, check_finite, None)  # its dtype warning came first, as SciPy's does

@@ -132,6 +132,10 @@ class Device(abc.ABC):
         #: right-looking Cholesky ran fastest at on a whole matrix, its order where SciPy's BLAS's ``potrf`` was the
         #: faster, when calibration measured it (a CPU's only): the host path's Cholesky.
         self.potrf_blocks: dict[str, tuple[tuple[float, float], ...]] = {}
+        #: Per host call, dtype and SciPy version (``"geqrf float64 scipy 1.17.1"``), ``((order, every core's time over
+        #: one BLAS thread's), ...)`` of SciPy's call on a C-ordered matrix, when calibration measured it (a CPU's
+        #: only): where the host path's call runs on one BLAS thread.
+        self.host_threads: dict[str, tuple[tuple[float, float], ...]] = {}
 
     @property
     @abc.abstractmethod

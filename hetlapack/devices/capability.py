@@ -73,7 +73,8 @@ TABLE_ATTRIBUTES = {"kernels": "kernel_rates", "whole": "whole_rates", "host_cal
                     "tile_call": "tile_call_rates", "tiles": "tile_orders", "batched": "batched_rates",
                     "lanes": "batched_lanes", "spread": "batched_spread", "stream": "batched_stream",
                     "stream_stack": "batched_stream_stack",
-                    "solves": "batched_solves", "loop_threads": "loop_threads", "potrf_blocks": "potrf_blocks"}
+                    "solves": "batched_solves", "loop_threads": "loop_threads", "potrf_blocks": "potrf_blocks",
+                    "host_threads": "host_threads"}
 TABLE_KEYS = tuple(TABLE_ATTRIBUTES)
 
 
@@ -121,7 +122,7 @@ def apply_measurements(device: Device, measured: dict) -> None:
     ``host_call_rates`` (``"host_call"``), ``tile_call_rates`` (``"tile_call"``), ``tile_orders`` (``"tiles"``),
     ``batched_rates`` (``"batched"``), ``batched_lanes`` (``"lanes"``), ``batched_spread`` (``"spread"``),
     ``batched_stream`` (``"stream"``), ``batched_stream_stack`` (``"stream_stack"``), ``batched_solves``
-    (``"solves"``), ``loop_threads`` and ``potrf_blocks``."""
+    (``"solves"``), ``loop_threads``, ``potrf_blocks`` and ``host_threads``."""
     _apply(device, _frozen(_measurements(measured)))
 
 
@@ -135,8 +136,8 @@ def _apply(device: Device, measurements: dict) -> None:
 
 def load_capability(device: Device) -> None:
     """Overwrite ``device.capability`` (and its ``kernel_rates``, ``whole_rates``, ``host_call_rates``,
-    ``tile_call_rates``, ``tile_orders``, ``batched_rates``, ``batched_lanes``, ``loop_threads``, ``potrf_blocks``)
-    with its cached measurements, if any."""
+    ``tile_call_rates``, ``tile_orders``, ``batched_rates``, ``batched_lanes``, ``loop_threads``, ``potrf_blocks``,
+    ``host_threads``) with its cached measurements, if any."""
     _apply(device, load().get(device.name, {}))
 
 
@@ -155,7 +156,7 @@ def check_writable() -> Path:
 #: Tables whose rows are named by the SciPy version they were timed under (``rates.call_table``): a calibration
 #: replaces only its own version's, so that environments with different SciPy versions on one machine share the
 #: cache.
-VERSIONED_TABLE_KEYS = ("host_call", "tile_call", "potrf_blocks")
+VERSIONED_TABLE_KEYS = ("host_call", "tile_call", "potrf_blocks", "host_threads")
 
 
 def save_results(results: dict[str, dict[str, float]], tile: int) -> Path:

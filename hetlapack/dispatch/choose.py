@@ -248,12 +248,25 @@ def _choose(req: Request, options: Options) -> Plan:
         lanes = model.batched_lanes(req.op, req.dtype, req.core[0])
     if path is BATCHED and kernels == "lapack":
         loop_threads = model.lapack_loop_threads(req.op, req.dtype, max(req.core))
-    return Plan(path=path.name, reason=reason, devices=path.devices(options, gpus), tile=tile,
+    return Plan(host_threads=_host_threads_reason(req) if path is HOST else None,
+                path=path.name, reason=reason, devices=path.devices(options, gpus), tile=tile,
                 placement=options.placement or "owner", forced=forced, kernels=kernels if path is BATCHED else None,
                 predicted_s=predicted, unavailable=unavailable, layout=layout, host_cols=host_cols,
                 layout_s=layouts if path is HYBRID else {}, host_rate=host_rate, tile_rate=tile_rate,
-                tile_basis=tile_basis, lanes=lanes,
-                loop_threads=loop_threads, **common)
+                tile_basis=tile_basis, lanes=lanes, loop_threads=loop_threads, **common)
+
+
+def _host_threads_reason(req: Request) -> str | None:
+    """Why the host path's call runs on one BLAS thread, where it does (``model.host_blas_threads``: SciPy's or
+    NumPy's call on one NumPy matrix); None where it runs on as many as BLAS takes."""
+    if not (len(req.shape) == 2 and req.array_module == "numpy"
+            and model.host_blas_threads(req.op, req.dtype, max(req.core), req.forms_q, req.library) == 1):
+        return None
+    low, high = model.host_one_thread_orders(req.op, req.dtype, req.forms_q, req.library)
+    library = "SciPy" if req.library == "scipy" else "NumPy"
+    return (f"{library}'s call on 1 BLAS thread (`hetlapack calibrate` timed it at least "
+            f"{model.HOST_ONE_THREAD_MARGIN}x faster on one thread than on every core at orders {low}-{high} on this "
+            "machine)")
 
 
 def _layout(layouts: dict[str, float]) -> str:

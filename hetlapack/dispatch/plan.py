@@ -21,7 +21,7 @@ class Plan:
     and ``lanes``, the matrices per buffer of the interleaved kernels where ``hetlapack calibrate`` timed them
     (``None``: the kernels' buffer-size rule), or ``loop_threads``, the most threads the LAPACK loop runs on (the
     cost model's cap, which the loop takes itself: 1 where concurrent calls of the routine ran slower; ``None``: as
-    many as the batch is worth).
+    many as the batch is worth). ``host_threads`` says, where the host path's call runs on one BLAS thread, why.
     ``host_rate`` says at what rate the host path was priced, and where that rate came from; ``tile_rate`` the
     same of the hybrid path, where this machine's timing of it corrected the simulator's price; ``tile_basis``
     where the hybrid path's tile came from.
@@ -47,6 +47,7 @@ class Plan:
     tile_basis: str | None = None
     lanes: int | None = None
     loop_threads: int | None = None
+    host_threads: str | None = None
 
     @property
     def runner(self) -> Path:
@@ -58,6 +59,7 @@ class Plan:
             f"hetlapack plan for {self.op} on {self.dtype} {self.shape}",
             f"  path:    {self.path}{' (forced)' if self.forced else ''}",
             f"  devices: {', '.join(map(str, self.devices))}",
+            *([f"  threads: {self.host_threads}"] if self.host_threads else []),
             *([f"  kernels: {KERNELS[self.kernels]}" + (f", {self.lanes} matrices per buffer (timed on this machine)"
                                                          if self.lanes else "")
                + (f", on at most {self.loop_threads} thread{'' if self.loop_threads == 1 else 's'}"

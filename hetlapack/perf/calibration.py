@@ -19,14 +19,16 @@ from typing import TypeVar
 import numpy as np
 import scipy.linalg.blas
 
-from ..blas_threads import all_cores, blas_threads
+from ..blas_threads import all_cores, blas_threads, one_thread_per_call
+from ..contract.originals import numpy_functions, scipy_functions
 from ..contract.scipy_rules import COMPILED_BATCH_LOOPS
 from ..devices import lapack_pointers
 from ..devices.base import Device
 from ..devices.capability import apply_measurements, check_writable, save_results
 from ..machine import usable_cores
-from .rates import (MEMORY_ORDERS, POTRF_BLOCKS_MIN_ORDER, call_op, call_table, flops, potrf_blocks_table,
-                    tile_size, timing_potrf_blocks)
+from .rates import (MEMORY_ORDERS, POTRF_BLOCKS_MIN_ORDER, call_name, call_op, call_table, flops,
+                    HOST_THREADS_ORDERS, host_threads_table, potrf_blocks_table, tile_size,
+                    timing_potrf_blocks)
 
 Key = TypeVar("Key")
 
@@ -370,6 +372,72 @@ def potrf_blocks(orders: Iterable[int], rounds: int) -> dict[str, list[list[int]
             keep = seconds[n] <= TILE_CHOICE_MARGIN * seconds[fastest]
             table.setdefault(potrf_blocks_table(dtype, uplo, library.name), []).append([n, n if keep else fastest])
     return table
+
+
+def _after_numpy() -> None:
+    """:func:`_after_scipy` on NumPy's own OpenBLAS, whose pool NumPy's LAPACK calls run on."""
+    np.matmul(_WAKE, _WAKE)
+
+
+#: Each library's call (SciPy's, NumPy's) of each host call (``rates.call_name``) as users make it, default flags,
+#: the dtypes it computes in, and a call on the same BLAS that leaves its pool as a caller's earlier call leaves it.
+HOST_THREAD_CALLS: dict[str, tuple[dict[str, Callable[[np.ndarray], object]], str, Callable[[], None]]] = {
+    "scipy": ({"potrf": lambda a: scipy_functions["cholesky"](a), "getrf": lambda a: scipy_functions["lu_factor"](a),
+               "geqrf": lambda a: scipy_functions["qr"](a, mode="r"),
+               call_name("geqrf", forms_q=True): lambda a: scipy_functions["qr"](a, mode="economic")}, "fdFD",
+              _after_scipy),
+    "numpy": ({"potrf": lambda a: numpy_functions["cholesky"](a), "geqrf": lambda a: numpy_functions["qr"](a, mode="r"),
+               call_name("geqrf", forms_q=True): lambda a: numpy_functions["qr"](a)}, NUMPY_COMPUTES, _after_numpy)}
+
+
+def _on_one_thread(call: Callable[[], object]) -> object:
+    """``call()`` with every BLAS capped at one thread, as the host path caps it (its cost included)."""
+    with one_thread_per_call():
+        return call()
+
+
+def host_threads(rounds: int, orders: Iterable[int] = HOST_THREADS_ORDERS,
+                 progress: Callable[[str], None] | None = None) -> dict[str, list[list[float]]]:
+    """Per library, host call and dtype (:func:`rates.host_threads_table`), ``[[n, every core's seconds / one
+    thread's], ...]`` (above 1: one thread wins): SciPy's call, and NumPy's in the dtypes NumPy computes in, as users
+    make it (a C-ordered matrix of order ``n``, default flags) on every core and on one BLAS thread, capped as the
+    host path caps it, timed in turn (:func:`fastest_in_turn`, ``rounds`` rounds), each after a GEMM on the same
+    library's OpenBLAS that leaves its pool spinning (:func:`_after_scipy`, :func:`_after_numpy`), as a caller's
+    earlier call leaves it. ``progress`` is told each library and call as it is done (``"scipy potrf"``).
+
+    After a SciPy GEMM, NumPy's Cholesky of order 128 on every core took 15x its time on one thread: NumPy's pool
+    woke on a core SciPy's spinning pool held.
+
+    OpenBLAS threads the level-2 BLAS of LAPACK's unblocked panels (``geqr2``'s ``gemv`` and ``ger`` a column)
+    from small orders on, and on a 2-core AMD EPYC VM each such call paid for waking the other core: SciPy's
+    ``qr(mode='r')`` of order 200 took 552 us on one thread and 668-1,419 us on both, varying from minute to
+    minute, while at order 512 both threads won."""
+    rng = np.random.default_rng(6)
+    table: dict[str, list[list[float]]] = {}
+    inputs = {n: _whole_inputs(n, rng) for n in orders}
+    for library, (calls, chars, after) in HOST_THREAD_CALLS.items():
+        for name, call in calls.items():
+            for char in chars:
+                dtype = np.dtype(char)
+                for n, (general, spd) in inputs.items():
+                    matrix = np.ascontiguousarray(spd if name == "potrf" else general, dtype=dtype)
+                    on_every_core = functools.partial(call, matrix)
+                    seconds = fastest_in_turn({"every": on_every_core,
+                                               "one": functools.partial(_on_one_thread, on_every_core)},
+                                              rounds, enough_s=WHOLE_REPEAT_S, least=2, setup=after)
+                    table.setdefault(host_threads_table(name, dtype, library), []).append(
+                        [n, seconds["every"] / seconds["one"]])
+            if progress:
+                progress(f"{library} {name}")
+    return table
+
+
+def least_gains(*timings: dict[str, list[list[float]]]) -> dict[str, list[list[float]]]:
+    """Of several :func:`host_threads` timings of the same cases, each case's lowest ratio per order: one thread's
+    smallest gain. Timed minutes apart, the calls on every core ran 1.2-2.6x apart on a 2-core AMD EPYC VM (one
+    thread's within 1%), so a call runs on one thread only where it won each time."""
+    return {name: [[order, min(timing[name][row][1] for timing in timings)]
+                   for row, (order, _) in enumerate(rows)] for name, rows in timings[0].items()}
 
 
 def _at_default_tile(call: Callable[[np.ndarray, int], object], op: str, tiles: tuple[tuple[int, int], ...],

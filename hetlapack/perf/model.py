@@ -320,6 +320,47 @@ def loop_threads_basis(op: str, dtype: np.dtype) -> str:
     return "timed on this machine by `hetlapack calibrate`" if timed else "measured on the reference machine"
 
 
+#: How much faster the host path's call must have run on one BLAS thread than on every core, where ``hetlapack
+#: calibrate`` timed it (the cap's own cost included), before the host path runs it on one: the spread of the
+#: timing, whose every-core side varied 1.2-2.6x from minute to minute on a 2-core AMD EPYC VM (one thread's by 1%).
+HOST_ONE_THREAD_MARGIN = 1.1
+
+
+def one_thread_orders(timed) -> tuple[int, int] | None:
+    """From ``((order, a call's time on every core over one BLAS thread's), ...)`` by increasing order: the smallest
+    and largest order of the first run of orders at which one thread ran :data:`HOST_ONE_THREAD_MARGIN` times faster
+    (None where none did)."""
+    won = [int(order) for order, every_over_one in timed if every_over_one >= HOST_ONE_THREAD_MARGIN]
+    if not won:
+        return None
+    orders = [int(order) for order, _ in timed]
+    first = orders.index(won[0])
+    last = first
+    while last + 1 < len(orders) and orders[last + 1] in won:
+        last += 1
+    return orders[first], orders[last]
+
+
+@functools.lru_cache(maxsize=1024)
+def host_one_thread_orders(op: str, dtype: np.dtype, forms_q: bool = False,
+                           library: str = "scipy") -> tuple[int, int] | None:
+    """The orders (smallest, largest) at which the host path's call of ``library``'s function (``"scipy"`` or
+    ``"numpy"``) for ``op`` (a QR that ``forms_q`` or not) in ``dtype`` runs on one BLAS thread: where ``hetlapack
+    calibrate`` timed that call on this machine faster so (:func:`one_thread_orders`); None elsewhere and without a
+    calibration (every core, as the library runs it). Remembered for the process's life (until
+    ``dispatch.choose.forget_decisions``), as the host Cholesky's blocks."""
+    timed = _cpu_tables("host_threads").get(rates.host_threads_table(rates.call_name(op, forms_q), dtype, library))
+    return one_thread_orders(timed) if timed else None
+
+
+def host_blas_threads(op: str, dtype: np.dtype, order: int, forms_q: bool = False,
+                      library: str = "scipy") -> int | None:
+    """The most BLAS threads the host path's call of ``library``'s function for ``op`` on a matrix of ``order`` in
+    ``dtype`` runs on: 1 within :func:`host_one_thread_orders`, else None (as many as BLAS takes)."""
+    orders = host_one_thread_orders(op, dtype, forms_q, library)
+    return 1 if orders is not None and orders[0] <= order <= orders[1] else None
+
+
 def interleaved_max_n(op: str, dtype: np.dtype) -> int:
     """The largest order at which ``op``'s interleaved kernel beats the LAPACK loop in ``dtype`` (0: it has none):
     as ``hetlapack calibrate`` measured it on this machine, else :data:`INTERLEAVED_MAX_N`."""
@@ -434,10 +475,12 @@ def _calibrated_potrf_block(dtype: np.dtype, n: int, uplo: str, library: str) ->
 
 
 def forget_calibrated_lookups() -> None:
-    """Forget the blocks :func:`host_potrf_block`, the buffers :func:`batched_spread_bytes`, the matrices
-    :func:`batched_stream_bytes`, the stacks :func:`batched_stream_stack_bytes` and the orders
-    :func:`interleaved_solve_max_n` read from the cache, so that the next calls read it afresh."""
+    """Forget the blocks :func:`host_potrf_block`, the orders :func:`host_one_thread_orders`, the buffers
+    :func:`batched_spread_bytes`, the matrices :func:`batched_stream_bytes`, the stacks
+    :func:`batched_stream_stack_bytes` and the orders :func:`interleaved_solve_max_n` read from the cache, so that
+    the next calls read it afresh."""
     _calibrated_potrf_block.cache_clear()
+    host_one_thread_orders.cache_clear()
     batched_spread_bytes.cache_clear()
     batched_stream_bytes.cache_clear()
     batched_stream_stack_bytes.cache_clear()

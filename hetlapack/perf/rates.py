@@ -67,6 +67,22 @@ def call_table(call: str, memory_order: str) -> str:
     return f"{call} {memory_order} scipy {scipy.__version__}"
 
 
+#: The orders ``calibration.host_threads`` times the host path's calls at, on one BLAS thread and on every core:
+#: from where OpenBLAS starts threading a call to where two threads won at every order on a 2-core AMD EPYC VM
+#: (Zen 4). The host path runs no call of a smaller order on one thread.
+HOST_THREADS_ORDERS = (64, 96, 128, 192, 256, 384, 512)
+
+
+def host_threads_table(call: str, dtype: np.dtype, library: str = "scipy") -> str:
+    """The name of the calibrated table of the host path's ``call`` (:func:`call_name`) in ``dtype`` on one BLAS
+    thread against every core (``calibration.host_threads``): ``library``'s call (``"scipy"`` or ``"numpy"``) on its
+    own BLAS, so its version is in the name, as in :func:`potrf_blocks_table`'s."""
+    import scipy  # noqa: PLC0415 - the version only; SciPy is loaded by then
+
+    version = scipy.__version__ if library == "scipy" else np.__version__
+    return f"{call} {np.dtype(dtype).name} {library} {version}"
+
+
 #: The smallest matrix order ``calibration.potrf_blocks`` times and the host path looks a block up for: below it
 #: the host path keeps LAPACK's ``potrf``. At order 1000 the right-looking Cholesky ran 1.15-1.20x faster than
 #: OpenBLAS's ``dpotrf`` on a 2-core Xeon VM (SkylakeX kernels, block 64-128). At 500 the variant's kernels gained
