@@ -167,6 +167,26 @@ def test_the_paths_calls_are_timed_on_c_and_fortran_inputs_for_the_installed_sci
         assert len(load()["cpu"][table]) == 9 and "potrf C scipy 0.1.0" in load()["cpu"][table]
 
 
+def test_the_paths_calls_are_timed_in_stretches_each_keeping_its_fastest_rate(cache_dir, monkeypatch):
+    """The rounds of the paths' calls are shared by ``CALL_STRETCHES`` stretches, one order after another, so that a
+    call is timed minutes apart; each call keeps its fastest rate at each order, so a slow stretch of the machine
+    prices neither path."""
+    from hetlapack.perf import calibration
+
+    stretches = [{"host_call": {"geqrf C": [[24, 3.0], [48, 9.0]]}, "tile_call": {"geqrf C": [[24, 4.0], [48, 5.0]]}},
+                 {"host_call": {"geqrf C": [[24, 6.0], [48, 7.0]]}, "tile_call": {"geqrf C": [[24, 2.0], [48, 8.0]]}}]
+    timed = []
+    monkeypatch.setattr(calibration, "call_rates", lambda paths, orders, rounds: timed.append(
+        (sorted(paths), list(orders), rounds)) or stretches[len(timed) - 1])
+    calls = {"geqrf": lambda a, *tile: None}
+    results = calibrate([CpuDevice(workers=1)], tile=16, repeats=3, kernels=False, whole_orders=(48, 24),
+                        host_calls=calls, tile_calls=calls)
+    assert calibration.CALL_STRETCHES == 2
+    assert timed == [(["host_call", "tile_call"], [24, 48], 3 * calibration.PASSES // 2)] * 2
+    assert results["cpu"]["host_call"] == {"geqrf C": [[24, 6.0], [48, 9.0]]}
+    assert results["cpu"]["tile_call"] == {"geqrf C": [[24, 4.0], [48, 8.0]]}
+
+
 def test_a_qr_forming_q_is_timed_as_a_call_of_its_own_at_geqrfs_tile(cache_dir, monkeypatch):
     """A QR that forms Q is timed beside ``mode='r'`` under a name of its own, its rate in ``geqrf``'s flops (so
     that a price from it is its time), on the tile path at ``geqrf``'s default tile; tiles are chosen for the

@@ -291,6 +291,22 @@ def call_rates(paths: dict[str, dict[str, Callable[[np.ndarray], object]]], orde
     return rates
 
 
+#: How many times :func:`calibrate` times the paths' calls, one order after another, each time with its share of the
+#: rounds: the same call at the same order is timed minutes apart. On a 2-core AMD EPYC VM, SciPy's ``qr`` of order
+#: 256 took 1.9 ms at one moment and 2.8-3.1 ms ten minutes later, while the tile path's call, one BLAS thread a
+#: worker, moved less; a calibration made in such a slow stretch sent QR of orders 128-700 to the tile path, which
+#: then ran at 0.68-0.73x SciPy's call.
+CALL_STRETCHES = 2
+
+
+def fastest_rates(stretches: list[dict[str, dict[str, list[list[float]]]]]) -> dict[str, dict[str, list[list[float]]]]:
+    """Of :func:`call_rates`' tables from several stretches (the same paths, calls and orders), each call's fastest
+    rate at each order."""
+    return {path: {name: [[order, max(stretch[path][name][row][1] for stretch in stretches)]
+                          for row, (order, _) in enumerate(rows)] for name, rows in tables.items()}
+            for path, tables in stretches[0].items()}
+
+
 #: The smallest matrix order :func:`best_tiles` is timed at in a calibration: below it one LAPACK call beats the
 #: tile path on the CPU alone at any tile (2-core Xeon VM: 0.57-0.79x of the host path's call at order 2048 right
 #: after it, docs/dispatch.md), so no default tile there is worth a calibration's time.
@@ -512,8 +528,9 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
     - ``"potrf_blocks"``: :func:`potrf_blocks` at those orders from ``rates.POTRF_BLOCKS_MIN_ORDER``, the host
       path's Cholesky from then on;
     - ``"host_call"`` and ``"tile_call"``: :func:`call_rates` of the two paths at those orders, in turn in
-      :data:`PASSES` times ``repeats`` rounds, the tile path's at its new default tile and the host path's Cholesky
-      at its new blocks.
+      :data:`PASSES` times ``repeats`` rounds shared by :data:`CALL_STRETCHES` stretches (the fastest of them:
+      :func:`fastest_rates`), the tile path's at its new default tile and the host path's Cholesky at its new
+      blocks.
 
     The devices' ``capability`` is updated in place, so a runtime built on them right after uses the
     measurement. With ``save``, an unwritable cache raises ``OSError`` before anything is measured.
@@ -552,10 +569,12 @@ def calibrate(devices: Sequence[Device], *, tile: int = DEFAULT_TILE, repeats: i
                        unit="order", disable=not progress)
         if blocks := potrf_blocks(blocked, repeats):
             results[cpu.name]["potrf_blocks"] = blocks
-        timed = tqdm(orders, desc="paths' calls", unit="order", disable=not progress)
         with timing_potrf_blocks(blocks):
-            results[cpu.name].update(call_rates({"host_call": host_calls, "tile_call": at_default_tile}, timed,
-                                                repeats * PASSES))
+            stretches = [call_rates({"host_call": host_calls, "tile_call": at_default_tile},
+                                    tqdm(orders, desc=f"paths' calls {stretch + 1}/{CALL_STRETCHES}", unit="order",
+                                         disable=not progress), max(repeats * PASSES // CALL_STRETCHES, 1))
+                         for stretch in range(CALL_STRETCHES)]
+        results[cpu.name].update(fastest_rates(stretches))
         apply_measurements(cpu, results[cpu.name])
     if save:
         save_results(results, tile)
