@@ -279,20 +279,21 @@ def _lu_on_host(a, permute_l, overwrite_a, check_finite, p_indices):
 ONE_THREAD_MIN_SIZE = HOST_THREADS_ORDERS[0] ** 2
 
 
-def _on_one_thread(op: str, a, qr_mode: str | None = None) -> bool:
-    """Whether the host path's call for ``op`` on ``a`` (a QR in ``qr_mode``) runs on one BLAS thread
-    (:func:`one_thread_per_call`): a NumPy matrix of a LAPACK dtype at an order where ``hetlapack calibrate`` timed
-    SciPy's call faster so (``model.host_blas_threads``); else on as many as BLAS takes. On one thread SciPy's
-    results are SciPy's as SciPy gives them there, which differ in the last bits from order 100-200 on (by routine
-    and dtype)."""
-    return (type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and a.ndim == 2 and a.dtype.char in "fdFD"
+def _on_one_thread(op: str, a: np.ndarray, qr_mode: str | None = None) -> bool:
+    """Whether the host path's call for ``op`` on ``a``, a NumPy array of :data:`ONE_THREAD_MIN_SIZE` elements or
+    more (the callers test that first, inline: 0.1 us of a 6 us call at order 4), runs on one BLAS thread
+    (:func:`one_thread_per_call`): a matrix of a LAPACK dtype (a QR in ``qr_mode``) at an order where ``hetlapack
+    calibrate`` timed SciPy's call faster so (``model.host_blas_threads``); else on as many as BLAS takes. On one
+    thread SciPy's results are SciPy's as SciPy gives them there, which differ in the last bits from order 100-200 on
+    (by routine and dtype)."""
+    return (a.ndim == 2 and a.dtype.char in "fdFD"
             and model.host_blas_threads(op, a.dtype, max(a.shape),
                                         type(qr_mode) is str and scipy_qr_forms_q(qr_mode)) == 1)
 
 
 def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
     """:func:`_cholesky_on_host`, on one BLAS thread where :func:`_on_one_thread`."""
-    if _on_one_thread("potrf", a):
+    if type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and _on_one_thread("potrf", a):
         with one_thread_per_call():
             return _cholesky_on_host(name, a, lower, overwrite_a, check_finite)
     return _cholesky_on_host(name, a, lower, overwrite_a, check_finite)
@@ -301,7 +302,7 @@ def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
 def host_lu_factor(a, overwrite_a, check_finite):
     """SciPy's ``lu_factor`` of ``a`` on the host path (:func:`scipy_call`), on one BLAS thread where
     :func:`_on_one_thread`."""
-    if _on_one_thread("getrf", a):
+    if type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and _on_one_thread("getrf", a):
         with one_thread_per_call():
             return scipy_call("lu_factor", a, overwrite_a, check_finite)
     return scipy_call("lu_factor", a, overwrite_a, check_finite)
@@ -309,7 +310,7 @@ def host_lu_factor(a, overwrite_a, check_finite):
 
 def host_lu(a, permute_l, overwrite_a, check_finite, p_indices):
     """:func:`_lu_on_host`, on one BLAS thread where :func:`_on_one_thread` (``getrf``'s)."""
-    if _on_one_thread("getrf", a):
+    if type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and _on_one_thread("getrf", a):
         with one_thread_per_call():
             return _lu_on_host(a, permute_l, overwrite_a, check_finite, p_indices)
     return _lu_on_host(a, permute_l, overwrite_a, check_finite, p_indices)
@@ -318,7 +319,8 @@ def host_lu(a, permute_l, overwrite_a, check_finite, p_indices):
 def host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite):
     """:func:`_qr_on_host`, on one BLAS thread where :func:`_on_one_thread` (``geqrf``'s, forming Q as ``mode``
     asks; column pivoting is not timed, and runs on every core)."""
-    if pivoting is False and _on_one_thread("geqrf", a, mode):
+    if (type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and pivoting is False
+            and _on_one_thread("geqrf", a, mode)):
         with one_thread_per_call():
             return _qr_on_host(a, overwrite_a, lwork, mode, pivoting, check_finite)
     return _qr_on_host(a, overwrite_a, lwork, mode, pivoting, check_finite)

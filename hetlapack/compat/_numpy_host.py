@@ -166,19 +166,19 @@ def _qr_on_host(a, mode):
         return _numpy["qr"](a, mode=mode)
 
 
-def _on_one_thread(op: str, a, forms_q: bool = False) -> bool:
-    """Whether NumPy's call for ``op`` on ``a`` runs on one BLAS thread (:func:`one_thread_per_call`): a NumPy
-    matrix at an order where ``hetlapack calibrate`` timed NumPy's call faster so in the dtype NumPy computes it in
+def _on_one_thread(op: str, a: np.ndarray, forms_q: bool = False) -> bool:
+    """Whether NumPy's call for ``op`` on ``a``, a NumPy array of ``ONE_THREAD_MIN_SIZE`` elements or more (the
+    callers test that first, inline), runs on one BLAS thread (:func:`one_thread_per_call`): a matrix at an order
+    where ``hetlapack calibrate`` timed NumPy's call faster so in the dtype NumPy computes it in
     (``model.host_blas_threads``); else on as many as BLAS takes. On one thread NumPy's results are NumPy's as it
     gives them there."""
-    return (type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and a.ndim == 2
-            and (dtype := numpy_linalg_dtype(a.dtype)) is not None
+    return (a.ndim == 2 and (dtype := numpy_linalg_dtype(a.dtype)) is not None
             and model.host_blas_threads(op, dtype, max(a.shape), forms_q, "numpy") == 1)
 
 
 def host_cholesky(a, upper):
     """:func:`_cholesky_on_host`, on one BLAS thread where :func:`_on_one_thread`."""
-    if _on_one_thread("potrf", a):
+    if type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and _on_one_thread("potrf", a):
         with one_thread_per_call():
             return _cholesky_on_host(a, upper)
     return _cholesky_on_host(a, upper)
@@ -187,7 +187,7 @@ def host_cholesky(a, upper):
 def host_qr(a, mode):
     """:func:`_qr_on_host`, on one BLAS thread where :func:`_on_one_thread` (``geqrf``'s, forming Q unless ``mode``
     is ``'r'``)."""
-    if _on_one_thread("geqrf", a, mode != "r"):
+    if type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and _on_one_thread("geqrf", a, mode != "r"):
         with one_thread_per_call():
             return _qr_on_host(a, mode)
     return _qr_on_host(a, mode)
