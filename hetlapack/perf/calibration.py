@@ -299,12 +299,18 @@ def call_rates(paths: dict[str, dict[str, Callable[[np.ndarray], object]]], orde
 CALL_STRETCHES = 2
 
 
+def each_row(pick: Callable[[Iterable[float]], float],
+             timings: Sequence[dict[str, list[list[float]]]]) -> dict[str, list[list[float]]]:
+    """Of several timings of the same tables (``{name: [[x, value], ...]}``, the same names and rows), each row's
+    value ``pick`` chooses among them (``min``, ``max``)."""
+    return {name: [[x, pick(timing[name][row][1] for timing in timings)] for row, (x, _) in enumerate(rows)]
+            for name, rows in timings[0].items()}
+
+
 def fastest_rates(stretches: list[dict[str, dict[str, list[list[float]]]]]) -> dict[str, dict[str, list[list[float]]]]:
     """Of :func:`call_rates`' tables from several stretches (the same paths, calls and orders), each call's fastest
     rate at each order."""
-    return {path: {name: [[order, max(stretch[path][name][row][1] for stretch in stretches)]
-                          for row, (order, _) in enumerate(rows)] for name, rows in tables.items()}
-            for path, tables in stretches[0].items()}
+    return {path: each_row(max, [stretch[path] for stretch in stretches]) for path in stretches[0]}
 
 
 #: The smallest matrix order :func:`best_tiles` is timed at in a calibration: below it one LAPACK call beats the
@@ -452,8 +458,7 @@ def least_gains(*timings: dict[str, list[list[float]]]) -> dict[str, list[list[f
     """Of several :func:`host_threads` timings of the same cases, each case's lowest ratio per order: one thread's
     smallest gain. Timed minutes apart, the calls on every core ran 1.2-2.6x apart on a 2-core AMD EPYC VM (one
     thread's within 1%), so a call runs on one thread only where it won each time."""
-    return {name: [[order, min(timing[name][row][1] for timing in timings)]
-                   for row, (order, _) in enumerate(rows)] for name, rows in timings[0].items()}
+    return each_row(min, timings)
 
 
 def _at_default_tile(call: Callable[[np.ndarray, int], object], op: str, tiles: tuple[tuple[int, int], ...],

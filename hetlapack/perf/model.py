@@ -330,15 +330,13 @@ def one_thread_orders(timed) -> tuple[int, int] | None:
     """From ``((order, a call's time on every core over one BLAS thread's), ...)`` by increasing order: the smallest
     and largest order of the first run of orders at which one thread ran :data:`HOST_ONE_THREAD_MARGIN` times faster
     (None where none did)."""
-    won = [int(order) for order, every_over_one in timed if every_over_one >= HOST_ONE_THREAD_MARGIN]
-    if not won:
-        return None
-    orders = [int(order) for order, _ in timed]
-    first = orders.index(won[0])
-    last = first
-    while last + 1 < len(orders) and orders[last + 1] in won:
-        last += 1
-    return orders[first], orders[last]
+    run: list[int] = []
+    for order, every_over_one in timed:
+        if every_over_one >= HOST_ONE_THREAD_MARGIN:
+            run.append(int(order))
+        elif run:
+            break
+    return (run[0], run[-1]) if run else None
 
 
 @functools.lru_cache(maxsize=1024)
