@@ -152,6 +152,29 @@ def test_the_finite_check_reads_small_and_large_matrices_alike(order, dtype):
                 assert not all_finite(b[::-1, where[1] % 2::2])
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_the_finite_check_reads_a_tile_of_a_larger_matrix_in_whole_lines(order):
+    """A tile of a larger matrix, its rows (C) or columns (F) along memory and more values than
+    ``finite.BLOCK_VALUES``, is read in blocks of whole lines, with no buffered copy: a NaN or an infinity in its first
+    line, its last, or a block's edge fails the check; values outside the tile are not read."""
+    from hetlapack.contract import finite
+
+    big = np.zeros((1300, 1100), order=order)
+    tile = big[100:1000, 50:950]
+    assert tile.size > finite.BLOCK_VALUES and finite._lines_along_memory(tile) is not None
+    big[0, 0] = big[-1, -1] = np.nan  # outside the tile
+    assert all_finite(tile)
+    lines = finite._lines_along_memory(tile)
+    step = finite.BLOCK_VALUES // lines.shape[1]
+    for bad in (np.nan, np.inf):
+        for where in ((0, 0), (lines.shape[0] - 1, lines.shape[1] - 1), (step - 1, 7), (step, 0)):
+            lines[where] = bad
+            check = FiniteCheck()
+            check.read(tile)
+            assert not check.finite and not all_finite(tile)
+            lines[where] = 0
+
+
 def test_a_copy_that_may_warn_stays_on_the_calling_thread(monkeypatch):
     """A cast NumPy does not call safe (complex to real drops the imaginary part, with a ``ComplexWarning``) is
     made by the caller alone, whose warning filters apply."""
