@@ -277,8 +277,9 @@ def test_dispatch_prices_the_host_path_at_its_timed_call_on_the_inputs_memory_or
 
 def test_the_tile_paths_timed_call_corrects_the_simulators_price_on_the_cpu_alone(cache_dir):
     """Where calibration timed the tile path's call on the CPU alone, its price is the simulator's times the ratio
-    of the timed call to the simulator's price of it at the orders timed (interpolated between them), and explain
-    says so; named devices, a forced tile or another memory order keep the simulator's price."""
+    of the timed call to the simulator's price of it at the orders timed (interpolated between them; beyond them, in
+    the ratio to the host path's price timed at the largest), and explain says so; named devices, a forced tile or
+    another memory order keep the simulator's price."""
     import numpy as np
 
     import hetlapack
@@ -291,7 +292,10 @@ def test_the_tile_paths_timed_call_corrects_the_simulators_price_on_the_cpu_alon
     (cache_dir / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": {"tile_call": timed}}}))
     assert model.tile_call_factor("potrf", 1024, "C") == pytest.approx(2.0)
     assert model.tile_call_factor("potrf", 2048, "C") == pytest.approx(1.75)
-    assert model.tile_call_factor("potrf", 8192, "C") == pytest.approx(1.5)
+    beyond = model.tile_call_factor("potrf", 8192, "C")  # the ratio to the host path's price timed at 4096 kept
+    tile_over_host = [(model.tile_call_factor("potrf", n, "C") * model.predict_tiled("potrf", n, n, np.dtype("d")))
+                      / model.predict_host("potrf", n, n, np.dtype("d"), "C") for n in (4096, 8192)]
+    assert beyond != pytest.approx(1.5) and tile_over_host[1] == pytest.approx(tile_over_host[0], rel=1e-3)
     assert model.tile_call_factor("potrf", 2048, "F") is None and model.tile_call_factor("getrf", 2048, "C") is None
     spd = np.eye(2048) * 2
     plan = hetlapack.explain("cholesky", spd)

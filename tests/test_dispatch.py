@@ -99,6 +99,28 @@ def test_the_margin_is_narrowest_where_both_paths_calls_were_timed_in_turn(monke
         assert f"dispatch takes them from {model.TIMED_TILE_MARGIN:.2f}x" in plan.reason
 
 
+@pytest.mark.parametrize("tile_ratio", [1.0, 1.5])
+def test_beyond_the_orders_timed_the_paths_keep_the_ratio_timed_at_the_largest(monkeypatch, tmp_path, tile_ratio):
+    """Beyond the largest order ``hetlapack calibrate`` timed, the tile path is priced in the ratio to the host path
+    it was timed at there, whatever the reference curve and the simulator say of larger orders: two paths that tied
+    at every order timed keep the host path, and tiles timed 1.5x faster stay 1.5x faster."""
+    import json
+
+    from hetlapack.devices.capability import ENV_CACHE_DIR
+    from hetlapack.dispatch.choose import forget_decisions
+
+    monkeypatch.setenv(ENV_CACHE_DIR, str(tmp_path))
+    rate = 0.5 * rates.host_gemm_gflops("d")
+    entry = {"host_call": {rates.call_table("potrf", "F"): [[1000, rate], [4000, rate]]},
+             "tile_call": {rates.call_table("potrf", "F"): [[1000, rate * tile_ratio], [4000, rate * tile_ratio]]}}
+    (tmp_path / "calibration.json").write_text(json.dumps({"tile": 256, "devices": {"cpu": entry}}))
+    forget_decisions()
+    for n in (4000, 8000, 16000):
+        plan = choose(Request("potrf", (n, n), np.dtype("d"), memory_order="F"))
+        assert plan.predicted_s["host"] / plan.predicted_s["hybrid"] == pytest.approx(tile_ratio, rel=0.01)
+        assert plan.path == ("hybrid" if tile_ratio > model.TIMED_TILE_MARGIN else "host")
+
+
 @pytest.mark.parametrize("timed_with_q", [True, False])
 def test_a_qr_forming_q_is_priced_by_its_own_timed_call(monkeypatch, tmp_path, timed_with_q):
     """Where ``hetlapack calibrate`` timed the QR that forms Q apart from ``mode='r'``, ``qr``'s modes that form Q

@@ -642,12 +642,34 @@ def tile_call_factor(op: str, order: int, memory_order: str | None, forms_q: boo
     ``forms_q`` or not: the simulator prices ``geqrf`` alone, so forming Q is in the factor) as ``hetlapack
     calibrate`` timed it (the runtime's start, copy-in tasks, the finiteness check and the threads' contention
     included, which the simulator does not see: at order 1000 the call took 1.3-2.6x its price on a 2-core Xeon VM)
-    over the simulator's price of it, interpolated in log n between the orders timed and flat beyond; None where it
-    was not timed."""
+    over the simulator's price of it, interpolated in log n between the orders timed; None where it was not timed.
+
+    Beyond the largest order timed, the factor keeps the tile path's price in the ratio to the host path's that was
+    timed there (:func:`_host_growth_over_simulated`): the two prices are carried up by different models, the host's
+    by the reference machine's curve and the tiles' by the simulator, and where they part, a call the two paths
+    tied on at every order timed changed path on the models alone (2-core Xeon VM, SciPy 1.18.1, Fortran-ordered
+    float64, timed up to 4000, level there: ``cho_factor`` of order 8000 went to the tiles, priced 1.17x faster,
+    and took 1.78 s against SciPy's 1.63)."""
     if memory_order is None:
         return None
     timed = _timed_call("tile_call", op, memory_order, forms_q)[1]
-    return interpolate(_tile_call_factors(op, timed, _cpu_tables("tiles").get(op, ())), order) if timed else None
+    if not timed:
+        return None
+    factors = _tile_call_factors(op, timed, _cpu_tables("tiles").get(op, ()))
+    largest = int(factors[-1][0])
+    if order <= largest:
+        return interpolate(factors, order)
+    return factors[-1][1] * _host_growth_over_simulated(op, largest, order, memory_order, forms_q)
+
+
+def _host_growth_over_simulated(op: str, timed_order: int, order: int, memory_order: str, forms_q: bool) -> float:
+    """How many times more the host path's price grows from ``timed_order`` to ``order`` than the simulator's price
+    of the tile path on the CPU alone (float64, square)."""
+    dtype = np.dtype("d")
+    host = (_lapack_seconds(op, order, order, dtype, memory_order, forms_q)
+            / _lapack_seconds(op, timed_order, timed_order, dtype, memory_order, forms_q))
+    simulated = predict_tiled(op, order, order, dtype) / predict_tiled(op, timed_order, timed_order, dtype)
+    return host / simulated
 
 
 @functools.lru_cache(maxsize=64)
