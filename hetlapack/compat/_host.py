@@ -13,13 +13,14 @@ import functools
 import importlib
 import importlib.util
 from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 from scipy.linalg.lapack import get_lapack_funcs
 
 from ..blas_threads import one_thread_per_call
-from ..contract.arrays import (copies_by_tiles, fortran_copy, identical, plain_matrix, scipy_lapack_dtype,
-                               scipy_qr_forms_q, tile_order, working_copy, zero_other_triangle)
+from ..contract.arrays import (copies_by_tiles, fortran_copy, identical, numpy_linalg_dtype, plain_matrix,
+                               scipy_lapack_dtype, scipy_qr_forms_q, tile_order, working_copy, zero_other_triangle)
 from ..contract.finite import FiniteCheck, all_finite
 from ..contract.originals import scipy_functions as _scipy
 from ..contract.originals import scipy_matrix_functions as _scipy_matrix
@@ -278,49 +279,53 @@ def _lu_on_host(a, permute_l, overwrite_a, check_finite, p_indices):
 #: calibration times that at. A smaller matrix, whose call takes microseconds, is told by its size alone.
 ONE_THREAD_MIN_SIZE = HOST_THREADS_ORDERS[0] ** 2
 
+T = TypeVar("T")
 
-def _on_one_thread(op: str, a: np.ndarray, qr_mode: str | None = None) -> bool:
-    """Whether the host path's call for ``op`` on ``a``, a NumPy array of :data:`ONE_THREAD_MIN_SIZE` elements or
-    more (the callers test that first, inline: 0.1 us of a 6 us call at order 4), runs on one BLAS thread
-    (:func:`one_thread_per_call`): a matrix of a LAPACK dtype (a QR in ``qr_mode``) at an order where ``hetlapack
-    calibrate`` timed SciPy's call faster so (``model.host_blas_threads``); else on as many as BLAS takes. On one
-    thread SciPy's results are SciPy's as SciPy gives them there, which differ in the last bits from order 100-200 on
-    (by routine and dtype)."""
-    return (a.ndim == 2 and a.dtype.char in "fdFD"
-            and model.host_blas_threads(op, a.dtype, max(a.shape),
-                                        type(qr_mode) is str and scipy_qr_forms_q(qr_mode)) == 1)
+
+def _computed_in(dtype: np.dtype, library: str) -> np.dtype | None:
+    """The dtype ``library``'s function computes a matrix of ``dtype`` in: LAPACK's own for SciPy, NumPy's
+    (:func:`numpy_linalg_dtype`) for NumPy; None for one neither takes as it is."""
+    if library == "numpy":
+        return numpy_linalg_dtype(dtype)
+    return dtype if dtype.char in "fdFD" else None
+
+
+def on_timed_threads(op: str, a, forms_q: bool, library: str, call: Callable[..., T], *args) -> T:
+    """``call(*args)``, the host path's call of ``library``'s function (``"scipy"`` or ``"numpy"``) for ``op`` on
+    ``a`` (a QR that ``forms_q`` or not), on one BLAS thread (:func:`one_thread_per_call`) where ``hetlapack
+    calibrate`` timed that call faster so on a matrix of ``a``'s order, in the dtype the library computes ``a`` in
+    (``model.host_blas_threads``); else on as many as BLAS takes. On one thread the library's results are its own
+    as it gives them there, which differ in the last bits from order 100-200 on (by routine and dtype). A matrix of
+    fewer than :data:`ONE_THREAD_MIN_SIZE` elements is told by its size, the first test (0.1 us of a 6 us call at
+    order 4)."""
+    if (type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and a.ndim == 2
+            and (dtype := _computed_in(a.dtype, library)) is not None
+            and model.host_blas_threads(op, dtype, max(a.shape), forms_q, library) == 1):
+        with one_thread_per_call():
+            return call(*args)
+    return call(*args)
 
 
 def host_cholesky(name: str, a, lower, overwrite_a, check_finite):
-    """:func:`_cholesky_on_host`, on one BLAS thread where :func:`_on_one_thread`."""
-    if type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and _on_one_thread("potrf", a):
-        with one_thread_per_call():
-            return _cholesky_on_host(name, a, lower, overwrite_a, check_finite)
-    return _cholesky_on_host(name, a, lower, overwrite_a, check_finite)
+    """:func:`_cholesky_on_host` :func:`on_timed_threads`."""
+    return on_timed_threads("potrf", a, False, "scipy", _cholesky_on_host, name, a, lower, overwrite_a, check_finite)
 
 
 def host_lu_factor(a, overwrite_a, check_finite):
-    """SciPy's ``lu_factor`` of ``a`` on the host path (:func:`scipy_call`), on one BLAS thread where
-    :func:`_on_one_thread`."""
-    if type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and _on_one_thread("getrf", a):
-        with one_thread_per_call():
-            return scipy_call("lu_factor", a, overwrite_a, check_finite)
-    return scipy_call("lu_factor", a, overwrite_a, check_finite)
+    """SciPy's ``lu_factor`` of ``a`` on the host path (:func:`scipy_call`) :func:`on_timed_threads`."""
+    return on_timed_threads("getrf", a, False, "scipy", scipy_call, "lu_factor", a, overwrite_a, check_finite)
 
 
 def host_lu(a, permute_l, overwrite_a, check_finite, p_indices):
-    """:func:`_lu_on_host`, on one BLAS thread where :func:`_on_one_thread` (``getrf``'s)."""
-    if type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and _on_one_thread("getrf", a):
-        with one_thread_per_call():
-            return _lu_on_host(a, permute_l, overwrite_a, check_finite, p_indices)
-    return _lu_on_host(a, permute_l, overwrite_a, check_finite, p_indices)
+    """:func:`_lu_on_host` :func:`on_timed_threads` (``getrf``'s)."""
+    return on_timed_threads("getrf", a, False, "scipy", _lu_on_host, a, permute_l, overwrite_a, check_finite,
+                            p_indices)
 
 
 def host_qr(a, overwrite_a, lwork, mode, pivoting, check_finite):
-    """:func:`_qr_on_host`, on one BLAS thread where :func:`_on_one_thread` (``geqrf``'s, forming Q as ``mode``
-    asks; column pivoting is not timed, and runs on every core)."""
-    if (type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and pivoting is False
-            and _on_one_thread("geqrf", a, mode)):
-        with one_thread_per_call():
-            return _qr_on_host(a, overwrite_a, lwork, mode, pivoting, check_finite)
-    return _qr_on_host(a, overwrite_a, lwork, mode, pivoting, check_finite)
+    """:func:`_qr_on_host` :func:`on_timed_threads` (``geqrf``'s, forming Q as ``mode`` asks); column pivoting is
+    not timed, and runs on every core."""
+    if pivoting is not False:
+        return _qr_on_host(a, overwrite_a, lwork, mode, pivoting, check_finite)
+    return on_timed_threads("geqrf", a, scipy_qr_forms_q(mode), "scipy", _qr_on_host, a, overwrite_a, lwork, mode,
+                            pivoting, check_finite)

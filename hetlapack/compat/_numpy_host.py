@@ -23,13 +23,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..blas_threads import one_thread_per_call
 from ..contract.arrays import identical, numpy_linalg_dtype, plain_matrix
 from ..contract.originals import numpy_functions as _numpy
 from ..devices import lapack_pointers
 from ..perf import model
 from ..perf.rates import POTRF_BLOCKS_MIN_ORDER
-from ._host import ONE_THREAD_MIN_SIZE, copy_reading
+from ._host import copy_reading, on_timed_threads
 
 _PROBE = np.array([[4.0, 2.0, 1.0], [2.0, 5.0, 3.0], [1.0, 3.0, 6.0]])
 
@@ -166,28 +165,14 @@ def _qr_on_host(a, mode):
         return _numpy["qr"](a, mode=mode)
 
 
-def _on_one_thread(op: str, a: np.ndarray, forms_q: bool = False) -> bool:
-    """Whether NumPy's call for ``op`` on ``a``, a NumPy array of ``ONE_THREAD_MIN_SIZE`` elements or more (the
-    callers test that first, inline), runs on one BLAS thread (:func:`one_thread_per_call`): a matrix at an order
-    where ``hetlapack calibrate`` timed NumPy's call faster so in the dtype NumPy computes it in
-    (``model.host_blas_threads``); else on as many as BLAS takes. On one thread NumPy's results are NumPy's as it
-    gives them there."""
-    return (a.ndim == 2 and (dtype := numpy_linalg_dtype(a.dtype)) is not None
-            and model.host_blas_threads(op, dtype, max(a.shape), forms_q, "numpy") == 1)
-
-
 def host_cholesky(a, upper):
-    """:func:`_cholesky_on_host`, on one BLAS thread where :func:`_on_one_thread`."""
-    if type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and _on_one_thread("potrf", a):
-        with one_thread_per_call():
-            return _cholesky_on_host(a, upper)
-    return _cholesky_on_host(a, upper)
+    """:func:`_cholesky_on_host` on NumPy's BLAS threads as ``hetlapack calibrate`` timed them
+    (``_host.on_timed_threads``)."""
+    return on_timed_threads("potrf", a, False, "numpy", _cholesky_on_host, a, upper)
 
 
 def host_qr(a, mode):
-    """:func:`_qr_on_host`, on one BLAS thread where :func:`_on_one_thread` (``geqrf``'s, forming Q unless ``mode``
-    is ``'r'``)."""
-    if type(a) is np.ndarray and a.size >= ONE_THREAD_MIN_SIZE and _on_one_thread("geqrf", a, mode != "r"):
-        with one_thread_per_call():
-            return _qr_on_host(a, mode)
+    """:func:`_qr_on_host` on NumPy's BLAS threads as ``hetlapack calibrate`` timed them (``geqrf``'s, forming Q
+    unless ``mode`` is ``'r'``: ``_host.on_timed_threads``)."""
+    return on_timed_threads("geqrf", a, mode != "r", "numpy", _qr_on_host, a, mode)
     return _qr_on_host(a, mode)
